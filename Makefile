@@ -1,0 +1,41 @@
+# paper-repro: `make reproduce` runs the cpu-tiny study; `make test` runs the tests.
+# Both install into .venv first. torch is pinned exactly (2.13.0): on the project machines pip
+# finds that CPU wheel on local disk, while an unpinned torch pulls a multi-GB CUDA build.
+# Elsewhere, on a CPU-only machine, pass TORCH_INDEX=https://download.pytorch.org/whl/cpu.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_INDEX ?=
+PIP_TORCH := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: install test test-slow lint bench reproduce clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "torch==2.13.0" $(PIP_TORCH)
+	$(BIN)/python -m pip install --quiet -e ".[dev]" $(PIP_TORCH)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m paper_repro.bench ledger
+
+reproduce: $(STAMP)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro run --profile cpu-tiny --stage all
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
