@@ -138,7 +138,12 @@ class ModelShape:
     # --- sizes -------------------------------------------------------------------------------
     def module_shapes(self) -> dict[str, tuple[int, int]]:
         """(in_features, out_features) of each linear module of one layer."""
-        h, q, kv, i = self.hidden_size, self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim, self.intermediate_size
+        h, q, kv, i = (
+            self.hidden_size,
+            self.num_heads * self.head_dim,
+            self.num_kv_heads * self.head_dim,
+            self.intermediate_size,
+        )
         return {
             "q_proj": (h, q),
             "k_proj": (h, kv),
@@ -176,7 +181,11 @@ class ModelShape:
         if not include_embeddings:
             return body
         embed = self.vocab_size * h
-        head = 0 if self.tie_word_embeddings and self.head == ((h, self.vocab_size),) else self.head_matmul_params
+        head = (
+            0
+            if self.tie_word_embeddings and self.head == ((h, self.vocab_size),)
+            else self.head_matmul_params
+        )
         return body + embed + head
 
 
@@ -200,7 +209,9 @@ class LoRASpec:
             targets = LINEAR_MODULES
         unknown = sorted(set(targets) - set(LINEAR_MODULES))
         if unknown:
-            raise ValueError(f"unknown LoRA target modules {unknown}; choose from {', '.join(LINEAR_MODULES)}")
+            raise ValueError(
+                f"unknown LoRA target modules {unknown}; choose from {', '.join(LINEAR_MODULES)}"
+            )
         if not targets:
             raise ValueError("LoRA needs at least one target module")
         object.__setattr__(self, "target_modules", targets)
@@ -258,16 +269,13 @@ def generation_work(prompt_tokens: int, completion_tokens: int, prefill: bool = 
 
     The prefill runs the prompt once (logits at its last position only) and yields the first
     token; each later token is fed back once and attends to everything before it. The last
-    generated token is never fed back. With ``prefill=False`` only the decode part is returned
-    (prefix caching: the prompt was prefilled for an earlier sequence).
+    generated token is never fed back. With ``prefill=False`` the prompt's KV cache already exists
+    (prefix caching: it was prefilled for an earlier sequence), and only its last position is run
+    again to get the first token's logits, as vLLM does on a full cache hit.
     """
-    if completion_tokens <= 0:
-        return Work(prompt_tokens, causal_pairs(prompt_tokens), 1) if prefill else Work()
-    decode = completion_tokens - 1
-    work = Work(decode, causal_pairs(decode, past=prompt_tokens), decode)
-    if prefill:
-        work = work + Work(prompt_tokens, causal_pairs(prompt_tokens), 1)
-    return work
+    first = Work(prompt_tokens, causal_pairs(prompt_tokens), 1) if prefill else Work(1, prompt_tokens, 1)
+    decode = max(completion_tokens - 1, 0)
+    return first + Work(decode, causal_pairs(decode, past=prompt_tokens), decode)
 
 
 def padded_generation_work(rows: int, prompt_width: int, steps: int) -> Work:
@@ -400,7 +408,11 @@ def backward_flops(shape: ModelShape, work: Work, train: TrainSpec) -> float:
     rates = _backward_rates(
         shape, train.lora, train.effective_input_requires_grad, train.head_recompute, train.train_head
     )
-    return rates.per_token * work.tokens + rates.per_pair * work.attn_pairs + rates.per_head_token * work.head_tokens
+    return (
+        rates.per_token * work.tokens
+        + rates.per_pair * work.attn_pairs
+        + rates.per_head_token * work.head_tokens
+    )
 
 
 def train_flops(shape: ModelShape, work: Work, train: TrainSpec) -> float:
@@ -426,10 +438,10 @@ def per_token_flops(shape: ModelShape, lora: LoRASpec | None = None) -> PerToken
     unit = Work(1, 0, 1)
     lora = lora or LoRASpec()
     return PerToken(
-        forward=forward_flops(shape, unit),
-        lora_train=train_flops(shape, unit, TrainSpec(lora=lora, input_requires_grad=True)),
-        full_train=train_flops(shape, unit, FULL_FINETUNE),
-        attention_per_pair=4 * shape.num_layers * shape.attention_width,
+        forward=float(forward_flops(shape, unit)),
+        lora_train=float(train_flops(shape, unit, TrainSpec(lora=lora, input_requires_grad=True))),
+        full_train=float(train_flops(shape, unit, FULL_FINETUNE)),
+        attention_per_pair=float(4 * shape.num_layers * shape.attention_width),
     )
 
 
@@ -468,7 +480,11 @@ class StepCost:
     __rmul__ = __mul__
 
     def as_dict(self) -> dict[str, float]:
-        return {**asdict(self), "C_total": self.C_total, "rho": self.rho}
+        return {
+            **{k: float(v) for k, v in asdict(self).items()},
+            "C_total": float(self.C_total),
+            "rho": self.rho,
+        }
 
 
 ZERO_COST = StepCost(0.0, 0.0, 0.0)
@@ -524,7 +540,9 @@ def grpo_step_cost(
     p, c = step.prompt_tokens, step.completion_tokens
     n_gen = step.prompts * step.generations
     if step.prefix_cache:
-        gen = step.prompts * generation_work(p, c) + (n_gen - step.prompts) * generation_work(p, c, prefill=False)
+        gen = step.prompts * generation_work(p, c) + (n_gen - step.prompts) * generation_work(
+            p, c, prefill=False
+        )
     else:
         gen = n_gen * generation_work(p, c)
     c_search = forward_flops(policy, gen, train.lora)

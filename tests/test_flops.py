@@ -1,0 +1,252 @@
+"""The analytic FLOP model against hand-worked cases, public model cards and a profiler.
+
+Profiler checks run FlopCounterMode on real passes of three tiny models with *eager* attention:
+the CPU sdpa kernel (``_scaled_dot_product_flash_attention_for_cpu``) is invisible to it. Eager
+attention computes the full square of scores before masking, so the profiler is compared with the
+``executed`` form (``padded_*_work``); the ``useful`` (causal) form is checked by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from paper_repro import flops
+from paper_repro.flops import LoRASpec, ModelShape, TrainSpec, Work
+from paper_repro.profiling import count_flops
+
+from .conftest import TINY_CONFIGS, build_tiny_model
+
+TOL = 0.02  # the issue's bar; the counts below agree exactly in practice
+
+
+def _shape(model) -> ModelShape:
+    return ModelShape.from_config(model.config)
+
+
+# --- hand-worked ---------------------------------------------------------------------------
+
+
+def test_hand_worked_forward_per_token():
+    # h=8, 2 layers, 2 heads of 4 (MHA), mlp 16, vocab 10
+    shape = ModelShape(8, 2, 2, 2, 4, 16, 10)
+    layer = 8 * 8 * 4 + 3 * 8 * 16  # q,k,v,o + gate,up,down = 256 + 384
+    assert shape.layer_matmul_params == 640
+    # one token with one attended key: 2*(2*640) body + 4*2*8*1 attention + 2*80 head
+    assert flops.forward_flops(shape, Work(1, 1, 1)) == 2 * 2 * layer + 4 * 2 * 8 + 2 * 80
+
+
+def test_causal_pairs_counts_positions_exactly():
+    assert flops.causal_pairs(1) == 1
+    assert flops.causal_pairs(4) == 1 + 2 + 3 + 4
+    assert flops.causal_pairs(3, past=5) == 6 + 7 + 8
+    # a full forward of p+c equals a prefill of p and c positions against the cache
+    assert flops.causal_pairs(7) == flops.causal_pairs(3) + flops.causal_pairs(4, past=3)
+
+
+def test_generation_with_cache_never_uses_the_no_cache_form():
+    shape = flops.load_shape("qwen2.5-1.5b-instruct")
+    p, c = 256, 1024
+    cached = flops.forward_flops(shape, flops.generation_work(p, c))
+    # the no-cache form re-runs the whole prefix for every new token
+    no_cache = sum(flops.forward_flops(shape, flops.sequence_work(p + t, head_tokens=1)) for t in range(c))
+    assert no_cache / cached > 100
+    # with a cache, generation costs about one forward over the final sequence
+    assert cached == pytest.approx(flops.forward_flops(shape, flops.sequence_work(p + c - 1)), rel=0.2)
+
+
+def test_prefix_cache_prefills_each_prompt_once():
+    shape = flops.load_shape("qwen2.5-1.5b-instruct")
+    base = dict(prompts=4, generations=8, kept=8, epochs=1, prompt_tokens=512, completion_tokens=64)
+    plain = flops.grpo_step_cost(shape, flops.GRPOStep(**base))
+    cached = flops.grpo_step_cost(shape, flops.GRPOStep(**base, prefix_cache=True))
+    # each cached copy skips the prefill but reruns the last prompt position for its first token
+    saved = Work(512, flops.causal_pairs(512), 1) + Work(-1, -512, -1)
+    lora = TrainSpec().lora  # generation runs the unmerged adapters too
+    assert plain.C_search - cached.C_search == pytest.approx(4 * 7 * flops.forward_flops(shape, saved, lora))
+    assert plain.C_learning == cached.C_learning
+
+
+def test_grpo_step_components():
+    shape = flops.load_shape("qwen2.5-3b-instruct")
+    prm = flops.load_shape("qwen2.5-math-prm-7b")
+    s = flops.GRPOStep(prompts=2, generations=4, kept=2, epochs=3, prompt_tokens=100, completion_tokens=200)
+    train = TrainSpec(lora=LoRASpec(8))
+    cost = flops.grpo_step_cost(shape, s, train=train, reward_model=prm)
+    seq = flops.sequence_work(300, head_tokens=200)
+    expected_learning = 3 * 2 * 2 * flops.train_flops(shape, seq, train) + 8 * flops.forward_flops(
+        shape, seq, train.lora
+    )  # mu > 1: TRL runs the old-policy forward over all G
+    assert cost.C_learning == pytest.approx(expected_learning)
+    assert cost.C_reward == pytest.approx(8 * flops.forward_flops(prm, flops.sequence_work(300)))
+    assert cost.rho == pytest.approx(cost.C_learning / cost.C_total)
+    # beta != 0 adds the reference forward
+    with_ref = flops.grpo_step_cost(shape, flops.GRPOStep(**{**s.__dict__, "beta": 0.04}), train=train)
+    assert with_ref.C_learning - cost.C_learning == pytest.approx(
+        8 * flops.forward_flops(shape, seq, train.lora)
+    )
+
+
+def test_lora_training_is_about_4n_not_6n():
+    shape = flops.load_shape("qwen2.5-7b-instruct")
+    pt = flops.per_token_flops(shape, LoRASpec(16))
+    assert pt.full_train == pytest.approx(3 * pt.forward)
+    assert 1.95 < pt.lora_train / pt.forward < 2.1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(kept=9),
+        dict(prompts=0),
+        dict(epochs=0),
+        dict(beta=-1.0),
+    ],
+)
+def test_step_rejects_bad_input(bad):
+    base = dict(prompts=1, generations=8, kept=8, epochs=1, prompt_tokens=4, completion_tokens=4)
+    with pytest.raises(ValueError):
+        flops.GRPOStep(**{**base, **bad})
+
+
+def test_unknown_model_and_targets_are_refused():
+    with pytest.raises(FileNotFoundError, match="shipped names"):
+        flops.load_shape("qwen9-900b")
+    with pytest.raises(ValueError, match="not supported"):
+        ModelShape.from_config({"model_type": "gpt2", "hidden_size": 8})
+    with pytest.raises(ValueError, match="unknown LoRA target"):
+        LoRASpec(8, ("c_attn",))
+
+
+# --- public Qwen2.5 configs ----------------------------------------------------------------
+
+# (total params, non-embedding params) from the Qwen2.5 model cards, in billions
+MODEL_CARDS = {
+    "qwen2.5-1.5b-instruct": (1.54, 1.31),
+    "qwen2.5-3b-instruct": (3.09, 2.77),
+    "qwen2.5-7b-instruct": (7.61, 6.53),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_CARDS))
+def test_qwen25_configs_match_model_cards_and_2n(name):
+    shape = flops.load_shape(name)
+    total, non_embedding = MODEL_CARDS[name]
+    assert shape.parameter_count() / 1e9 == pytest.approx(total, abs=0.006)
+    assert shape.parameter_count(include_embeddings=False) / 1e9 == pytest.approx(non_embedding, abs=0.006)
+    # forward per token (no attention) is exactly 2 x the matmul weights, LM head included
+    n = shape.body_matmul_params + shape.head_matmul_params
+    assert flops.per_token_flops(shape).forward == 2 * n
+
+
+def test_prm_config_has_a_two_layer_score_head():
+    prm = flops.load_shape("qwen2.5-math-prm-7b")
+    assert prm.head == ((3584, 3584), (3584, 2))
+    policy = flops.load_shape("qwen2.5-7b-instruct")
+    assert prm.body_matmul_params == policy.body_matmul_params
+
+
+def test_cli_contract_prints_one_json_object():
+    cmd = [sys.executable, "-m", "paper_repro.cli", "flops", "--model", "qwen2.5-1.5b-instruct",
+           "--prompt-tokens", "128", "--completion-tokens", "512", "--generations", "8", "--kept", "4",
+           "--epochs", "2", "--prompts", "16", "--lora-rank", "32", "--beta", "0.01",
+           "--reward-model", "qwen2.5-math-prm-7b", "--prefix-cache", "--json"]  # fmt: skip
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    for key in ("C_search", "C_learning", "C_reward", "C_total", "rho"):
+        assert isinstance(out[key], float)
+    assert out["C_total"] == pytest.approx(out["C_search"] + out["C_learning"] + out["C_reward"])
+    assert set(out["per_token"]) >= {"forward", "lora_train", "full_train"}
+    shape = flops.load_shape("qwen2.5-1.5b-instruct")
+    step = flops.GRPOStep(16, 8, 4, 2, 128, 512, beta=0.01, prefix_cache=True)
+    cost = flops.grpo_step_cost(shape, step, TrainSpec(LoRASpec(32)), flops.load_shape("qwen2.5-math-prm-7b"))
+    assert out["C_learning"] == pytest.approx(cost.C_learning)
+
+
+def test_cli_refuses_k_greater_than_g():
+    cmd = [sys.executable, "-m", "paper_repro.cli", "flops", "--model", "qwen2.5-3b-instruct",
+           "--prompt-tokens", "8", "--completion-tokens", "8", "--generations", "2", "--kept", "4",
+           "--epochs", "1"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 2 and "cannot exceed" in proc.stderr
+
+
+# --- against FlopCounterMode -----------------------------------------------------------------
+
+
+def _inputs(model, rows: int, width: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(3, model.config.vocab_size, (rows, width), generator=g)
+
+
+@pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
+def test_forward_matches_profiler(name):
+    model = build_tiny_model(name)
+    ids = _inputs(model, rows=3, width=17)
+    with torch.no_grad():
+        _, measured = count_flops(model, input_ids=ids)
+    predicted = flops.forward_flops(_shape(model), flops.padded_batch_work(3, 17, head_tokens=3 * 17))
+    assert measured == pytest.approx(predicted, rel=TOL)
+
+
+@pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
+def test_generate_with_kv_cache_matches_profiler(name):
+    model = build_tiny_model(name)
+    ids = _inputs(model, rows=4, width=9)
+    mask = torch.ones_like(ids)
+    mask[0, :3] = 0  # left padding: executed work includes it
+    steps = 12
+    with torch.no_grad():
+        _, measured = count_flops(
+            model.generate, input_ids=ids, attention_mask=mask, max_new_tokens=steps,
+            min_new_tokens=steps, do_sample=False, pad_token_id=0, eos_token_id=None,
+        )  # fmt: skip
+    predicted = flops.forward_flops(_shape(model), flops.padded_generation_work(4, 9, steps))
+    assert measured == pytest.approx(predicted, rel=TOL)
+
+
+def _train_pass(model, ids):
+    out = model(input_ids=ids, labels=ids)
+    out.loss.backward()
+
+
+@pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
+@pytest.mark.parametrize("targets", [flops.LINEAR_MODULES, ("q_proj", "v_proj")])
+def test_lora_forward_backward_matches_profiler(name, targets):
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(
+        build_tiny_model(name), LoraConfig(r=8, target_modules=list(targets), lora_dropout=0.0)
+    )
+    ids = _inputs(model, rows=2, width=13)
+    _, measured = count_flops(_train_pass, model, ids)
+    train = TrainSpec(lora=LoRASpec(8, targets))
+    predicted = flops.train_flops(_shape(model.base_model.model), flops.padded_batch_work(2, 13, 26), train)
+    assert measured == pytest.approx(predicted, rel=TOL)
+
+
+@pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
+def test_full_forward_backward_matches_profiler(name):
+    model = build_tiny_model(name)
+    ids = _inputs(model, rows=2, width=11)
+    _, measured = count_flops(_train_pass, model, ids)
+    predicted = flops.train_flops(_shape(model), flops.padded_batch_work(2, 11, 22), flops.FULL_FINETUNE)
+    assert measured == pytest.approx(predicted, rel=TOL)
+
+
+def test_gradient_checkpointing_recompute_matches_profiler():
+    from peft import LoraConfig, get_peft_model
+
+    model = build_tiny_model("qwen2-gqa2-tied")
+    model.train()
+    model.activation_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.enable_input_require_grads()
+    model = get_peft_model(model, LoraConfig(r=4, target_modules="all-linear", lora_dropout=0.0))
+    ids = _inputs(model, rows=2, width=10)
+    _, measured = count_flops(_train_pass, model, ids)
+    train = TrainSpec(lora=LoRASpec(4), gradient_checkpointing=True)
+    predicted = flops.train_flops(_shape(model.base_model.model), flops.padded_batch_work(2, 10, 20), train)
+    assert measured == pytest.approx(predicted, rel=TOL)
