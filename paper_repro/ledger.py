@@ -1,0 +1,612 @@
+"""A FLOP ledger for TRL's ``GRPOTrainer`` (TRL 1.16): C_search / C_learning / C_reward per step.
+
+Drop it into any GRPO run by swapping the trainer class::
+
+    from paper_repro.ledger import LedgerConfig, LedgerGRPOTrainer
+
+    trainer = LedgerGRPOTrainer(
+        model=model, reward_funcs=reward_fn, args=grpo_args, train_dataset=ds, peft_config=lora,
+        ledger=LedgerConfig(budget_flops=3e15, log_path="run/ledger.jsonl"),
+    )
+    trainer.train()
+    print(trainer.ledger.summary())
+
+What it hooks (see ``shared/reference/trl_1.16_grpo_notes.md``):
+
+* ``_generate_single_turn``: the prompt and completion tokens of every rollout (C_search);
+* ``_get_per_token_logps_and_entropies``: every policy forward over prompt+completion. With grad
+  off it is the old-policy or reference forward (adapters disabled = reference); with grad on it is
+  the loss pass, whose backward follows (C_learning);
+* ``_calculate_rewards``: the reward functions; a reward model's cost comes from its own token
+  counts (TRL's ``nn.Module`` path) or from the function's ``flop_cost`` attribute (C_reward);
+* a ``TrainerCallback`` closes each optimizer step: one JSONL line, wall seconds per component,
+  and the budget check.
+
+Token counts become FLOPs through :mod:`paper_repro.flops` under two conventions: ``useful`` (real
+tokens, causal attention: what the paper counts, and what the budget is charged in) and
+``executed`` (padding, rows HF ``generate`` keeps decoding after EOS, full attention squares, and
+TRL's fused head scoring every position on CPU).
+
+Down-sampling: with ``kept < num_generations`` the ledger keeps K of the G completions of each
+prompt after scoring (PODS max-variance selection, arXiv 2504.13818, or random), recomputes the
+group advantages and the loss normaliser over the kept rows and trims all-padding columns. The
+old/ref forwards have already run on all G rows: down-sampling does not save them.
+
+Budget: the IsoFLOP contract. A run stops at the end of a generation round when the next round,
+predicted as the most expensive round so far, would take the useful C_total past
+``budget_flops``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from transformers import TrainerCallback
+from trl import GRPOTrainer
+from trl.trainer.utils import nanstd
+
+from paper_repro import flops
+from paper_repro.flops import CONVENTIONS, ModelShape, TrainSpec, Work
+
+Component = Literal["search", "learning", "reward"]
+COMPONENTS: tuple[Component, ...] = ("search", "learning", "reward")
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    """Options of the ledger; every field has a working default."""
+
+    budget_flops: float | None = None  # stop before the round that would pass this (useful FLOPs)
+    kept: int | None = None  # K completions kept per prompt for the update; None keeps all G
+    downsample: Literal["max_variance", "random"] = "max_variance"
+    log_path: str | Path | None = None  # one JSONL line per optimizer step
+    prefix_cache: bool | None = None  # prompt prefilled once per prompt; default: on with vLLM
+    first_round_flops: float | None = None  # the planner's estimate, to refuse a budget below one round
+    seed: int = 0  # for random down-sampling
+
+    def __post_init__(self) -> None:
+        if self.budget_flops is not None and not self.budget_flops > 0:
+            raise ValueError(f"budget_flops must be positive, got {self.budget_flops}")
+        if self.kept is not None and self.kept < 1:
+            raise ValueError(f"kept must be >= 1, got {self.kept}")
+        if self.downsample not in ("max_variance", "random"):
+            raise ValueError(f"downsample must be 'max_variance' or 'random', got {self.downsample!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Work counted from masks
+# ---------------------------------------------------------------------------------------------
+
+
+def _row_lengths(mask: torch.Tensor) -> list[int]:
+    return mask.sum(dim=1).tolist()
+
+
+def forward_pass_work(
+    attention_mask: torch.Tensor, logits_to_keep: int, compact_head: bool
+) -> dict[str, Work]:
+    """Useful and executed work of one TRL policy forward over prompt+completion rows.
+
+    Real tokens are contiguous in each row (left-padded prompt, right-padded completion). TRL's
+    fused head scores the completion positions only where Triton runs (CUDA/XPU), and every
+    position but the last of each row elsewhere.
+    """
+    rows, width = attention_mask.shape
+    lengths = _row_lengths(attention_mask)
+    head_useful = int(attention_mask[:, width - logits_to_keep :].sum())
+    useful = Work(sum(lengths), sum(flops.causal_pairs(n) for n in lengths), head_useful)
+    head_executed = head_useful if compact_head else rows * (width - 1)
+    executed = flops.padded_batch_work(rows, width, head_executed)
+    return {"useful": useful, "executed": executed}
+
+
+def generation_pass_work(
+    prompt_lengths: Sequence[int],
+    completion_lengths: Sequence[int],
+    num_generations: int,
+    prefix_cache: bool,
+    padded: bool,
+) -> dict[str, Work]:
+    """Useful and executed work of generating one completion per row.
+
+    Rows come in groups of ``num_generations`` copies of one prompt (TRL's ``RepeatSampler``).
+    With ``prefix_cache`` the first row of a group prefills the prompt, the others reuse it.
+    ``padded`` is HF ``generate``: left-padded prompts, every row decoding until the longest ends.
+    """
+    useful = Work()
+    for i, (p, c) in enumerate(zip(prompt_lengths, completion_lengths, strict=True)):
+        prefill = not prefix_cache or i % num_generations == 0
+        useful = useful + flops.generation_work(p, c, prefill=prefill)
+    if not padded:
+        return {"useful": useful, "executed": useful}
+    rows = len(prompt_lengths)
+    steps = max(completion_lengths, default=0)
+    executed = flops.padded_generation_work(rows, max(prompt_lengths, default=0), steps)
+    return {"useful": useful, "executed": executed}
+
+
+# ---------------------------------------------------------------------------------------------
+# Down-sampling
+# ---------------------------------------------------------------------------------------------
+
+
+def max_variance_subset(rewards: Sequence[float], k: int) -> list[int]:
+    """Indices of the k rewards with the largest variance: the best mix of the j highest and the
+    k - j lowest (PODS max-variance down-sampling, arXiv 2504.13818). Ties keep input order."""
+    n = len(rewards)
+    if not 1 <= k <= n:
+        raise ValueError(f"cannot keep {k} of {n} completions")
+    order = sorted(range(n), key=lambda i: (rewards[i], i))
+    best, best_var = None, -math.inf
+    for j in range(k + 1):  # j from the top, k - j from the bottom
+        chosen = order[: k - j] + (order[n - j :] if j else [])
+        vals = [rewards[i] for i in chosen]
+        mean = sum(vals) / k
+        var = sum((v - mean) ** 2 for v in vals) / k
+        if var > best_var + 1e-12:
+            best, best_var = chosen, var
+    return sorted(best)
+
+
+def group_advantages(rewards: torch.Tensor, group: int, scale: str) -> torch.Tensor:
+    """GRPO advantages over groups of ``group`` consecutive rows, as TRL computes them
+    (``scale_rewards`` in {"group", "batch", "none"}; NaN rewards excluded, advantage 0)."""
+    grouped = rewards.view(-1, group)
+    adv = grouped - torch.nanmean(grouped, dim=1, keepdim=True)
+    if scale == "group":
+        std = nanstd(grouped, dim=1, keepdim=True) if group > 1 else torch.zeros_like(adv[:, :1])
+        adv = adv / (std + 1e-4)
+    elif scale == "batch":
+        adv = adv / (nanstd(rewards) + 1e-4)
+    elif scale != "none":
+        raise ValueError(f"unknown scale_rewards {scale!r}")
+    return torch.nan_to_num(adv.flatten(), nan=0.0)
+
+
+_PER_ROW_TOKEN_KEYS = (
+    "completion_ids",
+    "completion_mask",
+    "old_per_token_logps",
+    "ref_per_token_logps",
+    "sampling_per_token_logps",
+    "tool_mask",
+    "importance_sampling_ratio",
+)
+
+
+def downsample_batch(
+    batch: dict[str, Any], keep: torch.Tensor, advantages: torch.Tensor, num_items: torch.Tensor
+) -> dict[str, Any]:
+    """Keep the rows ``keep`` of a TRL generation batch, set their advantages and loss normaliser,
+    and trim the columns that are padding in every kept row."""
+    out = dict(batch)
+    rows = batch["prompt_ids"].size(0)
+    for key, value in batch.items():
+        if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.size(0) == rows:
+            out[key] = value[keep]
+    out["advantages"] = advantages
+    out["num_items_in_batch"] = num_items
+    prompt_cols = out["prompt_mask"].any(dim=0).nonzero()
+    first = int(prompt_cols.min()) if len(prompt_cols) else out["prompt_mask"].size(1)
+    out["prompt_ids"], out["prompt_mask"] = out["prompt_ids"][:, first:], out["prompt_mask"][:, first:]
+    completion_cols = out["completion_mask"].any(dim=0).nonzero()
+    last = int(completion_cols.max()) + 1 if len(completion_cols) else 1
+    for key in _PER_ROW_TOKEN_KEYS:
+        value = out.get(key)
+        if isinstance(value, torch.Tensor) and value.dim() == 2 and value.size(1) > 1:
+            out[key] = value[:, :last]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The ledger itself
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _StepAccumulator:
+    flops: dict[str, dict[str, float]] = field(
+        default_factory=lambda: {c: dict.fromkeys(COMPONENTS, 0.0) for c in CONVENTIONS}
+    )
+    tokens: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    generated: bool = False
+
+
+class FlopLedger:
+    """Accumulates the FLOPs, token counts and wall seconds of a GRPO run, step by step."""
+
+    def __init__(
+        self,
+        policy: ModelShape,
+        train: TrainSpec,
+        config: LedgerConfig | None = None,
+    ) -> None:
+        self.policy = policy
+        self.train = train
+        self.config = config or LedgerConfig()
+        self.steps: list[dict[str, Any]] = []
+        self.rounds: list[float] = []  # useful C_total of each completed generation round
+        self._round_cost = 0.0
+        self._current = _StepAccumulator()
+        self._step_start = time.perf_counter()
+        self.stopped_by_budget = False
+        if self.config.log_path:
+            Path(self.config.log_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.config.log_path).write_text("")
+
+    # --- charging ------------------------------------------------------------------------------
+    def charge(self, component: Component, cost: dict[str, float]) -> None:
+        for convention in CONVENTIONS:
+            self._current.flops[convention][component] += cost[convention]
+
+    def count(self, **tokens: float) -> None:
+        for key, value in tokens.items():
+            self._current.tokens[key] += value
+
+    def add_seconds(self, component: str, seconds: float) -> None:
+        self._current.seconds[component] += seconds
+
+    def charge_generation(self, work: dict[str, Work], adapters_active: bool = True) -> None:
+        lora = self.train.lora if adapters_active else None
+        self.charge("search", {c: flops.forward_flops(self.policy, work[c], lora) for c in CONVENTIONS})
+        self._current.generated = True
+
+    def charge_forward(self, work: dict[str, Work], adapters_active: bool) -> None:
+        lora = self.train.lora if adapters_active else None
+        self.charge("learning", {c: flops.forward_flops(self.policy, work[c], lora) for c in CONVENTIONS})
+
+    def charge_training_pass(self, work: dict[str, Work]) -> None:
+        self.charge("learning", {c: flops.train_flops(self.policy, work[c], self.train) for c in CONVENTIONS})
+
+    # --- steps ---------------------------------------------------------------------------------
+    def begin_step(self) -> None:
+        self._step_start = time.perf_counter()
+
+    def end_step(self, global_step: int, round_complete: bool) -> dict[str, Any]:
+        """Close an optimizer step; return its record (also written to the JSONL log)."""
+        wall = time.perf_counter() - self._step_start
+        acc = self._current
+        seconds = {
+            "search": acc.seconds.get("search", 0.0),
+            "reward": acc.seconds.get("reward", 0.0),
+        }
+        seconds["learning"] = max(wall - seconds["search"] - seconds["reward"], 0.0)
+        seconds["total"] = wall
+        useful = acc.flops["useful"]
+        record = {
+            "step": global_step,
+            "generated": acc.generated,
+            "flops": {c: {**acc.flops[c], "total": sum(acc.flops[c].values())} for c in CONVENTIONS},
+            "tokens": dict(acc.tokens),
+            "seconds": seconds,
+        }
+        self._round_cost += sum(useful.values())
+        if round_complete:
+            self.rounds.append(self._round_cost)
+            self._round_cost = 0.0
+        self.steps.append(record)
+        if self.config.log_path:
+            with open(self.config.log_path, "a") as fh:
+                fh.write(json.dumps(record) + "\n")
+        self._current = _StepAccumulator()
+        return record
+
+    def should_stop(self) -> bool:
+        """True when the next generation round, priced as the dearest round so far, would take
+        the useful C_total past the budget."""
+        budget = self.config.budget_flops
+        if budget is None or not self.rounds:
+            return False
+        if self.total("useful") + max(self.rounds) > budget:
+            self.stopped_by_budget = True
+            return True
+        return False
+
+    # --- totals --------------------------------------------------------------------------------
+    def component_totals(self, convention: str = "useful") -> dict[str, float]:
+        return {c: sum(s["flops"][convention][c] for s in self.steps) for c in COMPONENTS}
+
+    def total(self, convention: str = "useful") -> float:
+        return sum(self.component_totals(convention).values())
+
+    def seconds_totals(self) -> dict[str, float]:
+        return {c: sum(s["seconds"][c] for s in self.steps) for c in (*COMPONENTS, "total")}
+
+    def summary(self) -> dict[str, Any]:
+        """Totals per convention with rho, wall seconds with a time-based rho, and the budget."""
+        out: dict[str, Any] = {"steps": len(self.steps), "rounds": len(self.rounds)}
+        for convention in CONVENTIONS:
+            comp = self.component_totals(convention)
+            total = sum(comp.values())
+            out[convention] = {
+                **{f"C_{k}": v for k, v in comp.items()},
+                "C_total": total,
+                "rho": comp["learning"] / total if total > 0 else float("nan"),
+            }
+        secs = self.seconds_totals()
+        out["seconds"] = secs
+        out["rho_time"] = secs["learning"] / secs["total"] if secs["total"] > 0 else float("nan")
+        out["budget_flops"] = self.config.budget_flops
+        out["stopped_by_budget"] = self.stopped_by_budget
+        out["over_budget"] = bool(
+            self.config.budget_flops and self.total("useful") > self.config.budget_flops
+        )
+        out["max_round_flops"] = max(self.rounds) if self.rounds else float("nan")
+        tokens: dict[str, float] = defaultdict(float)
+        for s in self.steps:
+            for k, v in s["tokens"].items():
+                tokens[k] += v
+        out["tokens"] = dict(tokens)
+        return out
+
+    def write_summary(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.summary(), indent=2) + "\n")
+
+
+class _LedgerCallback(TrainerCallback):
+    def __init__(self, trainer: LedgerGRPOTrainer) -> None:
+        self.trainer = trainer
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.trainer._sync()
+        self.trainer.ledger.begin_step()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        log_path = self.trainer.ledger.config.log_path
+        if log_path:
+            self.trainer.ledger.write_summary(Path(log_path).with_suffix(".summary.json"))
+
+    def on_step_end(self, args, state, control, **kwargs):
+        trainer = self.trainer
+        trainer._sync()
+        generate_every = args.steps_per_generation * trainer.num_iterations
+        round_complete = trainer._step % generate_every == 0
+        trainer.ledger.end_step(state.global_step, round_complete)
+        if round_complete and trainer.ledger.should_stop():
+            control.should_training_stop = True
+        return control
+
+
+# ---------------------------------------------------------------------------------------------
+# The trainer
+# ---------------------------------------------------------------------------------------------
+
+
+def _lora_spec_of(model: Any, num_layers: int) -> flops.LoRASpec | None:
+    """The active LoRA adapters of a PEFT model as a LoRASpec (None for a plain model: full
+    training), read from the adapted modules themselves."""
+    ranks: dict[str, set[int]] = defaultdict(set)
+    for name, module in model.named_modules():
+        lora_a = getattr(module, "lora_A", None)
+        if isinstance(lora_a, torch.nn.ModuleDict) and len(lora_a):
+            for adapter in module.active_adapters:
+                if adapter in lora_a:
+                    ranks[name.rsplit(".", 1)[-1]].add(lora_a[adapter].out_features)
+    if not ranks:
+        return None
+    all_ranks = set().union(*ranks.values())
+    counts = defaultdict(int)
+    for name, module in model.named_modules():
+        if isinstance(getattr(module, "lora_A", None), torch.nn.ModuleDict) and len(module.lora_A):
+            counts[name.rsplit(".", 1)[-1]] += 1
+    if len(all_ranks) != 1 or any(n != num_layers for n in counts.values()):
+        raise ValueError(
+            "the FLOP ledger supports one LoRA rank on the same modules of every layer; "
+            f"found ranks {sorted(all_ranks)} on {dict(counts)} (of {num_layers} layers)"
+        )
+    return flops.LoRASpec(rank=all_ranks.pop(), target_modules=tuple(sorted(ranks)))
+
+
+class LedgerGRPOTrainer(GRPOTrainer):
+    """``trl.GRPOTrainer`` with a FLOP ledger, a FLOP budget and K-of-G down-sampling.
+
+    Takes every ``GRPOTrainer`` argument plus ``ledger`` (a :class:`LedgerConfig`). After
+    ``train()``, ``trainer.ledger`` holds the per-step records and ``trainer.ledger.summary()``
+    the totals.
+    """
+
+    def __init__(self, *args: Any, ledger: LedgerConfig | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        config = ledger or LedgerConfig()
+        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        shape = ModelShape.from_config(base.config)
+        lora = _lora_spec_of(self.model, shape.num_layers)
+        train = TrainSpec(
+            lora=lora,
+            gradient_checkpointing=bool(self.args.gradient_checkpointing),
+            head_recompute=True,  # TRL's fused LM head recomputes logits in backward
+        )
+        self.ledger = FlopLedger(shape, train, config)
+        self._kept = config.kept or self.num_generations
+        self._prefix_cache = self.use_vllm if config.prefix_cache is None else config.prefix_cache
+        self._downsample_rng = torch.Generator().manual_seed(config.seed)
+        self._last_rewards: torch.Tensor | None = None
+        self._adapter_layer = next(
+            (m for m in self.model.modules() if isinstance(getattr(m, "lora_A", None), torch.nn.ModuleDict)),
+            None,
+        )
+        self._check_downsampling()
+        self._check_first_round()
+        self.add_callback(_LedgerCallback(self))
+
+    # --- validation ----------------------------------------------------------------------------
+    def _check_downsampling(self) -> None:
+        g, k = self.num_generations, self._kept
+        if k > g:
+            raise ValueError(f"kept K={k} cannot exceed num_generations G={g}")
+        if k == g:
+            return
+        rows = self.args.per_device_train_batch_size * self.args.steps_per_generation
+        if rows % g:
+            raise ValueError(
+                f"down-sampling needs whole groups on each process: per-device generation batch {rows} "
+                f"is not a multiple of G={g}"
+            )
+        kept_rows = rows // g * k
+        if kept_rows % self.args.steps_per_generation:
+            raise ValueError(
+                f"{kept_rows} kept rows (K={k} of G={g}) do not split into steps_per_generation="
+                f"{self.args.steps_per_generation} micro-batches; TRL would silently drop rows"
+            )
+        if self.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError("down-sampling supports multi_objective_aggregation='sum_then_normalize' only")
+
+    def _check_first_round(self) -> None:
+        budget, first = self.ledger.config.budget_flops, self.ledger.config.first_round_flops
+        if budget is not None and first is not None and first > budget:
+            raise ValueError(
+                f"budget {budget:.3g} FLOPs buys 0 generation rounds: one round needs about {first:.3g}"
+            )
+
+    # --- helpers -------------------------------------------------------------------------------
+    def _sync(self) -> None:
+        if torch.cuda.is_available() and self.accelerator.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def _is_reference(self, model: Any) -> bool:
+        """A no-grad forward is the reference one when it runs the separate reference model, or the
+        PEFT policy with its adapters disabled; otherwise it is the old-policy forward."""
+        if model is self.ref_model and model is not None:
+            return True
+        return self._adapter_layer is not None and bool(self._adapter_layer.disable_adapters)
+
+    # --- hooks ---------------------------------------------------------------------------------
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
+        self._sync()
+        start = time.perf_counter()
+        completion_ids, logprobs = super()._generate_single_turn(
+            prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
+        )
+        self._sync()
+        self.ledger.add_seconds("search", time.perf_counter() - start)
+        if self.model.training:
+            p_lens = [len(p) for p in prompt_ids]
+            c_lens = [len(c) for c in completion_ids]
+            padded = not (self.use_vllm or self.use_transformers_continuous_batching)
+            work = generation_pass_work(p_lens, c_lens, num_generations, self._prefix_cache, padded)
+            # vLLM runs merged weights; HF generate runs the unmerged adapters
+            self.ledger.charge_generation(work, adapters_active=not self.use_vllm)
+            self.ledger.count(
+                gen_rows=len(p_lens),
+                gen_prompt_tokens=sum(p_lens),
+                gen_completion_tokens=sum(c_lens),
+                gen_executed_tokens=work["executed"].tokens,
+            )
+        return completion_ids, logprobs
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *a, **kw):
+        if self.model.training:
+            compact = input_ids.device.type in ("cuda", "xpu")
+            work = forward_pass_work(attention_mask, logits_to_keep, compact_head=compact)
+            if torch.is_grad_enabled():  # the loss pass: its backward follows
+                self.ledger.charge_training_pass(work)
+                self.ledger.count(
+                    loss_rows=input_ids.size(0),
+                    loss_tokens=work["useful"].tokens,
+                    loss_executed_tokens=work["executed"].tokens,
+                )
+            else:  # old-policy or reference log-probs
+                reference = self._is_reference(model)
+                self.ledger.charge_forward(work, adapters_active=not reference)
+                self.ledger.count(**{f"{'ref' if reference else 'old'}_forward_rows": input_ids.size(0)})
+        return super()._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, logits_to_keep, *a, **kw
+        )
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        self._sync()
+        start = time.perf_counter()
+        hooks = [
+            func.register_forward_pre_hook(self._reward_model_hook(func), with_kwargs=True)
+            for func in self.reward_funcs
+            if isinstance(func, torch.nn.Module)
+        ]
+        try:
+            rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        finally:
+            for h in hooks:
+                h.remove()
+        if self.model.training:
+            for func in self.reward_funcs:
+                cost_fn: Callable[..., Any] | None = getattr(func, "flop_cost", None)
+                if cost_fn is not None:
+                    cost = cost_fn(
+                        prompts=prompts, completions=completions, completion_ids=completion_ids_list
+                    )
+                    self.ledger.charge("reward", _as_conventions(cost))
+        self._sync()
+        self.ledger.add_seconds("reward", time.perf_counter() - start)
+        self._last_rewards = rewards
+        return rewards
+
+    def _reward_model_hook(self, module: torch.nn.Module) -> Callable[..., None]:
+        shape = ModelShape.from_config(module.config)
+
+        def hook(mod, args, kwargs):
+            mask = kwargs.get("attention_mask")
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            if ids is None or not self.model.training:
+                return
+            if mask is None:
+                mask = torch.ones_like(ids)
+            lengths = _row_lengths(mask)
+            useful = Work(sum(lengths), sum(flops.causal_pairs(n) for n in lengths), sum(lengths))
+            executed = flops.padded_batch_work(ids.size(0), ids.size(1), ids.numel())
+            self.ledger.charge(
+                "reward",
+                {c: flops.forward_flops(shape, w) for c, w in (("useful", useful), ("executed", executed))},
+            )
+            self.ledger.count(reward_tokens=sum(lengths))
+
+        return hook
+
+    def _generate_and_score_completions(self, inputs):
+        batch = super()._generate_and_score_completions(inputs)
+        if not self.model.training or self._kept == self.num_generations:
+            return batch
+        return self._downsample(batch)
+
+    def _downsample(self, batch: dict[str, Any]) -> dict[str, Any]:
+        g, k = self.num_generations, self._kept
+        rows = batch["prompt_ids"].size(0)
+        start = self.accelerator.process_index * rows
+        per_func = self._last_rewards[start : start + rows]
+        weights = self.reward_weights.to(per_func.device).unsqueeze(0)
+        rewards = (per_func * weights).nansum(dim=1)
+        rewards[torch.isnan(per_func).all(dim=1)] = torch.nan
+        keep = []
+        for group_start in range(0, rows, g):
+            group = rewards[group_start : group_start + g]
+            if self.ledger.config.downsample == "max_variance":
+                chosen = max_variance_subset(torch.nan_to_num(group, nan=0.0).tolist(), k)
+            else:
+                chosen = sorted(torch.randperm(g, generator=self._downsample_rng)[:k].tolist())
+            keep.extend(group_start + i for i in chosen)
+        keep_t = torch.tensor(keep, device=batch["prompt_ids"].device)
+        advantages = group_advantages(rewards[keep_t].to(batch["advantages"].device), k, self.scale_rewards)
+        loss_mask = batch["completion_mask"][keep_t]
+        if "tool_mask" in batch:
+            loss_mask = loss_mask * batch["tool_mask"][keep_t]
+        num_items = self.accelerator.gather(loss_mask.sum()).sum()
+        self.ledger.count(kept_rows=len(keep))
+        return downsample_batch(batch, keep_t, advantages.to(batch["advantages"].dtype), num_items)
+
+
+def _as_conventions(cost: Any) -> dict[str, float]:
+    """A reward function's ``flop_cost`` result as {useful, executed}: a number counts for both."""
+    if isinstance(cost, dict):
+        return {c: float(cost[c]) for c in CONVENTIONS}
+    if isinstance(cost, (tuple, list)):
+        return dict(zip(CONVENTIONS, map(float, cost), strict=True))
+    return dict.fromkeys(CONVENTIONS, float(cost))

@@ -1,0 +1,271 @@
+"""The FLOP ledger: its pieces by hand, and real TRL GRPO runs on CPU checked with a profiler."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from paper_repro import flops
+from paper_repro.flops import Work
+from paper_repro.ledger import (
+    LedgerConfig,
+    LedgerGRPOTrainer,
+    forward_pass_work,
+    generation_pass_work,
+    group_advantages,
+    max_variance_subset,
+)
+from paper_repro.profiling import flop_counter
+
+from .conftest import build_tiny_policy, build_tiny_tokenizer
+
+# --- pieces --------------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rewards=st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0]), min_size=2, max_size=8),
+    data=st.data(),
+)
+def test_max_variance_subset_is_the_best_subset(rewards, data):
+    k = data.draw(st.integers(1, len(rewards)))
+    chosen = max_variance_subset(rewards, k)
+    assert len(chosen) == k == len(set(chosen))
+    best = max(
+        statistics.pvariance([rewards[i] for i in c]) for c in itertools.combinations(range(len(rewards)), k)
+    )
+    assert statistics.pvariance([rewards[i] for i in chosen]) == pytest.approx(best)
+
+
+def test_max_variance_keeps_both_ends():
+    assert sorted(max_variance_subset([0.0, 0.1, 0.5, 0.9, 1.0], 2)) == [0, 4]
+    with pytest.raises(ValueError):
+        max_variance_subset([1.0], 2)
+
+
+def test_group_advantages_are_trl_group_normalised():
+    r = torch.tensor([1.0, 0.0, 0.0, 1.0, 2.0, 2.0])
+    centred = r - torch.tensor([0.5, 0.5, 0.5, 0.5, 2.0, 2.0])
+    group_std = torch.tensor([0.5**0.5] * 4 + [0.0] * 2)  # unbiased std of {0, 1} and of {2, 2}
+    assert torch.allclose(group_advantages(r, 2, "group"), centred / (group_std + 1e-4), atol=1e-5)
+    assert torch.allclose(group_advantages(r, 2, "none"), centred)
+    assert torch.allclose(group_advantages(r, 2, "batch"), centred / (r.std() + 1e-4), atol=1e-5)
+    nan = torch.tensor([1.0, float("nan"), 0.0, 1.0])
+    assert group_advantages(nan, 2, "none")[:2].tolist() == [0.0, 0.0]
+
+
+def test_forward_pass_work_counts_real_tokens_and_padding():
+    # two rows: prompt width 3 (first row left-padded by 1), completion width 3 (second row 1 pad)
+    mask = torch.tensor([[0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0]])
+    work = forward_pass_work(mask, logits_to_keep=3, compact_head=False)
+    assert work["useful"] == Work(10, 2 * flops.causal_pairs(5), 3 + 2)
+    assert work["executed"] == Work(12, 2 * 36, 2 * 5)
+    assert forward_pass_work(mask, 3, compact_head=True)["executed"].head_tokens == 5
+
+
+def test_generation_pass_work_padding_and_prefix_cache():
+    work = generation_pass_work([3, 5], [4, 2], num_generations=1, prefix_cache=False, padded=True)
+    assert work["useful"] == flops.generation_work(3, 4) + flops.generation_work(5, 2)
+    assert work["executed"] == flops.padded_generation_work(2, 5, 4)
+    cached = generation_pass_work([3, 3], [4, 4], num_generations=2, prefix_cache=True, padded=False)
+    assert cached["useful"] == flops.generation_work(3, 4) + flops.generation_work(3, 4, prefill=False)
+    assert cached["executed"] == cached["useful"]
+
+
+# --- real TRL runs -------------------------------------------------------------------------
+
+
+def _dataset(n: int = 64):
+    from datasets import Dataset
+
+    return Dataset.from_list([{"prompt": f"{i % 9}+{(3 * i) % 7}="} for i in range(n)])
+
+
+def length_reward(completions, **kwargs):
+    return [float(len(c)) / 10 for c in completions]
+
+
+class _Measured(LedgerGRPOTrainer):
+    """Measures FlopCounterMode around generation; the whole run is measured by the caller."""
+
+    measured_search = 0
+
+    def _generate_single_turn(self, *args, **kwargs):
+        counter = flop_counter()
+        with counter:
+            out = super()._generate_single_turn(*args, **kwargs)
+        self.measured_search += counter.get_total_flops()
+        return out
+
+
+def run_tiny_grpo(tmp_path, ledger: LedgerConfig, measure: bool = False, reward_funcs=None, **overrides):
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    args = dict(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, num_generations=4,
+        max_completion_length=10, max_steps=4, num_iterations=1, learning_rate=1e-3, report_to="none",
+        logging_steps=100, save_strategy="no", use_cpu=True, beta=0.0, gradient_accumulation_steps=1,
+        steps_per_generation=2, seed=0, disable_tqdm=True,
+    )  # fmt: skip
+    args.update(overrides)
+    trainer_cls = _Measured if measure else LedgerGRPOTrainer
+    trainer = trainer_cls(
+        model=build_tiny_policy(),
+        reward_funcs=reward_funcs or length_reward,
+        args=GRPOConfig(**args),
+        train_dataset=_dataset(),
+        processing_class=build_tiny_tokenizer(),
+        peft_config=LoraConfig(r=4, target_modules="all-linear", lora_dropout=0.0),
+        ledger=ledger,
+    )
+    counter = flop_counter()
+    with counter:
+        trainer.train()
+    trainer.measured_total = counter.get_total_flops()
+    return trainer
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(num_iterations=2),  # old-policy forward, K < G
+        dict(beta=0.05),  # reference forward with adapters disabled
+    ],
+    ids=["mu2-old-forward", "beta-ref-forward"],
+)
+def test_ledger_agrees_with_profiler(tmp_path, overrides):
+    trainer = run_tiny_grpo(tmp_path, LedgerConfig(kept=2), measure=True, **overrides)
+    executed = trainer.ledger.summary()["executed"]
+    measured_learning = trainer.measured_total - trainer.measured_search
+    assert trainer.measured_search / executed["C_search"] == pytest.approx(1.0, abs=0.05)
+    assert measured_learning / executed["C_learning"] == pytest.approx(1.0, abs=0.05)
+    tokens = trainer.ledger.summary()["tokens"]
+    kind = "old_forward_rows" if overrides.get("num_iterations", 1) > 1 else "ref_forward_rows"
+    assert tokens[kind] == tokens["gen_rows"]  # the extra forward runs on all G, before down-sampling
+    assert tokens["kept_rows"] == tokens["gen_rows"] / 2
+
+
+def test_useful_is_at_most_executed_and_rho_is_consistent(tmp_path):
+    trainer = run_tiny_grpo(tmp_path, LedgerConfig())
+    s = trainer.ledger.summary()
+    for comp in ("C_search", "C_learning", "C_total"):
+        assert 0 < s["useful"][comp] <= s["executed"][comp]
+    assert s["useful"]["rho"] == pytest.approx(s["useful"]["C_learning"] / s["useful"]["C_total"])
+    assert 0 < s["rho_time"] < 1
+    assert s["seconds"]["total"] == pytest.approx(
+        sum(s["seconds"][c] for c in ("search", "learning", "reward"))
+    )
+
+
+def test_budget_stops_before_the_round_that_would_exceed_it(tmp_path):
+    free = run_tiny_grpo(tmp_path / "a", LedgerConfig(), max_steps=6)
+    rounds = free.ledger.rounds
+    assert len(rounds) == 3  # steps_per_generation=2 optimizer steps per round
+    budget = sum(rounds[:2]) + 0.5 * max(rounds)
+    capped = run_tiny_grpo(tmp_path / "b", LedgerConfig(budget_flops=budget), max_steps=50)
+    s = capped.ledger.summary()
+    assert s["stopped_by_budget"] and not s["over_budget"]
+    assert s["useful"]["C_total"] <= budget
+    assert budget - s["useful"]["C_total"] <= max(capped.ledger.rounds)  # within one round of the budget
+    assert len(capped.ledger.rounds) == 2
+
+
+def test_budget_below_one_round_is_refused_before_training(tmp_path):
+    with pytest.raises(ValueError, match="buys 0 generation rounds"):
+        run_tiny_grpo(tmp_path, LedgerConfig(budget_flops=1e6, first_round_flops=5e7))
+
+
+def test_jsonl_log_and_summary(tmp_path):
+    log = tmp_path / "ledger.jsonl"
+    trainer = run_tiny_grpo(tmp_path, LedgerConfig(log_path=log), max_steps=3)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [x["step"] for x in lines] == [1, 2, 3]
+    assert [x["generated"] for x in lines] == [True, False, True]
+    assert sum(x["flops"]["useful"]["total"] for x in lines) == pytest.approx(trainer.ledger.total())
+    summary = json.loads(log.with_suffix(".summary.json").read_text())
+    assert summary["steps"] == 3
+
+
+@pytest.mark.parametrize(
+    "ledger, overrides, match",
+    [
+        (LedgerConfig(kept=5), {}, "cannot exceed"),
+        (LedgerConfig(kept=3), dict(per_device_train_batch_size=2, steps_per_generation=8), "do not split"),
+    ],
+)
+def test_bad_downsampling_is_refused(tmp_path, ledger, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        run_tiny_grpo(tmp_path, ledger, **overrides)
+
+
+def test_reward_costs_from_flop_cost_attribute(tmp_path):
+    def priced_reward(completions, **kwargs):
+        return [1.0 if "1" in c else 0.0 for c in completions]
+
+    priced_reward.flop_cost = lambda prompts, completions, completion_ids: {
+        "useful": 1e3 * len(completions),
+        "executed": 2e3 * len(completions),
+    }
+    trainer = run_tiny_grpo(tmp_path, LedgerConfig(), reward_funcs=priced_reward, max_steps=2)
+    s = trainer.ledger.summary()
+    assert s["useful"]["C_reward"] == pytest.approx(1e3 * s["tokens"]["gen_rows"])
+    assert s["executed"]["C_reward"] == pytest.approx(2e3 * s["tokens"]["gen_rows"])
+
+
+def test_reward_model_module_is_charged_its_forward(tmp_path):
+    from transformers import Qwen2Config, Qwen2ForSequenceClassification
+
+    policy = build_tiny_policy()
+    config = Qwen2Config(
+        **{**policy.config.to_dict(), "num_labels": 1, "hidden_size": 48, "num_attention_heads": 4}
+    )
+    config.architectures = ["Qwen2ForSequenceClassification"]
+    torch.manual_seed(1)
+    rm = Qwen2ForSequenceClassification(config)
+    rm.config._attn_implementation = "eager"
+
+    class MeasuredReward(LedgerGRPOTrainer):
+        measured_reward = 0
+
+        def _calculate_rewards(self, *args, **kwargs):
+            counter = flop_counter()
+            with counter:
+                out = super()._calculate_rewards(*args, **kwargs)
+            self.measured_reward += counter.get_total_flops()
+            return out
+
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    trainer = MeasuredReward(
+        model=policy,
+        reward_funcs=rm,
+        reward_processing_classes=build_tiny_tokenizer(),
+        args=GRPOConfig(
+            output_dir=str(tmp_path),
+            per_device_train_batch_size=8,
+            num_generations=4,
+            max_completion_length=8,
+            max_steps=2,
+            report_to="none",
+            save_strategy="no",
+            use_cpu=True,
+            disable_tqdm=True,
+        ),
+        train_dataset=_dataset(),
+        processing_class=build_tiny_tokenizer(),
+        peft_config=LoraConfig(r=4, target_modules="all-linear"),
+        ledger=LedgerConfig(),
+    )
+    trainer.train()
+    s = trainer.ledger.summary()
+    assert s["executed"]["C_reward"] > 0
+    assert trainer.measured_reward / s["executed"]["C_reward"] == pytest.approx(1.0, abs=0.02)
+    assert s["useful"]["C_reward"] <= s["executed"]["C_reward"]
