@@ -35,7 +35,7 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m paper_repro.bench ledger
 
 reproduce: $(STAMP)
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro run --profile cpu-tiny --stage all
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m paper_repro.validate --out data/results/cpu-tiny/flops_validation.csv
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

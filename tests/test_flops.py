@@ -13,19 +13,11 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
-from paper_repro import flops
+from paper_repro import flops, validate
 from paper_repro.flops import LoRASpec, ModelShape, TrainSpec, Work
-from paper_repro.profiling import count_flops
-
-from .conftest import TINY_CONFIGS, build_tiny_model
 
 TOL = 0.02  # the bar; the counts below agree exactly in practice
-
-
-def _shape(model) -> ModelShape:
-    return ModelShape.from_config(model.config)
 
 
 # --- hand-worked ---------------------------------------------------------------------------
@@ -177,76 +169,8 @@ def test_cli_refuses_k_greater_than_g():
 # --- against FlopCounterMode -----------------------------------------------------------------
 
 
-def _inputs(model, rows: int, width: int, seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(3, model.config.vocab_size, (rows, width), generator=g)
-
-
-@pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
-def test_forward_matches_profiler(name):
-    model = build_tiny_model(name)
-    ids = _inputs(model, rows=3, width=17)
-    with torch.no_grad():
-        _, measured = count_flops(model, input_ids=ids)
-    predicted = flops.forward_flops(_shape(model), flops.padded_batch_work(3, 17, head_tokens=3 * 17))
-    assert measured == pytest.approx(predicted, rel=TOL)
-
-
-@pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
-def test_generate_with_kv_cache_matches_profiler(name):
-    model = build_tiny_model(name)
-    ids = _inputs(model, rows=4, width=9)
-    mask = torch.ones_like(ids)
-    mask[0, :3] = 0  # left padding: executed work includes it
-    steps = 12
-    with torch.no_grad():
-        _, measured = count_flops(
-            model.generate, input_ids=ids, attention_mask=mask, max_new_tokens=steps,
-            min_new_tokens=steps, do_sample=False, pad_token_id=0, eos_token_id=None,
-        )  # fmt: skip
-    predicted = flops.forward_flops(_shape(model), flops.padded_generation_work(4, 9, steps))
-    assert measured == pytest.approx(predicted, rel=TOL)
-
-
-def _train_pass(model, ids):
-    out = model(input_ids=ids, labels=ids)
-    out.loss.backward()
-
-
-@pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
-@pytest.mark.parametrize("targets", [flops.LINEAR_MODULES, ("q_proj", "v_proj")])
-def test_lora_forward_backward_matches_profiler(name, targets):
-    from peft import LoraConfig, get_peft_model
-
-    model = get_peft_model(
-        build_tiny_model(name), LoraConfig(r=8, target_modules=list(targets), lora_dropout=0.0)
-    )
-    ids = _inputs(model, rows=2, width=13)
-    _, measured = count_flops(_train_pass, model, ids)
-    train = TrainSpec(lora=LoRASpec(8, targets))
-    predicted = flops.train_flops(_shape(model.base_model.model), flops.padded_batch_work(2, 13, 26), train)
-    assert measured == pytest.approx(predicted, rel=TOL)
-
-
-@pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
-def test_full_forward_backward_matches_profiler(name):
-    model = build_tiny_model(name)
-    ids = _inputs(model, rows=2, width=11)
-    _, measured = count_flops(_train_pass, model, ids)
-    predicted = flops.train_flops(_shape(model), flops.padded_batch_work(2, 11, 22), flops.FULL_FINETUNE)
-    assert measured == pytest.approx(predicted, rel=TOL)
-
-
-def test_gradient_checkpointing_recompute_matches_profiler():
-    from peft import LoraConfig, get_peft_model
-
-    model = build_tiny_model("qwen2-gqa2-tied")
-    model.train()
-    model.activation_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.enable_input_require_grads()
-    model = get_peft_model(model, LoraConfig(r=4, target_modules="all-linear", lora_dropout=0.0))
-    ids = _inputs(model, rows=2, width=10)
-    _, measured = count_flops(_train_pass, model, ids)
-    train = TrainSpec(lora=LoRASpec(4), gradient_checkpointing=True)
-    predicted = flops.train_flops(_shape(model.base_model.model), flops.padded_batch_work(2, 10, 20), train)
-    assert measured == pytest.approx(predicted, rel=TOL)
+@pytest.mark.parametrize("kind", validate.PASSES)
+@pytest.mark.parametrize("shape", sorted(validate.SHAPES))
+def test_analytic_counts_match_profiler(shape, kind):
+    case = validate.measure(shape, kind)
+    assert case.ratio == pytest.approx(1.0, abs=TOL)

@@ -1,0 +1,24 @@
+"""The README's ledger example runs as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _ledger_example() -> str:
+    text = README.read_text()
+    match = re.search(r"<!-- ledger-example[^>]*-->\s*```python\n(.*?)```", text, re.S)
+    assert match, "README lost its ledger example"
+    return match.group(1)
+
+
+def test_readme_ledger_example_runs(tmp_path, monkeypatch, capsys):
+    code = _ledger_example()
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})
+    printed = capsys.readouterr().out
+    assert "'C_search'" in printed and "'rho'" in printed
+    assert (tmp_path / "out" / "ledger.jsonl").read_text().count("\n") == 2
