@@ -91,20 +91,28 @@ def length_reward(completions, **kwargs):
     return [float(len(c)) / 10 for c in completions]
 
 
-class _Measured(LedgerGRPOTrainer):
-    """Measures FlopCounterMode around generation; the whole run is measured by the caller."""
+def measuring(hook: str) -> type[LedgerGRPOTrainer]:
+    """A LedgerGRPOTrainer that adds up FlopCounterMode's count inside ``hook`` in ``measured``."""
 
-    measured_search = 0
-
-    def _generate_single_turn(self, *args, **kwargs):
+    def wrapped(self, *args, **kwargs):
         counter = flop_counter()
         with counter:
-            out = super()._generate_single_turn(*args, **kwargs)
-        self.measured_search += counter.get_total_flops()
+            out = getattr(LedgerGRPOTrainer, hook)(self, *args, **kwargs)
+        self.measured += counter.get_total_flops()
         return out
 
+    return type(f"Measuring_{hook}", (LedgerGRPOTrainer,), {"measured": 0, hook: wrapped})
 
-def run_tiny_grpo(tmp_path, ledger: LedgerConfig, measure: bool = False, reward_funcs=None, **overrides):
+
+def run_tiny_grpo(
+    tmp_path,
+    ledger: LedgerConfig,
+    measure: bool = False,
+    reward_funcs=None,
+    trainer_cls=None,
+    trainer_kwargs=None,
+    **overrides,
+):
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -115,7 +123,7 @@ def run_tiny_grpo(tmp_path, ledger: LedgerConfig, measure: bool = False, reward_
         steps_per_generation=2, seed=0, disable_tqdm=True,
     )  # fmt: skip
     args.update(overrides)
-    trainer_cls = _Measured if measure else LedgerGRPOTrainer
+    trainer_cls = trainer_cls or (measuring("_generate_single_turn") if measure else LedgerGRPOTrainer)
     trainer = trainer_cls(
         model=build_tiny_policy(),
         reward_funcs=reward_funcs or length_reward,
@@ -124,6 +132,7 @@ def run_tiny_grpo(tmp_path, ledger: LedgerConfig, measure: bool = False, reward_
         processing_class=build_tiny_tokenizer(),
         peft_config=LoraConfig(r=4, target_modules="all-linear", lora_dropout=0.0),
         ledger=ledger,
+        **(trainer_kwargs or {}),
     )
     counter = flop_counter()
     with counter:
@@ -143,8 +152,8 @@ def run_tiny_grpo(tmp_path, ledger: LedgerConfig, measure: bool = False, reward_
 def test_ledger_agrees_with_profiler(tmp_path, overrides):
     trainer = run_tiny_grpo(tmp_path, LedgerConfig(kept=2), measure=True, **overrides)
     executed = trainer.ledger.summary()["executed"]
-    measured_learning = trainer.measured_total - trainer.measured_search
-    assert trainer.measured_search / executed["C_search"] == pytest.approx(1.0, abs=0.05)
+    measured_learning = trainer.measured_total - trainer.measured
+    assert trainer.measured / executed["C_search"] == pytest.approx(1.0, abs=0.05)
     assert measured_learning / executed["C_learning"] == pytest.approx(1.0, abs=0.05)
     tokens = trainer.ledger.summary()["tokens"]
     kind = "old_forward_rows" if overrides.get("num_iterations", 1) > 1 else "ref_forward_rows"
@@ -222,50 +231,28 @@ def test_reward_costs_from_flop_cost_attribute(tmp_path):
 def test_reward_model_module_is_charged_its_forward(tmp_path):
     from transformers import Qwen2Config, Qwen2ForSequenceClassification
 
-    policy = build_tiny_policy()
     config = Qwen2Config(
-        **{**policy.config.to_dict(), "num_labels": 1, "hidden_size": 48, "num_attention_heads": 4}
+        **{
+            **build_tiny_policy().config.to_dict(),
+            "num_labels": 1,
+            "hidden_size": 48,
+            "num_attention_heads": 4,
+        }
     )
     config.architectures = ["Qwen2ForSequenceClassification"]
     torch.manual_seed(1)
     rm = Qwen2ForSequenceClassification(config)
     rm.config._attn_implementation = "eager"
 
-    class MeasuredReward(LedgerGRPOTrainer):
-        measured_reward = 0
-
-        def _calculate_rewards(self, *args, **kwargs):
-            counter = flop_counter()
-            with counter:
-                out = super()._calculate_rewards(*args, **kwargs)
-            self.measured_reward += counter.get_total_flops()
-            return out
-
-    from peft import LoraConfig
-    from trl import GRPOConfig
-
-    trainer = MeasuredReward(
-        model=policy,
+    trainer = run_tiny_grpo(
+        tmp_path,
+        LedgerConfig(),
         reward_funcs=rm,
-        reward_processing_classes=build_tiny_tokenizer(),
-        args=GRPOConfig(
-            output_dir=str(tmp_path),
-            per_device_train_batch_size=8,
-            num_generations=4,
-            max_completion_length=8,
-            max_steps=2,
-            report_to="none",
-            save_strategy="no",
-            use_cpu=True,
-            disable_tqdm=True,
-        ),
-        train_dataset=_dataset(),
-        processing_class=build_tiny_tokenizer(),
-        peft_config=LoraConfig(r=4, target_modules="all-linear"),
-        ledger=LedgerConfig(),
+        trainer_cls=measuring("_calculate_rewards"),
+        trainer_kwargs=dict(reward_processing_classes=build_tiny_tokenizer()),
+        max_steps=2,
     )
-    trainer.train()
     s = trainer.ledger.summary()
     assert s["executed"]["C_reward"] > 0
-    assert trainer.measured_reward / s["executed"]["C_reward"] == pytest.approx(1.0, abs=0.02)
+    assert trainer.measured / s["executed"]["C_reward"] == pytest.approx(1.0, abs=0.02)
     assert s["useful"]["C_reward"] <= s["executed"]["C_reward"]
