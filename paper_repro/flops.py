@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -487,9 +487,6 @@ class StepCost:
         }
 
 
-ZERO_COST = StepCost(0.0, 0.0, 0.0)
-
-
 @dataclass(frozen=True)
 class GRPOStep:
     """One GRPO generation round at fixed lengths: P prompts x G completions, K kept, mu epochs."""
@@ -577,10 +574,3 @@ def load_shape(model: str | os.PathLike | ModelShape | Any) -> ModelShape:
 
 def shipped_config_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "model_configs"
-
-
-def total_work(works: Sequence[Work]) -> Work:
-    out = Work()
-    for w in works:
-        out = out + w
-    return out
