@@ -86,8 +86,14 @@ class LedgerConfig:
 # ---------------------------------------------------------------------------------------------
 
 
-def _row_lengths(mask: torch.Tensor) -> list[int]:
-    return mask.sum(dim=1).tolist()
+def real_rows_work(mask: torch.Tensor, head_tokens: int | None = None) -> Work:
+    """Useful work of a forward over padded rows whose real tokens are contiguous: each row's real
+    tokens attend causally; ``head_tokens`` defaults to every real position."""
+    lengths = mask.sum(dim=1).tolist()
+    tokens = sum(lengths)
+    return Work(
+        tokens, sum(flops.causal_pairs(n) for n in lengths), tokens if head_tokens is None else head_tokens
+    )
 
 
 def forward_pass_work(
@@ -100,9 +106,8 @@ def forward_pass_work(
     position but the last of each row elsewhere.
     """
     rows, width = attention_mask.shape
-    lengths = _row_lengths(attention_mask)
     head_useful = int(attention_mask[:, width - logits_to_keep :].sum())
-    useful = Work(sum(lengths), sum(flops.causal_pairs(n) for n in lengths), head_useful)
+    useful = real_rows_work(attention_mask, head_useful)
     head_executed = head_useful if compact_head else rows * (width - 1)
     executed = flops.padded_batch_work(rows, width, head_executed)
     return {"useful": useful, "executed": executed}
@@ -236,6 +241,7 @@ class FlopLedger:
         self.steps: list[dict[str, Any]] = []
         self.rounds: list[float] = []  # useful C_total of each completed generation round
         self._round_cost = 0.0
+        self._useful_total = 0.0  # running sum, so the per-step budget check does not rescan the steps
         self._current = _StepAccumulator()
         self._step_start = time.perf_counter()
         self.stopped_by_budget = False
@@ -290,6 +296,7 @@ class FlopLedger:
             "seconds": seconds,
         }
         self._round_cost += sum(useful.values())
+        self._useful_total += sum(useful.values())
         if round_complete:
             self.rounds.append(self._round_cost)
             self._round_cost = 0.0
@@ -306,7 +313,7 @@ class FlopLedger:
         budget = self.config.budget_flops
         if budget is None or not self.rounds:
             return False
-        if self.total("useful") + max(self.rounds) > budget:
+        if self._useful_total + max(self.rounds) > budget:
             self.stopped_by_budget = True
             return True
         return False
@@ -560,14 +567,13 @@ class LedgerGRPOTrainer(GRPOTrainer):
                 return
             if mask is None:
                 mask = torch.ones_like(ids)
-            lengths = _row_lengths(mask)
-            useful = Work(sum(lengths), sum(flops.causal_pairs(n) for n in lengths), sum(lengths))
+            useful = real_rows_work(mask)
             executed = flops.padded_batch_work(ids.size(0), ids.size(1), ids.numel())
             self.ledger.charge(
                 "reward",
                 {c: flops.forward_flops(shape, w) for c, w in (("useful", useful), ("executed", executed))},
             )
-            self.ledger.count(reward_tokens=sum(lengths))
+            self.ledger.count(reward_tokens=useful.tokens)
 
         return hook
 
