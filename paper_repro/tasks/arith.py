@@ -1,0 +1,357 @@
+"""The ``arith`` task: multi-step arithmetic word problems with checkable step-by-step solutions.
+
+A problem is a start value and a chain of operations; its difficulty is the number of steps::
+
+    prompt:     "start at 7, add 3, times 2, minus 4. result?\\n"
+    completion: "7+3=10\\n10*2=20\\n20-4=16\\nanswer: 16"
+
+Every solution line ``a op b = c`` can be checked exactly, and the final answer follows the marker
+``answer:``. Everything is generated deterministically from a seed, and the repo ships the splits as
+JSONL under ``data/tasks/arith/`` (see :func:`write_splits`).
+
+Error injection: the base policies are pretrained on *imperfect* solutions, in which each step's
+result is off by a small amount with probability ``error_rate``, and later steps carry the wrong value
+forward, as a careless solver would. That leaves the base policies room for RL to improve them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from paper_repro.tasks.base import Example, repo_root
+
+Op = Literal["+", "-", "*"]
+OP_WORDS: dict[str, str] = {"+": "add", "-": "minus", "*": "times"}
+ANSWER_MARKER = "answer:"
+STEP_SEPARATOR = "\n"
+TASK_DIR = Path("data") / "tasks" / "arith"
+
+
+@dataclass(frozen=True)
+class Difficulty:
+    """The distribution one split's problems are drawn from."""
+
+    steps: tuple[int, ...]  # allowed numbers of steps, drawn uniformly
+    start: tuple[int, int] = (2, 20)  # start value range, inclusive
+    operand: tuple[int, int] = (2, 9)  # second operand range, inclusive
+    max_value: int = 99  # every intermediate value stays in [0, max_value]
+
+    def __post_init__(self) -> None:
+        if not self.steps or min(self.steps) < 1:
+            raise ValueError(f"steps must be a non-empty set of positive counts, got {self.steps}")
+        for name in ("start", "operand"):
+            lo, hi = getattr(self, name)
+            if not 0 <= lo <= hi:
+                raise ValueError(f"{name} range must satisfy 0 <= lo <= hi, got {(lo, hi)}")
+        if self.max_value < self.start[1]:
+            raise ValueError(f"max_value {self.max_value} is below the largest start {self.start[1]}")
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """One shipped split: its size, its seed and its difficulty."""
+
+    name: str
+    size: int
+    seed: int
+    difficulty: Difficulty
+    note: str = ""
+    shipped: bool = True  # written to data/tasks/arith/ (the SFT corpus is regenerated instead)
+
+
+# The shipped splits. "train" plays Polaris-53K's role (RL prompts); "heldout" is the same
+# distribution for the native reward; "gsm_tiny" is the in-distribution downstream eval and
+# "math_tiny" the harder one (more steps, larger operands). "pretrain" is the SFT corpus of the base
+# policies (its solutions carry injected errors) and "prm" the step-labelled set for the tiny PRM.
+MIXED = Difficulty(steps=(2, 3, 4, 5))
+HARD = Difficulty(steps=(5, 6, 7))
+SPLITS: dict[str, SplitSpec] = {
+    spec.name: spec
+    for spec in (
+        SplitSpec("gsm_tiny", 300, 101, MIXED, "in-distribution downstream eval (GSM8K's role)"),
+        SplitSpec("math_tiny", 300, 102, HARD, "harder downstream eval: longer chains (MATH-500's role)"),
+        SplitSpec("heldout", 300, 103, MIXED, "held-out training distribution (native reward)"),
+        SplitSpec("train", 4000, 104, MIXED, "RL prompts (Polaris-53K's role)"),
+        SplitSpec("prm", 4000, 105, Difficulty(steps=(1, 2, 3, 4, 5, 6)), "step-labelled PRM set"),
+        SplitSpec("pretrain", 50000, 106, Difficulty(steps=(1, 2, 3, 4, 5, 6)), "SFT corpus", False),
+    )
+}
+# Earlier splits win: a prompt that appears in an earlier split is never drawn for a later one, so
+# no evaluation prompt is ever trained on.
+SPLIT_ORDER = tuple(SPLITS)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem: a start value and its operations. ``answer`` and ``steps`` follow from them."""
+
+    start: int
+    ops: tuple[tuple[str, int], ...]
+
+    @property
+    def prompt(self) -> str:
+        words = ", ".join(f"{OP_WORDS[op]} {b}" for op, b in self.ops)
+        return f"start at {self.start}, {words}. result?\n"
+
+    @property
+    def steps(self) -> list[tuple[int, str, int, int]]:
+        """The correct steps ``(a, op, b, c)``."""
+        out, value = [], self.start
+        for op, b in self.ops:
+            c = apply(op, value, b)
+            out.append((value, op, b, c))
+            value = c
+        return out
+
+    @property
+    def answer(self) -> int:
+        return self.steps[-1][3]
+
+    def solution(self, errors: Sequence[int] = ()) -> str:
+        """The step-by-step solution; ``errors[i]`` is added to step ``i``'s result and carried on."""
+        lines, value = [], self.start
+        for i, (op, b) in enumerate(self.ops):
+            c = apply(op, value, b) + (errors[i] if i < len(errors) else 0)
+            lines.append(f"{value}{op}{b}={c}")
+            value = c
+        return STEP_SEPARATOR.join([*lines, f"{ANSWER_MARKER} {value}"])
+
+
+def apply(op: str, a: int, b: int) -> int:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    raise ValueError(f"unknown operation {op!r}")
+
+
+def sample_problem(rng: random.Random, difficulty: Difficulty) -> Problem:
+    """Draw one problem; operations that would leave ``[0, max_value]`` are redrawn."""
+    n = rng.choice(difficulty.steps)
+    value = rng.randint(*difficulty.start)
+    start, ops = value, []
+    while len(ops) < n:
+        op = rng.choice(("+", "-", "*"))
+        b = rng.randint(*difficulty.operand)
+        c = apply(op, value, b)
+        if 0 <= c <= difficulty.max_value:
+            ops.append((op, b))
+            value = c
+    return Problem(start, tuple(ops))
+
+
+def sample_errors(rng: random.Random, n_steps: int, error_rate: float) -> list[int]:
+    """Per-step result offsets: 0, or with probability ``error_rate`` a slip of ±1 or ±2."""
+    return [rng.choice((-2, -1, 1, 2)) if rng.random() < error_rate else 0 for _ in range(n_steps)]
+
+
+# --------------------------------------------------------------------------------------- checking
+
+
+@dataclass(frozen=True)
+class ParsedSolution:
+    """A completion read back: its step lines ``(a, op, b, c)`` (``None`` if unreadable) and answer."""
+
+    steps: tuple[tuple[int, str, int, int] | None, ...]
+    answer: int | None
+    step_texts: tuple[str, ...] = field(default=(), compare=False)
+
+
+def parse_solution(text: str) -> ParsedSolution:
+    """Split a completion into step lines and the final answer. Never raises."""
+    steps, texts, answer = [], [], None
+    for line in text.split(STEP_SEPARATOR):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith(ANSWER_MARKER):
+            answer = _to_int(line[len(ANSWER_MARKER) :].strip())
+            break  # anything after the answer is ignored
+        texts.append(line)
+        steps.append(_parse_step(line))
+    return ParsedSolution(tuple(steps), answer, tuple(texts))
+
+
+def _to_int(text: str) -> int | None:
+    text = text.strip().rstrip(".")
+    if text.startswith("-"):
+        return -int(text[1:]) if text[1:].isdigit() else None
+    return int(text) if text.isdigit() else None
+
+
+def _parse_step(line: str) -> tuple[int, str, int, int] | None:
+    lhs, eq, rhs = line.partition("=")
+    if not eq:
+        return None
+    c = _to_int(rhs)
+    for op in "+-*":
+        # the first operand is non-negative, so the operator is the first op sign after position 0
+        pos = lhs.find(op, 1)
+        if pos > 0:
+            a, b = _to_int(lhs[:pos]), _to_int(lhs[pos + 1 :])
+            if a is None or b is None or c is None:
+                return None
+            return (a, op, b, c)
+    return None
+
+
+def extract_answer(text: str) -> int | None:
+    """The integer after the final-answer marker, or ``None``."""
+    return parse_solution(text).answer
+
+
+def is_correct(text: str, answer: int | str) -> bool:
+    """Exact integer match of the final answer (the cpu-tiny answer check)."""
+    got = extract_answer(text)
+    return got is not None and got == int(answer)
+
+
+def step_verdicts(problem: Problem, text: str) -> list[bool]:
+    """One verdict per written step: the step applies the problem's i-th operation to the value the
+    solution holds so far (the start, or its own previous result) and gets the arithmetic right.
+
+    A wrong result makes that step wrong; the next step is judged on the value it was given, so a
+    single slip is one wrong step, as a process checker would see it.
+    """
+    parsed = parse_solution(text)
+    verdicts, value = [], problem.start
+    for i, step in enumerate(parsed.steps):
+        if step is None or i >= len(problem.ops):
+            verdicts.append(False)
+            continue
+        a, op, b, c = step
+        want_op, want_b = problem.ops[i]
+        verdicts.append(a == value and op == want_op and b == want_b and c == apply(op, a, b))
+        value = c
+    return verdicts
+
+
+def process_score(problem: Problem, text: str) -> float:
+    """Share of the problem's steps written correctly, in ``[0, 1]``: correct steps divided by the
+    larger of the problem's and the solution's step counts (missing or extra steps count against)."""
+    verdicts = step_verdicts(problem, text)
+    return sum(verdicts) / max(len(problem.ops), len(verdicts))
+
+
+# --------------------------------------------------------------------------------------- splits
+
+
+def problem_to_record(problem: Problem, split: str, **extra) -> dict:
+    return {
+        "prompt": problem.prompt,
+        "answer": str(problem.answer),
+        "source": f"arith/{split}",
+        "n_steps": len(problem.ops),
+        "start": problem.start,
+        "ops": [list(op) for op in problem.ops],
+        **extra,
+    }
+
+
+def record_to_problem(record: dict) -> Problem:
+    return Problem(int(record["start"]), tuple((op, int(b)) for op, b in record["ops"]))
+
+
+def generate_split(
+    spec: SplitSpec, exclude: set[str], error_rate: float = 0.0
+) -> Iterator[tuple[Problem, list[int]]]:
+    """``spec.size`` distinct problems not in ``exclude``, with per-step error offsets."""
+    rng = random.Random(spec.seed)
+    seen: set[str] = set()
+    tries = 0
+    while len(seen) < spec.size:
+        tries += 1
+        if tries > 50 * spec.size:
+            raise RuntimeError(f"split {spec.name}: only {len(seen)} distinct problems of {spec.size}")
+        problem = sample_problem(rng, spec.difficulty)
+        if problem.prompt in exclude or problem.prompt in seen:
+            continue
+        seen.add(problem.prompt)
+        yield problem, sample_errors(rng, len(problem.ops), error_rate)
+
+
+def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str, list[dict]]:
+    """All splits as records, disjoint by prompt (earlier splits in ``SPLIT_ORDER`` win).
+
+    ``pretrain`` records carry a ``completion`` (a solution with injected errors); ``prm`` records
+    carry ``steps`` (the solution's step lines) and ``labels`` (step verdicts).
+    """
+    taken: set[str] = set()
+    out: dict[str, list[dict]] = {}
+    for name in SPLIT_ORDER:
+        spec = SPLITS[name]
+        rate = {"pretrain": pretrain_error_rate, "prm": prm_error_rate}.get(name, 0.0)
+        records = []
+        for problem, errors in generate_split(spec, taken, rate):
+            extra = {}
+            if name == "pretrain":
+                extra["completion"] = problem.solution(errors)
+            elif name == "prm":
+                text = problem.solution(errors)
+                extra["steps"] = text.split(STEP_SEPARATOR)[:-1]
+                extra["labels"] = step_verdicts(problem, text)
+            records.append(problem_to_record(problem, name, **extra))
+        taken.update(r["prompt"] for r in records)
+        out[name] = records
+    return out
+
+
+def write_splits(
+    directory: str | Path | None = None,
+    pretrain_error_rate: float = 0.1,
+    prm_error_rate: float = 0.3,
+    splits: dict[str, list[dict]] | None = None,
+) -> dict[str, Path]:
+    """Write every shipped split to ``<directory>/<split>.jsonl`` (``splits`` if already built with
+    the same rates) and return the paths."""
+    directory = Path(directory) if directory is not None else repo_root() / TASK_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    splits = splits if splits is not None else build_splits(pretrain_error_rate, prm_error_rate)
+    paths = {}
+    for name, records in splits.items():
+        if SPLITS[name].shipped:
+            paths[name] = write_jsonl(directory / f"{name}.jsonl", records)
+    meta = {
+        "splits": {name: asdict(spec) for name, spec in SPLITS.items()},
+        "pretrain_error_rate": pretrain_error_rate,
+        "prm_error_rate": prm_error_rate,
+    }
+    (directory / "splits.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return paths
+
+
+def write_jsonl(path: Path, records: Iterable[dict]) -> Path:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w") as f:
+        for record in records:
+            f.write(json.dumps(record, separators=(",", ":")) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def load_split(name: str, directory: str | Path | None = None) -> list[Example]:
+    """The shipped split ``name`` as :class:`Example` rows (prompt, answer, source + metadata)."""
+    shipped = [n for n, spec in SPLITS.items() if spec.shipped]
+    if name not in shipped:
+        raise ValueError(f"unknown arith split {name!r}; shipped splits: {', '.join(shipped)}")
+    directory = Path(directory) if directory is not None else repo_root() / TASK_DIR
+    path = directory / f"{name}.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(
+            f"arith split {name!r} not found at {path}; regenerate the shipped splits with "
+            f"`python -m paper_repro.tasks.arith` (or notebook 00_embedded_models)"
+        )
+    with path.open() as f:
+        return [Example.from_record(json.loads(line)) for line in f if line.strip()]
+
+
+if __name__ == "__main__":
+    for split, written in write_splits().items():
+        print(f"{split:<10} {written}")

@@ -1,0 +1,214 @@
+"""The gpu-paper datasets from the Hugging Face hub, mapped to the common schema.
+
+- ``polaris``: ``POLARIS-Project/Polaris-Dataset-53K`` (train): the RL prompts.
+- ``gsm8k``: ``openai/gsm8k`` (config ``main``, split ``test``): reference answers follow ``####``.
+- ``math500``: ``HuggingFaceH4/MATH-500`` (test): reference answers are LaTeX.
+
+Each row becomes an :class:`Example` whose ``prompt`` is the problem followed by the final-answer
+instruction (``\\boxed{}``); :func:`chat_messages` and :func:`format_prompt` turn it into the
+Qwen2.5-Instruct chat form. Answers are checked with ``math-verify`` (:func:`is_equivalent`).
+
+Offline (``HF_HUB_OFFLINE=1``, as the cpu-tiny profile and the tests run), a dataset or model that is
+not in the local cache raises :class:`HubUnavailableError`, which names the id, where it looked and
+how to get it. Any loader also takes ``local_path``: a JSON/JSONL/Parquet file or directory with the
+hub dataset's own columns, which is how the tests exercise the mapping without a network.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from paper_repro.tasks.base import Example
+
+BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+# Qwen2.5-Instruct's chat format (ChatML), used only when a tokenizer carries no template of its own.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+
+
+class HubUnavailableError(RuntimeError):
+    """A hub dataset or model is not available locally and cannot be downloaded."""
+
+
+@dataclass(frozen=True)
+class HubDataset:
+    """Where a dataset lives on the hub and how its rows map to the common schema."""
+
+    repo_id: str
+    config: str | None
+    split: str
+    question_field: str
+    to_answer: Callable[[dict], str]
+
+    @property
+    def source(self) -> str:
+        return f"{self.repo_id}/{self.split}"
+
+
+def gsm8k_answer(row: dict) -> str:
+    """GSM8K's reference is a worked solution ending ``#### 42``; the answer is what follows."""
+    text = str(row["answer"])
+    _, marker, final = text.rpartition("####")
+    return (final if marker else text).strip().replace(",", "")
+
+
+DATASETS: dict[str, HubDataset] = {
+    "polaris": HubDataset(
+        "POLARIS-Project/Polaris-Dataset-53K", None, "train", "problem", lambda r: str(r["answer"]).strip()
+    ),
+    "gsm8k": HubDataset("openai/gsm8k", "main", "test", "question", gsm8k_answer),
+    "math500": HubDataset(
+        "HuggingFaceH4/MATH-500", None, "test", "problem", lambda r: str(r["answer"]).strip()
+    ),
+}
+
+
+def load_hub_dataset(
+    name: str, *, local_path: str | Path | None = None, limit: int | None = None
+) -> list[Example]:
+    """Rows of dataset ``name`` (a key of :data:`DATASETS`) in the common schema.
+
+    ``local_path`` reads a local file/directory with the hub dataset's columns instead of the hub.
+    """
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+    spec = DATASETS[name]
+    rows = _read_local(local_path) if local_path is not None else _read_hub(spec)
+    out = []
+    for i, row in enumerate(rows):
+        if limit is not None and i >= limit:
+            break
+        question = str(row[spec.question_field]).strip()
+        out.append(
+            Example(
+                prompt=f"{question}\n{BOXED_INSTRUCTION}",
+                answer=spec.to_answer(row),
+                source=spec.source,
+                meta={"question": question, "index": i},
+            )
+        )
+    return out
+
+
+def _read_local(path: str | Path):
+    from datasets import load_dataset
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"local dataset file {path} does not exist")
+    files = sorted(path.glob("*.json*")) + sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    if not files:
+        raise FileNotFoundError(f"no .json/.jsonl/.parquet files in {path}")
+    kind = "parquet" if files[0].suffix == ".parquet" else "json"
+    return load_dataset(kind, data_files=[str(f) for f in files], split="train")
+
+
+def _read_hub(spec: HubDataset):
+    from datasets import load_dataset
+
+    try:
+        return load_dataset(spec.repo_id, spec.config, split=spec.split)
+    except Exception as exc:
+        if _offline() or _is_connection_error(exc):
+            raise HubUnavailableError(
+                unavailable_message("dataset", spec.repo_id, _datasets_cache())
+            ) from exc
+        raise
+
+
+def resolve_model(name_or_path: str | Path) -> Path:
+    """A local directory holding the model ``name_or_path``: the path itself if it is a directory,
+    else the hub snapshot in the local cache (downloaded first unless offline)."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise FileNotFoundError(f"{path} has no config.json: not a Hugging Face checkpoint directory")
+        return path
+    text = str(name_or_path)
+    if text.startswith((".", "/", "~")) or text.count("/") != 1:  # a path, not a hub id "owner/name"
+        raise FileNotFoundError(f"model checkpoint directory {path} does not exist")
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    try:
+        return Path(snapshot_download(str(name_or_path), local_files_only=_offline()))
+    except Exception as exc:
+        if _offline() or _is_connection_error(exc):
+            raise HubUnavailableError(unavailable_message("model", str(name_or_path), HF_HUB_CACHE)) from exc
+        raise
+
+
+def unavailable_message(kind: str, repo_id: str, cache: str | Path) -> str:
+    mode = "HF_HUB_OFFLINE=1 is set" if _offline() else "the hub could not be reached"
+    return (
+        f"{kind} {repo_id!r} is not available: {mode} and it is not in the local cache ({cache}). "
+        f"On a machine with internet, run `huggingface-cli download {repo_id}"
+        f"{' --repo-type dataset' if kind == 'dataset' else ''}` (or set HF_HOME to a cache that has it), "
+        f"or pass a local path. The cpu-tiny profile needs no download: it uses the models and data "
+        f"shipped in data/."
+    )
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes") or os.environ.get(
+        "HF_DATASETS_OFFLINE", "0"
+    ).lower() in ("1", "true", "yes")
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    names = {type(e).__name__ for e in _chain(exc)}
+    return bool(names & {"ConnectionError", "LocalEntryNotFoundError", "OfflineModeIsEnabled"})
+
+
+def _chain(exc: BaseException | None):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _datasets_cache() -> str:
+    from datasets import config
+
+    return str(config.HF_DATASETS_CACHE)
+
+
+# ---------------------------------------------------------------------------------------- chat
+
+
+def chat_messages(example: Example, system: str | None = QWEN_SYSTEM) -> list[dict[str, str]]:
+    """The conversational form TRL takes: an optional system turn, then the user turn."""
+    turns = [{"role": "system", "content": system}] if system else []
+    return [*turns, {"role": "user", "content": example.prompt}]
+
+
+def format_prompt(tokenizer, example: Example, system: str | None = QWEN_SYSTEM) -> str:
+    """The prompt as text through the tokenizer's chat template (ChatML if it has none), ending with
+    the assistant turn's opening so the model answers next."""
+    template = getattr(tokenizer, "chat_template", None) or CHATML_TEMPLATE
+    return tokenizer.apply_chat_template(
+        chat_messages(example, system), chat_template=template, tokenize=False, add_generation_prompt=True
+    )
+
+
+# ---------------------------------------------------------------------------------------- answers
+
+
+def is_equivalent(completion: str, reference: str) -> bool:
+    """``math-verify``: does the completion's final answer (``\\boxed{}`` first, then the last
+    expression) equal the reference answer? Never raises; unparseable means not equivalent."""
+    from math_verify import parse, verify
+
+    try:
+        gold = parse(reference if "$" in reference or "\\boxed" in reference else f"${reference}$")
+        pred = parse(completion)
+        return bool(gold) and bool(pred) and bool(verify(gold, pred))
+    except Exception:
+        return False
