@@ -92,7 +92,7 @@ def test_prm_labels_are_the_step_checker_verdicts():
 def test_unknown_or_missing_split_errors(tmp_path):
     with pytest.raises(ValueError, match="unknown arith split 'nope'"):
         arith.load_split("nope")
-    with pytest.raises(FileNotFoundError, match="python -m paper_repro.tasks.arith"):
+    with pytest.raises(FileNotFoundError, match=r"python -m paper_repro\.tasks\.arith"):
         arith.load_split("gsm_tiny", directory=tmp_path)
 
 
@@ -199,7 +199,9 @@ def test_offline_missing_dataset_and_model_say_what_and_where(monkeypatch, tmp_p
     message = str(err.value)
     assert "'openai/gsm8k'" in message and "HF_HUB_OFFLINE=1" in message
     assert str(tmp_path / "hf") in message and "cpu-tiny profile needs no download" in message
-    with pytest.raises(hub.HubUnavailableError, match="model 'Qwen/Qwen2.5-1.5B-Instruct' is not available"):
+    with pytest.raises(
+        hub.HubUnavailableError, match=r"model 'Qwen/Qwen2\.5-1\.5B-Instruct' is not available"
+    ):
         hub.resolve_model("Qwen/Qwen2.5-1.5B-Instruct")
     with pytest.raises(ValueError, match="unknown dataset 'gsm9k'; known: polaris, gsm8k, math500"):
         hub.load_hub_dataset("gsm9k")
