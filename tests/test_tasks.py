@@ -14,7 +14,7 @@ from paper_repro.tasks.base import repo_root
 
 def test_problem_solution_and_checks():
     p = arith.Problem(7, (("+", 3), ("*", 2), ("-", 4)))
-    assert p.prompt == "start at 7, add 3, times 2, minus 4. result?\n"
+    assert p.prompt == "7, add 3, times 2, minus 4?\n"
     assert p.solution() == "7+3=10\n10*2=20\n20-4=16\nanswer: 16"
     assert p.answer == 16
     assert arith.is_correct(p.solution(), "16")
@@ -207,3 +207,12 @@ def test_offline_missing_dataset_and_model_say_what_and_where(monkeypatch, tmp_p
         hub.load_hub_dataset("gsm9k")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         hub.resolve_model(str(tmp_path / "no-such-model"))
+
+
+def test_resolve_model_takes_local_checkpoints(tmp_path):
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text("{}")
+    assert hub.resolve_model(tmp_path / "ckpt") == tmp_path / "ckpt"
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"has no config\.json"):
+        hub.resolve_model(tmp_path / "empty")

@@ -2,7 +2,7 @@
 
 A problem is a start value and a chain of operations; its difficulty is the number of steps::
 
-    prompt:     "start at 7, add 3, times 2, minus 4. result?\\n"
+    prompt:     "7, add 3, times 2, minus 4?\\n"
     completion: "7+3=10\\n10*2=20\\n20-4=16\\nanswer: 16"
 
 Every solution line ``a op b = c`` can be checked exactly, and the final answer follows the marker
@@ -39,7 +39,7 @@ class Difficulty:
     steps: tuple[int, ...]  # allowed numbers of steps, drawn uniformly
     start: tuple[int, int] = (2, 20)  # start value range, inclusive
     operand: tuple[int, int] = (2, 9)  # second operand range, inclusive
-    max_value: int = 99  # every intermediate value stays in [0, max_value]
+    max_value: int = 50  # every intermediate value stays in [0, max_value]
 
     def __post_init__(self) -> None:
         if not self.steps or min(self.steps) < 1:
@@ -96,7 +96,7 @@ class Problem:
     @property
     def prompt(self) -> str:
         words = ", ".join(f"{OP_WORDS[op]} {b}" for op, b in self.ops)
-        return f"start at {self.start}, {words}. result?\n"
+        return f"{self.start}, {words}?\n"
 
     @property
     def steps(self) -> list[tuple[int, str, int, int]]:
@@ -112,12 +112,31 @@ class Problem:
     def answer(self) -> int:
         return self.steps[-1][3]
 
-    def solution(self, errors: Sequence[int] = ()) -> str:
-        """The step-by-step solution; ``errors[i]`` is added to step ``i``'s result and carried on."""
+    def solution(self, errors: Sequence[int | tuple[str, int | str]] = ()) -> str:
+        """The step-by-step solution with slips, carried on as a careless solver would.
+
+        ``errors[i]`` is step ``i``'s slip: an int is added to its result; ``("operand", d)`` misreads
+        the operand as ``b + d``, ``("carry", d)`` the carried value as ``a + d``, ``("op", op2)``
+        applies the wrong operation (each computed right from the misread values).
+        """
         lines, value = [], self.start
         for i, (op, b) in enumerate(self.ops):
-            c = apply(op, value, b) + (errors[i] if i < len(errors) else 0)
-            lines.append(f"{value}{op}{b}={c}")
+            slip = errors[i] if i < len(errors) else 0
+            a, offset = value, 0
+            if isinstance(slip, tuple):
+                kind, arg = slip
+                if kind == "operand":
+                    b = b + int(arg)
+                elif kind == "carry":
+                    a = a + int(arg)
+                elif kind == "op":
+                    op = str(arg)
+                else:
+                    raise ValueError(f"unknown slip kind {kind!r}")
+            else:
+                offset = slip
+            c = apply(op, a, b) + offset
+            lines.append(f"{a}{op}{b}={c}")
             value = c
         return STEP_SEPARATOR.join([*lines, f"{ANSWER_MARKER} {value}"])
 
@@ -150,6 +169,29 @@ def sample_problem(rng: random.Random, difficulty: Difficulty) -> Problem:
 def sample_errors(rng: random.Random, n_steps: int, error_rate: float) -> list[int]:
     """Per-step result offsets: 0, or with probability ``error_rate`` a slip of ±1 or ±2."""
     return [rng.choice((-2, -1, 1, 2)) if rng.random() < error_rate else 0 for _ in range(n_steps)]
+
+
+def sample_slips(
+    rng: random.Random, problem: Problem, error_rate: float
+) -> list[int | tuple[str, int | str]]:
+    """Per-step slips of every kind, for the PRM's step-labelled set: with probability
+    ``error_rate`` a step slips, as a small result slip (±1, ±2; 40%), a large one (±5 to ±15; 15%), a
+    misread operand (15%), a misread carried value (15%) or the wrong operation (15%)."""
+    slips: list[int | tuple[str, int | str]] = []
+    for op, _ in problem.ops:
+        if rng.random() >= error_rate:
+            slips.append(0)
+            continue
+        kind = rng.choices(("small", "large", "operand", "carry", "op"), weights=(40, 15, 15, 15, 15))[0]
+        if kind == "small":
+            slips.append(rng.choice((-2, -1, 1, 2)))
+        elif kind == "large":
+            slips.append(rng.choice((-1, 1)) * rng.randint(5, 15))
+        elif kind == "op":
+            slips.append(("op", rng.choice([o for o in OP_WORDS if o != op])))
+        else:
+            slips.append((kind, rng.choice((-2, -1, 1, 2))))
+    return slips
 
 
 # --------------------------------------------------------------------------------------- checking
@@ -285,6 +327,7 @@ def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str,
     """
     taken: set[str] = set()
     out: dict[str, list[dict]] = {}
+    slip_rng = random.Random(SPLITS["prm"].seed + 1)
     for name in SPLIT_ORDER:
         spec = SPLITS[name]
         rate = {"pretrain": pretrain_error_rate, "prm": prm_error_rate}.get(name, 0.0)
@@ -294,7 +337,7 @@ def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str,
             if name == "pretrain":
                 extra["completion"] = problem.solution(errors)
             elif name == "prm":
-                text = problem.solution(errors)
+                text = problem.solution(sample_slips(slip_rng, problem, rate))
                 extra["steps"] = text.split(STEP_SEPARATOR)[:-1]
                 extra["labels"] = step_verdicts(problem, text)
             records.append(problem_to_record(problem, name, **extra))

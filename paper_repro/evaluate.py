@@ -1,0 +1,93 @@
+"""Evaluation: sampling completions from a policy and scoring them.
+
+- :func:`sample` generates ``n`` completions per prompt with HF ``generate`` (greedy when
+  ``temperature == 0``), in left-padded batches, deterministically from a seed.
+- :func:`pass_at_k` is the unbiased estimator of Chen et al. (2021), ``1 - C(n-c, k) / C(n, k)``,
+  averaged over problems; with ``n == k`` it is the plain "any of k correct" rate.
+
+Metrics that cannot be computed are ``NaN`` with a status, never ``0.0``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SampleConfig:
+    """How completions are drawn."""
+
+    n: int = 1  # completions per prompt
+    temperature: float = 0.0  # 0 = greedy
+    max_new_tokens: int = 128
+    batch_size: int = 256  # sequences per generate call
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n < 1 or self.max_new_tokens < 1 or self.batch_size < 1:
+            raise ValueError(f"n, max_new_tokens and batch_size must be positive: {self}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.temperature == 0 and self.n > 1:
+            raise ValueError("greedy decoding (temperature 0) gives one completion; use n=1")
+
+
+def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> list[list[str]]:
+    """``config.n`` completions for each prompt, as decoded text without special tokens."""
+    import torch
+
+    rows = [p for p in prompts for _ in range(config.n)]
+    texts: list[str] = []
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(config.seed)
+    tokenizer.padding_side = "left"
+    greedy = config.temperature == 0
+    try:
+        model.eval()
+        with torch.inference_mode():
+            for start in range(0, len(rows), config.batch_size):
+                batch = tokenizer(
+                    rows[start : start + config.batch_size],
+                    return_tensors="pt",
+                    padding=True,
+                    add_special_tokens=False,
+                )
+                out = model.generate(
+                    **batch,
+                    do_sample=not greedy,
+                    temperature=None if greedy else config.temperature,
+                    top_p=None,
+                    top_k=None,
+                    max_new_tokens=config.max_new_tokens,
+                    pad_token_id=tokenizer.pad_token_id,
+                    eos_token_id=tokenizer.eos_token_id,
+                )
+                completion_ids = out[:, batch["input_ids"].shape[1] :]
+                texts.extend(tokenizer.batch_decode(completion_ids, skip_special_tokens=True))
+    finally:
+        torch.random.set_rng_state(generator_state)
+    return [texts[i * config.n : (i + 1) * config.n] for i in range(len(prompts))]
+
+
+def pass_at_k(correct: np.ndarray, k: int) -> float:
+    """Unbiased pass@k over a ``(problems, n)`` boolean matrix of sample correctness."""
+    correct = np.asarray(correct, dtype=bool)
+    if correct.ndim != 2 or correct.shape[0] == 0:
+        return float("nan")
+    n = correct.shape[1]
+    if not 1 <= k <= n:
+        raise ValueError(f"pass@{k} needs at least {k} samples per problem, got {n}")
+    c = correct.sum(axis=1)
+    per_problem = [1.0 if n - ci < k else 1.0 - math.comb(n - ci, k) / math.comb(n, k) for ci in c]
+    return float(np.mean(per_problem))
+
+
+def score_matrix(
+    completions: Sequence[Sequence[str]], answers: Sequence[str], check: Callable[[str, str], bool]
+) -> np.ndarray:
+    """A ``(problems, n)`` boolean matrix: ``check(completion, answer)`` for each sample."""
+    return np.array([[bool(check(c, a)) for c in row] for row, a in zip(completions, answers, strict=True)])

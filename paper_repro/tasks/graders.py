@@ -1,0 +1,82 @@
+"""Tasks: what a reward or a judge needs to know about a problem and a completion.
+
+A :class:`Grader` reads a completion against one dataset row (the columns TRL passes to reward
+functions: ``answer``, and for arith ``start`` and ``ops``):
+
+- ``is_correct``: the final answer matches (arith: exact integer; math: ``math-verify``);
+- ``steps``: the completion's reasoning steps, as the PRM sees them;
+- ``step_verdicts``: exact per-step verdicts where the task has a step checker (arith), else ``None``;
+- ``format_checks``: steps present, final-answer marker present, nothing after the final answer.
+
+Every method takes any string and never raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from paper_repro.tasks import arith
+
+TaskName = Literal["arith", "math"]
+
+
+class ArithGrader:
+    """The cpu-tiny task: exact integers and an exact step checker."""
+
+    name = "arith"
+
+    def is_correct(self, completion: str, row: Mapping[str, Any]) -> bool:
+        return arith.is_correct(completion, row["answer"])
+
+    def steps(self, completion: str) -> list[str]:
+        return list(arith.parse_solution(completion).step_texts)
+
+    def step_verdicts(self, completion: str, row: Mapping[str, Any]) -> list[bool] | None:
+        return arith.step_verdicts(_problem(row), completion)
+
+    def format_checks(self, completion: str) -> tuple[bool, bool, bool]:
+        parsed = arith.parse_solution(completion)
+        steps_ok = bool(parsed.steps) and all(s is not None for s in parsed.steps)
+        marker = arith.ANSWER_MARKER in completion and parsed.answer is not None
+        _, _, tail = completion.partition(arith.ANSWER_MARKER)
+        nothing_after = marker and tail.strip().lstrip("-").isdigit()
+        return steps_ok, marker, nothing_after
+
+
+class MathGrader:
+    """The gpu-paper tasks: ``math-verify`` answers, steps split on blank lines, no step checker."""
+
+    name = "math"
+
+    def is_correct(self, completion: str, row: Mapping[str, Any]) -> bool:
+        from paper_repro.tasks.hub import is_equivalent
+
+        return is_equivalent(completion, str(row["answer"]))
+
+    def steps(self, completion: str) -> list[str]:
+        # Qwen2.5-Math-PRM's convention: one step per paragraph.
+        return [s.strip() for s in completion.split("\n\n") if s.strip()]
+
+    def step_verdicts(self, completion: str, row: Mapping[str, Any]) -> list[bool] | None:
+        return None
+
+    def format_checks(self, completion: str) -> tuple[bool, bool, bool]:
+        marker = "\\boxed{" in completion
+        tail = completion.rsplit("\\boxed{", 1)[-1] if marker else ""
+        # nothing but the box's close, punctuation or a short closing sentence after the final answer
+        nothing_after = marker and len(tail.split("}", 1)[-1].strip()) <= 40
+        return len(self.steps(completion)) >= 2, marker, nothing_after
+
+
+GRADERS = {"arith": ArithGrader(), "math": MathGrader()}
+
+
+def grader(task: str):
+    if task not in GRADERS:
+        raise ValueError(f"unknown task {task!r}; known: {', '.join(GRADERS)}")
+    return GRADERS[task]
+
+
+def _problem(row: Mapping[str, Any]) -> arith.Problem:
+    return arith.Problem(int(row["start"]), tuple((str(op), int(b)) for op, b in row["ops"]))
