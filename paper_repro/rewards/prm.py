@@ -1,0 +1,130 @@
+"""A process reward model as a scorer: per-step scores and the FLOPs of computing them.
+
+:class:`PRMScorer` wraps any model with the Qwen2.5-Math-PRM interface (two logits per position,
+class 1 = "step is right", read at the ``<extra_0>`` separators): the tiny PRM of the cpu-tiny
+profile and ``Qwen/Qwen2.5-Math-PRM-7B`` alike. Its :meth:`flop_cost` prices exactly the forward it
+runs (the same tokenisation, the same batches), which is what both ``prm`` and ``proxy_prm`` are
+charged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from paper_repro import flops
+from paper_repro.prm import STEP_TOKEN, prm_text
+
+QWEN_PRM_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
+
+
+def aggregate(scores: Sequence[float], how: str) -> float:
+    """One number per solution: the min or mean of its step scores; 0 for a solution with no steps."""
+    scores = [s for s in scores if not math.isnan(s)]
+    if not scores:
+        return 0.0
+    return min(scores) if how == "min" else sum(scores) / len(scores)
+
+
+def plain_format(prompt: str, steps: Sequence[str]) -> str:
+    """The tiny PRM's input: the problem, then each step followed by ``<extra_0>``."""
+    return prm_text(prompt, steps)
+
+
+def qwen_math_prm_format(tokenizer) -> Callable[[str, Sequence[str]], str]:
+    """Qwen2.5-Math-PRM's input: its chat template with the question as the user turn and the steps,
+    each followed by ``<extra_0>``, as the assistant turn (the model card's usage)."""
+
+    def fmt(prompt: str, steps: Sequence[str]) -> str:
+        messages = [
+            {"role": "system", "content": QWEN_PRM_SYSTEM},
+            {"role": "user", "content": prompt},
+            {"role": "assistant", "content": "".join(f"{s}{STEP_TOKEN}" for s in steps)},
+        ]
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
+
+    return fmt
+
+
+@dataclass
+class PRMScorer:
+    """Scores solutions step by step with a PRM and prices the forward passes it runs."""
+
+    model: object
+    tokenizer: object
+    format: Callable[[str, Sequence[str]], str] = plain_format
+    batch_size: int = 64
+    max_length: int = 4096  # tokens per input; a runaway solution's tail beyond it is not scored
+    shape: flops.ModelShape = field(init=False)
+
+    def __post_init__(self) -> None:
+        config = self.model.config.to_dict()
+        if not config.get("architectures"):  # a model built in memory: its class names its head
+            config["architectures"] = [type(self.model).__name__]
+        self.shape = flops.ModelShape.from_config(config)
+        self.separator = self.tokenizer.convert_tokens_to_ids(STEP_TOKEN)
+        if self.separator is None or self.separator == self.tokenizer.unk_token_id:
+            raise ValueError(f"the PRM tokenizer has no {STEP_TOKEN} token")
+
+    @classmethod
+    def load(cls, path: str | Path, **kwargs) -> PRMScorer:
+        """A local checkpoint (the tiny PRM) or a hub id (``Qwen/Qwen2.5-Math-PRM-7B``, remote code)."""
+        from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer
+
+        from paper_repro.tasks.hub import resolve_model
+
+        local = resolve_model(path)
+        tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=True)
+        try:
+            model = AutoModelForTokenClassification.from_pretrained(local)
+            fmt = plain_format
+        except ValueError:  # Qwen2.5-Math-PRM ships its own modelling code
+            model = AutoModel.from_pretrained(local, trust_remote_code=True)
+            fmt = qwen_math_prm_format(tokenizer)
+        model.eval()
+        return cls(model, tokenizer, kwargs.pop("format", fmt), **kwargs)
+
+    def _encode(self, prompts: Sequence[str], steps: Sequence[Sequence[str]]) -> list[list[int]]:
+        texts = [self.format(p, s) for p, s in zip(prompts, steps, strict=True)]
+        ids = self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+        # keep the first max_length tokens: the prompt and the first steps of a runaway completion
+        return [row[: self.max_length] for row in ids]
+
+    def step_scores(self, prompts: Sequence[str], steps: Sequence[Sequence[str]]) -> list[list[float]]:
+        """P(step right) at each separator of each solution; [] for a solution without steps."""
+        import torch
+
+        encoded = self._encode(prompts, steps)
+        out: list[list[float]] = []
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        with torch.inference_mode():
+            for start in range(0, len(encoded), self.batch_size):
+                rows = encoded[start : start + self.batch_size]
+                width = max(len(r) for r in rows)
+                ids = torch.full((len(rows), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(rows), width), dtype=torch.long)
+                for i, r in enumerate(rows):  # left padding, as the PRM's positions expect
+                    ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
+                    mask[i, width - len(r) :] = 1
+                result = self.model(input_ids=ids, attention_mask=mask)
+                logits = result.logits if hasattr(result, "logits") else result[0]
+                probs = torch.softmax(logits.float(), dim=-1)[..., 1]
+                is_sep = (ids == self.separator) & mask.bool()
+                out.extend(p[m].tolist() for p, m in zip(probs, is_sep, strict=True))
+        return out
+
+    def flop_cost(self, prompts: Sequence[str], steps: Sequence[Sequence[str]]) -> dict[str, float]:
+        """FLOPs of :meth:`step_scores` on these inputs: ``useful`` over real tokens (causal),
+        ``executed`` over the padded batches it runs."""
+        lengths = [len(r) for r in self._encode(prompts, steps)]
+        useful = sum((flops.sequence_work(n) for n in lengths), flops.Work())
+        executed = flops.Work()
+        for start in range(0, len(lengths), self.batch_size):
+            rows = lengths[start : start + self.batch_size]
+            executed = executed + flops.padded_batch_work(len(rows), max(rows), len(rows) * max(rows))
+        return {
+            "useful": flops.forward_flops(self.shape, useful),
+            "executed": flops.forward_flops(self.shape, executed),
+        }

@@ -1,0 +1,230 @@
+"""Reward systems and the common judge: values, names, FLOP costs, and no crash on any input."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from paper_repro import embedded, judge, rewards
+from paper_repro.profiling import flop_counter
+from paper_repro.rewards.prm import PRMScorer, aggregate
+from paper_repro.tasks import arith
+
+PROBLEM = arith.Problem(7, (("+", 3), ("*", 2), ("-", 4)))
+ROW = {"answer": "16", "start": 7, "ops": [["+", 3], ["*", 2], ["-", 4]]}
+PROMPT = PROBLEM.prompt
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    """A small random PRM with the Qwen2.5-Math-PRM interface (token classification at <extra_0>)."""
+    import torch
+    from transformers import Qwen2ForTokenClassification
+
+    tokenizer = embedded.build_tokenizer()
+    spec = embedded.ModelSpec("prm-test", hidden=32, intermediate=64, layers=2)
+    torch.manual_seed(0)
+    model = Qwen2ForTokenClassification(embedded.qwen2_config(spec, tokenizer, num_labels=2))
+    model.config._attn_implementation = "eager"  # FlopCounterMode cannot see the CPU sdpa kernel
+    model.eval()
+    return PRMScorer(model, tokenizer, batch_size=3)
+
+
+@pytest.fixture(scope="module")
+def systems(scorer):
+    return {name: rewards.build_reward(name, "arith", prm=scorer) for name in rewards.REWARD_SYSTEMS}
+
+
+def _call(fn, completions, row=ROW):
+    n = len(completions)
+    return fn(prompts=[PROMPT] * n, completions=completions, **{k: [v] * n for k, v in row.items()})
+
+
+def test_registry_names_are_kept(systems):
+    assert rewards.REWARD_SYSTEMS == ("sparse", "structured", "dense", "proxy_prm", "prm")
+    assert [systems[n].__name__ for n in rewards.REWARD_SYSTEMS] == list(rewards.REWARD_SYSTEMS)
+
+
+def test_rule_based_values_on_worked_cases(systems):
+    right = PROBLEM.solution()
+    slipped = PROBLEM.solution(errors=[0, 1, 0])  # one wrong step, wrong answer
+    trailing = right + "\nanswer: 99"  # a second, fake final answer after the first
+    no_marker = "7+3=10\n10*2=20\n20-4=16"
+    got = {
+        n: _call(systems[n], [right, slipped, trailing, no_marker]) for n in ("sparse", "structured", "dense")
+    }
+    assert got["sparse"] == [1.0, 0.0, 1.0, 0.0]
+    assert got["structured"] == pytest.approx([1.0, 0.2, 0.8 + 0.2 * 2 / 3, 0.2 * 1 / 3])
+    assert got["dense"] == pytest.approx([1.0, 0.5 * 2 / 3, 1.0, 0.5])
+
+
+def test_proxy_prm_is_the_exact_checker_aggregated(scorer):
+    slipped = PROBLEM.solution(errors=[0, 1, 0])
+    for how, want in (("min", [1.0, 0.0]), ("mean", [1.0, 2 / 3])):
+        fn = rewards.build_reward("proxy_prm", "arith", prm=scorer, aggregation=how)
+        assert _call(fn, [PROBLEM.solution(), slipped]) == pytest.approx(want)
+
+
+def test_proxy_and_real_prm_are_charged_the_same_flops_the_prm_runs(systems, scorer):
+    completions = [PROBLEM.solution(), PROBLEM.solution(errors=[1, 0, 0]), "", "7+3=10\n" * 40]
+    prompts = [PROMPT] * len(completions)
+    proxy = systems["proxy_prm"].flop_cost(prompts=prompts, completions=completions)
+    real = systems["prm"].flop_cost(prompts=prompts, completions=completions)
+    assert proxy == real and real["useful"] > 0
+    assert systems["sparse"].flop_cost(prompts=prompts, completions=completions) == {
+        "useful": 0.0,
+        "executed": 0.0,
+    }
+    counter = flop_counter()
+    with counter:
+        _call(systems["prm"], completions)
+    assert counter.get_total_flops() == pytest.approx(real["executed"], rel=1e-9)
+    assert real["useful"] < real["executed"]  # padding costs
+
+
+def test_prm_reward_reads_the_scores_at_separators(systems, scorer):
+    scores = scorer.step_scores([PROMPT], [["7+3=10", "10*2=20", "20-4=16"]])
+    assert len(scores[0]) == 3 and all(0 <= s <= 1 for s in scores[0])
+    assert _call(systems["prm"], [PROBLEM.solution()]) == pytest.approx([min(scores[0])])
+    assert _call(systems["prm"], ["", "answer: 16"]) == [0.0, 0.0]  # no step lines, nothing to score
+    assert aggregate([], "min") == 0.0
+
+
+def test_unknown_names_and_missing_prm_are_refused(scorer):
+    with pytest.raises(ValueError, match="unknown reward system 'rlhf'; known: sparse, structured"):
+        rewards.build_reward("rlhf")
+    with pytest.raises(ValueError, match="needs a PRM"):
+        rewards.build_reward("prm")
+    with pytest.raises(ValueError, match="proxy_prm needs an exact step checker; task 'math' has none"):
+        rewards.build_reward("proxy_prm", "math", prm=scorer)
+    with pytest.raises(ValueError, match="unknown task 'chess'"):
+        rewards.build_reward("sparse", "chess")
+
+
+def test_math_task_rewards_use_math_verify():
+    sparse = rewards.build_reward("sparse", "math")
+    structured = rewards.build_reward("structured", "math")
+    completions = ["First.\n\nSo $x = \\frac{1}{2}$.\n\nThe answer is \\boxed{0.5}.", "I think 3."]
+    kwargs = {"prompts": ["q", "q"], "completions": completions, "answer": ["\\frac{1}{2}"] * 2}
+    assert sparse(**kwargs) == [1.0, 0.0]
+    assert structured(**kwargs) == pytest.approx([1.0, 0.0])
+    # TRL's conversational form
+    assert sparse(
+        prompts=["q"], completions=[[{"role": "assistant", "content": "\\boxed{2}"}]], answer=["2"]
+    ) == [1.0]
+
+
+def test_judge_scores_process_quality():
+    j = judge.build_judge("step_verifier")
+    got = j.score([PROMPT] * 3, [PROBLEM.solution(), PROBLEM.solution(errors=[0, 1, 0]), ""], [ROW] * 3)
+    assert got == pytest.approx([1.0, 2 / 3, 0.0])
+    assert j.eval_flops == 0.0
+    with pytest.raises(ValueError, match="unknown judge"):
+        judge.build_judge("gpt")
+
+
+def test_prm_judge_reports_eval_flops(scorer):
+    j = judge.build_judge("prm_judge", scorer=scorer, task="arith")
+    scores = j.score([PROMPT], [PROBLEM.solution()], [ROW])
+    assert 0 <= scores[0] <= 1 and j.eval_flops > 0
+
+
+# ------------------------------------------------------------------------------- adversarial input
+
+step_line = st.builds(
+    lambda a, op, b, c: f"{a}{op}{b}={c}",
+    st.integers(-5, 200), st.sampled_from("+-*/"), st.integers(-5, 20), st.integers(-999, 9999),
+)  # fmt: skip
+completion_text = st.one_of(
+    st.text(max_size=300),  # anything, non-ASCII included
+    st.lists(step_line, max_size=12).map("\n".join),
+    st.builds(lambda steps, ans, tail: "\n".join(steps) + f"\nanswer: {ans}{tail}",
+              st.lists(step_line, max_size=8), st.text(max_size=12), st.text(max_size=30)),
+    st.builds(lambda line, n: (line + "\n") * n, step_line, st.integers(50, 400)),  # runaway repeats
+    st.just("answer: 16"),  # a fake final answer with no work
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(completion_text, min_size=1, max_size=4))
+def test_every_reward_and_the_judge_accept_any_completion(systems, texts):
+    for name, fn in systems.items():
+        values = _call(fn, texts)
+        assert len(values) == len(texts)
+        assert all(0.0 <= v <= 1.0 for v in values), (name, values)
+    scores = judge.StepVerifierJudge().score([PROMPT] * len(texts), texts, [ROW] * len(texts))
+    assert all(0.0 <= s <= 1.0 for s in scores)
+
+
+def test_a_fake_final_answer_without_work_earns_only_the_answer(systems):
+    got = {n: _call(systems[n], ["answer: 16"])[0] for n in ("sparse", "structured", "dense", "proxy_prm")}
+    assert got == pytest.approx(
+        {"sparse": 1.0, "structured": 0.8 + 0.2 * 2 / 3, "dense": 0.5, "proxy_prm": 0.0}
+    )
+
+
+def test_trl_grpo_passes_the_arith_columns_and_the_ledger_charges_the_prm(tmp_path, scorer):
+    """A real LedgerGRPOTrainer run on arith prompts: TRL hands the reward the dataset's columns,
+    and C_reward is exactly the PRM forward that ``flop_cost`` prices (the proxy is charged alike)."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import Qwen2ForCausalLM
+    from trl import GRPOConfig
+
+    from paper_repro.ledger import LedgerConfig, LedgerGRPOTrainer
+
+    records = [e.to_record() for e in arith.load_split("train")[:16]]
+    data = Dataset.from_list([{k: r[k] for k in ("prompt", "answer", "start", "ops")} for r in records])
+    calls = []
+    prm_reward = rewards.build_reward("prm", "arith", prm=scorer)
+    proxy = rewards.build_reward("proxy_prm", "arith", prm=scorer)
+
+    def spy(**kwargs):
+        calls.append(kwargs)
+        return prm_reward(**kwargs)
+
+    spy.__name__ = "prm"
+    spy.flop_cost = prm_reward.flop_cost
+    tokenizer = embedded.build_tokenizer()
+    spec = embedded.ModelSpec("policy-test", hidden=32, intermediate=64, layers=2)
+    policy = Qwen2ForCausalLM(embedded.qwen2_config(spec, tokenizer))
+    args = GRPOConfig(
+        output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=4, max_completion_length=12,
+        max_steps=2, learning_rate=1e-3, report_to="none", save_strategy="no", use_cpu=True, beta=0.0,
+        bf16=False, gradient_checkpointing=False, disable_tqdm=True, seed=0,
+    )  # fmt: skip
+    trainer = LedgerGRPOTrainer(
+        model=policy, reward_funcs=[spy, proxy], reward_weights=[1.0, 0.0], args=args, train_dataset=data,
+        processing_class=tokenizer, peft_config=LoraConfig(r=4, target_modules="all-linear"), ledger=LedgerConfig(),
+    )  # fmt: skip
+    trainer.train()
+    assert calls and {"answer", "start", "ops"} <= set(calls[0])
+    charged = trainer.ledger.component_totals("useful")["reward"]
+    expected = 2 * sum(
+        prm_reward.flop_cost(prompts=c["prompts"], completions=c["completions"])["useful"] for c in calls
+    )
+    assert charged == pytest.approx(expected, rel=1e-9) and charged > 0
+
+
+def test_qwen_math_prm_input_format():
+    """Qwen2.5-Math-PRM's usage: system, user question, assistant steps each ended by <extra_0>."""
+    from paper_repro.rewards.prm import qwen_math_prm_format
+    from paper_repro.tasks.hub import CHATML_TEMPLATE
+
+    tokenizer = embedded.build_tokenizer()
+    tokenizer.chat_template = CHATML_TEMPLATE
+    text = qwen_math_prm_format(tokenizer)("what is 1+1?", ["1+1=2", "so 2"])
+    assert text.startswith("<|im_start|>system\nPlease reason step by step")
+    assert "<|im_start|>user\nwhat is 1+1?<|im_end|>" in text
+    assert "<|im_start|>assistant\n1+1=2<extra_0>so 2<extra_0><|im_end|>" in text
+
+
+def test_committed_prm_loads_as_a_scorer():
+    from paper_repro.tasks.base import repo_root
+
+    scorer = PRMScorer.load(repo_root() / "data/models/prm")
+    scores = scorer.step_scores([PROMPT], [PROBLEM.solution().split("\n")[:-1]])
+    assert len(scores[0]) == 3 and all(0 <= s <= 1 for s in scores[0])
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        PRMScorer.load(repo_root() / "data/models/no-such-prm")
