@@ -33,9 +33,9 @@ class StepVerifierJudge:
         out = []
         for completion, row in zip(completions, rows, strict=True):
             try:
-                problem = arith.Problem(int(row["start"]), tuple((str(o), int(b)) for o, b in row["ops"]))
+                problem = arith.record_to_problem(row)
                 out.append(arith.process_score(problem, completion if isinstance(completion, str) else ""))
-            except (KeyError, ValueError, TypeError):
+            except (KeyError, ValueError, TypeError, IndexError):
                 out.append(0.0)
         return out
 

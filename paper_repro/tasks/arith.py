@@ -292,13 +292,18 @@ def problem_to_record(problem: Problem, split: str, **extra) -> dict:
         "source": f"arith/{split}",
         "n_steps": len(problem.ops),
         "start": problem.start,
-        "ops": [list(op) for op in problem.ops],
+        "ops": [f"{op}{b}" for op, b in problem.ops],  # "+3": strings keep the column Arrow-friendly
         **extra,
     }
 
 
 def record_to_problem(record: dict) -> Problem:
-    return Problem(int(record["start"]), tuple((op, int(b)) for op, b in record["ops"]))
+    """The problem of a record (or of the columns TRL hands a reward): ``start`` and ``ops``
+    (``["+3", "*2"]``). Raises ``KeyError``/``ValueError`` on a malformed row."""
+    ops = tuple((str(op)[0], int(str(op)[1:])) for op in record["ops"])
+    if any(op not in OP_WORDS for op, _ in ops):
+        raise ValueError(f"unknown operation in {record['ops']!r}")
+    return Problem(int(record["start"]), ops)
 
 
 def generate_split(

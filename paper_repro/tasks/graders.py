@@ -79,4 +79,4 @@ def grader(task: str):
 
 
 def _problem(row: Mapping[str, Any]) -> arith.Problem:
-    return arith.Problem(int(row["start"]), tuple((str(op), int(b)) for op, b in row["ops"]))
+    return arith.record_to_problem(row)
