@@ -10,7 +10,7 @@ PIP_TORCH := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test test-slow lint bench reproduce clean
+.PHONY: install test test-slow lint bench reproduce models clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ bench: $(STAMP)
 
 reproduce: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m paper_repro.validate --out data/results/cpu-tiny/flops_validation.csv
+
+# Regenerate the cpu-tiny testbed (splits, tokenizer, policies S/M/L, PRM, base_models.csv): ~12 min.
+models: $(STAMP)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/papermill notebooks/00_embedded_models.ipynb \
+		notebooks/executed/cpu-tiny/00_embedded_models.ipynb
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

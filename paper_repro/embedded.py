@@ -1,0 +1,505 @@
+"""The cpu-tiny testbed's models: the arith tokenizer, base policies S/M/L and the tiny PRM.
+
+Everything here is built by the repo itself, offline, and saved as HF-format checkpoints under
+``data/models/`` (``tokenizer/``, ``policy-S``, ``policy-M``, ``policy-L``, ``prm``), which load
+with ``from_pretrained``. Notebook ``00_embedded_models`` calls :func:`build_all`.
+
+- Policies are Qwen2 causal LMs pretrained with TRL's ``SFTTrainer`` on the arith ``pretrain``
+  corpus, whose solutions carry injected step errors, so that they start with room to improve.
+- The PRM is a Qwen2 backbone, larger than the largest policy, with a 2-way token-classification
+  head read at step separators, the interface of Qwen2.5-Math-PRM: the solution's steps are joined
+  by ``<extra_0>`` and the probability of class 1 at each separator is that step's score.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+from paper_repro.tasks import arith
+from paper_repro.tasks.base import repo_root
+
+PAD, EOS, UNK, STEP_TOKEN = "<pad>", "<eos>", "<unk>", "<extra_0>"
+SPECIALS = (PAD, EOS, UNK, STEP_TOKEN)
+# Every character the arith prompts and solutions use.
+CHARS = tuple("0123456789abcdefghijklmnopqrstuvwxyz +-*=.,:?\n")
+MODELS_DIR = Path("data") / "models"
+Size = Literal["S", "M", "L"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A Qwen2 architecture for the testbed and how long to pretrain it."""
+
+    name: str
+    hidden: int
+    intermediate: int
+    layers: int
+    heads: int = 4
+    kv_heads: int = 2
+    steps: int = 600  # optimizer steps of pretraining
+    batch_size: int = 64
+    learning_rate: float = 3e-3
+
+    def __post_init__(self) -> None:
+        if self.hidden % self.heads or self.heads % self.kv_heads:
+            raise ValueError(f"{self.name}: hidden must divide by heads, heads by kv_heads")
+
+
+POLICIES: dict[str, ModelSpec] = {
+    "S": ModelSpec("policy-S", hidden=56, intermediate=152, layers=2, steps=700),
+    "M": ModelSpec("policy-M", hidden=64, intermediate=176, layers=3, steps=540),
+    "L": ModelSpec("policy-L", hidden=96, intermediate=256, layers=3, steps=500),
+}
+# Pretraining is deliberately stopped short: each size sits partway up its learning curve, which on
+# this task is steep and not even monotone in the step count under a cosine schedule (policy L:
+# greedy gsm_tiny pass@1 0.32 after 500 steps, 0.08 after 550, 0.99 after 800).
+# Larger models learn faster per step, so equal steps cannot put all three in the band DESIGN asks
+# for (10-60%, S < M < L); the step counts come from calibration runs listed in docs/CHOICES.md.
+PRM = ModelSpec("prm", hidden=96, intermediate=256, layers=4, steps=450, learning_rate=1e-3)
+PRM_INIT = "L"  # the PRM grows from policy L: L's three layers plus one more
+PRM_ERROR_RATE = 0.3  # share of slipped steps in the PRM's step-labelled set
+
+
+def models_dir(root: str | Path | None = None) -> Path:
+    return Path(root) if root is not None else repo_root() / MODELS_DIR
+
+
+# ---------------------------------------------------------------------------------------- tokenizer
+
+
+def build_tokenizer():
+    """A character-level tokenizer built with ``tokenizers``, in Qwen2's own form: byte-level BPE
+    with one token per character of :data:`CHARS` and no merges, after the special tokens (pad 0,
+    eos 1, unk 2, ``<extra_0>`` 3).
+
+    Byte-level matters: ``AutoTokenizer`` loads any checkpoint whose config says ``qwen2`` as
+    ``Qwen2Tokenizer``, which rebuilds a byte-level pre-tokenizer; a plain character vocabulary
+    would then silently lose its spaces and newlines.
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    chars = [_byte_level(c) for c in CHARS]
+    vocab = {tok: i for i, tok in enumerate(list(SPECIALS) + chars)}
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=UNK))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIALS])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token=PAD,
+        eos_token=EOS,
+        unk_token=UNK,
+        additional_special_tokens=[STEP_TOKEN],
+        padding_side="left",
+        model_max_length=512,
+    )
+
+
+def _byte_level(char: str) -> str:
+    """GPT-2's byte-to-unicode map for an ASCII character: printable ones map to themselves, space
+    and control characters to ``chr(256 + byte)`` (space is 'Ġ', newline 'Ċ')."""
+    byte = ord(char)
+    if byte > 126:
+        raise ValueError(f"only ASCII characters are supported, got {char!r}")
+    return char if byte >= 33 else chr(256 + byte)
+
+
+# ---------------------------------------------------------------------------------------- models
+
+
+def qwen2_config(spec: ModelSpec, tokenizer, **extra):
+    from transformers import Qwen2Config
+
+    return Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=spec.hidden,
+        intermediate_size=spec.intermediate,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.kv_heads,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+        **extra,
+    )
+
+
+def pretrain_policy(
+    spec: ModelSpec,
+    tokenizer,
+    out_dir: str | Path,
+    records: list[dict],
+    *,
+    seed: int = 0,
+    steps: int | None = None,
+) -> dict:
+    """SFT a fresh Qwen2 policy on prompt-completion ``records`` (the arith ``pretrain`` corpus) with
+    TRL's ``SFTTrainer``, loss on the completion only, and save model + tokenizer to ``out_dir``.
+    Returns the training record (steps, seconds, final loss, parameter count)."""
+    import torch
+    from datasets import Dataset
+    from transformers import Qwen2ForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    steps = steps if steps is not None else spec.steps
+    records = records[: steps * spec.batch_size]  # the trainer cycles through them if steps need more
+    data = Dataset.from_dict(tokenize_pairs(tokenizer, records))
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(qwen2_config(spec, tokenizer))
+    args = SFTConfig(
+        output_dir=str(Path(out_dir) / "_trainer"),
+        max_steps=steps,
+        per_device_train_batch_size=spec.batch_size,
+        learning_rate=spec.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=max(1, steps // 20),
+        weight_decay=0.0,
+        logging_steps=max(1, steps // 10),
+        save_strategy="no",
+        report_to="none",
+        seed=seed,
+        use_cpu=True,
+        bf16=False,  # TRL defaults to bf16 autocast, which is ~10x slower than fp32 on CPU
+        gradient_checkpointing=False,  # TRL defaults to True: a second forward per step, no memory to save
+        dataloader_num_workers=0,
+        completion_only_loss=True,
+        disable_tqdm=True,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+    t0 = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - t0
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.do_sample = False
+    _save(model, tokenizer, out_dir)
+    losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
+    return {
+        "model": spec.name,
+        **asdict(spec),
+        "steps": steps,
+        "examples": len(records),
+        "seed": seed,
+        "train_seconds": seconds,
+        "final_loss": losses[-1] if losses else float("nan"),
+        "n_params": sum(p.numel() for p in model.parameters()),
+    }
+
+
+def tokenize_pairs(tokenizer, records: list[dict]) -> dict[str, list]:
+    """Prompt-completion records tokenised in one batch, in the form ``SFTTrainer`` takes as already
+    processed: ``input_ids`` (prompt + completion + eos) and ``completion_mask`` (1 on the
+    completion and eos, so the loss is on the solution only)."""
+    prompts = tokenizer([r["prompt"] for r in records], add_special_tokens=False)["input_ids"]
+    completions = tokenizer(
+        [r["completion"] + tokenizer.eos_token for r in records], add_special_tokens=False
+    )["input_ids"]
+    return {
+        "input_ids": [p + c for p, c in zip(prompts, completions, strict=True)],
+        "completion_mask": [[0] * len(p) + [1] * len(c) for p, c in zip(prompts, completions, strict=True)],
+    }
+
+
+def _save(model, tokenizer, out_dir: str | Path) -> None:
+    out_dir = Path(out_dir)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    for leftover in (out_dir / "_trainer").glob("*"):
+        leftover.unlink() if leftover.is_file() else None
+    if (out_dir / "_trainer").exists():
+        import shutil
+
+        shutil.rmtree(out_dir / "_trainer", ignore_errors=True)
+
+
+def write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+# ---------------------------------------------------------------------------------------- the PRM
+
+
+def prm_features(tokenizer, records: list[dict]) -> dict[str, list]:
+    """Token-classification features for step-labelled records: the problem, each step followed by
+    ``<extra_0>``; labels are the step verdicts at the separators and -100 elsewhere."""
+    from paper_repro.prm import STEP_TOKEN
+
+    sep = tokenizer.convert_tokens_to_ids(STEP_TOKEN)
+    prompts = tokenizer([r["prompt"] for r in records], add_special_tokens=False)["input_ids"]
+    flat_steps = [s for r in records for s in r["steps"]]
+    step_ids = iter(tokenizer(flat_steps, add_special_tokens=False)["input_ids"]) if flat_steps else iter(())
+    input_ids, labels = [], []
+    for record, prompt in zip(records, prompts, strict=True):
+        ids, lab = list(prompt), [-100] * len(prompt)
+        for _, verdict in zip(record["steps"], record["labels"], strict=True):
+            step = next(step_ids)
+            ids += [*step, sep]
+            lab += [-100] * len(step) + [int(verdict)]
+        input_ids.append(ids)
+        labels.append(lab)
+    return {"input_ids": input_ids, "labels": labels}
+
+
+def train_prm(
+    spec: ModelSpec,
+    tokenizer,
+    out_dir: str | Path,
+    records: list[dict],
+    *,
+    init_from: str | Path | None = None,
+    seed: int = 0,
+    steps: int | None = None,
+) -> dict:
+    """Train the tiny PRM (Qwen2 backbone + 2-way token-classification head) on step-labelled
+    records with the ``transformers`` Trainer and save it to ``out_dir``.
+
+    ``init_from``: a policy checkpoint to grow the backbone from (see :func:`grow_backbone`), as real
+    PRMs start from a pretrained LM (Qwen2.5-Math-PRM-7B from Qwen2.5-Math-7B-Instruct). One label
+    per step is a thin signal: on this task neither a from-scratch nor a grown PRM gets far within
+    the notebook's budget (docs/CHOICES.md lists what we tried and the AUROCs measured)."""
+    import torch
+    from datasets import Dataset
+    from transformers import (
+        DataCollatorForTokenClassification,
+        Qwen2ForTokenClassification,
+        Trainer,
+        TrainingArguments,
+    )
+
+    steps = steps if steps is not None else spec.steps
+    data = Dataset.from_dict(prm_features(tokenizer, records))
+    torch.manual_seed(seed)
+    config = qwen2_config(
+        spec, tokenizer, num_labels=2, id2label={0: "wrong", 1: "right"}, label2id={"wrong": 0, "right": 1}
+    )
+    model = Qwen2ForTokenClassification(config)
+    if init_from is not None:
+        grow_backbone(model, init_from)
+    args = TrainingArguments(
+        output_dir=str(Path(out_dir) / "_trainer"),
+        max_steps=steps,
+        per_device_train_batch_size=spec.batch_size,
+        learning_rate=spec.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=max(1, steps // 20),
+        logging_steps=max(1, steps // 10),
+        save_strategy="no",
+        report_to="none",
+        seed=seed,
+        use_cpu=True,
+        bf16=False,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    tokenizer.padding_side = "right"
+    collator = DataCollatorForTokenClassification(tokenizer)
+    trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator)
+    t0 = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - t0
+    tokenizer.padding_side = "left"
+    _save(model, tokenizer, out_dir)
+    losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
+    return {
+        "model": spec.name,
+        **asdict(spec),
+        "steps": steps,
+        "seed": seed,
+        "train_seconds": seconds,
+        "final_loss": losses[-1] if losses else float("nan"),
+        "n_params": sum(p.numel() for p in model.parameters()),
+    }
+
+
+def grow_backbone(model, policy_dir: str | Path) -> None:
+    """Load a smaller policy's weights into ``model``'s backbone (embeddings, its first layers, final
+    norm). The extra layers on top start as the identity on the residual stream (zero output
+    projections), so the grown model begins computing exactly the policy's features."""
+    from transformers import AutoModelForCausalLM
+
+    policy = AutoModelForCausalLM.from_pretrained(policy_dir)
+    if policy.config.hidden_size != model.config.hidden_size:
+        raise ValueError(
+            f"cannot grow a hidden-{model.config.hidden_size} backbone from a hidden-"
+            f"{policy.config.hidden_size} policy ({policy_dir})"
+        )
+    result = model.model.load_state_dict(policy.model.state_dict(), strict=False)
+    if result.unexpected_keys:
+        raise ValueError(f"{policy_dir} has weights the PRM backbone lacks: {result.unexpected_keys[:3]}")
+    for layer in model.model.layers[policy.config.num_hidden_layers :]:
+        layer.self_attn.o_proj.weight.data.zero_()
+        layer.mlp.down_proj.weight.data.zero_()
+
+
+def prm_auroc(model, tokenizer, records: list[dict]) -> tuple[float, int]:
+    """Step-level AUROC of the PRM's scores against the step verdicts, and the number of steps."""
+    from paper_repro.prm import auroc, step_scores
+
+    scores = step_scores(model, tokenizer, [r["prompt"] for r in records], [r["steps"] for r in records])
+    flat = [s for row in scores for s in row]
+    labels = [bool(v) for r in records for v in r["labels"]]
+    if len(flat) != len(labels):
+        raise RuntimeError(f"PRM returned {len(flat)} step scores for {len(labels)} steps")
+    return auroc(flat, labels), len(labels)
+
+
+# ---------------------------------------------------------------------------------------- building
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """What notebook 00 builds. ``steps_scale`` shrinks every training run (smoke tests use ~0.02)."""
+
+    models_dir: str | None = None  # None: the repo's data/models
+    tasks_dir: str | None = None  # None: the repo's data/tasks/arith
+    results_csv: str | None = None  # None: data/results/cpu-tiny/base_models.csv
+    sizes: tuple[str, ...] = ("S", "M", "L")
+    steps_scale: float = 1.0
+    error_rate: float = 0.1  # share of pretraining steps whose result carries a slip
+    seed: int = 0
+    pass_k: int = 8  # pass@k at temperature 1.0
+    eval_limit: int | None = None  # evaluate on the first N problems of each split (None: all)
+    prm_heldout: float = 0.1  # share of the step-labelled set kept out of PRM training
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.sizes if s not in POLICIES]
+        if unknown:
+            raise ValueError(f"unknown policy sizes {unknown}; known: {', '.join(POLICIES)}")
+        if not 0 < self.steps_scale <= 10:
+            raise ValueError(f"steps_scale must be in (0, 10], got {self.steps_scale}")
+        if not 0 < self.prm_heldout < 1:
+            raise ValueError(f"prm_heldout must be in (0, 1), got {self.prm_heldout}")
+
+    def steps(self, spec: ModelSpec) -> int:
+        return max(2, round(spec.steps * self.steps_scale))
+
+
+def evaluate_base(
+    model, tokenizer, pass_k: int = 8, limit: int | None = None, seed: int = 0, tasks_dir=None
+) -> dict:
+    """Greedy pass@1 and pass@k (temperature 1.0) on gsm_tiny and math_tiny, and the common judge's
+    process score of the greedy gsm_tiny solutions (share of steps right, in [0, 1])."""
+    import numpy as np
+
+    from paper_repro import evaluate
+
+    out: dict[str, float] = {}
+    for split, prefix in (("gsm_tiny", "gsm"), ("math_tiny", "math")):
+        examples = arith.load_split(split, tasks_dir)[:limit]
+        prompts = [e.prompt for e in examples]
+        answers = [e.answer for e in examples]
+        greedy = evaluate.sample(model, tokenizer, prompts, evaluate.SampleConfig(seed=seed))
+        sampled = evaluate.sample(
+            model, tokenizer, prompts, evaluate.SampleConfig(n=pass_k, temperature=1.0, seed=seed)
+        )
+        correct = evaluate.score_matrix(greedy, answers, arith.is_correct)
+        out[f"{prefix}_pass1"] = evaluate.pass_at_k(correct, 1)
+        out[f"{prefix}_pass{pass_k}"] = evaluate.pass_at_k(
+            evaluate.score_matrix(sampled, answers, arith.is_correct), pass_k
+        )
+        judged = [
+            arith.process_score(arith.record_to_problem(e.meta), c[0])
+            for e, c in zip(examples, greedy, strict=True)
+        ]
+        out[f"{prefix}_judge"] = float(np.mean(judged)) if judged else float("nan")
+    return out
+
+
+def non_embedding_params(model) -> int:
+    """Parameters outside the token embedding (the tied LM head is the embedding)."""
+    embed = model.get_input_embeddings().weight
+    return sum(p.numel() for p in model.parameters() if p is not embed)
+
+
+def build_all(config: BuildConfig = BuildConfig()):
+    """Regenerate the testbed: splits, tokenizer, policies S/M/L, the PRM, and the base-model table.
+
+    Returns the table (one row per model) that is also written to ``config.results_csv``.
+    """
+    import pandas as pd
+    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
+
+    from paper_repro import provenance
+
+    quiet_progress_bars()
+    root = models_dir(config.models_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    splits = arith.build_splits(config.error_rate, PRM_ERROR_RATE)
+    arith.write_splits(config.tasks_dir, config.error_rate, PRM_ERROR_RATE, splits=splits)
+    tokenizer = build_tokenizer()
+    tokenizer.save_pretrained(root / "tokenizer")
+    rows = []
+    for size in config.sizes:
+        spec = POLICIES[size]
+        record = pretrain_policy(
+            spec, tokenizer, root / spec.name, splits["pretrain"], seed=config.seed, steps=config.steps(spec)
+        )
+        model = AutoModelForCausalLM.from_pretrained(root / spec.name)
+        loaded = AutoTokenizer.from_pretrained(root / spec.name)
+        metrics = evaluate_base(
+            model, loaded, config.pass_k, config.eval_limit, config.seed, config.tasks_dir
+        )
+        rows.append(_row(size, "policy", spec, record, model, metrics))
+    prm_records = splits["prm"]
+    cut = round(len(prm_records) * (1 - config.prm_heldout))
+    record = train_prm(
+        PRM,
+        tokenizer,
+        root / PRM.name,
+        prm_records[:cut],
+        seed=config.seed,
+        steps=config.steps(PRM),
+        init_from=root / POLICIES[PRM_INIT].name if PRM_INIT in config.sizes else None,
+    )
+    record["init"] = f"policy-{PRM_INIT}" if PRM_INIT in config.sizes else "scratch"
+    prm = AutoModelForTokenClassification.from_pretrained(root / PRM.name)
+    auc, n_steps = prm_auroc(prm, AutoTokenizer.from_pretrained(root / PRM.name), prm_records[cut:])
+    metrics = {"prm_auroc": auc, "prm_heldout_steps": n_steps, "prm_init": record["init"]}
+    rows.append(_row("PRM", "prm", PRM, record, prm, metrics))
+    table = pd.DataFrame(rows)
+    stamp = provenance.stamp()
+    for key, value in stamp.items():
+        table[key] = value
+    out = (
+        Path(config.results_csv)
+        if config.results_csv
+        else repo_root() / "data/results/cpu-tiny/base_models.csv"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".csv.tmp")
+    table.to_csv(tmp, index=False)
+    tmp.replace(out)
+    return table
+
+
+def quiet_progress_bars() -> None:
+    """Turn off the datasets/transformers progress bars, which would fill an executed notebook."""
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def _row(label: str, role: str, spec: ModelSpec, record: dict, model, metrics: dict) -> dict:
+    return {
+        "model": label,
+        "role": role,
+        "path": f"data/models/{spec.name}",
+        "hidden": spec.hidden,
+        "layers": spec.layers,
+        "params": sum(p.numel() for p in model.parameters()),
+        "non_embedding_params": non_embedding_params(model),
+        "train_steps": record["steps"],
+        "batch_size": spec.batch_size,
+        "train_seconds": round(record["train_seconds"], 1),
+        "final_loss": record["final_loss"],
+        **metrics,
+    }
