@@ -12,7 +12,7 @@ from paper_repro.rewards.prm import PRMScorer, aggregate
 from paper_repro.tasks import arith
 
 PROBLEM = arith.Problem(7, (("+", 3), ("*", 2), ("-", 4)))
-ROW = {"answer": "16", "start": 7, "ops": [["+", 3], ["*", 2], ["-", 4]]}
+ROW = {"answer": "16", "start": 7, "ops": ["+3", "*2", "-4"]}
 PROMPT = PROBLEM.prompt
 
 
@@ -192,10 +192,10 @@ def test_trl_grpo_passes_the_arith_columns_and_the_ledger_charges_the_prm(tmp_pa
     args = GRPOConfig(
         output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=4, max_completion_length=12,
         max_steps=2, learning_rate=1e-3, report_to="none", save_strategy="no", use_cpu=True, beta=0.0,
-        bf16=False, gradient_checkpointing=False, disable_tqdm=True, seed=0,
+        bf16=False, gradient_checkpointing=False, disable_tqdm=True, seed=0, reward_weights=[1.0, 0.0],
     )  # fmt: skip
     trainer = LedgerGRPOTrainer(
-        model=policy, reward_funcs=[spy, proxy], reward_weights=[1.0, 0.0], args=args, train_dataset=data,
+        model=policy, reward_funcs=[spy, proxy], args=args, train_dataset=data,
         processing_class=tokenizer, peft_config=LoraConfig(r=4, target_modules="all-linear"), ledger=LedgerConfig(),
     )  # fmt: skip
     trainer.train()
@@ -228,3 +228,21 @@ def test_committed_prm_loads_as_a_scorer():
     assert len(scores[0]) == 3 and all(0 <= s <= 1 for s in scores[0])
     with pytest.raises(FileNotFoundError, match="does not exist"):
         PRMScorer.load(repo_root() / "data/models/no-such-prm")
+
+
+def test_reward_comparison_table_on_committed_models(tmp_path):
+    from paper_repro.rewards import compare
+    from paper_repro.tasks.base import repo_root
+
+    out = tmp_path / "rewards.csv"
+    assert compare.main(["--n", "12", "--out", str(out)]) == 0
+    import pandas as pd
+
+    table = pd.read_csv(out)
+    assert list(table["reward_system"]) == list(rewards.REWARD_SYSTEMS)
+    assert (table["n_completions"] == 12).all() and table["mean"].between(0, 1).all()
+    rule, prm_based = table.iloc[:3], table.iloc[3:]
+    assert (rule["flops_per_completion_useful"] == 0).all()
+    assert prm_based["flops_per_completion_useful"].nunique() == 1  # proxy charged the PRM's cost
+    assert (prm_based["flops_per_completion_useful"] > 0).all()
+    assert str(repo_root() / "data/models/policy-M") == table["policy"].iloc[0]
