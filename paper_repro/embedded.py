@@ -153,7 +153,19 @@ def pretrain_policy(
     data = Dataset.from_dict(tokenize_pairs(tokenizer, records))
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(qwen2_config(spec, tokenizer))
-    args = SFTConfig(
+    args = SFTConfig(**_training_args(spec, steps, out_dir, seed), completion_only_loss=True)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+    seconds = _timed(trainer.train)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.do_sample = False
+    _save(model, tokenizer, out_dir)
+    return {**_record(spec, steps, seed, seconds, trainer, model), "examples": len(records)}
+
+
+def _training_args(spec: ModelSpec, steps: int, out_dir: str | Path, seed: int) -> dict:
+    """The trainer settings shared by policy pretraining and PRM training."""
+    return dict(
         output_dir=str(Path(out_dir) / "_trainer"),
         max_steps=steps,
         per_device_train_batch_size=spec.batch_size,
@@ -169,23 +181,23 @@ def pretrain_policy(
         bf16=False,  # TRL defaults to bf16 autocast, which is ~10x slower than fp32 on CPU
         gradient_checkpointing=False,  # TRL defaults to True: a second forward per step, no memory to save
         dataloader_num_workers=0,
-        completion_only_loss=True,
         disable_tqdm=True,
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+
+
+def _timed(fn) -> float:
     t0 = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - t0
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.do_sample = False
-    _save(model, tokenizer, out_dir)
+    fn()
+    return time.perf_counter() - t0
+
+
+def _record(spec: ModelSpec, steps: int, seed: int, seconds: float, trainer, model) -> dict:
+    """What a training run reports: its spec, steps, seconds, last logged loss, parameter count."""
     losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
     return {
         "model": spec.name,
         **asdict(spec),
         "steps": steps,
-        "examples": len(records),
         "seed": seed,
         "train_seconds": seconds,
         "final_loss": losses[-1] if losses else float("nan"),
@@ -208,15 +220,12 @@ def tokenize_pairs(tokenizer, records: list[dict]) -> dict[str, list]:
 
 
 def _save(model, tokenizer, out_dir: str | Path) -> None:
+    import shutil
+
     out_dir = Path(out_dir)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
-    for leftover in (out_dir / "_trainer").glob("*"):
-        leftover.unlink() if leftover.is_file() else None
-    if (out_dir / "_trainer").exists():
-        import shutil
-
-        shutil.rmtree(out_dir / "_trainer", ignore_errors=True)
+    shutil.rmtree(out_dir / "_trainer", ignore_errors=True)  # the trainer's scratch output
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -282,40 +291,14 @@ def train_prm(
     model = Qwen2ForTokenClassification(config)
     if init_from is not None:
         grow_backbone(model, init_from)
-    args = TrainingArguments(
-        output_dir=str(Path(out_dir) / "_trainer"),
-        max_steps=steps,
-        per_device_train_batch_size=spec.batch_size,
-        learning_rate=spec.learning_rate,
-        lr_scheduler_type="cosine",
-        warmup_steps=max(1, steps // 20),
-        logging_steps=max(1, steps // 10),
-        save_strategy="no",
-        report_to="none",
-        seed=seed,
-        use_cpu=True,
-        bf16=False,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-    )
+    args = TrainingArguments(**_training_args(spec, steps, out_dir, seed))
     tokenizer.padding_side = "right"
     collator = DataCollatorForTokenClassification(tokenizer)
     trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator)
-    t0 = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - t0
+    seconds = _timed(trainer.train)
     tokenizer.padding_side = "left"
     _save(model, tokenizer, out_dir)
-    losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
-    return {
-        "model": spec.name,
-        **asdict(spec),
-        "steps": steps,
-        "seed": seed,
-        "train_seconds": seconds,
-        "final_loss": losses[-1] if losses else float("nan"),
-        "n_params": sum(p.numel() for p in model.parameters()),
-    }
+    return _record(spec, steps, seed, seconds, trainer, model)
 
 
 def grow_backbone(model, policy_dir: str | Path) -> None:
