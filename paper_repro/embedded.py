@@ -372,6 +372,7 @@ def evaluate_base(
     import numpy as np
 
     from paper_repro import evaluate
+    from paper_repro.judge import StepVerifierJudge
 
     out: dict[str, float] = {}
     for split, prefix in (("gsm_tiny", "gsm"), ("math_tiny", "math")):
@@ -387,10 +388,7 @@ def evaluate_base(
         out[f"{prefix}_pass{pass_k}"] = evaluate.pass_at_k(
             evaluate.score_matrix(sampled, answers, arith.is_correct), pass_k
         )
-        judged = [
-            arith.process_score(arith.record_to_problem(e.meta), c[0])
-            for e, c in zip(examples, greedy, strict=True)
-        ]
+        judged = StepVerifierJudge().score(prompts, [c[0] for c in greedy], [e.meta for e in examples])
         out[f"{prefix}_judge"] = float(np.mean(judged)) if judged else float("nan")
     return out
 

@@ -8,7 +8,7 @@
   their mean. Its FLOPs are reported as evaluation compute (``eval_flops``), never charged to the
   training budget.
 
-Neither raises on any completion: an unreadable one scores 0.
+Neither raises on any completion: an unreadable one scores 0. A row without the problem is refused.
 """
 
 from __future__ import annotations
@@ -30,14 +30,10 @@ class StepVerifierJudge:
         self.eval_flops = 0.0
 
     def score(self, prompts: Sequence[str], completions: Sequence[str], rows: Sequence[Mapping[str, Any]]):
-        out = []
-        for completion, row in zip(completions, rows, strict=True):
-            try:
-                problem = arith.record_to_problem(row)
-                out.append(arith.process_score(problem, completion if isinstance(completion, str) else ""))
-            except (KeyError, ValueError, TypeError, IndexError):
-                out.append(0.0)
-        return out
+        return [
+            arith.process_score(arith.record_to_problem(row), c if isinstance(c, str) else "")
+            for c, row in zip(completions, rows, strict=True)
+        ]
 
 
 class PRMJudge:

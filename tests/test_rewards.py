@@ -98,8 +98,19 @@ def test_unknown_names_and_missing_prm_are_refused(scorer):
         rewards.build_reward("prm")
     with pytest.raises(ValueError, match="proxy_prm needs an exact step checker; task 'math' has none"):
         rewards.build_reward("proxy_prm", "math", prm=scorer)
+    with pytest.raises(ValueError, match="dense needs an exact step checker; task 'math' has none"):
+        rewards.build_reward("dense", "math")
     with pytest.raises(ValueError, match="unknown task 'chess'"):
         rewards.build_reward("sparse", "chess")
+
+
+def test_a_dataset_without_the_columns_a_reward_reads_is_refused(systems):
+    with pytest.raises(
+        ValueError,
+        match=r"reward 'dense' needs dataset columns \['answer', 'start', 'ops'\]; missing \['start', 'ops'\]",
+    ):
+        systems["dense"](prompts=[PROMPT], completions=[PROBLEM.solution()], answer=["16"])
+    assert systems["sparse"](prompts=[PROMPT], completions=[PROBLEM.solution()], answer=["16"]) == [1.0]
 
 
 def test_math_task_rewards_use_math_verify():

@@ -17,7 +17,7 @@ TRL calls a reward as ``f(prompts=..., completions=..., completion_ids=..., **co
 ledger reads ``f.flop_cost(prompts=..., completions=..., completion_ids=...)``. The same objects
 score training and evaluation (native reward = the training reward on held-out prompts), so the two
 cannot drift apart. Malformed, empty or runaway completions get 0 (or a defined partial score) and
-never raise.
+never raise; a dataset without the columns a reward reads is refused with their names.
 """
 
 from __future__ import annotations
@@ -37,15 +37,27 @@ REWARD_SYSTEMS = (*RULE_BASED, *PRM_BASED)
 class RewardFunction:
     """A named TRL reward callable with a declared FLOP cost."""
 
-    def __init__(self, name: str, score: Callable[[str, Mapping[str, Any]], float], cost=None) -> None:
+    def __init__(
+        self,
+        name: str,
+        score: Callable[[str, Mapping[str, Any]], float],
+        requires: tuple[str, ...] = (),
+        cost=None,
+    ) -> None:
         self.__name__ = name
         self._score = score
+        self.requires = requires  # dataset columns the reward reads
         self._cost = cost
 
     def __call__(self, prompts=None, completions=None, completion_ids=None, **columns) -> list[float]:
         completions = completions or []
+        missing = [c for c in self.requires if c not in columns]
+        if missing and completions:
+            raise ValueError(
+                f"reward {self.__name__!r} needs dataset columns {list(self.requires)}; missing {missing}"
+            )
         rows = _rows(columns, len(completions))
-        return [_safe(self._score, _text(c), row) for c, row in zip(completions, rows, strict=True)]
+        return [float(self._score(_text(c), row)) for c, row in zip(completions, rows, strict=True)]
 
     def flop_cost(self, prompts=None, completions=None, completion_ids=None) -> dict[str, float]:
         """FLOPs of one call, ``{"useful": ..., "executed": ...}`` (0 for rule-based rewards)."""
@@ -67,27 +79,28 @@ def build_reward(
     if aggregation not in ("min", "mean"):
         raise ValueError(f"aggregation must be 'min' or 'mean', got {aggregation!r}")
     g = grader(task)
+    if name in ("dense", "proxy_prm") and not g.has_step_checker:
+        raise ValueError(f"{name} needs an exact step checker; task {task!r} has none")
+    answer, process = g.answer_columns, g.answer_columns + g.process_columns
     if name == "sparse":
-        return RewardFunction(name, lambda c, row: float(g.is_correct(c, row)))
+        return RewardFunction(name, lambda c, row: g.is_correct(c, row), answer)
     if name == "structured":
         return RewardFunction(
-            name, lambda c, row: 0.2 * sum(g.format_checks(c)) / 3 + 0.8 * g.is_correct(c, row)
+            name, lambda c, row: 0.2 * sum(g.format_checks(c)) / 3 + 0.8 * g.is_correct(c, row), answer
         )
     if name == "dense":
-        return RewardFunction(name, lambda c, row: 0.5 * step_share(g, c, row) + 0.5 * g.is_correct(c, row))
+        return RewardFunction(
+            name, lambda c, row: 0.5 * g.process_score(c, row) + 0.5 * g.is_correct(c, row), process
+        )
     if prm is None:
         raise ValueError(f"reward system {name!r} needs a PRM (its FLOPs are what {name} is charged)")
     if name == "proxy_prm":
-        if g.step_verdicts("", {"answer": "0", "start": 0, "ops": []}) is None:
-            raise ValueError(f"proxy_prm needs an exact step checker; task {task!r} has none")
 
         def proxy(c: str, row: Mapping[str, Any]) -> float:
-            verdicts = g.step_verdicts(c, row) or []
-            return aggregate([float(v) for v in verdicts], aggregation)
+            return aggregate([float(v) for v in g.step_verdicts(c, row) or []], aggregation)
 
-        return RewardFunction(
-            name, proxy, cost=lambda prompts, comps: prm.flop_cost(prompts, _steps(g, comps))
-        )
+        cost = lambda prompts, comps: prm.flop_cost(prompts, _steps(g, comps))  # noqa: E731
+        return RewardFunction(name, proxy, process, cost)
     return PRMReward(prm, g, aggregation)
 
 
@@ -95,7 +108,7 @@ class PRMReward(RewardFunction):
     """The learned PRM run for real: one batched forward over every completion's steps."""
 
     def __init__(self, prm: PRMScorer, task_grader, aggregation: Aggregate) -> None:
-        super().__init__("prm", score=lambda c, row: float("nan"))
+        super().__init__("prm", score=lambda c, row: float("nan"))  # __call__ scores in one batch
         self.prm, self.grader, self.aggregation = prm, task_grader, aggregation
         self._cost = lambda prompts, comps: prm.flop_cost(prompts, _steps(task_grader, comps))
 
@@ -104,15 +117,6 @@ class PRMReward(RewardFunction):
         prompts = [_text(p) for p in prompts or [""] * len(texts)]
         scores = self.prm.step_scores(prompts, _steps(self.grader, texts))
         return [aggregate(s, self.aggregation) for s in scores]
-
-
-def step_share(g, completion: str, row: Mapping[str, Any]) -> float:
-    """Share of the problem's steps written right (exact checker), in [0, 1]."""
-    verdicts = g.step_verdicts(completion, row)
-    if verdicts is None:
-        raise ValueError(f"task {g.name!r} has no exact step checker")
-    n_problem = len(row.get("ops", [])) or len(verdicts)
-    return sum(verdicts) / max(n_problem, len(verdicts), 1)
 
 
 def _steps(g, completions: Sequence[str]) -> list[list[str]]:
@@ -135,10 +139,3 @@ def _text(completion: Any) -> str:
     if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
         return str(completion[-1].get("content", ""))
     return "" if completion is None else str(completion)
-
-
-def _safe(score: Callable[[str, Mapping[str, Any]], float], text: str, row: Mapping[str, Any]) -> float:
-    try:
-        return float(score(text, row))
-    except (KeyError, ValueError, TypeError, IndexError, OverflowError):
-        return 0.0

@@ -5,10 +5,12 @@ functions: ``answer``, and for arith ``start`` and ``ops``):
 
 - ``is_correct``: the final answer matches (arith: exact integer; math: ``math-verify``);
 - ``steps``: the completion's reasoning steps, as the PRM sees them;
-- ``step_verdicts``: exact per-step verdicts where the task has a step checker (arith), else ``None``;
+- ``step_verdicts`` / ``process_score``: exact per-step verdicts and the share of steps right, where
+  the task has a step checker (arith: ``has_step_checker``);
 - ``format_checks``: steps present, final-answer marker present, nothing after the final answer.
 
-Every method takes any string and never raises.
+Every method takes any completion string and never raises on it; a malformed *row* is a
+configuration error and does raise.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ class ArithGrader:
     """The cpu-tiny task: exact integers and an exact step checker."""
 
     name = "arith"
+    has_step_checker = True
+    answer_columns = ("answer",)
+    process_columns = ("start", "ops")
 
     def is_correct(self, completion: str, row: Mapping[str, Any]) -> bool:
         return arith.is_correct(completion, row["answer"])
@@ -34,6 +39,10 @@ class ArithGrader:
 
     def step_verdicts(self, completion: str, row: Mapping[str, Any]) -> list[bool] | None:
         return arith.step_verdicts(_problem(row), completion)
+
+    def process_score(self, completion: str, row: Mapping[str, Any]) -> float:
+        """Share of the problem's steps written right (missing and extra steps count against)."""
+        return arith.process_score(_problem(row), completion)
 
     def format_checks(self, completion: str) -> tuple[bool, bool, bool]:
         parsed = arith.parse_solution(completion)
@@ -48,6 +57,9 @@ class MathGrader:
     """The gpu-paper tasks: ``math-verify`` answers, steps split on blank lines, no step checker."""
 
     name = "math"
+    has_step_checker = False
+    answer_columns = ("answer",)
+    process_columns = ()
 
     def is_correct(self, completion: str, row: Mapping[str, Any]) -> bool:
         from paper_repro.tasks.hub import is_equivalent
@@ -60,6 +72,9 @@ class MathGrader:
 
     def step_verdicts(self, completion: str, row: Mapping[str, Any]) -> list[bool] | None:
         return None
+
+    def process_score(self, completion: str, row: Mapping[str, Any]) -> float:
+        raise ValueError("the math task has no exact step checker")
 
     def format_checks(self, completion: str) -> tuple[bool, bool, bool]:
         marker = "\\boxed{" in completion
