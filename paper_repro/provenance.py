@@ -28,9 +28,15 @@ def git_sha() -> str:
     return _git("rev-parse", "HEAD") or "unknown"
 
 
+# Outputs that runs write into the checkout: regenerating them does not make the code dirty.
+OUTPUTS = ("data", "notebooks/executed", "figures")
+
+
 def git_dirty() -> bool:
-    """Whether tracked files differ from HEAD (untracked outputs do not count)."""
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    """Whether tracked files other than outputs (:data:`OUTPUTS`) differ from HEAD: the code that
+    produced a result is not exactly the commit ``git_sha`` names."""
+    excludes = [f":(exclude){path}" for path in OUTPUTS]
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", *excludes)
     return bool(status)
 
 
