@@ -323,9 +323,11 @@ def grow_backbone(model, policy_dir: str | Path) -> None:
 
 def prm_auroc(model, tokenizer, records: list[dict]) -> tuple[float, int]:
     """Step-level AUROC of the PRM's scores against the step verdicts, and the number of steps."""
-    from paper_repro.prm import auroc, step_scores
+    from paper_repro.prm import auroc
+    from paper_repro.rewards.prm import PRMScorer
 
-    scores = step_scores(model, tokenizer, [r["prompt"] for r in records], [r["steps"] for r in records])
+    scorer = PRMScorer(model.eval(), tokenizer, batch_size=128)
+    scores = scorer.step_scores([r["prompt"] for r in records], [r["steps"] for r in records])
     flat = [s for row in scores for s in row]
     labels = [bool(v) for r in records for v in r["labels"]]
     if len(flat) != len(labels):

@@ -3,7 +3,8 @@
 A solution's steps are joined by the separator token (``<extra_0>``), one after each step; the model
 returns two logits per position, and the softmax probability of class 1 at each separator is that
 step's score in ``[0, 1]``. The tiny PRM of the cpu-tiny profile (:mod:`paper_repro.embedded`) is a
-``Qwen2ForTokenClassification`` with exactly this interface.
+``Qwen2ForTokenClassification`` with exactly this interface; :class:`paper_repro.rewards.prm.PRMScorer`
+runs either. This module holds the input format and the AUROC used to rate a PRM.
 """
 
 from __future__ import annotations
@@ -18,29 +19,6 @@ STEP_TOKEN = "<extra_0>"
 def prm_text(prompt: str, steps: Sequence[str], separator: str = STEP_TOKEN) -> str:
     """The PRM's input: the problem, then every step followed by the separator."""
     return prompt + "".join(f"{step}{separator}" for step in steps)
-
-
-def step_scores(
-    model, tokenizer, prompts: Sequence[str], steps: Sequence[Sequence[str]], batch_size: int = 128
-) -> list[list[float]]:
-    """One score in ``[0, 1]`` per step of each solution (an empty list for a solution with no steps)."""
-    import torch
-
-    sep_id = tokenizer.convert_tokens_to_ids(STEP_TOKEN)
-    texts = [prm_text(p, s) for p, s in zip(prompts, steps, strict=True)]
-    out: list[list[float]] = []
-    tokenizer.padding_side = "left"
-    model.eval()
-    with torch.inference_mode():
-        for start in range(0, len(texts), batch_size):
-            batch = tokenizer(
-                texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False
-            )
-            logits = model(**batch).logits
-            probs = torch.softmax(logits.float(), dim=-1)[..., 1]
-            is_sep = batch["input_ids"] == sep_id
-            out.extend(p[m].tolist() for p, m in zip(probs, is_sep, strict=True))
-    return out
 
 
 def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
