@@ -13,16 +13,16 @@ with ``from_pretrained``. Notebook ``00_embedded_models`` calls :func:`build_all
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from paper_repro.prm import STEP_TOKEN
 from paper_repro.tasks import arith
 from paper_repro.tasks.base import repo_root
 
-PAD, EOS, UNK, STEP_TOKEN = "<pad>", "<eos>", "<unk>", "<extra_0>"
+PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 SPECIALS = (PAD, EOS, UNK, STEP_TOKEN)
 # Every character the arith prompts and solutions use.
 CHARS = tuple("0123456789abcdefghijklmnopqrstuvwxyz +-*=.,:?\n")
@@ -228,18 +228,12 @@ def _save(model, tokenizer, out_dir: str | Path) -> None:
     shutil.rmtree(out_dir / "_trainer", ignore_errors=True)  # the trainer's scratch output
 
 
-def write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n")
-
-
 # ---------------------------------------------------------------------------------------- the PRM
 
 
 def prm_features(tokenizer, records: list[dict]) -> dict[str, list]:
     """Token-classification features for step-labelled records: the problem, each step followed by
     ``<extra_0>``; labels are the step verdicts at the separators and -100 elsewhere."""
-    from paper_repro.prm import STEP_TOKEN
-
     sep = tokenizer.convert_tokens_to_ids(STEP_TOKEN)
     prompts = tokenizer([r["prompt"] for r in records], add_special_tokens=False)["input_ids"]
     flat_steps = [s for r in records for s in r["steps"]]
