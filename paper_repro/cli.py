@@ -67,6 +67,63 @@ def _flops_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan_command(args: argparse.Namespace) -> int:
+    from paper_repro import allocation
+    from paper_repro.config import load_profile
+
+    profile = load_profile(args.profile)
+    budget = profile.pilot_budget_flops if args.pilot else profile.budget_flops
+    if args.budget is not None:
+        budget = args.budget
+    planned = allocation.plan_stage(profile, args.stage, budget)
+    out = {
+        "profile": profile.name,
+        "stage": args.stage,
+        "budget_flops": budget,
+        "convention": "useful",
+        "expected_lengths": profile.expected_lengths,
+        "settings": [
+            {
+                "setting": p.setting.name,
+                "policy": p.setting.policy,
+                "reward_system": p.setting.reward_system,
+                "feasible_rho": list(p.feasible),
+                "cells": [c.as_dict() for c in p.cells],
+                "infeasible": [
+                    {"target_rho": e.target, "nearest_rho": e.nearest, "reason": str(e)} for e in p.infeasible
+                ],
+            }
+            for p in planned
+        ],
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(
+        f"profile {profile.name}, stage {args.stage}: budget {budget:.3g} FLOPs (useful), "
+        f"expected lengths {profile.expected_lengths['prompt']} prompt + "
+        f"{profile.expected_lengths['completion']} completion tokens"
+    )
+    header = f"  {'cell':<5} {'P':>3} {'G':>3} {'K':>3} {'mu':>3} {'rounds':>6} {'steps':>6} {'rho':>6}"
+    header += f" {'C_search':>10} {'C_learning':>10} {'C_reward':>10}"
+    for p in out["settings"]:
+        lo, hi = p["feasible_rho"]
+        print(
+            f"\n{p['setting']} (policy {p['policy']}, reward {p['reward_system']}): "
+            f"feasible rho {lo:.3f}-{hi:.3f}"
+        )
+        print(header)
+        for c in p["cells"]:
+            print(
+                f"  {c['cell']:<5} {c['P']:>3} {c['G']:>3} {c['K']:>3} {c['mu']:>3} {c['predicted_rounds']:>6} "
+                f"{c['predicted_steps']:>6} {c['predicted_rho']:>6.3f} {c['C_search']:>10.3e} "
+                f"{c['C_learning']:>10.3e} {c['C_reward']:>10.3e}"
+            )
+        for e in p["infeasible"]:
+            print(f"  {allocation.cell_label(e['target_rho']):<5} refused: {e['reason']}")
+    return 0
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -98,6 +155,20 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--gradient-checkpointing", action="store_true")
     f.add_argument("--json", action="store_true", help="print one JSON object")
     f.set_defaults(func=_flops_command)
+
+    p = sub.add_parser(
+        "plan",
+        help="the allocation grid of a stage: cells, predicted steps, rho and FLOPs (no weights needed)",
+        description="Plan every cell of every setting of a stage at the profile's budget: P, G, K, mu, "
+        "predicted generation rounds and optimizer steps, predicted rho and C_search/C_learning/C_reward. "
+        "Targets the allowed cells cannot realise are listed with the nearest feasible rho.",
+    )
+    p.add_argument("--profile", required=True, help="cpu-tiny, gpu-paper, or a profile YAML file")
+    p.add_argument("--stage", required=True, type=str.upper, choices=["A", "B", "D"])
+    p.add_argument("--pilot", action="store_true", help="plan at the RACE pilot budget")
+    p.add_argument("--budget", type=float, default=None, help="override the budget (FLOPs)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_plan_command)
     return parser
 
 

@@ -1,0 +1,247 @@
+"""The allocation planner: a FLOP budget and a target rho -> a runnable GRPO cell (P, G, K, mu).
+
+A **cell** fixes P prompts per round, G completions generated per prompt, K <= G of them kept for
+the update (PODS max-variance down-sampling, in the ledger) and mu update epochs over the kept batch
+(TRL ``num_iterations``). Search buys G; learning buys K x mu; a reward model is paid per completion
+generated, so it scales with G. Per prompt, in units of one policy forward over a completion::
+
+    C_search ~ G,  C_learning ~ K * mu * (fwd + bwd) + G * [mu > 1] (old log-probs),  C_reward ~ G * N_prm / N_policy
+
+so rho = C_learning / C_total depends on the ratios K/G and mu, not on P or the budget. The planner
+prices every allowed (G, K, mu) with :func:`paper_repro.flops.grpo_step_cost` at the profile's
+expected lengths, picks the one whose predicted rho is nearest the target, then picks P (the largest
+allowed P that still buys ``min_rounds`` rounds). A target it cannot predict within the grid's
+tolerance is refused, with the reason and the nearest feasible rho. The realised rho is what the
+ledger measures; tables and figures use that.
+
+Ties (equal predicted rho within 0.005) go to fewer epochs, then K = G (no discarded rollouts),
+then the group size nearest the grid's ``preferred_G`` (TRL's default G = 8): K = G, mu = 1 gives the
+same rho for every G, and a group of 2 is a poor baseline for GRPO's advantage.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from paper_repro import flops
+from paper_repro.config import Grid, Profile, Setting
+from paper_repro.flops import GRPOStep, LoRASpec, ModelShape, StepCost, TrainSpec
+from paper_repro.tasks.base import repo_root
+
+TIE = 0.005  # predicted rhos this close count as equal
+MIN_ROUNDS = 5  # P is the largest allowed value that still buys this many rounds
+
+
+class InfeasibleTarget(ValueError):
+    """A target rho the planner cannot realise for a setting (carries the nearest feasible rho)."""
+
+    def __init__(self, message: str, target: float, nearest: float, feasible: tuple[float, float]):
+        super().__init__(message)
+        self.target, self.nearest, self.feasible = target, nearest, feasible
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One planned allocation cell and what the planner predicts for it at its budget."""
+
+    label: str  # r15 ... r85: the target rho in percent
+    target_rho: float
+    P: int
+    G: int
+    K: int
+    mu: int
+    predicted_rho: float
+    round_cost: StepCost  # useful FLOPs of one generation round at the expected lengths
+    budget_flops: float
+    predicted_rounds: int  # generation rounds the budget buys (optimizer steps = rounds x mu)
+
+    @property
+    def predicted_flops(self) -> float:
+        return self.predicted_rounds * self.round_cost.C_total
+
+    def as_dict(self) -> dict[str, Any]:
+        cost = self.round_cost * self.predicted_rounds
+        return {
+            "cell": self.label,
+            "target_rho": self.target_rho,
+            "P": self.P,
+            "G": self.G,
+            "K": self.K,
+            "mu": self.mu,
+            "predicted_rounds": self.predicted_rounds,
+            "predicted_steps": self.predicted_rounds * self.mu,
+            "predicted_rho": self.predicted_rho,
+            "C_search": cost.C_search,
+            "C_learning": cost.C_learning,
+            "C_reward": cost.C_reward,
+            "C_total": cost.C_total,
+            "budget_flops": self.budget_flops,
+        }
+
+
+def cell_label(target_rho: float) -> str:
+    return f"r{round(target_rho * 100):02d}"
+
+
+@dataclass(frozen=True)
+class Planner:
+    """Prices cells for one policy (and reward model) at fixed expected lengths."""
+
+    policy: ModelShape
+    reward_model: ModelShape | None  # the PRM whose forward C_reward pays (None: rule-based, 0)
+    prompt_tokens: int
+    completion_tokens: int
+    grid: Grid
+    train: TrainSpec = field(default_factory=lambda: TrainSpec(head_recompute=True))
+    beta: float = 0.0
+    prefix_cache: bool = False
+
+    def step(self, P: int, G: int, K: int, mu: int) -> GRPOStep:
+        if K > G:
+            raise ValueError(f"K={K} completions kept cannot exceed G={G} generated")
+        return GRPOStep(
+            prompts=P,
+            generations=G,
+            kept=K,
+            epochs=mu,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            beta=self.beta,
+            prefix_cache=self.prefix_cache,
+        )
+
+    def round_cost(self, P: int, G: int, K: int, mu: int) -> StepCost:
+        """Useful FLOPs of one generation round of cell (P, G, K, mu) at the expected lengths."""
+        return flops.grpo_step_cost(self.policy, self.step(P, G, K, mu), self.train, self.reward_model)
+
+    def shapes(self) -> list[tuple[int, int, int, StepCost]]:
+        """Every allowed (G, K, mu) with K <= G, priced for one prompt."""
+        return [
+            (g, k, mu, self.round_cost(1, g, k, mu))
+            for g in self.grid.G
+            for k in self.grid.K
+            if k <= g
+            for mu in self.grid.mu
+        ]
+
+    def feasible_range(self) -> tuple[float, float]:
+        rhos = [cost.rho for *_, cost in self.shapes()]
+        return min(rhos), max(rhos)
+
+    def cell(self, target_rho: float, budget_flops: float) -> Cell:
+        """The cell for ``target_rho`` at ``budget_flops``; raises :class:`InfeasibleTarget` when no
+        allowed cell predicts it within the grid's tolerance, ``ValueError`` when the budget cannot
+        buy one round."""
+        if not budget_flops > 0:
+            raise ValueError(f"budget must be a positive number of FLOPs, got {budget_flops}")
+        if not 0 < target_rho < 1:
+            raise ValueError(f"target rho must lie in (0, 1), got {target_rho}")
+        shapes = self.shapes()
+        best = min(abs(cost.rho - target_rho) for *_, cost in shapes)
+        if best > self.grid.tolerance:
+            lo, hi = self.feasible_range()
+            nearest = min((cost.rho for *_, cost in shapes), key=lambda r: abs(r - target_rho))
+            why = (
+                "a reward model's cost caps how high rho can go"
+                if self.reward_model and target_rho > hi
+                else ("the allowed G, K and mu do not reach it")
+            )
+            raise InfeasibleTarget(
+                f"target rho {target_rho:.2f} is not realisable: the allowed cells reach rho "
+                f"{lo:.3f}-{hi:.3f} ({why}); nearest feasible rho {nearest:.3f}",
+                target_rho,
+                nearest,
+                (lo, hi),
+            )
+        near = [s for s in shapes if abs(s[3].rho - target_rho) <= best + TIE]
+        g, k, mu, _ = min(
+            near,
+            key=lambda s: (s[2], s[1] != s[0], abs(s[0] - self.grid.preferred_G), abs(s[3].rho - target_rho)),
+        )
+        return self._with_prompts(target_rho, g, k, mu, budget_flops)
+
+    def explicit(self, P: int, G: int, K: int, mu: int, budget_flops: float, label: str = "custom") -> Cell:
+        """A cell given directly (e.g. TRL's defaults K = G, mu = 1), priced like the planned ones."""
+        cost = self.round_cost(P, G, K, mu)
+        rounds = self._rounds(cost, budget_flops, label)
+        return Cell(label, float("nan"), P, G, K, mu, cost.rho, cost, budget_flops, rounds)
+
+    def _with_prompts(self, target: float, g: int, k: int, mu: int, budget: float) -> Cell:
+        label = cell_label(target)
+        options = sorted(self.grid.P, reverse=True)
+        for p in options:
+            cost = self.round_cost(p, g, k, mu)
+            if budget // cost.C_total >= MIN_ROUNDS or p == options[-1]:
+                rounds = self._rounds(cost, budget, label)
+                return Cell(label, target, p, g, k, mu, cost.rho, cost, budget, rounds)
+        raise AssertionError("unreachable")
+
+    def _rounds(self, cost: StepCost, budget: float, label: str) -> int:
+        rounds = math.floor(budget / cost.C_total)
+        if rounds < 1:
+            raise ValueError(
+                f"budget {budget:.3g} FLOPs buys 0 rounds of cell {label} for policy {self.policy.name}; "
+                f"one round needs {cost.C_total:.3g}"
+            )
+        return rounds
+
+
+@dataclass(frozen=True)
+class PlannedSetting:
+    """The grid of one setting: the cells it can run and the targets it cannot."""
+
+    setting: Setting
+    cells: list[Cell]
+    infeasible: list[InfeasibleTarget]
+    feasible: tuple[float, float]
+
+
+def resolve_shape(model: str) -> ModelShape:
+    """The shape of a policy or PRM named in a profile: a checkpoint directory (repo-relative or
+    absolute), or a hub id whose config the repo ships (``Qwen/Qwen2.5-7B-Instruct``)."""
+    path = Path(model)
+    for candidate in (path, repo_root() / path):
+        if (candidate / "config.json").is_file():
+            return ModelShape.from_config(candidate / "config.json", name=path.name)
+    shipped = flops.shipped_config_dir() / f"{model.split('/')[-1].lower()}.json"
+    if shipped.is_file():
+        return ModelShape.from_config(shipped, name=model)
+    raise FileNotFoundError(
+        f"no config for model {model!r}: looked for {path / 'config.json'}, "
+        f"{repo_root() / path / 'config.json'} and the shipped {shipped}"
+    )
+
+
+def planner_for(profile: Profile, setting: Setting) -> Planner:
+    lengths = profile.expected_lengths
+    train = profile.train
+    lora = LoRASpec(rank=train.lora_rank, target_modules=(train.lora_targets,))
+    return Planner(
+        policy=resolve_shape(profile.policies[setting.policy]),
+        reward_model=resolve_shape(profile.prm) if profile.needs_prm(setting.reward_system) else None,
+        prompt_tokens=lengths["prompt"],
+        completion_tokens=lengths["completion"],
+        grid=profile.grid,
+        train=TrainSpec(lora=lora, head_recompute=True),
+        beta=train.beta,
+    )
+
+
+def plan_setting(profile: Profile, setting: Setting, budget_flops: float | None = None) -> PlannedSetting:
+    """Every grid target of ``setting`` at ``budget_flops`` (default: the profile's full budget)."""
+    budget = profile.budget_flops if budget_flops is None else budget_flops
+    planner = planner_for(profile, setting)
+    cells, infeasible = [], []
+    for target in profile.grid.targets:
+        try:
+            cells.append(planner.cell(target, budget))
+        except InfeasibleTarget as err:
+            infeasible.append(err)
+    return PlannedSetting(setting, cells, infeasible, planner.feasible_range())
+
+
+def plan_stage(profile: Profile, stage: str, budget_flops: float | None = None) -> list[PlannedSetting]:
+    return [plan_setting(profile, s, budget_flops) for s in profile.settings(stage)]

@@ -1,0 +1,216 @@
+"""Profiles and stages: what a study runs, read from small YAML files in ``paper_repro/profiles/``.
+
+A **profile** (``cpu-tiny``, ``gpu-paper``) names the policies, the PRM, the data, the training
+hyperparameters, the budgets and the allocation grid. A **stage** is a set of **settings**; a
+setting is one (policy, reward system) pair whose IsoFLOP frontier the study measures:
+
+| stage | settings | policy | reward system |
+|---|---|---|---|
+| ``A`` | one per policy size | each size | ``stage_a_reward`` (sparse by default) |
+| ``B`` | sparse, structured, dense, proxy_prm | ``middle_policy`` | the setting's |
+| ``D`` | prm | ``middle_policy`` | ``prm`` |
+
+Stage A's middle-size setting and stage B's ``sparse`` setting are the same experiment; a run is
+identified by what it computes (its ``run_id``), so it runs once and serves both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from paper_repro.rewards import PRM_BASED, REWARD_SYSTEMS
+
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+STAGES: tuple[str, ...] = ("A", "B", "D")
+STAGE_B_REWARDS: tuple[str, ...] = ("sparse", "structured", "dense", "proxy_prm")
+STAGE_D_REWARDS: tuple[str, ...] = ("prm",)
+
+
+def profile_names() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """GRPO + LoRA hyperparameters shared by every run of a profile."""
+
+    lora_rank: int = 16
+    lora_alpha: int = 32
+    lora_targets: str = "all-linear"
+    learning_rate: float = 1e-3
+    lr_scheduler: str = "constant"
+    temperature: float = 1.0
+    max_completion_length: int = 96
+    beta: float = 0.0  # KL coefficient; != 0 adds a reference forward (C_learning)
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    threads: int | None = None  # torch threads per run; None leaves torch's default
+
+    def __post_init__(self) -> None:
+        if self.lora_rank < 1 or self.lora_alpha <= 0:
+            raise ValueError(f"LoRA rank and alpha must be positive, got {self.lora_rank}, {self.lora_alpha}")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        if self.temperature <= 0 or self.max_completion_length < 1 or self.beta < 0:
+            raise ValueError(f"invalid sampling settings: {self}")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"dtype must be float32 or bfloat16, got {self.dtype!r}")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The allocation grid: target rhos, the planner's tolerance and the allowed (P, G, K, mu)."""
+
+    targets: tuple[float, ...] = (0.15, 0.30, 0.50, 0.70, 0.85)
+    tolerance: float = 0.03
+    P: tuple[int, ...] = (8,)
+    G: tuple[int, ...] = (2, 4, 8, 16)
+    K: tuple[int, ...] = (2, 4, 8, 16)
+    mu: tuple[int, ...] = (1, 2, 3, 4)
+    preferred_G: int = 8  # ties between equal-rho cells go to the G nearest this (TRL's default)
+
+    def __post_init__(self) -> None:
+        if not self.targets or not all(0 < t < 1 for t in self.targets):
+            raise ValueError(f"target rhos must lie in (0, 1), got {self.targets}")
+        if not 0 < self.tolerance < 0.5:
+            raise ValueError(f"tolerance must be in (0, 0.5), got {self.tolerance}")
+        for name in ("P", "G", "K", "mu"):
+            values = getattr(self, name)
+            if not values or min(values) < 1:
+                raise ValueError(f"allowed {name} must be positive integers, got {values}")
+        if min(self.K) < 2:
+            # a group of one completion has zero reward variance, hence zero advantage
+            raise ValueError("K must be >= 2: GRPO's group advantage of a single completion is 0")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One (policy, reward system) pair of a stage: one IsoFLOP frontier."""
+
+    stage: str
+    name: str  # the size label in stage A, the reward system in B and D
+    policy: str  # the policy label (a key of Profile.policies)
+    reward_system: str
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    task: str
+    policies: dict[str, str]
+    middle_policy: str
+    stage_a_reward: str
+    prm: str
+    judge: str
+    data: dict[str, str]
+    eval: dict[str, Any]
+    expected_lengths: dict[str, int]
+    train: TrainConfig
+    budget_flops: float
+    pilot_fraction: float
+    grid: Grid
+    seeds: int = 3
+    offline: bool = False
+    source: str = ""  # the YAML file it was read from
+
+    def __post_init__(self) -> None:
+        if not self.policies:
+            raise ValueError(f"profile {self.name}: no policies")
+        if self.middle_policy not in self.policies:
+            raise ValueError(
+                f"profile {self.name}: middle_policy {self.middle_policy!r} is not one of {list(self.policies)}"
+            )
+        if self.stage_a_reward not in REWARD_SYSTEMS:
+            raise ValueError(f"profile {self.name}: unknown stage_a_reward {self.stage_a_reward!r}")
+        if not self.budget_flops > 0:
+            raise ValueError(f"profile {self.name}: budget must be positive, got {self.budget_flops}")
+        if not 0 < self.pilot_fraction <= 1:
+            raise ValueError(
+                f"profile {self.name}: pilot_fraction must be in (0, 1], got {self.pilot_fraction}"
+            )
+        missing = {"train", "heldout", "gsm", "math"} - set(self.data)
+        if missing:
+            raise ValueError(f"profile {self.name}: data is missing {sorted(missing)}")
+        if self.seeds < 1:
+            raise ValueError(f"profile {self.name}: seeds must be >= 1")
+
+    @property
+    def pilot_budget_flops(self) -> float:
+        return self.budget_flops * self.pilot_fraction
+
+    def settings(self, stage: str) -> list[Setting]:
+        """The settings of ``stage`` (``A``, ``B`` or ``D``)."""
+        stage = stage.upper()
+        if stage == "A":
+            return [Setting("A", label, label, self.stage_a_reward) for label in self.policies]
+        if stage == "B":
+            return [Setting("B", r, self.middle_policy, r) for r in STAGE_B_REWARDS]
+        if stage == "D":
+            return [Setting("D", r, self.middle_policy, r) for r in STAGE_D_REWARDS]
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+
+    def all_settings(self) -> list[Setting]:
+        return [s for stage in STAGES for s in self.settings(stage)]
+
+    def needs_prm(self, reward_system: str) -> bool:
+        return reward_system in PRM_BASED
+
+
+def load_profile(name: str | Path) -> Profile:
+    """The profile ``name`` (a shipped name such as ``cpu-tiny``, or a path to a YAML file)."""
+    path = Path(name)
+    if path.suffix not in (".yaml", ".yml"):
+        path = PROFILE_DIR / f"{name}.yaml"
+        if not path.is_file():
+            raise ValueError(f"unknown profile {name!r}; known: {', '.join(profile_names())}")
+    elif not path.is_file():
+        raise FileNotFoundError(f"profile file {path} does not exist")
+    raw = yaml.safe_load(path.read_text())
+    return _profile_from_dict(raw, source=str(path))
+
+
+def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:
+    raw = dict(raw)
+    train = TrainConfig(**_known(TrainConfig, raw.pop("train", {})))
+    grid_raw = dict(raw.pop("grid", {}))
+    allowed = raw.pop("allowed", {})
+    grid = Grid(
+        targets=tuple(float(t) for t in grid_raw.get("targets", Grid.targets)),
+        tolerance=float(grid_raw.get("tolerance", Grid.tolerance)),
+        preferred_G=int(grid_raw.get("preferred_G", Grid.preferred_G)),
+        **{k: tuple(int(v) for v in allowed[k]) for k in ("P", "G", "K", "mu") if k in allowed},
+    )
+    budget = raw.pop("budget")
+    return Profile(
+        name=raw["name"],
+        task=raw["task"],
+        policies={str(k): str(v) for k, v in raw["policies"].items()},
+        middle_policy=str(raw["middle_policy"]),
+        stage_a_reward=raw.get("stage_a_reward", "sparse"),
+        prm=raw["prm"],
+        judge=raw.get("judge", "step_verifier"),
+        data=dict(raw["data"]),
+        eval=dict(raw.get("eval", {})),
+        expected_lengths={k: int(v) for k, v in raw["expected_lengths"].items()},
+        train=train,
+        budget_flops=float(budget["full_flops"]),
+        pilot_fraction=float(budget.get("pilot_fraction", 0.125)),
+        grid=grid,
+        seeds=int(raw.get("seeds", 3)),
+        offline=bool(raw.get("offline", False)),
+        source=source,
+    )
+
+
+def _known(cls, values: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} fields {unknown}; known: {sorted(names)}")
+    return dict(values)
+
+
+__all__ = ["STAGES", "Grid", "Profile", "Setting", "TrainConfig", "load_profile", "profile_names"]

@@ -1,0 +1,217 @@
+"""The result store: append-only CSV tables, written atomically under a file lock.
+
+``data/results/<profile>/runs.csv`` holds one row per run (columns: :data:`RUN_COLUMNS`, DESIGN §6),
+keyed by ``run_id`` (the hash of the run's canonical spec). Per-step ledger logs are JSONL files in
+``data/results/<profile>/steps/<run_id>.jsonl`` beside it.
+
+Guarantees, for every writer (the sweep's parallel jobs included):
+
+- **Atomic**: a row is appended by writing the whole new table to a temporary file in the same
+  directory, ``fsync``-ing it and ``os.replace``-ing it over the old one. A writer killed at any
+  instant leaves the table as it was before or after that row, never truncated or half-written.
+- **Append-only, no duplicates**: under the lock, the existing table is read and checked, and a row
+  whose ``run_id`` is already there is not written again (``append`` returns ``False``).
+- **Never rewritten when corrupt**: a table that does not parse (a wrong header, a row with the wrong
+  number of fields) raises :class:`CorruptTableError` naming the file and line; nothing is written.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from paper_repro.tasks.base import repo_root
+
+IDENTITY = ("run_id", "profile", "stage", "setting", "cell", "seed", "budget_kind", "budget_flops")
+ALLOCATION = (
+    "target_rho",
+    "predicted_rho",
+    "rho",
+    "C_search",
+    "C_learning",
+    "C_reward",
+    "C_total",
+    "flops_convention",
+    "rho_executed",
+    "C_total_executed",
+    "rho_time",
+)
+CONFIGURATION = (
+    "P",
+    "G",
+    "K",
+    "mu",
+    "rounds",
+    "steps",
+    "model",
+    "reward_system",
+    "learning_rate",
+    "lora_rank",
+    "temperature",
+    "max_completion_length",
+)
+METRICS = ("native_reward", "gsm_pass1", "math_pass1", "judge_score")
+BASE_METRICS = tuple(f"base_{m}" for m in METRICS)
+WALL = (
+    "seconds_search",
+    "seconds_learning",
+    "seconds_reward",
+    "seconds_train",
+    "seconds_eval",
+    "seconds_total",
+)
+PROVENANCE = (
+    "status",
+    "error",
+    "git_sha",
+    "git_dirty",
+    "versions",
+    "created_at",
+    "executed_notebook",
+    "spec",
+)
+RUN_COLUMNS: tuple[str, ...] = (
+    *IDENTITY,
+    *ALLOCATION,
+    *CONFIGURATION,
+    *METRICS,
+    *BASE_METRICS,
+    *WALL,
+    *PROVENANCE,
+)
+
+
+class CorruptTableError(RuntimeError):
+    """A result table that does not parse; it is never rewritten."""
+
+
+def results_dir(profile: str, root: str | Path | None = None) -> Path:
+    return Path(root) if root is not None else repo_root() / "data" / "results" / profile
+
+
+class ResultTable:
+    """One append-only CSV table with a fixed header and a key column."""
+
+    def __init__(self, path: str | Path, columns: Sequence[str] = RUN_COLUMNS, key: str = "run_id") -> None:
+        if key not in columns:
+            raise ValueError(f"key column {key!r} is not among the columns")
+        self.path = Path(path)
+        self.columns = tuple(columns)
+        self.key = key
+        self.lock = FileLock(str(self.path) + ".lock")
+
+    # --- reading -------------------------------------------------------------------------------
+    def rows(self) -> list[dict[str, str]]:
+        """Every row, as strings, after checking the table parses (raises CorruptTableError)."""
+        if not self.path.exists():
+            return []
+        return _parse(self.path.read_text(), self.path, self.columns)
+
+    def keys(self) -> set[str]:
+        return {row[self.key] for row in self.rows()}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.keys()
+
+    def frame(self):
+        """The table as a pandas DataFrame (numbers parsed), empty with the columns if absent."""
+        import pandas as pd
+
+        if not self.path.exists():
+            return pd.DataFrame(columns=list(self.columns))
+        self.rows()  # check it parses before pandas guesses
+        return pd.read_csv(self.path, keep_default_na=True)
+
+    # --- writing -------------------------------------------------------------------------------
+    def append(self, row: Mapping[str, Any]) -> bool:
+        """Append ``row`` atomically; ``False`` (and nothing written) when its key is already there."""
+        unknown = sorted(set(row) - set(self.columns))
+        if unknown:
+            raise ValueError(f"unknown columns {unknown} for {self.path.name}")
+        if not row.get(self.key):
+            raise ValueError(f"a row needs its key {self.key!r}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock:
+            old = self.path.read_text() if self.path.exists() else ""
+            existing = _parse(old, self.path, self.columns) if old else []
+            if any(r[self.key] == str(row[self.key]) for r in existing):
+                return False
+            text = (old if old else _line(self.columns)) + _line([_cell(row.get(c)) for c in self.columns])
+            _atomic_write(self.path, text)
+        return True
+
+    def append_many(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        return sum(self.append(row) for row in rows)
+
+
+def _parse(text: str, path: Path, columns: Sequence[str]) -> list[dict[str, str]]:
+    if not text:
+        return []
+    if not text.endswith("\n"):
+        raise CorruptTableError(
+            f"{path}: the last line is incomplete (no newline); refusing to touch the table"
+        )
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        return []
+    if tuple(header) != tuple(columns):
+        missing = [c for c in columns if c not in header]
+        extra = [c for c in header if c not in columns]
+        raise CorruptTableError(
+            f"{path}, line 1: header does not match the schema (missing {missing}, unexpected {extra})"
+        )
+    rows = []
+    for fields in reader:
+        if len(fields) != len(columns):
+            raise CorruptTableError(
+                f"{path}, line {reader.line_num}: {len(fields)} fields where the header has {len(columns)}"
+            )
+        rows.append(dict(zip(columns, fields, strict=True)))
+    return rows
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else repr(value)
+    return str(value)
+
+
+def _line(fields: Sequence[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(fields)
+    return buf.getvalue()
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_table(path: str | Path, frame) -> Path:
+    """Write a derived table (a DataFrame) atomically; for tables rebuilt whole, not appended to."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, frame.to_csv(index=False))
+    return path

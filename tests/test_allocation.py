@@ -1,0 +1,130 @@
+"""The planner and the profiles: cells, predicted rho, refusals, and the `plan` command."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from paper_repro import cli
+from paper_repro.allocation import InfeasibleTarget, plan_stage, planner_for
+from paper_repro.config import load_profile
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_profile("cpu-tiny")
+
+
+def _setting(profile, stage, name):
+    return next(s for s in profile.settings(stage) if s.name == name)
+
+
+@pytest.mark.parametrize("profile_name", ["cpu-tiny", "gpu-paper"])
+@pytest.mark.parametrize("stage", ["A", "B", "D"])
+def test_every_planned_cell_predicts_its_target_within_tolerance(profile_name, stage):
+    profile = load_profile(profile_name)
+    for planned in plan_stage(profile, stage):
+        assert planned.cells, f"{planned.setting.name}: no feasible cell at all"
+        for cell in planned.cells:
+            assert abs(cell.predicted_rho - cell.target_rho) <= profile.grid.tolerance
+            assert cell.K <= cell.G and cell.K >= 2
+            assert cell.predicted_rounds >= 1
+            assert cell.predicted_flops <= profile.budget_flops  # never planned above the budget
+            assert profile.budget_flops - cell.predicted_flops < cell.round_cost.C_total  # within one round
+            assert cell.label == f"r{round(cell.target_rho * 100):02d}"
+        lo, hi = planned.feasible
+        for err in planned.infeasible:
+            assert not lo <= err.target <= hi or abs(err.nearest - err.target) > profile.grid.tolerance
+
+
+def test_rule_based_stage_a_has_the_full_default_grid(tiny):
+    for planned in plan_stage(tiny, "A"):
+        assert [c.label for c in planned.cells] == ["r15", "r30", "r50", "r70", "r85"]
+        # search-heavy cells discard rollouts (K < G); update-heavy ones reuse them (mu > 1)
+        assert planned.cells[0].K < planned.cells[0].G
+        assert planned.cells[-1].mu > 1
+
+
+def test_a_prm_caps_how_high_rho_can_go(tiny):
+    sparse = planner_for(tiny, _setting(tiny, "B", "sparse")).feasible_range()
+    prm = planner_for(tiny, _setting(tiny, "D", "prm")).feasible_range()
+    assert prm[1] < sparse[1] - 0.1
+    planner = planner_for(tiny, _setting(tiny, "D", "prm"))
+    with pytest.raises(InfeasibleTarget, match="reward model's cost caps") as info:
+        planner.cell(0.85, tiny.budget_flops)
+    assert info.value.nearest == pytest.approx(prm[1])
+    assert "0.85" in str(info.value) and f"{prm[1]:.3f}" in str(info.value)
+
+
+def test_rho_rises_with_kept_completions_and_epochs(tiny):
+    planner = planner_for(tiny, _setting(tiny, "A", "M"))
+    by_k = [planner.round_cost(8, 16, k, 1).rho for k in (2, 4, 8, 16)]
+    by_mu = [planner.round_cost(8, 8, 8, mu).rho for mu in (1, 2, 3, 4)]
+    assert by_k == sorted(by_k) and by_mu == sorted(by_mu)
+    assert planner.round_cost(4, 8, 8, 1).rho == pytest.approx(planner.round_cost(16, 8, 8, 1).rho)
+
+
+def test_a_budget_below_one_round_says_what_one_round_needs(tiny):
+    planner = planner_for(tiny, _setting(tiny, "A", "L"))
+    one_round = planner.round_cost(8, 8, 8, 1).C_total
+    with pytest.raises(ValueError, match=re.escape(f"one round needs {one_round:.3g}")):
+        planner.explicit(8, 8, 8, 1, budget_flops=one_round / 2)
+    with pytest.raises(ValueError, match="positive"):
+        planner.cell(0.5, budget_flops=0)
+    with pytest.raises(ValueError, match="cannot exceed"):
+        planner.round_cost(8, 4, 8, 1)
+
+
+def test_unknown_profile_and_stage_are_refused(tiny):
+    with pytest.raises(ValueError, match="unknown profile 'gpu-huge'; known: cpu-tiny, gpu-paper"):
+        load_profile("gpu-huge")
+    with pytest.raises(ValueError, match="unknown stage"):
+        tiny.settings("C")
+
+
+def test_stages_name_the_settings_of_the_design(tiny):
+    assert [(s.name, s.policy, s.reward_system) for s in tiny.settings("A")] == [
+        ("S", "S", "sparse"),
+        ("M", "M", "sparse"),
+        ("L", "L", "sparse"),
+    ]
+    assert [s.reward_system for s in tiny.settings("B")] == ["sparse", "structured", "dense", "proxy_prm"]
+    assert [s.reward_system for s in tiny.settings("D")] == ["prm"]
+    assert {s.policy for s in tiny.settings("B") + tiny.settings("D")} == {"M"}
+    assert tiny.pilot_budget_flops == pytest.approx(tiny.budget_flops / 8)
+
+
+def test_plan_command_prints_every_setting_as_json(capsys):
+    assert cli.main(["plan", "--profile", "gpu-paper", "--stage", "D", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["profile"] == "gpu-paper"
+    (prm,) = out["settings"]
+    assert prm["reward_system"] == "prm"
+    assert {
+        "cell",
+        "P",
+        "G",
+        "K",
+        "mu",
+        "predicted_steps",
+        "predicted_rho",
+        "C_search",
+        "C_learning",
+        "C_reward",
+    } <= set(prm["cells"][0])
+    assert all(c["C_reward"] > 0 for c in prm["cells"])
+    assert [i["target_rho"] for i in prm["infeasible"]] == [0.85]
+
+
+def test_plan_command_text_and_errors(capsys):
+    assert cli.main(["plan", "--profile", "cpu-tiny", "--stage", "a"]) == 0
+    text = capsys.readouterr().out
+    for label in ("S (policy S", "M (policy M", "L (policy L", "r15", "r85", "feasible rho"):
+        assert label in text
+    assert cli.main(["plan", "--profile", "cpu-tiny", "--stage", "A", "--budget", "1e6"]) == 2
+    assert "one round needs" in capsys.readouterr().err
+    assert cli.main(["plan", "--profile", "nope", "--stage", "A"]) == 2
+    with pytest.raises(SystemExit):
+        cli.main(["plan", "--profile", "cpu-tiny", "--stage", "Z"])
