@@ -47,7 +47,6 @@ class TrainConfig:
     max_completion_length: int = 96
     beta: float = 0.0  # KL coefficient; != 0 adds a reference forward (C_learning)
     dtype: Literal["float32", "bfloat16"] = "float32"
-    threads: int | None = None  # torch threads per run; None leaves torch's default
 
     def __post_init__(self) -> None:
         if self.lora_rank < 1 or self.lora_alpha <= 0:

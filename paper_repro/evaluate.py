@@ -91,3 +91,50 @@ def score_matrix(
 ) -> np.ndarray:
     """A ``(problems, n)`` boolean matrix: ``check(completion, answer)`` for each sample."""
     return np.array([[bool(check(c, a)) for c in row] for row, a in zip(completions, answers, strict=True)])
+
+
+@dataclass(frozen=True)
+class EvalSets:
+    """What a run is evaluated on: held-out training prompts (native reward) and the two
+    downstream sets (pass@1; the judge reads the ``gsm`` completions)."""
+
+    heldout: Sequence  # of paper_repro.tasks.base.Example
+    gsm: Sequence
+    math: Sequence
+
+
+def columns_of(examples: Sequence) -> dict[str, list]:
+    """The dataset columns a reward reads, as TRL passes them: one list per column."""
+    rows = [{"answer": e.answer, **e.meta} for e in examples]
+    keys = sorted({k for r in rows for k in r})
+    return {k: [r.get(k) for r in rows] for k in keys}
+
+
+def evaluate_policy(
+    model, tokenizer, sets: EvalSets, reward, judge, task_grader, config: SampleConfig
+) -> dict:
+    """Greedy-decode every set once and score it.
+
+    Returns ``native_reward`` (the run's own reward function, mean over held-out prompts),
+    ``gsm_pass1`` and ``math_pass1`` (share of greedy answers right), ``judge_score`` (the common
+    judge's mean process score of the gsm completions). A set that is empty gives ``NaN``.
+    """
+    out: dict[str, float] = {}
+    greedy = {}
+    for name, examples in (("heldout", sets.heldout), ("gsm", sets.gsm), ("math", sets.math)):
+        prompts = [e.prompt for e in examples]
+        greedy[name] = [c[0] for c in sample(model, tokenizer, prompts, config)] if prompts else []
+    held = list(sets.heldout)
+    scores = reward(prompts=[e.prompt for e in held], completions=greedy["heldout"], **columns_of(held))
+    out["native_reward"] = float(np.mean(scores)) if scores else float("nan")
+    for name in ("gsm", "math"):
+        examples = list(getattr(sets, name))
+        rows = [{"answer": e.answer, **e.meta} for e in examples]
+        right = [task_grader.is_correct(c, r) for c, r in zip(greedy[name], rows, strict=True)]
+        out[f"{name}_pass1"] = float(np.mean(right)) if right else float("nan")
+    gsm = list(sets.gsm)
+    judged = judge.score(
+        [e.prompt for e in gsm], greedy["gsm"], [{"answer": e.answer, **e.meta} for e in gsm]
+    )
+    out["judge_score"] = float(np.mean(judged)) if judged else float("nan")
+    return out

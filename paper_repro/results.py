@@ -10,7 +10,9 @@ Guarantees, for every writer (the sweep's parallel jobs included):
   directory, ``fsync``-ing it and ``os.replace``-ing it over the old one. A writer killed at any
   instant leaves the table as it was before or after that row, never truncated or half-written.
 - **Append-only, no duplicates**: under the lock, the existing table is read and checked, and a row
-  whose ``run_id`` is already there is not written again (``append`` returns ``False``).
+  whose ``run_id`` is already there is not written again (``append`` returns ``False``). The one
+  exception is a retry: a ``status=failed`` row stays as history, and a later attempt of the same run
+  may append its own row; a run has at most one row that is not ``failed``.
 - **Never rewritten when corrupt**: a table that does not parse (a wrong header, a row with the wrong
   number of fields) raises :class:`CorruptTableError` naming the file and line; nothing is written.
 """
@@ -132,7 +134,8 @@ class ResultTable:
 
     # --- writing -------------------------------------------------------------------------------
     def append(self, row: Mapping[str, Any]) -> bool:
-        """Append ``row`` atomically; ``False`` (and nothing written) when its key is already there."""
+        """Append ``row`` atomically; ``False`` (and nothing written) when its key is already there
+        in a row that is not ``status=failed``."""
         unknown = sorted(set(row) - set(self.columns))
         if unknown:
             raise ValueError(f"unknown columns {unknown} for {self.path.name}")
@@ -142,7 +145,7 @@ class ResultTable:
         with self.lock:
             old = self.path.read_text() if self.path.exists() else ""
             existing = _parse(old, self.path, self.columns) if old else []
-            if any(r[self.key] == str(row[self.key]) for r in existing):
+            if any(r[self.key] == str(row[self.key]) and r.get("status") != "failed" for r in existing):
                 return False
             text = (old if old else _line(self.columns)) + _line([_cell(row.get(c)) for c in self.columns])
             _atomic_write(self.path, text)

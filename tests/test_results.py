@@ -120,3 +120,11 @@ def test_concurrent_writers_lose_no_row(tmp_path):
         assert p.wait() == 0
     ids = sorted(r["run_id"] for r in ResultTable(path, COLUMNS).rows())
     assert ids == [f"run{i:05d}" for i in range(120)]
+
+
+def test_a_failed_attempt_is_kept_and_a_retry_appended_once(tmp_path):
+    table = ResultTable(tmp_path / "runs.csv", ("run_id", "status", "value"))
+    assert table.append({"run_id": "a", "status": "failed", "value": float("nan")})
+    assert table.append({"run_id": "a", "status": "ok", "value": 1.0})
+    assert not table.append({"run_id": "a", "status": "ok", "value": 2.0})
+    assert [(r["status"], r["value"]) for r in table.rows()] == [("failed", "nan"), ("ok", "1.0")]

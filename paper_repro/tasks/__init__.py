@@ -1,1 +1,21 @@
 """Tasks: the arith testbed (``arith``), the hub datasets (``hub``) and their graders (``graders``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from paper_repro.tasks.base import Example
+
+
+def load_examples(ref: str, limit: int | None = None, local_path: str | Path | None = None) -> list[Example]:
+    """The examples a profile names: ``arith/<split>`` (shipped) or a hub dataset id
+    (``openai/gsm8k``, ``HuggingFaceH4/MATH-500``, ``POLARIS-Project/Polaris-Dataset-53K``)."""
+    from paper_repro.tasks import arith, hub
+
+    if ref.startswith("arith/"):
+        return arith.load_split(ref.split("/", 1)[1])[:limit]
+    for name, spec in hub.DATASETS.items():
+        if spec.repo_id == ref:
+            return hub.load_hub_dataset(name, local_path=local_path, limit=limit)
+    known = ", ".join(["arith/<split>", *(s.repo_id for s in hub.DATASETS.values())])
+    raise ValueError(f"unknown dataset {ref!r}; known: {known}")

@@ -1,0 +1,469 @@
+"""Budgeted GRPO runs: one IsoFLOP cell -> one result row.
+
+:func:`run_cell` takes a :class:`RunSpec` (stage, setting, cell, seed, budget, and everything the
+run computes with), and:
+
+1. checks the spec before any compute (model, PRM and data present, reward known, K <= G, the
+   budget buys at least one round);
+2. loads the base policy, attaches a LoRA adapter (PEFT) and trains it with the ledger-wrapped TRL
+   ``GRPOTrainer`` (:class:`paper_repro.ledger.LedgerGRPOTrainer`) until the FLOP budget is spent:
+   the ledger stops before the round that would pass it, so C_total lands within one round of the
+   budget and never above it;
+3. evaluates the adapted policy (greedy): native reward on held-out training prompts, pass@1 on the
+   two downstream sets, the common judge on the gsm completions; and the base policy the same way
+   (cached per base model, reward system and evaluation set in ``base_metrics.csv``);
+4. appends one row to ``data/results/<profile>/runs.csv`` (:mod:`paper_repro.results`) and writes the
+   per-step ledger log to ``steps/<run_id>.jsonl`` beside it.
+
+A run that raises after the checks is recorded as ``status=failed`` with its error and NaN metrics.
+
+How this GRPO differs from the paper's (as far as the summary lets us know): LoRA on every linear
+layer of a small policy, TRL's ``dapo`` loss (its default), no KL (beta = 0), a constant learning
+rate, and K < G by PODS max-variance down-sampling to reach low update fractions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from paper_repro import provenance
+from paper_repro.allocation import Cell, plan_setting, planner_for
+from paper_repro.config import Profile, Setting, TrainConfig
+from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
+from paper_repro.rewards import REWARD_SYSTEMS
+
+BudgetKind = Literal["full", "pilot"]
+HASH_EXCLUDES = ("stage", "setting", "predicted_rho", "first_round_flops")
+BASE_COLUMNS = ("base_id", "model", "reward_system", "native_reward", "gsm_pass1", "math_pass1",
+                "judge_score", "seconds", "git_sha", "versions", "created_at")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one run computes with. Its ``run_id`` hashes all of it except the labels of the
+    frontier that asked for it (``stage``, ``setting``) and the planner's predictions, so the same
+    experiment requested by two stages runs once."""
+
+    profile: str
+    stage: str
+    setting: str
+    cell: str
+    seed: int
+    budget_kind: BudgetKind
+    budget_flops: float
+    policy: str  # the policy label (S/M/L, 1.5B/3B/7B)
+    model: str  # its checkpoint: a repo-relative path or a hub id
+    reward_system: str
+    prm: str | None  # the PRM checkpoint (PRM-based reward systems only)
+    task: str
+    P: int
+    G: int
+    K: int
+    mu: int
+    target_rho: float
+    train: TrainConfig
+    data: tuple[tuple[str, str], ...]  # (role, dataset) for train, heldout, gsm, math
+    eval_limit: int | None = None
+    eval_max_new_tokens: int = 128
+    eval_batch_size: int = 256
+    judge: str = "step_verifier"
+    predicted_rho: float = float("nan")
+    first_round_flops: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.reward_system not in REWARD_SYSTEMS:
+            raise ValueError(
+                f"unknown reward system {self.reward_system!r}; known: {', '.join(REWARD_SYSTEMS)}"
+            )
+        if not self.budget_flops > 0:
+            raise ValueError(f"budget must be a positive number of FLOPs, got {self.budget_flops}")
+        if min(self.P, self.G, self.K, self.mu) < 1:
+            raise ValueError(f"P, G, K and mu must be positive, got {self.P}, {self.G}, {self.K}, {self.mu}")
+        if self.K > self.G:
+            raise ValueError(f"K={self.K} completions kept cannot exceed G={self.G} generated")
+        if self.budget_kind not in ("full", "pilot"):
+            raise ValueError(f"budget_kind must be 'full' or 'pilot', got {self.budget_kind!r}")
+
+    def canonical(self) -> dict[str, Any]:
+        spec = asdict(self)
+        for key in HASH_EXCLUDES:
+            spec.pop(key)
+        spec["data"] = dict(self.data)
+        return spec
+
+    @property
+    def run_id(self) -> str:
+        text = json.dumps(self.canonical(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def data_map(self) -> dict[str, str]:
+        return dict(self.data)
+
+
+def spec_for(
+    profile: Profile, setting: Setting, cell: Cell, seed: int, budget_kind: BudgetKind = "full"
+) -> RunSpec:
+    """The run of ``cell`` (planned for ``setting`` at its budget) with ``seed``."""
+    return RunSpec(
+        profile=profile.name,
+        stage=setting.stage,
+        setting=setting.name,
+        cell=cell.label,
+        seed=seed,
+        budget_kind=budget_kind,
+        budget_flops=cell.budget_flops,
+        policy=setting.policy,
+        model=profile.policies[setting.policy],
+        reward_system=setting.reward_system,
+        prm=profile.prm if profile.needs_prm(setting.reward_system) else None,
+        task=profile.task,
+        P=cell.P,
+        G=cell.G,
+        K=cell.K,
+        mu=cell.mu,
+        target_rho=cell.target_rho,
+        train=profile.train,
+        data=tuple(sorted(profile.data.items())),
+        eval_limit=profile.eval.get("limit"),
+        eval_max_new_tokens=int(profile.eval.get("max_new_tokens", 128)),
+        eval_batch_size=int(profile.eval.get("batch_size", 256)),
+        judge=profile.judge,
+        predicted_rho=cell.predicted_rho,
+        first_round_flops=cell.round_cost.C_total,
+    )
+
+
+def stage_specs(
+    profile: Profile, stage: str, seeds: int | None = None, budget_kind: BudgetKind = "full"
+) -> list[RunSpec]:
+    """Every run of a stage: each setting's feasible grid cells x seeds, at the full or pilot budget."""
+    budget = profile.budget_flops if budget_kind == "full" else profile.pilot_budget_flops
+    n = profile.seeds if seeds is None else seeds
+    specs = []
+    for setting in profile.settings(stage):
+        planned = plan_setting(profile, setting, budget)
+        specs += [
+            spec_for(profile, setting, c, seed, budget_kind) for c in planned.cells for seed in range(n)
+        ]
+    return specs
+
+
+def default_cell_spec(
+    profile: Profile, setting: Setting, seed: int, budget_kind: BudgetKind = "full"
+) -> RunSpec:
+    """TRL's default allocation (K = G = the grid's preferred G, mu = 1, P the grid's largest), the
+    fixed cell RACE's pick is compared against."""
+    budget = profile.budget_flops if budget_kind == "full" else profile.pilot_budget_flops
+    g = profile.grid.preferred_G
+    cell = planner_for(profile, setting).explicit(max(profile.grid.P), g, g, 1, budget, label="default")
+    return spec_for(profile, setting, cell, seed, budget_kind)
+
+
+# --------------------------------------------------------------------------------------------
+# Checks before compute
+# --------------------------------------------------------------------------------------------
+
+
+def check_spec(spec: RunSpec) -> None:
+    """Raise a clear error for anything that would fail later: a missing checkpoint or dataset,
+    a budget below one round. Costs no FLOPs (hub checkpoints are resolved from the local cache)."""
+    from paper_repro.tasks import load_examples
+    from paper_repro.tasks.base import repo_root
+    from paper_repro.tasks.hub import resolve_model
+
+    _ = repo_root
+    resolve_model(_local(spec.model))
+    if spec.prm is not None:
+        resolve_model(_local(spec.prm))
+    for role in ("train", "heldout", "gsm", "math"):
+        if role not in spec.data_map:
+            raise ValueError(f"run {spec.run_id}: no {role!r} dataset in the spec")
+        load_examples(spec.data_map[role], limit=1)
+    first = spec.first_round_flops
+    if first is not None and first > spec.budget_flops:
+        raise ValueError(
+            f"budget {spec.budget_flops:.3g} FLOPs buys 0 rounds of cell {spec.cell} for model "
+            f"{spec.policy}; one round needs {first:.3g}"
+        )
+
+
+def _local(model: str) -> str:
+    """A repo-relative checkpoint path made absolute; a hub id or absolute path unchanged."""
+    from paper_repro.tasks.base import repo_root
+
+    path = Path(model)
+    if not path.is_absolute() and (repo_root() / path).exists():
+        return str(repo_root() / path)
+    return model
+
+
+# --------------------------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------------------------
+
+
+def run_cell(
+    spec: RunSpec,
+    results_root: str | Path | None = None,
+    executed_notebook: str = "",
+    threads: int | None = None,
+    raise_errors: bool = False,
+) -> dict[str, Any]:
+    """Run ``spec`` unless an ``ok`` row with its run_id exists; return the row (the existing one,
+    with ``skipped=True``, when it does). ``threads`` sets torch's CPU threads (a run-time choice,
+    not part of the spec). A failed attempt is kept as a ``failed`` row and retried by a rerun."""
+    root = results_dir(spec.profile, results_root)
+    table = ResultTable(root / "runs.csv", RUN_COLUMNS)
+    for row in table.rows():
+        if row["run_id"] == spec.run_id and row["status"] == "ok":
+            return {**row, "skipped": True}
+    check_spec(spec)
+    started = time.perf_counter()
+    row = _identity(spec, executed_notebook)
+    try:
+        row.update(_train_and_evaluate(spec, root, threads))
+        row["status"] = "ok"
+    except Exception as err:
+        if raise_errors:
+            raise
+        row.update({m: float("nan") for m in ("native_reward", "gsm_pass1", "math_pass1", "judge_score")})
+        row["status"] = "failed"
+        row["error"] = f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=3)}"[-2000:]
+    row["seconds_total"] = time.perf_counter() - started
+    table.append(row)
+    return row
+
+
+def _identity(spec: RunSpec, executed_notebook: str) -> dict[str, Any]:
+    stamp = provenance.stamp()
+    return {
+        "run_id": spec.run_id,
+        "profile": spec.profile,
+        "stage": spec.stage,
+        "setting": spec.setting,
+        "cell": spec.cell,
+        "seed": spec.seed,
+        "budget_kind": spec.budget_kind,
+        "budget_flops": spec.budget_flops,
+        "target_rho": spec.target_rho,
+        "predicted_rho": spec.predicted_rho,
+        "P": spec.P,
+        "G": spec.G,
+        "K": spec.K,
+        "mu": spec.mu,
+        "model": spec.policy,
+        "reward_system": spec.reward_system,
+        "learning_rate": spec.train.learning_rate,
+        "lora_rank": spec.train.lora_rank,
+        "temperature": spec.train.temperature,
+        "max_completion_length": spec.train.max_completion_length,
+        "flops_convention": "useful",
+        "git_sha": stamp["git_sha"],
+        "git_dirty": stamp["git_dirty"],
+        "versions": stamp["versions"],
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "executed_notebook": executed_notebook,
+        "spec": json.dumps(spec.canonical(), sort_keys=True, default=str),
+        "error": "",
+    }
+
+
+def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[str, Any]:
+    import torch
+    from transformers import set_seed
+
+    if threads:
+        torch.set_num_threads(threads)
+    set_seed(spec.seed)
+    parts = _load_parts(spec)
+    base = base_metrics(spec, parts, root)
+    trainer = _trainer(spec, parts, root / "steps" / f"{spec.run_id}.jsonl")
+    t0 = time.perf_counter()
+    trainer.train()
+    seconds_train = time.perf_counter() - t0
+    summary = trainer.ledger.summary()
+    policy = trainer.model.merge_and_unload()
+    t0 = time.perf_counter()
+    metrics = _evaluate(spec, parts, policy)
+    seconds_eval = time.perf_counter() - t0
+    useful, executed, secs = summary["useful"], summary["executed"], summary["seconds"]
+    return {
+        **metrics,
+        **{f"base_{k}": base[k] for k in ("native_reward", "gsm_pass1", "math_pass1", "judge_score")},
+        "rho": useful["rho"],
+        "C_search": useful["C_search"],
+        "C_learning": useful["C_learning"],
+        "C_reward": useful["C_reward"],
+        "C_total": useful["C_total"],
+        "rho_executed": executed["rho"],
+        "C_total_executed": executed["C_total"],
+        "rho_time": summary["rho_time"],
+        "rounds": summary["rounds"],
+        "steps": summary["steps"],
+        "seconds_search": secs["search"],
+        "seconds_learning": secs["learning"],
+        "seconds_reward": secs["reward"],
+        "seconds_train": seconds_train,
+        "seconds_eval": seconds_eval,
+    }
+
+
+@dataclass
+class _Parts:
+    tokenizer: Any
+    model: Any
+    reward: Any
+    judge: Any
+    grader: Any
+    train_examples: list
+    eval_sets: Any
+
+
+def _load_parts(spec: RunSpec) -> _Parts:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from paper_repro.evaluate import EvalSets
+    from paper_repro.judge import build_judge
+    from paper_repro.rewards import build_reward
+    from paper_repro.rewards.prm import PRMScorer
+    from paper_repro.tasks import load_examples
+    from paper_repro.tasks.graders import grader
+    from paper_repro.tasks.hub import resolve_model
+
+    path = resolve_model(_local(spec.model))
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    dtype = torch.bfloat16 if spec.train.dtype == "bfloat16" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    scorer = PRMScorer.load(_local(spec.prm)) if spec.prm else None
+    reward = build_reward(spec.reward_system, spec.task, prm=scorer)
+    judge = build_judge(spec.judge, scorer, spec.task)
+    data = spec.data_map
+    heldout = load_examples(data["heldout"], limit=spec.eval_limit)
+    train = load_examples(data["train"])
+    if data["train"] == data["heldout"]:  # one hub dataset: hold out its first rows
+        train = train[len(heldout) :]
+    sets = EvalSets(
+        heldout=heldout,
+        gsm=load_examples(data["gsm"], limit=spec.eval_limit),
+        math=load_examples(data["math"], limit=spec.eval_limit),
+    )
+    return _Parts(tokenizer, model, reward, judge, grader(spec.task), train, sets)
+
+
+def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    from paper_repro.evaluate import columns_of
+    from paper_repro.ledger import LedgerConfig, LedgerGRPOTrainer
+
+    columns = columns_of(parts.train_examples)
+    dataset = Dataset.from_dict({"prompt": [e.prompt for e in parts.train_examples], **columns})
+    cuda = torch.cuda.is_available()
+    t = spec.train
+    expected_steps = (
+        math.ceil(spec.budget_flops / spec.first_round_flops) * spec.mu if spec.first_round_flops else 10_000
+    )
+    args = GRPOConfig(
+        output_dir=tempfile.mkdtemp(prefix=f"grpo-{spec.run_id}-"),
+        per_device_train_batch_size=spec.P * spec.G,  # one generation round = one micro-batch
+        steps_per_generation=1,
+        num_generations=spec.G,
+        num_iterations=spec.mu,
+        max_completion_length=t.max_completion_length,
+        temperature=t.temperature,
+        learning_rate=t.learning_rate,
+        lr_scheduler_type=t.lr_scheduler,
+        beta=t.beta,
+        max_steps=4 * expected_steps + 8,  # a cap only: the ledger's budget stops the run
+        seed=spec.seed,
+        data_seed=spec.seed,
+        bf16=t.dtype == "bfloat16" and cuda,
+        gradient_checkpointing=False,  # TRL defaults it on; on these sizes it only costs time
+        use_cpu=not cuda,
+        save_strategy="no",
+        report_to=[],
+        logging_steps=1,
+        disable_tqdm=True,
+        log_level="error",
+    )
+    lora = LoraConfig(
+        r=t.lora_rank,
+        lora_alpha=t.lora_alpha,
+        target_modules=t.lora_targets,
+        lora_dropout=0.0,
+        task_type="CAUSAL_LM",
+    )
+    ledger = LedgerConfig(
+        budget_flops=spec.budget_flops,
+        kept=spec.K,
+        log_path=log_path,
+        first_round_flops=spec.first_round_flops,
+        seed=spec.seed,
+    )
+    return LedgerGRPOTrainer(
+        model=parts.model,
+        reward_funcs=parts.reward,
+        args=args,
+        train_dataset=dataset,
+        processing_class=parts.tokenizer,
+        peft_config=lora,
+        ledger=ledger,
+    )
+
+
+def _sample_config(spec: RunSpec):
+    from paper_repro.evaluate import SampleConfig
+
+    return SampleConfig(
+        max_new_tokens=spec.eval_max_new_tokens, batch_size=spec.eval_batch_size, seed=spec.seed
+    )
+
+
+def _evaluate(spec: RunSpec, parts: _Parts, model) -> dict[str, float]:
+    from paper_repro.evaluate import evaluate_policy
+
+    return evaluate_policy(
+        model, parts.tokenizer, parts.eval_sets, parts.reward, parts.judge, parts.grader, _sample_config(spec)
+    )
+
+
+def base_metrics(spec: RunSpec, parts: _Parts, root: Path) -> dict[str, Any]:
+    """The base policy's metrics under this run's reward and evaluation sets (computed once, then
+    read from ``base_metrics.csv``)."""
+    key = {k: v for k, v in spec.canonical().items() if k in ("model", "reward_system", "prm", "task", "data",
+                                                              "eval_limit", "eval_max_new_tokens", "judge")}  # fmt: skip
+    base_id = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    table = ResultTable(root / "base_metrics.csv", BASE_COLUMNS, key="base_id")
+    for row in table.rows():
+        if row["base_id"] == base_id:
+            return {k: float(row[k]) for k in ("native_reward", "gsm_pass1", "math_pass1", "judge_score")}
+    t0 = time.perf_counter()
+    metrics = _evaluate(replace(spec, seed=0), parts, parts.model)
+    stamp = provenance.stamp()
+    table.append(
+        {
+            "base_id": base_id,
+            "model": spec.policy,
+            "reward_system": spec.reward_system,
+            **metrics,
+            "seconds": time.perf_counter() - t0,
+            "git_sha": stamp["git_sha"],
+            "versions": stamp["versions"],
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+    )
+    return metrics

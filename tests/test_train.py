@@ -1,0 +1,147 @@
+"""Budgeted GRPO runs end to end on a tiny local checkpoint: budget, rows, resume, failures, refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from paper_repro import train
+from paper_repro.allocation import planner_for
+from paper_repro.config import load_profile
+from paper_repro.results import ResultTable
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    """A fresh 1-layer Qwen2 policy with the arith tokenizer, saved in HF format."""
+    import torch
+    from transformers import Qwen2ForCausalLM
+
+    from paper_repro import embedded
+
+    out = tmp_path_factory.mktemp("policy")
+    tokenizer = embedded.build_tokenizer()
+    spec = embedded.ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(embedded.qwen2_config(spec, tokenizer))
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def profile(tiny_checkpoint):
+    """cpu-tiny with the tiny checkpoint as policy M, short completions and 8-problem evaluations."""
+    base = load_profile("cpu-tiny")
+    return dataclasses.replace(
+        base,
+        policies={**base.policies, "M": str(tiny_checkpoint)},
+        train=dataclasses.replace(base.train, max_completion_length=16),
+        expected_lengths={"prompt": 30, "completion": 16},
+        eval={"limit": 8, "max_new_tokens": 16, "batch_size": 64},
+    )
+
+
+def _spec(profile, rounds: float, stage="A", name="M", target=0.70, seed=0):
+    setting = next(s for s in profile.settings(stage) if s.name == name)
+    planner = planner_for(profile, setting)
+    one_round = planner.cell(target, 1e30).round_cost.C_total
+    cell = planner.cell(target, rounds * one_round)
+    return train.spec_for(profile, setting, cell, seed=seed)
+
+
+def test_a_run_spends_its_budget_within_one_round_and_writes_one_row(profile, tmp_path):
+    spec = _spec(profile, rounds=3.5)
+    row = train.run_cell(spec, results_root=tmp_path, threads=1, raise_errors=True)
+    assert row["status"] == "ok", row.get("error")
+    steps = [
+        json.loads(line) for line in (tmp_path / "steps" / f"{spec.run_id}.jsonl").read_text().splitlines()
+    ]
+    per_step = [s["flops"]["useful"]["total"] for s in steps]
+    rounds = [sum(per_step[i : i + spec.mu]) for i in range(0, len(per_step), spec.mu)]  # mu steps a round
+    assert row["C_total"] <= spec.budget_flops
+    assert spec.budget_flops - row["C_total"] < max(rounds)
+    assert row["rounds"] == len(rounds) >= 2 and row["steps"] == len(steps) == row["rounds"] * spec.mu
+    assert row["C_total"] == pytest.approx(sum(s["flops"]["useful"]["total"] for s in steps))
+    assert abs(row["rho"] - spec.target_rho) <= 0.05
+    for metric in ("native_reward", "gsm_pass1", "math_pass1", "judge_score", "base_gsm_pass1"):
+        assert 0.0 <= row[metric] <= 1.0
+    table = ResultTable(tmp_path / "runs.csv")
+    (stored,) = table.rows()
+    assert stored["run_id"] == spec.run_id and stored["git_sha"] and stored["versions"].startswith("{")
+    assert json.loads(stored["spec"])["K"] == spec.K
+
+    again = train.run_cell(spec, results_root=tmp_path, threads=1)
+    assert again["skipped"] is True
+    assert len(table.rows()) == 1
+
+
+def test_down_sampled_cell_realises_a_low_rho(profile, tmp_path):
+    spec = _spec(profile, rounds=2.5, target=0.30)
+    assert spec.K < spec.G
+    row = train.run_cell(spec, results_root=tmp_path, threads=1, raise_errors=True)
+    assert abs(row["rho"] - 0.30) <= 0.05
+    assert row["C_total"] <= spec.budget_flops
+
+
+def test_a_failure_is_a_failed_row_with_nan_metrics_then_a_retry(profile, tmp_path, monkeypatch):
+    spec = _spec(profile, rounds=1.5)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("the trainer fell over")
+
+    monkeypatch.setattr(train, "_trainer", boom)
+    row = train.run_cell(spec, results_root=tmp_path, threads=1)
+    assert row["status"] == "failed" and "the trainer fell over" in row["error"]
+    assert all(math.isnan(row[m]) for m in ("native_reward", "gsm_pass1", "math_pass1", "judge_score"))
+    frame = ResultTable(tmp_path / "runs.csv").frame()
+    assert frame["status"].tolist() == ["failed"] and math.isnan(frame["gsm_pass1"][0])
+    monkeypatch.undo()
+    row = train.run_cell(spec, results_root=tmp_path, threads=1)
+    assert row["status"] == "ok"
+    assert ResultTable(tmp_path / "runs.csv").frame()["status"].tolist() == ["failed", "ok"]
+
+
+def test_the_same_experiment_asked_by_two_stages_is_one_run(profile):
+    a = _spec(profile, rounds=4, stage="A", name="M")
+    b = _spec(profile, rounds=4, stage="B", name="sparse")
+    assert (a.stage, b.stage) == ("A", "B")
+    assert a.run_id == b.run_id
+    assert _spec(profile, rounds=4, seed=1).run_id != a.run_id
+    assert dataclasses.replace(a, budget_flops=a.budget_flops * 2).run_id != a.run_id
+
+
+def test_stage_specs_cover_every_feasible_cell_and_seed():
+    profile = load_profile("cpu-tiny")
+    assert len(train.stage_specs(profile, "A", seeds=3)) == 3 * 5 * 3
+    d = train.stage_specs(profile, "D", seeds=1, budget_kind="pilot")
+    assert [s.cell for s in d] == ["r15", "r30", "r50", "r70"]
+    assert all(s.budget_flops == profile.pilot_budget_flops and s.prm for s in d)
+    b = train.stage_specs(profile, "B", seeds=2)
+    assert not any(s.setting == "proxy_prm" and s.cell == "r85" for s in b)  # the PRM's cost caps rho
+    assert len({s.run_id for s in b}) == len(b) == (3 * 5 + 4) * 2
+
+
+def test_bad_input_is_refused_before_any_compute(profile, tmp_path):
+    spec = _spec(profile, rounds=2)
+    missing = dataclasses.replace(spec, model=str(tmp_path / "no-such-model"))
+    with pytest.raises(FileNotFoundError, match="no-such-model"):
+        train.run_cell(missing, results_root=tmp_path)
+    with pytest.raises(ValueError, match="unknown arith split 'nope'"):
+        train.run_cell(dataclasses.replace(spec, data=(*spec.data[:-1], ("train", "arith/nope"))), tmp_path)
+    with pytest.raises(ValueError, match="unknown dataset 'org/nothing'; known"):
+        train.run_cell(dataclasses.replace(spec, data=(*spec.data[:-1], ("train", "org/nothing"))), tmp_path)
+    with pytest.raises(ValueError, match="one round needs"):
+        train.run_cell(dataclasses.replace(spec, budget_flops=spec.first_round_flops / 3), tmp_path)
+    with pytest.raises(ValueError, match="cannot exceed"):
+        dataclasses.replace(spec, K=spec.G + 1)
+    with pytest.raises(ValueError, match="unknown reward system"):
+        dataclasses.replace(spec, reward_system="vibes")
+    with pytest.raises(ValueError, match="positive"):
+        dataclasses.replace(spec, budget_flops=-1.0)
+    assert not (tmp_path / "runs.csv").exists()
