@@ -124,6 +124,31 @@ def _plan_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cells_command(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from paper_repro import sweep, train
+    from paper_repro.config import load_profile
+
+    profile = load_profile(args.profile)
+    if profile.offline:
+        import os
+
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["HF_DATASETS_OFFLINE"] = "1"
+    kind = "pilot" if args.pilot else "full"
+    specs = [s for stage in args.stage for s in train.stage_specs(profile, stage, args.seeds, kind)]
+    if args.cells:
+        specs = [s for s in specs if s.cell in args.cells]
+    rows = sweep.run_specs(specs, args.results, jobs=args.jobs, threads=args.threads)
+    columns = ["stage", "setting", "cell", "seed", "P", "G", "K", "mu", "rounds", "target_rho", "rho",
+               "C_total", "budget_flops", "gsm_pass1", "base_gsm_pass1", "seconds_total", "status"]  # fmt: skip
+    table = pd.DataFrame(rows, columns=columns)
+    with pd.option_context("display.width", 200, "display.max_rows", 500):
+        print(table.to_string(index=False))
+    return 0 if (table["status"] == "ok").all() else 1
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -169,6 +194,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, default=None, help="override the budget (FLOPs)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_plan_command)
+
+    c = sub.add_parser(
+        "cells",
+        help="run the GRPO cells of stages directly (no notebooks); resumes, skipping finished runs",
+        description="Run every planned cell x seed of the given stages and append one row per run to "
+        "data/results/<profile>/runs.csv (or --results DIR). Finished runs are skipped.",
+    )
+    c.add_argument("--profile", required=True)
+    c.add_argument("--stage", required=True, nargs="+", type=str.upper, choices=["A", "B", "D"])
+    c.add_argument(
+        "--seeds", type=_positive_int, default=None, help="seeds per cell (default: the profile's)"
+    )
+    c.add_argument("--cells", nargs="+", default=None, help="only these cells (e.g. r30 r70)")
+    c.add_argument("--pilot", action="store_true", help="at the RACE pilot budget")
+    c.add_argument("--jobs", type=_positive_int, default=1, help="runs in parallel (worker processes)")
+    c.add_argument("--threads", type=_positive_int, default=None, help="torch threads per run")
+    c.add_argument("--results", default=None, help="results directory (default data/results/<profile>)")
+    c.set_defaults(func=_cells_command)
     return parser
 
 

@@ -9,9 +9,20 @@ Every solution line ``a op b = c`` can be checked exactly, and the final answer 
 ``answer:``. Everything is generated deterministically from a seed, and the repo ships the splits as
 JSONL under ``data/tasks/arith/`` (see :func:`write_splits`).
 
-Error injection: the base policies are pretrained on *imperfect* solutions, in which each step's
-result is off by a small amount with probability ``error_rate``, and later steps carry the wrong value
-forward, as a careless solver would. That leaves the base policies room for RL to improve them.
+Imperfect pretraining: the base policies are SFT-trained on a corpus with two kinds of flaw, so that
+they start with room for RL to improve them:
+
+- *slips*: each step's result is off by a small amount with probability ``error_rate``, and later
+  steps carry the wrong value forward, as a careless solver would;
+- *shortcuts*: with a probability that rises with the number of steps (:data:`SHORTCUT_SHARE`), the
+  solution skips the work and answers at once, with the value the chain holds after a random number
+  of its steps (``"answer: 17"``), as a solver who stops thinking too soon. A shortcut is wrong for
+  every problem of two or more steps, unless the chain happens to return to that value.
+
+The shortcut makes the testbed's main room for RL a *choice* the base policy already samples but
+does not prefer: on long problems most sampled solutions, and the greedy one, take the shortcut,
+while a minority work the steps and are mostly right. RL can only sharpen what sampling reaches
+(pass@k >> pass@1); this is that pattern, built in on purpose. See docs/CHOICES.md.
 """
 
 from __future__ import annotations
@@ -81,6 +92,11 @@ SPLITS: dict[str, SplitSpec] = {
         SplitSpec("pretrain", 50000, 106, Difficulty(steps=(1, 2, 3, 4, 5, 6)), "SFT corpus", False),
     )
 }
+# Share of SFT solutions that take the shortcut, by number of steps: a majority from 4 steps on, so
+# that the base policies' greedy solutions of long problems are shortcuts (docs/CHOICES.md).
+SHORTCUT_SHARE: dict[int, float] = {1: 0.0, 2: 0.3, 3: 0.45, 4: 0.6, 5: 0.65, 6: 0.7}
+SHORTCUT_SEED = 107  # its own stream: the shortcut draw changes no problem of any split
+
 # Earlier splits win: a prompt that appears in an earlier split is never drawn for a later one, so
 # no evaluation prompt is ever trained on.
 SPLIT_ORDER = tuple(SPLITS)
@@ -169,6 +185,14 @@ def sample_problem(rng: random.Random, difficulty: Difficulty) -> Problem:
 def sample_errors(rng: random.Random, n_steps: int, error_rate: float) -> list[int]:
     """Per-step result offsets: 0, or with probability ``error_rate`` a slip of ±1 or ±2."""
     return [rng.choice((-2, -1, 1, 2)) if rng.random() < error_rate else 0 for _ in range(n_steps)]
+
+
+def shortcut_solution(rng: random.Random, problem: Problem) -> str:
+    """A solution that skips the work: the answer marker and the value after a random number of the
+    problem's steps (0 to n - 1: the start value, or an intermediate result)."""
+    j = rng.randrange(len(problem.ops))
+    value = problem.start if j == 0 else problem.steps[j - 1][3]
+    return f"{ANSWER_MARKER} {value}"
 
 
 def sample_slips(
@@ -327,12 +351,14 @@ def generate_split(
 def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str, list[dict]]:
     """All splits as records, disjoint by prompt (earlier splits in ``SPLIT_ORDER`` win).
 
-    ``pretrain`` records carry a ``completion`` (a solution with injected errors); ``prm`` records
+    ``pretrain`` records carry a ``completion`` (a solution with injected slips, or a shortcut answer,
+    flagged ``shortcut``); ``prm`` records
     carry ``steps`` (the solution's step lines) and ``labels`` (step verdicts).
     """
     taken: set[str] = set()
     out: dict[str, list[dict]] = {}
     slip_rng = random.Random(SPLITS["prm"].seed + 1)
+    shortcut_rng = random.Random(SHORTCUT_SEED)
     for name in SPLIT_ORDER:
         spec = SPLITS[name]
         rate = {"pretrain": pretrain_error_rate, "prm": prm_error_rate}.get(name, 0.0)
@@ -340,7 +366,12 @@ def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str,
         for problem, errors in generate_split(spec, taken, rate):
             extra = {}
             if name == "pretrain":
-                extra["completion"] = problem.solution(errors)
+                share = SHORTCUT_SHARE.get(len(problem.ops), max(SHORTCUT_SHARE.values()))
+                shortcut = shortcut_rng.random() < share
+                extra["completion"] = (
+                    shortcut_solution(shortcut_rng, problem) if shortcut else problem.solution(errors)
+                )
+                extra["shortcut"] = shortcut
             elif name == "prm":
                 text = problem.solution(sample_slips(slip_rng, problem, rate))
                 extra["steps"] = text.split(STEP_SEPARATOR)[:-1]
@@ -353,7 +384,7 @@ def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str,
 
 def write_splits(
     directory: str | Path | None = None,
-    pretrain_error_rate: float = 0.1,
+    pretrain_error_rate: float = 0.05,
     prm_error_rate: float = 0.3,
     splits: dict[str, list[dict]] | None = None,
 ) -> dict[str, Path]:
@@ -369,6 +400,7 @@ def write_splits(
     meta = {
         "splits": {name: asdict(spec) for name, spec in SPLITS.items()},
         "pretrain_error_rate": pretrain_error_rate,
+        "shortcut_share": SHORTCUT_SHARE,
         "prm_error_rate": prm_error_rate,
     }
     (directory / "splits.json").write_text(json.dumps(meta, indent=2) + "\n")
