@@ -42,16 +42,18 @@ from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
 from paper_repro.rewards import REWARD_SYSTEMS
 
 BudgetKind = Literal["full", "pilot"]
-HASH_EXCLUDES = ("stage", "setting", "predicted_rho", "first_round_flops")
+# Labels of who asked for a run and the planner's predictions: not part of what the run computes.
+HASH_EXCLUDES = ("stage", "setting", "cell", "target_rho", "predicted_rho", "first_round_flops")
 BASE_COLUMNS = ("base_id", "model", "reward_system", "native_reward", "gsm_pass1", "math_pass1",
                 "judge_score", "seconds", "git_sha", "versions", "created_at")  # fmt: skip
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything one run computes with. Its ``run_id`` hashes all of it except the labels of the
-    frontier that asked for it (``stage``, ``setting``) and the planner's predictions, so the same
-    experiment requested by two stages runs once."""
+    """Everything one run computes with. Its ``run_id`` hashes all of it except the labels of who
+    asked for it (``stage``, ``setting``, ``cell``, ``target_rho``) and the planner's predictions, so
+    the same experiment asked for twice (stage A's M and stage B's sparse; TRL's default cell and the
+    grid cell with the same P, G, K, mu) runs once, and its row carries the first asker's labels."""
 
     profile: str
     stage: str

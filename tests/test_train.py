@@ -114,6 +114,8 @@ def test_the_same_experiment_asked_by_two_stages_is_one_run(profile):
     assert a.run_id == b.run_id
     assert _spec(profile, rounds=4, seed=1).run_id != a.run_id
     assert dataclasses.replace(a, budget_flops=a.budget_flops * 2).run_id != a.run_id
+    assert dataclasses.replace(a, cell="default", target_rho=float("nan")).run_id == a.run_id
+    assert dataclasses.replace(a, mu=a.mu + 1).run_id != a.run_id
 
 
 def test_stage_specs_cover_every_feasible_cell_and_seed():
