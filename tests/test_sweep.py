@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,7 @@ def tiny_profile(tmp_path_factory):
     model.save_pretrained(root / "policy")
     tokenizer.save_pretrained(root / "policy")
     base = load_profile("cpu-tiny").source
-    text = open(base).read()
+    text = Path(base).read_text()
     for size in ("S", "M", "L"):
         text = text.replace(f"data/models/policy-{size}", str(root / "policy"))
     text = text.replace("max_completion_length: 96", "max_completion_length: 12")
