@@ -14,9 +14,11 @@ allowed P that still buys ``min_rounds`` rounds). A target it cannot predict wit
 tolerance is refused, with the reason and the nearest feasible rho. The realised rho is what the
 ledger measures; tables and figures use that.
 
-Ties (equal predicted rho within 0.005) go to fewer epochs, then K = G (no discarded rollouts),
-then the group size nearest the grid's ``preferred_G`` (TRL's default G = 8): K = G, mu = 1 gives the
-same rho for every G, and a group of 2 is a poor baseline for GRPO's advantage.
+Among the cells that predict the target within the tolerance, the planner prefers the plainest:
+fewer epochs, then K = G (no discarded rollouts), then the nearest predicted rho (to 0.01), then the
+group size nearest the grid's ``preferred_G`` (TRL's default G = 8; K = G, mu = 1 gives the same rho
+for every G, and a group of 2 is a poor baseline for GRPO's advantage). So TRL's own default
+(K = G = 8, mu = 1) is the grid's cell wherever its rho is within tolerance of a target.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from paper_repro.config import Grid, Profile, Setting
 from paper_repro.flops import GRPOStep, LoRASpec, ModelShape, StepCost, TrainSpec
 from paper_repro.tasks.base import repo_root
 
-TIE = 0.005  # predicted rhos this close count as equal
 MIN_ROUNDS = 5  # P is the largest allowed value that still buys this many rounds
 
 
@@ -156,10 +157,15 @@ class Planner:
                 nearest,
                 (lo, hi),
             )
-        near = [s for s in shapes if abs(s[3].rho - target_rho) <= best + TIE]
+        near = [s for s in shapes if abs(s[3].rho - target_rho) <= self.grid.tolerance]
         g, k, mu, _ = min(
             near,
-            key=lambda s: (s[2], s[1] != s[0], abs(s[0] - self.grid.preferred_G), abs(s[3].rho - target_rho)),
+            key=lambda s: (
+                s[2],
+                s[1] != s[0],
+                round(abs(s[3].rho - target_rho), 2),
+                abs(s[0] - self.grid.preferred_G),
+            ),
         )
         return self._with_prompts(target_rho, g, k, mu, budget_flops)
 

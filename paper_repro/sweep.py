@@ -72,4 +72,9 @@ def rows_for(specs: Sequence[RunSpec], results_root: str | Path | None = None) -
         for row in ResultTable(results_dir(profile, results_root) / "runs.csv", RUN_COLUMNS).rows():
             if row["status"] == "ok" or row["run_id"] not in rows:
                 rows[row["run_id"]] = row
-    return [{**rows[s.run_id], "stage": s.stage, "setting": s.setting} for s in specs if s.run_id in rows]
+    # a run serves every spec that computes the same thing: label it as this spec asked for it
+    return [
+        {**rows[s.run_id], "stage": s.stage, "setting": s.setting, "cell": s.cell, "target_rho": s.target_rho}
+        for s in specs
+        if s.run_id in rows
+    ]

@@ -6,13 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paper_repro.analysis import analyse
+from paper_repro.analysis import analyse, planned_grids
 from paper_repro.analysis.frontiers import _fits, bootstrap_rho_star, t975
 from paper_repro.analysis.race import RegimeThresholds
 from paper_repro.config import load_profile
 from paper_repro.results import RUN_COLUMNS, ResultTable
-
-RHOS = {"r15": 0.15, "r30": 0.30, "r50": 0.50, "r70": 0.70, "r85": 0.85}
 
 
 def _peak(setting: str) -> float:
@@ -23,25 +21,23 @@ def _write_runs(path, profile, seeds=3, noise=0.005, judge_peak=None):
     rng = np.random.default_rng(0)
     table = ResultTable(path, RUN_COLUMNS)
     n = 0
-    for kind, budget, n_seeds in (("full", 1e11, seeds), ("pilot", 1.25e10, 1)):
+    for kind, budget, n_seeds in (
+        ("full", profile.budget_flops, seeds),
+        ("pilot", profile.pilot_budget_flops, 1),
+    ):
+        grids = planned_grids(profile, budget)
         for s in profile.all_settings():
-            cells = (
-                RHOS
-                if s.reward_system not in ("proxy_prm", "prm")
-                else {k: v for k, v in RHOS.items() if v < 0.8}
-            )
-            for cell, rho in cells.items():
+            for (P, G, K, mu), (cell, rho) in grids[s.name].items():
                 for seed in range(n_seeds):
                     quality = 0.6 - (rho - _peak(s.name)) ** 2 + rng.normal(0, noise)
                     prm_share = 0.4 if s.reward_system in ("proxy_prm", "prm") else 0.0
-                    G, K, mu = (8, 8, 1) if cell == "r70" else (16, 4, 1)
                     n += 1
                     table.append({
                         "run_id": f"run{n:04d}", "profile": profile.name, "stage": s.stage, "setting": s.name,
                         "cell": cell, "seed": seed, "budget_kind": kind, "budget_flops": budget,
                         "target_rho": rho, "rho": rho, "rho_time": rho / 2, "C_total": budget * 0.99,
                         "C_learning": budget * rho, "C_reward": budget * prm_share, "C_search": budget * 0.1,
-                        "P": 8, "G": G, "K": K, "mu": mu,
+                        "P": P, "G": G, "K": K, "mu": mu,
                         "rounds": {"S": 40, "M": 20, "L": 10}.get(s.policy, 20) * (1.5 - rho),
                         "steps": 10, "model": s.policy, "reward_system": s.reward_system,
                         "native_reward": quality, "gsm_pass1": quality - 0.1 * (0.9 - rho),
@@ -110,6 +106,7 @@ def test_targets_that_peak_elsewhere_disagree(analysed):
     result, _ = analysed
     d = result.disagreement.set_index("setting")
     assert d.loc["M", "best_judge_score"] == "r50" and d.loc["M", "best_native_reward"] == "r70"
+    assert d.loc["prm", "best_judge_score"] == "r50" and d.loc["prm", "best_native_reward"] == "r50"
     assert result.disagreement_share > 0.5
 
 
@@ -119,7 +116,7 @@ def test_race_compares_pick_default_and_oracle(analysed):
     assert r.loc["M", "pilot_regime"] == r.loc["M", "full_regime"] == "update-heavy"
     assert r.loc["prm", "full_regime"] == "reward-heavy"
     assert r.loc["M", "race_regret_vs_oracle"] == pytest.approx(0.0)
-    assert r.loc["M", "pilot_flops_fraction"] == pytest.approx(1.25e10 / (3 * 1e11))
+    assert r.loc["M", "pilot_flops_fraction"] == pytest.approx(1 / (8 * 3))
     assert np.isfinite(r.loc["M", "race_gain_vs_default"])
 
 

@@ -40,6 +40,20 @@ class Analysis:
     figures: list[str]
 
 
+def planned_grids(
+    profile: Profile, budget: float
+) -> dict[str, dict[tuple[int, int, int, int], tuple[str, float]]]:
+    """Each setting's planned cells at ``budget``: (P, G, K, mu) -> (label, target rho). From the
+    profile's configs only (no weights, no runs)."""
+    from paper_repro.allocation import plan_setting
+
+    grids = {}
+    for s in profile.all_settings():
+        planned = plan_setting(profile, s, budget)
+        grids[s.name] = {(c.P, c.G, c.K, c.mu): (c.label, c.target_rho) for c in planned.cells}
+    return grids
+
+
 def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
     """Full-budget rows of TRL's default allocation (K = G = preferred G, mu = 1) per setting."""
     g = profile.grid.preferred_G
@@ -62,10 +76,8 @@ def analyse(
     fig_dir = Path(figures_dir) if figures_dir is not None else repo_root() / "figures" / profile.name
     runs = load_runs(root / "runs.csv")
     settings = profile.all_settings()
-    full_rows = setting_rows(runs, settings, "full")
-    grid_cells = {f"r{round(t * 100):02d}" for t in profile.grid.targets}
-    full_rows = full_rows[full_rows["cell"].isin(grid_cells) | full_rows["cell"].isna()]
-    pilot_rows = setting_rows(runs, settings, "pilot")
+    full_rows = setting_rows(runs, settings, "full", planned_grids(profile, profile.budget_flops))
+    pilot_rows = setting_rows(runs, settings, "pilot", planned_grids(profile, profile.pilot_budget_flops))
     frontier = frontier_table(full_rows)
     pilot = frontier_table(pilot_rows) if len(pilot_rows) else frontier.iloc[0:0]
     optima = optimum_table(full_rows, frontier, n_boot)

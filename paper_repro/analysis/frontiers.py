@@ -49,13 +49,27 @@ def load_runs(path) -> pd.DataFrame:
     return frame
 
 
-def setting_rows(runs: pd.DataFrame, settings: Sequence, budget_kind: str = "full") -> pd.DataFrame:
-    """The rows of every setting, labelled with the setting's stage and name (a row can serve two)."""
+def setting_rows(
+    runs: pd.DataFrame, settings: Sequence, budget_kind: str = "full", grids: dict | None = None
+) -> pd.DataFrame:
+    """The rows of every setting, labelled with the setting's stage and name (a row can serve two).
+
+    ``grids`` maps a setting's name to ``{(P, G, K, mu): (cell, target_rho)}``, its planned grid:
+    rows are then relabelled by their allocation (a run first asked for under another label, such
+    as TRL's default cell, still counts as the grid cell with its P, G, K, mu) and rows off the grid
+    are dropped."""
     parts = []
     for s in settings:
         rows = runs[(runs["model"] == s.policy) & (runs["reward_system"] == s.reward_system)]
         rows = rows[rows["budget_kind"] == budget_kind].copy()
         rows["stage"], rows["setting"] = s.stage, s.name
+        if grids is not None:
+            grid = grids.get(s.name, {})
+            keys = list(zip(rows["P"].astype(int), rows["G"].astype(int), rows["K"].astype(int),
+                            rows["mu"].astype(int), strict=True))  # fmt: skip
+            rows = rows[[k in grid for k in keys]].copy()
+            rows["cell"] = [grid[k][0] for k in keys if k in grid]
+            rows["target_rho"] = [grid[k][1] for k in keys if k in grid]
         parts.append(rows)
     return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
 
