@@ -149,6 +149,20 @@ def _cells_command(args: argparse.Namespace) -> int:
     return 0 if (table["status"] == "ok").all() else 1
 
 
+def _run_command(args: argparse.Namespace) -> int:
+    from paper_repro import sweep
+
+    jobs = sweep.study_jobs(
+        args.profile, args.stage, args.seeds, args.quick, args.results, executed_dir=args.executed
+    )
+    written = sweep.run_study(
+        jobs, n_jobs=args.jobs, executor=args.executor, results_root=args.results, cluster=args.cluster
+    )
+    for path in written:
+        print(f"executed {path}")
+    return 0
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -212,6 +226,33 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--threads", type=_positive_int, default=None, help="torch threads per run")
     c.add_argument("--results", default=None, help="results directory (default data/results/<profile>)")
     c.set_defaults(func=_cells_command)
+
+    r = sub.add_parser(
+        "run",
+        help="run the study: execute the stage notebooks with papermill (resumes where it stopped)",
+        description="Execute the study notebooks with papermill: 0 (the cpu-tiny testbed, only when it is "
+        "missing), A (notebook 10, per policy size), BD (notebook 20, per reward system), race (notebook "
+        "30, per setting), analysis (notebook 40). Executed copies go to notebooks/executed/<profile>/. "
+        "Finished runs and notebooks are skipped, so a killed study reruns only what is missing.",
+    )
+    r.add_argument("--profile", required=True, help="cpu-tiny, gpu-paper, or a profile YAML file")
+    r.add_argument("--stage", nargs="+", default=["all"], choices=["0", "A", "BD", "race", "analysis", "all"])
+    r.add_argument(
+        "--seeds", type=_positive_int, default=None, help="seeds per full-budget cell (default: profile)"
+    )
+    r.add_argument("--quick", action="store_true", help="1 seed, 3 cells per setting")
+    r.add_argument("--jobs", type=_positive_int, default=1, help="notebooks executed in parallel")
+    r.add_argument("--executor", choices=["local", "slurm"], default="local")
+    r.add_argument(
+        "--cluster",
+        default=None,
+        help="submitit cluster for --executor slurm (default: auto; 'local' for tests)",
+    )
+    r.add_argument("--results", default=None, help="results directory (default data/results/<profile>)")
+    r.add_argument(
+        "--executed", default=None, help="executed notebooks (default notebooks/executed/<profile>)"
+    )
+    r.set_defaults(func=_run_command)
     return parser
 
 

@@ -1,10 +1,17 @@
-"""Running many cells: a resumable loop over run specs, in-process or on a pool of worker processes.
+"""Running many cells and the whole study, resumably.
 
 :func:`run_specs` skips every spec whose ``ok`` row is already in the table (so a sweep killed at any
 point and rerun finishes only what is missing), runs the rest with a progress bar, and returns the
 rows in spec order. With ``jobs > 1`` each worker is a fresh process with ``threads`` torch threads
 (default: the machine's cores divided among the jobs); rows are appended by the workers themselves,
 under the table's file lock.
+
+:func:`study_jobs` and :func:`run_study` (``paper-repro run``) execute the study notebooks with
+papermill: notebook 00 when the cpu-tiny testbed is missing, 10 once per policy size, 20 once per
+reward system, 30 once per setting, 40 once. A notebook whose runs are all in the table and whose
+executed copy exists is skipped; the others are executed (their finished runs are skipped inside),
+so a study killed at any point and rerun finishes only what is missing. Executed copies go to
+``notebooks/executed/<profile>/`` and replace the old copy only when the execution succeeds.
 """
 
 from __future__ import annotations
@@ -12,12 +19,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
-from paper_repro.train import RunSpec, check_spec, run_cell
+from paper_repro.train import RunSpec, check_spec, default_cell_spec, run_cell
 
 
 def pending(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> list[RunSpec]:
@@ -78,3 +86,222 @@ def rows_for(specs: Sequence[RunSpec], results_root: str | Path | None = None) -
         for s in specs
         if s.run_id in rows
     ]
+
+
+# --------------------------------------------------------------------------------------------
+# The study: notebooks executed with papermill (`paper-repro run`)
+# --------------------------------------------------------------------------------------------
+
+STUDY_STAGES = ("0", "A", "BD", "race", "analysis")
+NOTEBOOKS = {
+    "0": "00_embedded_models",
+    "A": "10_stage_A_model_size",
+    "BD": "20_stage_BD_reward_systems",
+    "race": "30_race_pilots",
+    "analysis": "40_final_analysis",
+}
+
+
+@dataclass(frozen=True)
+class NotebookJob:
+    """One papermill execution: a notebook, its parameters, where its executed copy goes, and the
+    runs it makes (what the progress bar counts and what resuming checks)."""
+
+    stage: str
+    notebook: str
+    parameters: dict
+    output: Path
+    specs: tuple[RunSpec, ...] = ()
+
+    @property
+    def source(self) -> Path:
+        from paper_repro.tasks.base import repo_root
+
+        return repo_root() / "notebooks" / f"{self.notebook}.ipynb"
+
+
+def study_jobs(
+    profile_name: str,
+    stages: Sequence[str] = ("all",),
+    seeds: int | None = None,
+    quick: bool = False,
+    results_root: str | Path | None = None,
+    threads: int | None = None,
+    executed_dir: str | Path | None = None,
+) -> list[NotebookJob]:
+    """The notebook executions of the requested study stages, in order. Executed copies go to
+    ``executed_dir`` (default ``notebooks/executed/<profile>/``)."""
+    from paper_repro import study
+    from paper_repro.tasks.base import repo_root
+
+    wanted = list(STUDY_STAGES) if "all" in stages else list(stages)
+    unknown = sorted(set(wanted) - set(STUDY_STAGES))
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown}; stages: {', '.join(STUDY_STAGES)}, all")
+    profile = study.prepare(profile_name)
+    out_dir = Path(executed_dir) if executed_dir else repo_root() / "notebooks" / "executed" / profile.name
+    common = {
+        "profile": profile_name,
+        "results_root": str(results_root) if results_root else None,
+        "threads": threads,
+    }
+    run_common = {**common, "quick": quick}
+    if seeds is not None:
+        run_common["seeds"] = seeds
+    jobs: list[NotebookJob] = []
+    for stage in STUDY_STAGES:
+        if stage not in wanted:
+            continue
+        book = NOTEBOOKS[stage]
+        if stage == "0":
+            if profile.name == "cpu-tiny" and not _testbed_built():
+                jobs.append(NotebookJob(stage, book, {}, out_dir / f"{book}.ipynb"))
+        elif stage == "A":
+            for s in profile.settings("A"):
+                specs = study.setting_specs(
+                    profile, "A", s.name, 1 if quick and seeds is None else seeds, quick=quick
+                )
+                jobs.append(NotebookJob(stage, book, {**run_common, "setting": s.name},
+                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs)))  # fmt: skip
+        elif stage == "BD":
+            for s in profile.settings("B") + profile.settings("D"):
+                specs = study.setting_specs(
+                    profile, s.stage, s.name, 1 if quick and seeds is None else seeds, quick=quick
+                )
+                jobs.append(NotebookJob(stage, book, {**run_common, "reward_system": s.name},
+                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs)))  # fmt: skip
+        elif stage == "race":
+            for s in profile.all_settings():
+                specs = study.setting_specs(profile, s.stage, s.name, 1, "pilot", quick=quick)
+                n_default = (1 if quick else profile.seeds) if seeds is None else seeds
+                specs += [default_cell_spec(profile, s, seed) for seed in range(n_default)]
+                params = {**common, "quick": quick, "stage": s.stage, "setting": s.name}
+                if seeds is not None:
+                    params["default_seeds"] = seeds
+                jobs.append(
+                    NotebookJob(
+                        stage, book, params, out_dir / f"{book}__{s.stage}_{s.name}.ipynb", tuple(specs)
+                    )
+                )
+        else:
+            params = {"profile": profile_name, "results_root": common["results_root"]}
+            if results_root:  # results redirected: the figures go beside them, not into the repo
+                params["figures_dir"] = str(Path(results_root) / "figures")
+            jobs.append(NotebookJob(stage, book, params, out_dir / f"{book}.ipynb"))
+    return jobs
+
+
+def _testbed_built() -> bool:
+    from paper_repro.tasks.base import repo_root
+
+    root = repo_root()
+    needed = [root / "data/models" / m / "config.json" for m in ("policy-S", "policy-M", "policy-L", "prm")]
+    return all(p.exists() for p in needed) and (root / "data/results/cpu-tiny/base_models.csv").exists()
+
+
+def job_done(job: NotebookJob, results_root: str | Path | None = None) -> bool:
+    """A run notebook is done when its executed copy exists and none of its runs is missing; the
+    analysis notebook is never done (it is cheap and reads whatever is there)."""
+    if job.stage == "analysis":
+        return False
+    if job.stage == "0":
+        return _testbed_built() and job.output.exists()
+    return job.output.exists() and not pending(job.specs, results_root)
+
+
+def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool = False) -> Path:
+    """Execute one notebook with papermill; the executed copy replaces the old one only on success."""
+    import papermill as pm
+
+    from paper_repro.tasks.base import repo_root
+
+    job.output.parent.mkdir(parents=True, exist_ok=True)
+    params = dict(job.parameters)
+    if job.stage not in ("0", "analysis"):
+        params["threads"] = threads
+        params["executed_notebook"] = (
+            str(job.output.relative_to(repo_root()))
+            if job.output.is_relative_to(repo_root())
+            else str(job.output)
+        )
+    tmp = job.output.with_name(f".{job.output.name}.running")
+    pm.execute_notebook(
+        str(job.source),
+        str(tmp),
+        parameters=params,
+        cwd=str(repo_root()),
+        progress_bar=False,
+        log_output=log_output,
+    )
+    os.replace(tmp, job.output)
+    return job.output
+
+
+def run_study(
+    jobs: Sequence[NotebookJob],
+    n_jobs: int = 1,
+    executor: str = "local",
+    results_root: str | Path | None = None,
+    progress: bool = True,
+    slurm_folder: str | Path | None = None,
+    cluster: str | None = None,
+) -> list[Path]:
+    """Execute every job that is not done, ``n_jobs`` at a time, stage by stage (a stage's jobs run
+    in parallel, the next stage waits: the analysis needs every run). A progress bar counts runs."""
+
+    from tqdm.auto import tqdm
+
+    if executor not in ("local", "slurm"):
+        raise ValueError(f"unknown executor {executor!r}; executors: local, slurm")
+    todo = [j for j in jobs if not job_done(j, results_root)]
+    all_specs = [s for j in todo for s in j.specs]
+    total = len({s.run_id for s in all_specs})
+    threads = max(1, (os.cpu_count() or 1) // max(1, n_jobs))
+    bar = tqdm(total=total, desc="runs", unit="run", disable=not progress)
+    written: list[Path] = []
+
+    def refresh() -> None:
+        bar.n = total - len(pending(all_specs, results_root))
+        bar.refresh()
+
+    for stage in STUDY_STAGES:
+        batch = [j for j in todo if j.stage == stage]
+        if not batch:
+            continue
+        bar.set_postfix_str(f"stage {stage}")
+        if executor == "slurm":
+            written += _run_submitit(batch, n_jobs, threads, slurm_folder, cluster, refresh)
+            continue
+        from concurrent.futures import ThreadPoolExecutor, wait
+
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            futures = [pool.submit(execute_job, j, threads) for j in batch]
+            while True:
+                _, running = wait(futures, timeout=2.0)
+                refresh()
+                if not running:
+                    break
+            for f in futures:
+                written.append(f.result())
+
+    refresh()
+    bar.close()
+    return written
+
+
+def _run_submitit(batch, n_jobs, threads, folder, cluster, refresh) -> list[Path]:
+    """One SLURM job (or, with ``cluster="local"``, one local subprocess) per notebook execution."""
+    import time
+
+    import submitit
+
+    from paper_repro.tasks.base import repo_root
+
+    folder = Path(folder) if folder else repo_root() / "slurm_logs"
+    executor = submitit.AutoExecutor(folder=folder, cluster=cluster)
+    executor.update_parameters(timeout_min=24 * 60, slurm_array_parallelism=n_jobs, cpus_per_task=threads)
+    submitted = [executor.submit(execute_job, j, threads) for j in batch]
+    while not all(s.done() for s in submitted):
+        refresh()
+        time.sleep(2.0)
+    return [s.result() for s in submitted]

@@ -3,40 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
 from paper_repro import cli, sweep, train
 from paper_repro.config import load_profile
 from paper_repro.results import ResultTable
+from tests.conftest import write_tiny_profile
 
 
 @pytest.fixture(scope="module")
 def tiny_profile(tmp_path_factory):
-    """A profile YAML whose three policies are one tiny random checkpoint: cheap end-to-end runs."""
-    import torch
-    from transformers import Qwen2ForCausalLM
-
-    from paper_repro import embedded
-
-    root = tmp_path_factory.mktemp("sweep")
-    tokenizer = embedded.build_tokenizer()
-    spec = embedded.ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(embedded.qwen2_config(spec, tokenizer))
-    model.save_pretrained(root / "policy")
-    tokenizer.save_pretrained(root / "policy")
-    base = load_profile("cpu-tiny").source
-    text = Path(base).read_text()
-    for size in ("S", "M", "L"):
-        text = text.replace(f"data/models/policy-{size}", str(root / "policy"))
-    text = text.replace("max_completion_length: 96", "max_completion_length: 12")
-    text = text.replace("  limit: 300", "  limit: 4").replace("max_new_tokens: 96", "max_new_tokens: 12")
-    text = text.replace("full_flops: 2.5e11", "full_flops: 1.5e9").replace("completion: 55", "completion: 12")
-    path = root / "tiny.yaml"
-    path.write_text(text)
-    return path
+    return write_tiny_profile(tmp_path_factory.mktemp("sweep"))
 
 
 def test_a_rerun_runs_only_what_is_missing(tiny_profile, tmp_path, monkeypatch):

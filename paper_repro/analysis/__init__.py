@@ -49,7 +49,11 @@ def planned_grids(
 
     grids = {}
     for s in profile.all_settings():
-        planned = plan_setting(profile, s, budget)
+        try:
+            planned = plan_setting(profile, s, budget)
+        except ValueError:  # the budget buys no round of some cell: the setting has no runs to label
+            grids[s.name] = {}
+            continue
         grids[s.name] = {(c.P, c.G, c.K, c.mu): (c.label, c.target_rho) for c in planned.cells}
     return grids
 

@@ -1,0 +1,83 @@
+"""`paper-repro run`: the study notebooks executed with papermill, resumed after a SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from paper_repro import sweep
+from paper_repro.results import ResultTable
+from tests.conftest import write_tiny_profile
+
+
+@pytest.fixture(scope="module")
+def tiny_profile(tmp_path_factory):
+    return write_tiny_profile(tmp_path_factory.mktemp("study"))
+
+
+def _cmd(profile, results, executed, *extra):
+    return [sys.executable, "-m", "paper_repro.cli", "run", "--profile", str(profile), "--results", str(results),
+            "--executed", str(executed), *extra]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def killed_and_resumed(tiny_profile, tmp_path_factory):
+    """Stage A (quick) started, SIGKILLed after two runs, and run again to the end."""
+    tmp_path = tmp_path_factory.mktemp("killed")
+    results, executed = tmp_path / "results", tmp_path / "executed"
+    args = ["--stage", "A", "--quick"]
+    jobs = sweep.study_jobs(str(tiny_profile), ["A"], quick=True, results_root=results, executed_dir=executed)
+    expected = {s.run_id for j in jobs for s in j.specs}
+    assert len(jobs) == 3 and len(expected) == 9
+    proc = subprocess.Popen(_cmd(tiny_profile, results, executed, *args), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    table = ResultTable(results / "runs.csv")
+    deadline = time.time() + 240
+    while time.time() < deadline and (not (results / "runs.csv").exists() or len(table.rows()) < 2):
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)  # the driver and its notebook kernels
+    proc.wait()
+    killed_at = len(table.rows())
+    assert 2 <= killed_at < len(expected), "the kill came too late to test resuming"
+    time.sleep(1)
+    done = subprocess.run(_cmd(tiny_profile, results, executed, *args), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return jobs, expected, results, executed, args
+
+
+def test_a_study_killed_mid_stage_and_rerun_finishes_without_duplicates(tiny_profile, killed_and_resumed):
+    jobs, expected, results, executed, args = killed_and_resumed
+    table = ResultTable(results / "runs.csv")
+    ids = [r["run_id"] for r in table.rows()]
+    assert len(ids) == len(set(ids)) == len(expected) and set(ids) == expected
+    for job in jobs:
+        assert job.output.exists()
+        assert not job.output.with_name(f".{job.output.name}.running").exists()
+    assert all(sweep.job_done(j, results) for j in jobs)
+    # a third run has nothing left to do
+    again = subprocess.run(_cmd(tiny_profile, results, executed, *args), capture_output=True, text=True)
+    assert again.returncode == 0 and "executed" not in again.stdout
+    assert len(table.rows()) == len(expected)
+
+
+def test_unknown_stage_is_refused(tiny_profile):
+    with pytest.raises(ValueError, match="unknown stage"):
+        sweep.study_jobs(str(tiny_profile), ["Z"])
+
+
+def test_the_analysis_notebook_runs_through_submitit_on_partial_results(
+    tiny_profile, killed_and_resumed, tmp_path
+):
+    """The slurm executor, through submitit's local backend; stage A alone is enough to analyse."""
+    _, _, results, _, _ = killed_and_resumed
+    jobs = sweep.study_jobs(str(tiny_profile), ["analysis"], results_root=results, executed_dir=tmp_path)
+    (path,) = sweep.run_study(jobs, executor="slurm", cluster="local", results_root=results, progress=False,
+                              slurm_folder=tmp_path / "submitit")  # fmt: skip
+    assert path.exists()
+    for table in ("frontiers", "optima", "claims"):
+        assert (results / f"{table}.csv").exists()
