@@ -10,7 +10,11 @@ PIP_TORCH := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test test-slow lint bench reproduce models clean
+QUICK ?=
+JOBS ?= 2
+RUN_FLAGS := --jobs $(JOBS) $(if $(QUICK),--quick,)
+
+.PHONY: install test test-slow lint bench reproduce validate models clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,7 +38,13 @@ lint: $(STAMP)
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m paper_repro.bench ledger
 
+# The whole cpu-tiny study: stage notebooks executed with papermill (resumes where it stopped), then
+# the analysis. QUICK=1: a smoke run (1 seed, 3 cells, half budget) into .../quick/ folders.
 reproduce: $(STAMP)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro run --profile cpu-tiny --stage all $(RUN_FLAGS)
+
+# The FLOP model against FlopCounterMode on real passes of three small models.
+validate: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m paper_repro.validate --out data/results/cpu-tiny/flops_validation.csv
 
 # Regenerate the cpu-tiny testbed (splits, tokenizer, policies S/M/L, PRM, base_models.csv): ~12 min.

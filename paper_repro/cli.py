@@ -155,9 +155,7 @@ def _run_command(args: argparse.Namespace) -> int:
     jobs = sweep.study_jobs(
         args.profile, args.stage, args.seeds, args.quick, args.results, executed_dir=args.executed
     )
-    written = sweep.run_study(
-        jobs, n_jobs=args.jobs, executor=args.executor, results_root=args.results, cluster=args.cluster
-    )
+    written = sweep.run_study(jobs, n_jobs=args.jobs, executor=args.executor, cluster=args.cluster)
     for path in written:
         print(f"executed {path}")
     return 0
@@ -240,7 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--seeds", type=_positive_int, default=None, help="seeds per full-budget cell (default: profile)"
     )
-    r.add_argument("--quick", action="store_true", help="1 seed, 3 cells per setting")
+    r.add_argument(
+        "--quick", action="store_true", help="smoke run: 1 seed, 3 cells, half budget; outputs in .../quick/"
+    )
     r.add_argument("--jobs", type=_positive_int, default=1, help="notebooks executed in parallel")
     r.add_argument("--executor", choices=["local", "slurm"], default="local")
     r.add_argument(

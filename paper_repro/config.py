@@ -28,6 +28,9 @@ PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 STAGES: tuple[str, ...] = ("A", "B", "D")
 STAGE_B_REWARDS: tuple[str, ...] = ("sparse", "structured", "dense", "proxy_prm")
 STAGE_D_REWARDS: tuple[str, ...] = ("prm",)
+# Quick mode (`paper-repro run --quick`): a smoke run of the whole study, not a result. Its outputs
+# go to .../quick/ folders that are not committed.
+QUICK_BUDGET_SCALE = 0.5
 
 
 def profile_names() -> list[str]:
@@ -135,6 +138,12 @@ class Profile:
             raise ValueError(f"profile {self.name}: data is missing {sorted(missing)}")
         if self.seeds < 1:
             raise ValueError(f"profile {self.name}: seeds must be >= 1")
+
+    def quick_variant(self) -> Profile:
+        """The quick mode's profile: one seed, the budget scaled by :data:`QUICK_BUDGET_SCALE`."""
+        from dataclasses import replace
+
+        return replace(self, budget_flops=self.budget_flops * QUICK_BUDGET_SCALE, seeds=1)
 
     @property
     def pilot_budget_flops(self) -> float:

@@ -112,6 +112,7 @@ class NotebookJob:
     parameters: dict
     output: Path
     specs: tuple[RunSpec, ...] = ()
+    results_root: str | None = None  # where its runs' rows go (None: data/results/<profile>)
 
     @property
     def source(self) -> Path:
@@ -138,13 +139,17 @@ def study_jobs(
     unknown = sorted(set(wanted) - set(STUDY_STAGES))
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages: {', '.join(STUDY_STAGES)}, all")
-    profile = study.prepare(profile_name)
+    profile = study.prepare(profile_name, quick)
     out_dir = Path(executed_dir) if executed_dir else repo_root() / "notebooks" / "executed" / profile.name
+    if quick:  # a smoke run: its outputs stay out of the committed study
+        results_root = results_root or results_dir(profile.name) / "quick"
+        out_dir = out_dir if executed_dir else out_dir / "quick"
     common = {
         "profile": profile_name,
         "results_root": str(results_root) if results_root else None,
         "threads": threads,
     }
+    root = common["results_root"]
     run_common = {**common, "quick": quick}
     if seeds is not None:
         run_common["seeds"] = seeds
@@ -162,18 +167,18 @@ def study_jobs(
                     profile, "A", s.name, 1 if quick and seeds is None else seeds, quick=quick
                 )
                 jobs.append(NotebookJob(stage, book, {**run_common, "setting": s.name},
-                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs)))  # fmt: skip
+                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs), root))  # fmt: skip
         elif stage == "BD":
             for s in profile.settings("B") + profile.settings("D"):
                 specs = study.setting_specs(
                     profile, s.stage, s.name, 1 if quick and seeds is None else seeds, quick=quick
                 )
                 jobs.append(NotebookJob(stage, book, {**run_common, "reward_system": s.name},
-                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs)))  # fmt: skip
+                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs), root))  # fmt: skip
         elif stage == "race":
             for s in profile.all_settings():
                 specs = study.setting_specs(profile, s.stage, s.name, 1, "pilot", quick=quick)
-                n_default = (1 if quick else profile.seeds) if seeds is None else seeds
+                n_default = profile.seeds if seeds is None else seeds
                 specs += [default_cell_spec(profile, s, seed) for seed in range(n_default)]
                 params = {**common, "quick": quick, "stage": s.stage, "setting": s.name}
                 if seeds is not None:
@@ -184,10 +189,14 @@ def study_jobs(
                     )
                 )
         else:
-            params = {"profile": profile_name, "results_root": common["results_root"]}
+            params = {
+                "profile": profile_name,
+                "results_root": str(results_root) if results_root else None,
+                "quick": quick,
+            }
             if results_root:  # results redirected: the figures go beside them, not into the repo
                 params["figures_dir"] = str(Path(results_root) / "figures")
-            jobs.append(NotebookJob(stage, book, params, out_dir / f"{book}.ipynb"))
+            jobs.append(NotebookJob(stage, book, params, out_dir / f"{book}.ipynb", (), root))
     return jobs
 
 
@@ -199,14 +208,14 @@ def _testbed_built() -> bool:
     return all(p.exists() for p in needed) and (root / "data/results/cpu-tiny/base_models.csv").exists()
 
 
-def job_done(job: NotebookJob, results_root: str | Path | None = None) -> bool:
+def job_done(job: NotebookJob) -> bool:
     """A run notebook is done when its executed copy exists and none of its runs is missing; the
     analysis notebook is never done (it is cheap and reads whatever is there)."""
     if job.stage == "analysis":
         return False
     if job.stage == "0":
         return _testbed_built() and job.output.exists()
-    return job.output.exists() and not pending(job.specs, results_root)
+    return job.output.exists() and not pending(job.specs, job.results_root)
 
 
 def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool = False) -> Path:
@@ -241,7 +250,6 @@ def run_study(
     jobs: Sequence[NotebookJob],
     n_jobs: int = 1,
     executor: str = "local",
-    results_root: str | Path | None = None,
     progress: bool = True,
     slurm_folder: str | Path | None = None,
     cluster: str | None = None,
@@ -253,15 +261,16 @@ def run_study(
 
     if executor not in ("local", "slurm"):
         raise ValueError(f"unknown executor {executor!r}; executors: local, slurm")
-    todo = [j for j in jobs if not job_done(j, results_root)]
-    all_specs = [s for j in todo for s in j.specs]
-    total = len({s.run_id for s in all_specs})
+    todo = [j for j in jobs if not job_done(j)]
+    all_specs = [(s, j.results_root) for j in todo for s in j.specs]
+    total = len({s.run_id for s, _ in all_specs})
     threads = max(1, (os.cpu_count() or 1) // max(1, n_jobs))
     bar = tqdm(total=total, desc="runs", unit="run", disable=not progress)
     written: list[Path] = []
 
     def refresh() -> None:
-        bar.n = total - len(pending(all_specs, results_root))
+        roots = {r for _, r in all_specs}
+        bar.n = total - sum(len(pending([s for s, r in all_specs if r == root], root)) for root in roots)
         bar.refresh()
 
     for stage in STUDY_STAGES:

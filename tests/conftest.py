@@ -34,7 +34,13 @@ def write_tiny_profile(root, name: str = "test-tiny"):
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.save_pretrained(root / "policy")
     tokenizer.save_pretrained(root / "policy")
+    from transformers import Qwen2ForTokenClassification
+
+    prm = Qwen2ForTokenClassification(embedded.qwen2_config(spec, tokenizer, num_labels=2))
+    prm.save_pretrained(root / "prm")
+    tokenizer.save_pretrained(root / "prm")
     text = Path(load_profile("cpu-tiny").source).read_text()
+    text = text.replace("prm: data/models/prm", f"prm: {root / 'prm'}")
     for size in ("S", "M", "L"):
         text = text.replace(f"data/models/policy-{size}", str(root / "policy"))
     replacements = {

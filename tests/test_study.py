@@ -33,7 +33,8 @@ def killed_and_resumed(tiny_profile, tmp_path_factory):
     args = ["--stage", "A", "--quick"]
     jobs = sweep.study_jobs(str(tiny_profile), ["A"], quick=True, results_root=results, executed_dir=executed)
     expected = {s.run_id for j in jobs for s in j.specs}
-    assert len(jobs) == 3 and len(expected) == 9
+    assert len(jobs) == 3 and len(expected) == 9  # quick: 3 cells x 1 seed per size
+    assert all(j.results_root == str(results) for j in jobs)
     proc = subprocess.Popen(_cmd(tiny_profile, results, executed, *args), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     table = ResultTable(results / "runs.csv")
@@ -58,7 +59,7 @@ def test_a_study_killed_mid_stage_and_rerun_finishes_without_duplicates(tiny_pro
     for job in jobs:
         assert job.output.exists()
         assert not job.output.with_name(f".{job.output.name}.running").exists()
-    assert all(sweep.job_done(j, results) for j in jobs)
+    assert all(sweep.job_done(j) for j in jobs)
     # a third run has nothing left to do
     again = subprocess.run(_cmd(tiny_profile, results, executed, *args), capture_output=True, text=True)
     assert again.returncode == 0 and "executed" not in again.stdout
@@ -76,7 +77,7 @@ def test_the_analysis_notebook_runs_through_submitit_on_partial_results(
     """The slurm executor, through submitit's local backend; stage A alone is enough to analyse."""
     _, _, results, _, _ = killed_and_resumed
     jobs = sweep.study_jobs(str(tiny_profile), ["analysis"], results_root=results, executed_dir=tmp_path)
-    (path,) = sweep.run_study(jobs, executor="slurm", cluster="local", results_root=results, progress=False,
+    (path,) = sweep.run_study(jobs, executor="slurm", cluster="local", progress=False,
                               slurm_folder=tmp_path / "submitit")  # fmt: skip
     assert path.exists()
     for table in ("frontiers", "optima", "claims"):
