@@ -246,6 +246,8 @@ def plan_setting(profile: Profile, setting: Setting, budget_flops: float | None 
             cells.append(planner.cell(target, budget))
         except InfeasibleTarget as err:
             infeasible.append(err)
+        except ValueError as err:  # the budget buys no round of this cell, even at the smallest P
+            infeasible.append(InfeasibleTarget(str(err), target, float("nan"), planner.feasible_range()))
     return PlannedSetting(setting, cells, infeasible, planner.feasible_range())
 
 

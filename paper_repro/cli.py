@@ -96,9 +96,19 @@ def _plan_command(args: argparse.Namespace) -> int:
             for p in planned
         ],
     }
+    empty = [p for p in planned if not p.cells]
+    status = 0
+    if empty:
+        status = 2
+        first = empty[0]
+        print(
+            f"paper-repro plan: error: setting {first.setting.name} has no cell at budget {budget:.3g}: "
+            f"{first.infeasible[0]}",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(out, indent=2))
-        return 0
+        return status
     print(
         f"profile {profile.name}, stage {args.stage}: budget {budget:.3g} FLOPs (useful), "
         f"expected lengths {profile.expected_lengths['prompt']} prompt + "
@@ -121,7 +131,7 @@ def _plan_command(args: argparse.Namespace) -> int:
             )
         for e in p["infeasible"]:
             print(f"  {allocation.cell_label(e['target_rho']):<5} refused: {e['reason']}")
-    return 0
+    return status
 
 
 def _cells_command(args: argparse.Namespace) -> int:
