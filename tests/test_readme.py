@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
@@ -22,3 +24,17 @@ def test_readme_ledger_example_runs(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert "'C_search'" in printed and "'rho'" in printed
     assert (tmp_path / "out" / "ledger.jsonl").read_text().count("\n") == 2
+
+
+def test_readme_results_block_is_generated_from_the_committed_tables():
+    from paper_repro.analysis.report import END, START, results_block
+    from paper_repro.tasks.base import repo_root
+
+    readme = (repo_root() / "README.md").read_text()
+    claims = repo_root() / "data/results/cpu-tiny/claims.csv"
+    if not claims.exists():
+        pytest.skip("no committed claims table yet")
+    block = readme[readme.index(START) : readme.index(END) + len(END)]
+    assert block == results_block("cpu-tiny"), (
+        "README results are stale: python -m paper_repro.analysis.report"
+    )
