@@ -94,7 +94,7 @@ def base_table():
 def test_committed_base_policies_meet_the_testbed_contract(base_table):
     policies = base_table.loc[["S", "M", "L"]]
     assert policies["gsm_pass1"].between(0.10, 0.60).all(), policies["gsm_pass1"]
-    assert policies.loc["S", "gsm_pass1"] < policies[["M", "L"]]["gsm_pass1"].min()
+    assert policies.loc["S", "gsm_pass1"] < policies.loc[["M", "L"], "gsm_pass1"].min()
     assert (policies["gsm_pass8"] >= policies["gsm_pass1"] + 0.15).all()
     sizes = policies["non_embedding_params"].to_numpy()
     ratios = sizes[1:] / sizes[:-1]  # "roughly 2-4x apart": M/S is 1.98, L/M 2.20
