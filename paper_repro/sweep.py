@@ -163,16 +163,12 @@ def study_jobs(
                 jobs.append(NotebookJob(stage, book, {}, out_dir / f"{book}.ipynb"))
         elif stage == "A":
             for s in profile.settings("A"):
-                specs = study.setting_specs(
-                    profile, "A", s.name, 1 if quick and seeds is None else seeds, quick=quick
-                )
+                specs = study.setting_specs(profile, "A", s.name, seeds, quick=quick)
                 jobs.append(NotebookJob(stage, book, {**run_common, "setting": s.name},
                                         out_dir / f"{book}__{s.name}.ipynb", tuple(specs), root))  # fmt: skip
         elif stage == "BD":
             for s in profile.settings("B") + profile.settings("D"):
-                specs = study.setting_specs(
-                    profile, s.stage, s.name, 1 if quick and seeds is None else seeds, quick=quick
-                )
+                specs = study.setting_specs(profile, s.stage, s.name, seeds, quick=quick)
                 jobs.append(NotebookJob(stage, book, {**run_common, "reward_system": s.name},
                                         out_dir / f"{book}__{s.name}.ipynb", tuple(specs), root))  # fmt: skip
         elif stage == "race":
@@ -183,11 +179,8 @@ def study_jobs(
                 params = {**common, "quick": quick, "stage": s.stage, "setting": s.name}
                 if seeds is not None:
                     params["default_seeds"] = seeds
-                jobs.append(
-                    NotebookJob(
-                        stage, book, params, out_dir / f"{book}__{s.stage}_{s.name}.ipynb", tuple(specs)
-                    )
-                )
+                out = out_dir / f"{book}__{s.stage}_{s.name}.ipynb"
+                jobs.append(NotebookJob(stage, book, params, out, tuple(specs), root))
         else:
             params = {
                 "profile": profile_name,

@@ -82,3 +82,10 @@ def test_the_analysis_notebook_runs_through_submitit_on_partial_results(
     assert path.exists()
     for table in ("frontiers", "optima", "claims"):
         assert (results / f"{table}.csv").exists()
+
+
+def test_every_job_of_a_study_writes_to_the_same_results(tiny_profile, tmp_path):
+    jobs = sweep.study_jobs(str(tiny_profile), ["all"], quick=True, results_root=tmp_path, executed_dir=tmp_path)
+    assert [j.stage for j in jobs].count("race") == 8 and jobs[-1].stage == "analysis"
+    assert {j.results_root for j in jobs} == {str(tmp_path)}
+    assert all(j.parameters["results_root"] == str(tmp_path) for j in jobs)
