@@ -180,10 +180,8 @@ def check_spec(spec: RunSpec) -> None:
     """Raise a clear error for anything that would fail later: a missing checkpoint or dataset,
     a budget below one round. Costs no FLOPs (hub checkpoints are resolved from the local cache)."""
     from paper_repro.tasks import load_examples
-    from paper_repro.tasks.base import repo_root
     from paper_repro.tasks.hub import resolve_model
 
-    _ = repo_root
     resolve_model(_local(spec.model))
     if spec.prm is not None:
         resolve_model(_local(spec.prm))
