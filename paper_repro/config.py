@@ -30,7 +30,7 @@ STAGE_B_REWARDS: tuple[str, ...] = ("sparse", "structured", "dense", "proxy_prm"
 STAGE_D_REWARDS: tuple[str, ...] = ("prm",)
 # Quick mode (`paper-repro run --quick`): a smoke run of the whole study, not a result. Its outputs
 # go to .../quick/ folders that are not committed.
-QUICK_BUDGET_SCALE = 0.5
+QUICK_BUDGET_SCALE = 0.25
 
 
 def profile_names() -> list[str]:
