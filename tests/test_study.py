@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from paper_repro import sweep
+from paper_repro import study, sweep
+from paper_repro.analysis import analyse
 from paper_repro.results import ResultTable
 from tests.conftest import write_tiny_profile
 
@@ -76,7 +77,11 @@ def test_the_analysis_notebook_runs_through_submitit_on_partial_results(
 ):
     """The slurm executor, through submitit's local backend; stage A alone is enough to analyse."""
     _, _, results, _, _ = killed_and_resumed
-    jobs = sweep.study_jobs(str(tiny_profile), ["analysis"], results_root=results, executed_dir=tmp_path)
+    with pytest.raises(ValueError, match="quick=True"):  # quick runs are not the full grid
+        analyse(study.prepare(str(tiny_profile)), results, tmp_path / "figures")
+    jobs = sweep.study_jobs(
+        str(tiny_profile), ["analysis"], quick=True, results_root=results, executed_dir=tmp_path
+    )
     (path,) = sweep.run_study(jobs, executor="slurm", cluster="local", progress=False,
                               slurm_folder=tmp_path / "submitit")  # fmt: skip
     assert path.exists()
@@ -85,7 +90,9 @@ def test_the_analysis_notebook_runs_through_submitit_on_partial_results(
 
 
 def test_every_job_of_a_study_writes_to_the_same_results(tiny_profile, tmp_path):
-    jobs = sweep.study_jobs(str(tiny_profile), ["all"], quick=True, results_root=tmp_path, executed_dir=tmp_path)
+    jobs = sweep.study_jobs(
+        str(tiny_profile), ["all"], quick=True, results_root=tmp_path, executed_dir=tmp_path
+    )
     assert [j.stage for j in jobs].count("race") == 8 and jobs[-1].stage == "analysis"
     assert {j.results_root for j in jobs} == {str(tmp_path)}
     assert all(j.parameters["results_root"] == str(tmp_path) for j in jobs)

@@ -82,6 +82,12 @@ def analyse(
     settings = profile.all_settings()
     full_rows = setting_rows(runs, settings, "full", planned_grids(profile, profile.budget_flops))
     pilot_rows = setting_rows(runs, settings, "pilot", planned_grids(profile, profile.pilot_budget_flops))
+    if full_rows.empty:
+        raise ValueError(
+            f"{root / 'runs.csv'} holds no full-budget run of the {profile.name} grid at budget "
+            f"{profile.budget_flops:.3g} ({len(runs)} ok rows in all). Runs of a quick study are analysed "
+            f"with quick=True (paper-repro run --quick does this)."
+        )
     frontier = frontier_table(full_rows)
     pilot = frontier_table(pilot_rows) if len(pilot_rows) else frontier.iloc[0:0]
     optima = optimum_table(full_rows, frontier, n_boot)
