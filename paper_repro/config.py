@@ -16,7 +16,7 @@ identified by what it computes (its ``run_id``), so it runs once and serves both
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,8 +50,12 @@ class TrainConfig:
     max_completion_length: int = 96
     beta: float = 0.0  # KL coefficient; != 0 adds a reference forward (C_learning)
     dtype: Literal["float32", "bfloat16"] = "float32"
+    chat_template: bool = False  # prompts as chat turns through the tokenizer's template (Instruct models)
+    generation: Literal["hf", "vllm"] = "hf"  # rollouts by HF generate, or TRL's vLLM colocate mode
 
     def __post_init__(self) -> None:
+        if self.generation not in ("hf", "vllm"):
+            raise ValueError(f"generation must be 'hf' or 'vllm', got {self.generation!r}")
         if self.lora_rank < 1 or self.lora_alpha <= 0:
             raise ValueError(f"LoRA rank and alpha must be positive, got {self.lora_rank}, {self.lora_alpha}")
         if not self.learning_rate > 0:
@@ -89,6 +93,55 @@ class Grid:
 
 
 @dataclass(frozen=True)
+class Resources:
+    """What one run of a policy size asks of a machine (gpu-paper; cpu-tiny runs on the CPU).
+
+    ``gpus`` processes are launched with ``accelerate launch --config_file accelerate_config``; the
+    rollout batch (P x G) and the optimizer batch stay the same at any GPU count (each process takes
+    P x G / gpus rows, in micro-batches of at most ``micro_batch`` rows, accumulated into one step).
+    """
+
+    gpus: int = 0  # 0: no accelerator (CPU)
+    accelerate_config: str | None = None  # repo-relative path; None: a single process
+    micro_batch: int | None = None  # rows per forward/backward on one device; None: the whole share
+    gradient_checkpointing: bool = False
+    vllm_gpu_memory_utilization: float = 0.3
+    cpus_per_task: int = 2
+    mem_gb: int = 8
+    timeout_min: int = 60  # per notebook job on SLURM
+
+    def __post_init__(self) -> None:
+        if self.gpus < 0 or self.cpus_per_task < 1 or self.mem_gb < 1 or self.timeout_min < 1:
+            raise ValueError(f"invalid resources: {self}")
+        if self.gpus > 1 and not self.accelerate_config:
+            raise ValueError(f"{self.gpus} GPUs need an accelerate_config to launch with")
+        if self.micro_batch is not None and self.micro_batch < 1:
+            raise ValueError(f"micro_batch must be positive, got {self.micro_batch}")
+        if not 0 < self.vllm_gpu_memory_utilization < 1:
+            raise ValueError("vllm_gpu_memory_utilization must be in (0, 1)")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """How ``paper-repro run --dry-run`` turns FLOPs into GPU-hours: a peak and a stated MFU."""
+
+    gpu: str = "H100 SXM"
+    peak_tflops: float = 989.0  # dense bf16
+    mfu_train: float = 0.35  # model FLOPs utilisation of policy updates and reward-model forwards
+    mfu_generate_hf: float = 0.03  # HF generate: decode-bound, far below peak
+    mfu_generate_vllm: float = 0.25
+    eval_problems: int = 0  # greedy answers per evaluation (held-out + downstream sets)
+
+    def __post_init__(self) -> None:
+        mfus = (self.mfu_train, self.mfu_generate_hf, self.mfu_generate_vllm)
+        if not (self.peak_tflops > 0 and all(0 < m <= 1 for m in mfus) and self.eval_problems >= 0):
+            raise ValueError(f"invalid estimate settings: {self}")
+
+    def mfu_generate(self, backend: str) -> float:
+        return self.mfu_generate_vllm if backend == "vllm" else self.mfu_generate_hf
+
+
+@dataclass(frozen=True)
 class Setting:
     """One (policy, reward system) pair of a stage: one IsoFLOP frontier."""
 
@@ -117,6 +170,8 @@ class Profile:
     seeds: int = 3
     offline: bool = False
     source: str = ""  # the YAML file it was read from
+    resources: dict[str, Resources] = field(default_factory=dict)  # per policy label; missing: CPU
+    estimate: Estimate = Estimate()
 
     def __post_init__(self) -> None:
         if not self.policies:
@@ -138,6 +193,13 @@ class Profile:
             raise ValueError(f"profile {self.name}: data is missing {sorted(missing)}")
         if self.seeds < 1:
             raise ValueError(f"profile {self.name}: seeds must be >= 1")
+        unknown = sorted(set(self.resources) - set(self.policies) - {"prm"})
+        if unknown:
+            raise ValueError(f"profile {self.name}: resources for unknown policies {unknown}")
+
+    def resources_for(self, policy: str) -> Resources:
+        """The resources a run of ``policy`` asks for (a CPU process when the profile names none)."""
+        return self.resources.get(policy, Resources())
 
     def quick_variant(self) -> Profile:
         """The quick mode's profile: one seed, the budget scaled by :data:`QUICK_BUDGET_SCALE`."""
@@ -210,6 +272,8 @@ def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:
         seeds=int(raw.get("seeds", 3)),
         offline=bool(raw.get("offline", False)),
         source=source,
+        resources={str(k): Resources(**_known(Resources, v)) for k, v in raw.get("resources", {}).items()},
+        estimate=Estimate(**_known(Estimate, raw.get("estimate", {}))),
     )
 
 
@@ -221,4 +285,4 @@ def _known(cls, values: dict[str, Any]) -> dict[str, Any]:
     return dict(values)
 
 
-__all__ = ["STAGES", "Grid", "Profile", "Setting", "TrainConfig", "load_profile", "profile_names"]
+__all__ = ["STAGES", "Estimate", "Grid", "Profile", "Resources", "Setting", "TrainConfig", "load_profile", "profile_names"]

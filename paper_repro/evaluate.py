@@ -111,18 +111,28 @@ def columns_of(examples: Sequence) -> dict[str, list]:
 
 
 def evaluate_policy(
-    model, tokenizer, sets: EvalSets, reward, judge, task_grader, config: SampleConfig
+    model,
+    tokenizer,
+    sets: EvalSets,
+    reward,
+    judge,
+    task_grader,
+    config: SampleConfig,
+    render: Callable | None = None,
 ) -> dict:
     """Greedy-decode every set once and score it.
 
     Returns ``native_reward`` (the run's own reward function, mean over held-out prompts),
     ``gsm_pass1`` and ``math_pass1`` (share of greedy answers right), ``judge_score`` (the common
     judge's mean process score of the gsm completions). A set that is empty gives ``NaN``.
+    ``render`` turns an example into the text the policy is prompted with (an Instruct model's chat
+    template); rewards and the judge always read the plain problem.
     """
+    render = render or (lambda e: e.prompt)
     out: dict[str, float] = {}
     greedy = {}
     for name, examples in (("heldout", sets.heldout), ("gsm", sets.gsm), ("math", sets.math)):
-        prompts = [e.prompt for e in examples]
+        prompts = [render(e) for e in examples]
         greedy[name] = [c[0] for c in sample(model, tokenizer, prompts, config)] if prompts else []
     held = list(sets.heldout)
     scores = reward(prompts=[e.prompt for e in held], completions=greedy["heldout"], **columns_of(held))

@@ -58,6 +58,10 @@ from paper_repro.flops import CONVENTIONS, ModelShape, TrainSpec, Work
 
 Component = Literal["search", "learning", "reward"]
 COMPONENTS: tuple[Component, ...] = ("search", "learning", "reward")
+# The token and row counts a step records (summed over processes in a multi-GPU run).
+TOKEN_COUNTS = ("gen_rows", "gen_prompt_tokens", "gen_completion_tokens", "gen_executed_tokens",
+                "loss_rows", "loss_tokens", "loss_executed_tokens", "old_forward_rows",
+                "ref_forward_rows", "reward_tokens", "kept_rows")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -273,6 +277,22 @@ class FlopLedger:
     def charge_training_pass(self, work: dict[str, Work]) -> None:
         self.charge("learning", {c: flops.train_flops(self.policy, work[c], self.train) for c in CONVENTIONS})
 
+    def reduce_step(self, reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """Sum the open step's FLOPs and token counts over processes (``reduce_sum``: an all-reduce,
+        e.g. ``accelerator.reduce(t, "sum")``), so that on every process the ledger holds the whole
+        run's totals and the budget stops every process at the same step. Seconds stay per process."""
+        acc = self._current
+        keys = [(c, k) for c in CONVENTIONS for k in COMPONENTS]
+        values = [acc.flops[c][k] for c, k in keys] + [acc.tokens.get(k, 0.0) for k in TOKEN_COUNTS]
+        values.append(float(acc.generated))
+        summed = reduce_sum(torch.tensor(values, dtype=torch.float64)).tolist()
+        for (c, k), v in zip(keys, summed, strict=False):
+            acc.flops[c][k] = v
+        for k, v in zip(TOKEN_COUNTS, summed[len(keys) :], strict=False):
+            if v or k in acc.tokens:
+                acc.tokens[k] = v
+        acc.generated = summed[-1] > 0
+
     # --- steps ---------------------------------------------------------------------------------
     def begin_step(self) -> None:
         self._step_start = time.perf_counter()
@@ -379,6 +399,9 @@ class _LedgerCallback(TrainerCallback):
         trainer._sync()
         generate_every = args.steps_per_generation * trainer.num_iterations
         round_complete = trainer._step % generate_every == 0
+        accelerator = trainer.accelerator
+        if accelerator.num_processes > 1:
+            trainer.ledger.reduce_step(lambda t: accelerator.reduce(t.to(accelerator.device), "sum").cpu())
         trainer.ledger.end_step(state.global_step, round_complete)
         if round_complete and trainer.ledger.should_stop():
             control.should_training_stop = True

@@ -37,13 +37,17 @@ from typing import Any, Literal
 
 from paper_repro import provenance
 from paper_repro.allocation import Cell, plan_setting, planner_for
-from paper_repro.config import Profile, Setting, TrainConfig
+from paper_repro.config import Profile, Resources, Setting, TrainConfig
 from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
 from paper_repro.rewards import REWARD_SYSTEMS
 
 BudgetKind = Literal["full", "pilot"]
 # Labels of who asked for a run and the planner's predictions: not part of what the run computes.
-HASH_EXCLUDES = ("stage", "setting", "cell", "target_rho", "predicted_rho", "first_round_flops")
+HASH_EXCLUDES = ("stage", "setting", "cell", "target_rho", "predicted_rho", "first_round_flops", "runtime")
+# Fields added after results were recorded hash only when set away from their default, so the run ids
+# of earlier runs (which computed with those defaults) do not change.
+HASH_IF_SET = {"eval_heldout_limit": None}
+TRAIN_HASH_IF_SET = {"chat_template": False, "generation": "hf"}
 BASE_COLUMNS = ("base_id", "model", "reward_system", "native_reward", "gsm_pass1", "math_pass1",
                 "judge_score", "seconds", "git_sha", "versions", "created_at")  # fmt: skip
 
@@ -80,6 +84,8 @@ class RunSpec:
     judge: str = "step_verifier"
     predicted_rho: float = float("nan")
     first_round_flops: float | None = None
+    eval_heldout_limit: int | None = None  # held-out prompts for the native reward (None: eval_limit)
+    runtime: Resources = Resources()  # where it runs (GPUs, micro-batches): not what it computes
 
     def __post_init__(self) -> None:
         if self.reward_system not in REWARD_SYSTEMS:
@@ -99,8 +105,18 @@ class RunSpec:
         spec = asdict(self)
         for key in HASH_EXCLUDES:
             spec.pop(key)
+        for key, default in HASH_IF_SET.items():
+            if spec[key] == default:
+                spec.pop(key)
+        for key, default in TRAIN_HASH_IF_SET.items():
+            if spec["train"][key] == default:
+                spec["train"].pop(key)
         spec["data"] = dict(self.data)
         return spec
+
+    def to_json(self) -> str:
+        """The whole spec (labels and runtime included), for :func:`spec_from_json`."""
+        return json.dumps(asdict(self), default=str)
 
     @property
     def run_id(self) -> str:
@@ -110,6 +126,19 @@ class RunSpec:
     @property
     def data_map(self) -> dict[str, str]:
         return dict(self.data)
+
+    @property
+    def heldout_limit(self) -> int | None:
+        return self.eval_heldout_limit if self.eval_heldout_limit is not None else self.eval_limit
+
+
+def spec_from_json(text: str) -> RunSpec:
+    raw = json.loads(text)
+    raw["train"] = TrainConfig(**raw["train"])
+    raw["runtime"] = Resources(**raw["runtime"])
+    raw["data"] = tuple(tuple(pair) for pair in raw["data"])
+    raw["predicted_rho"] = float(raw["predicted_rho"])
+    return RunSpec(**raw)
 
 
 def spec_for(
@@ -127,7 +156,8 @@ def spec_for(
         policy=setting.policy,
         model=profile.policies[setting.policy],
         reward_system=setting.reward_system,
-        prm=profile.prm if profile.needs_prm(setting.reward_system) else None,
+        # the PRM scores the PRM-based rewards, and is the judge model of the prm_judge
+        prm=profile.prm if profile.needs_prm(setting.reward_system) or profile.judge == "prm_judge" else None,
         task=profile.task,
         P=cell.P,
         G=cell.G,
@@ -142,6 +172,8 @@ def spec_for(
         judge=profile.judge,
         predicted_rho=cell.predicted_rho,
         first_round_flops=cell.round_cost.C_total,
+        eval_heldout_limit=profile.eval.get("heldout_limit"),
+        runtime=profile.resources_for(setting.policy),
     )
 
 
@@ -207,6 +239,53 @@ def _local(model: str) -> str:
     return model
 
 
+@dataclass(frozen=True)
+class BatchLayout:
+    """How one generation round of P x G rows is laid out over processes and micro-batches. The
+    rollout batch and the optimizer batch (one step per epoch over all P x G rows, or the K-of-G kept
+    ones) are the same whatever the layout, so runs on 1, 2 or 8 GPUs are the same experiment."""
+
+    processes: int
+    per_device: int  # TRL's per-device batch: generated rows per micro-batch (before keeping K of G)
+    accumulation: int  # micro-batches per process per round, accumulated into one optimizer step
+    note: str = ""
+
+    @property
+    def rows(self) -> int:
+        return self.processes * self.per_device * self.accumulation
+
+
+def batch_layout(P: int, G: int, K: int, gpus: int = 0, micro_batch: int | None = None) -> BatchLayout:
+    """The layout of a round of ``P`` prompts x ``G`` completions on ``gpus`` processes (0: one CPU
+    process), with at most ``micro_batch`` kept rows per loss forward/backward.
+
+    With down-sampling (K < G) every process must hold whole groups (it keeps K of each of its own
+    groups), so processes = the largest count <= gpus that divides P; fewer GPUs than asked is said
+    in ``note``. Raises if no micro-batch size fits (the kept rows must split evenly too)."""
+    rows = P * G
+    asked = max(gpus, 1)
+    procs = asked
+    if K < G:
+        procs = max(d for d in range(1, asked + 1) if P % d == 0)
+    else:
+        procs = max(d for d in range(1, asked + 1) if rows % d == 0)
+    note = f"uses {procs} of {asked} GPUs: P={P} prompts do not split over {asked}" if procs < asked else ""
+    share = rows // procs
+    kept_share = share // G * K if K < G else share
+    cap = micro_batch or kept_share
+    # TRL generates a process's whole share at once, then splits the (kept) rows into
+    # `accumulation` micro-batches for the loss: both must split evenly.
+    for accumulation in range(1, kept_share + 1):
+        if share % accumulation or kept_share % accumulation or kept_share // accumulation > cap:
+            continue
+        return BatchLayout(procs, share // accumulation, accumulation, note)
+    raise ValueError(
+        f"no micro-batch layout for P={P}, G={G}, K={K} on {procs} process(es) with micro_batch "
+        f"{micro_batch}: {share} generated and {kept_share} kept rows per process must split evenly "
+        f"into micro-batches of at most {cap} kept rows"
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # The run
 # --------------------------------------------------------------------------------------------
@@ -228,18 +307,79 @@ def run_cell(
         if row["run_id"] == spec.run_id and row["status"] == "ok":
             return {**row, "skipped": True}
     check_spec(spec)
+    if _needs_launch(spec):
+        return _launch(spec, root, executed_notebook, raise_errors)
     started = time.perf_counter()
     row = _identity(spec, executed_notebook)
     try:
-        row.update(_train_and_evaluate(spec, root, threads))
+        result = _train_and_evaluate(spec, root, threads)
+        if result is None:  # a non-main process of a multi-GPU run: rank 0 records the row
+            return {"run_id": spec.run_id, "status": "worker"}
+        row.update(result)
         row["status"] = "ok"
     except Exception as err:
-        if raise_errors:
+        if raise_errors or not _is_main_process():  # one row per run: the main process records it
             raise
         row.update({m: float("nan") for m in ("native_reward", "gsm_pass1", "math_pass1", "judge_score")})
         row["status"] = "failed"
         row["error"] = f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=3)}"[-2000:]
     row["seconds_total"] = time.perf_counter() - started
+    table.append(row)
+    return row
+
+
+def _needs_launch(spec: RunSpec) -> bool:
+    """A multi-GPU spec asked for outside a distributed launch: it must be started with accelerate."""
+    import os
+
+    return spec.runtime.gpus > 1 and "WORLD_SIZE" not in os.environ and "LOCAL_RANK" not in os.environ
+
+
+def _is_main_process() -> bool:
+    import os
+
+    return os.environ.get("RANK", "0") == "0"
+
+
+def _launch(spec: RunSpec, root: Path, executed_notebook: str, raise_errors: bool) -> dict[str, Any]:
+    """Run a multi-GPU spec as ``accelerate launch`` of :mod:`paper_repro.worker` and return the row
+    its main process appended. The base metrics are computed here first, on one GPU, so the workers
+    find them cached (an evaluation on rank 0 alone would stall the other ranks' collectives)."""
+    import subprocess
+    import sys
+
+    import torch
+
+    layout = batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
+    available = torch.cuda.device_count()
+    if available < layout.processes:
+        raise ValueError(
+            f"run {spec.run_id} ({spec.setting} {spec.cell}) needs {layout.processes} GPUs; "
+            f"{available} visible. Set resources[{spec.policy}].gpus in the profile to what you have."
+        )
+    parts = _load_parts(spec)
+    base_metrics(spec, parts, root)
+    del parts
+    torch.cuda.empty_cache()
+    spec_file = root / "launch" / f"{spec.run_id}.json"
+    spec_file.parent.mkdir(parents=True, exist_ok=True)
+    spec_file.write_text(spec.to_json())
+    config = _local(spec.runtime.accelerate_config)
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config,
+           "--num_processes", str(layout.processes), "-m", "paper_repro.worker", str(spec_file),
+           "--results", str(root), "--executed", executed_notebook]  # fmt: skip
+    completed = subprocess.run(cmd, check=False)
+    table = ResultTable(root / "runs.csv", RUN_COLUMNS)
+    rows = [r for r in table.rows() if r["run_id"] == spec.run_id]
+    if rows and rows[-1]["status"] == "ok":
+        return rows[-1]
+    if raise_errors:
+        raise RuntimeError(f"accelerate launch of run {spec.run_id} exited {completed.returncode}")
+    if rows:  # the workers recorded their failure
+        return rows[-1]
+    row = _identity(spec, executed_notebook)
+    row.update({m: float("nan") for m in ("native_reward", "gsm_pass1", "math_pass1", "judge_score")})
+    row.update(status="failed", error=f"accelerate launch exited {completed.returncode}: {' '.join(cmd)}")
     table.append(row)
     return row
 
@@ -278,7 +418,7 @@ def _identity(spec: RunSpec, executed_notebook: str) -> dict[str, Any]:
     }
 
 
-def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[str, Any]:
+def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[str, Any] | None:
     import torch
     from transformers import set_seed
 
@@ -286,11 +426,14 @@ def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[
         torch.set_num_threads(threads)
     set_seed(spec.seed)
     parts = _load_parts(spec)
-    base = base_metrics(spec, parts, root)
+    # in a multi-GPU run the launcher has cached them; only the main process reads them
+    base = base_metrics(spec, parts, root) if _is_main_process() else None
     trainer = _trainer(spec, parts, root / "steps" / f"{spec.run_id}.jsonl")
     t0 = time.perf_counter()
     trainer.train()
     seconds_train = time.perf_counter() - t0
+    if not trainer.accelerator.is_main_process:
+        return None
     summary = trainer.ledger.summary()
     policy = trainer.model.merge_and_unload()
     t0 = time.perf_counter()
@@ -345,11 +488,16 @@ def _load_parts(spec: RunSpec) -> _Parts:
     tokenizer = AutoTokenizer.from_pretrained(path)
     dtype = torch.bfloat16 if spec.train.dtype == "bfloat16" else torch.float32
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
-    scorer = PRMScorer.load(_local(spec.prm)) if spec.prm else None
+    scorer = None
+    if spec.prm:
+        from accelerate import PartialState
+
+        scorer = PRMScorer.load(_local(spec.prm), model_kwargs={"dtype": dtype})
+        scorer.model.to(PartialState().device)  # this process's GPU (or the CPU)
     reward = build_reward(spec.reward_system, spec.task, prm=scorer)
     judge = build_judge(spec.judge, scorer, spec.task)
     data = spec.data_map
-    heldout = load_examples(data["heldout"], limit=spec.eval_limit)
+    heldout = load_examples(data["heldout"], limit=spec.heldout_limit)
     train = load_examples(data["train"])
     if data["train"] == data["heldout"]:  # one hub dataset: hold out its first rows
         train = train[len(heldout) :]
@@ -371,16 +519,28 @@ def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
     from paper_repro.ledger import LedgerConfig, LedgerGRPOTrainer
 
     columns = columns_of(parts.train_examples)
-    dataset = Dataset.from_dict({"prompt": [e.prompt for e in parts.train_examples], **columns})
+    prompts = [_train_prompt(spec, e) for e in parts.train_examples]
+    dataset = Dataset.from_dict({"prompt": prompts, **columns})
     cuda = torch.cuda.is_available()
     t = spec.train
     expected_steps = (
         math.ceil(spec.budget_flops / spec.first_round_flops) * spec.mu if spec.first_round_flops else 10_000
     )
+    layout = batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
+    vllm = {}
+    if t.generation == "vllm":
+        vllm = dict(
+            use_vllm=True,
+            vllm_mode="colocate",
+            vllm_gpu_memory_utilization=spec.runtime.vllm_gpu_memory_utilization,
+            vllm_enable_sleep_mode=False,
+        )
     args = GRPOConfig(
         output_dir=tempfile.mkdtemp(prefix=f"grpo-{spec.run_id}-"),
-        per_device_train_batch_size=spec.P * spec.G,  # one generation round = one micro-batch
-        steps_per_generation=1,
+        # one generation round (P x G rows over all processes) = one optimizer step per epoch
+        per_device_train_batch_size=layout.per_device,
+        gradient_accumulation_steps=layout.accumulation,
+        steps_per_generation=layout.accumulation,
         num_generations=spec.G,
         num_iterations=spec.mu,
         max_completion_length=t.max_completion_length,
@@ -392,13 +552,15 @@ def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
         seed=spec.seed,
         data_seed=spec.seed,
         bf16=t.dtype == "bfloat16" and cuda,
-        gradient_checkpointing=False,  # TRL defaults it on; on these sizes it only costs time
+        # TRL defaults it on; the tiny policies only lose time by it, the gpu-paper ones need it
+        gradient_checkpointing=spec.runtime.gradient_checkpointing,
         use_cpu=not cuda,
         save_strategy="no",
         report_to=[],
         logging_steps=1,
         disable_tqdm=True,
         log_level="error",
+        **vllm,
     )
     lora = LoraConfig(
         r=t.lora_rank,
@@ -407,10 +569,12 @@ def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
         lora_dropout=0.0,
         task_type="CAUSAL_LM",
     )
+    from accelerate import PartialState
+
     ledger = LedgerConfig(
         budget_flops=spec.budget_flops,
         kept=spec.K,
-        log_path=log_path,
+        log_path=log_path if PartialState().is_main_process else None,
         first_round_flops=spec.first_round_flops,
         seed=spec.seed,
     )
@@ -425,6 +589,13 @@ def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
     )
 
 
+def _train_prompt(spec: RunSpec, example) -> str | list[dict[str, str]]:
+    """The prompt TRL trains on: plain text, or the chat turns its template renders."""
+    from paper_repro.tasks.hub import chat_messages
+
+    return chat_messages(example) if spec.train.chat_template else example.prompt
+
+
 def _sample_config(spec: RunSpec):
     from paper_repro.evaluate import SampleConfig
 
@@ -436,8 +607,18 @@ def _sample_config(spec: RunSpec):
 def _evaluate(spec: RunSpec, parts: _Parts, model) -> dict[str, float]:
     from paper_repro.evaluate import evaluate_policy
 
+    from paper_repro.tasks.hub import format_prompt
+
+    render = (lambda e: format_prompt(parts.tokenizer, e)) if spec.train.chat_template else None
     return evaluate_policy(
-        model, parts.tokenizer, parts.eval_sets, parts.reward, parts.judge, parts.grader, _sample_config(spec)
+        model,
+        parts.tokenizer,
+        parts.eval_sets,
+        parts.reward,
+        parts.judge,
+        parts.grader,
+        _sample_config(spec),
+        render=render,
     )
 
 

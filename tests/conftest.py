@@ -57,3 +57,58 @@ def write_tiny_profile(root, name: str = "test-tiny"):
     path = root / f"{name}.yaml"
     path.write_text(text)
     return path
+
+
+HUB_ROWS = {
+    # a few rows of each gpu-paper dataset, in the hub's own columns
+    "polaris": [{"problem": f"What is {a} + {b}?", "answer": str(a + b), "difficulty": "1/8"} for a, b in
+                [(1, 2), (3, 4), (5, 6), (7, 8), (2, 9), (4, 4), (6, 1), (8, 3), (9, 9), (5, 2)]],
+    "gsm8k": [{"question": "Tom has 3 apples and buys 39 more. How many?", "answer": "3+39=<<3+39=42>>42\n#### 42"},
+              {"question": "A shop sells 1,000 pens a day. How many in 2 days?", "answer": "2*1000=2000\n#### 2,000"}],
+    "math500": [{"problem": "Compute $\\frac{2}{4}$.", "solution": "...", "answer": "\\frac{1}{2}",
+                 "subject": "Algebra", "level": 1, "unique_id": "test/algebra/1.json"},
+                {"problem": "What is $3^2$?", "solution": "...", "answer": "9", "subject": "Algebra",
+                 "level": 1, "unique_id": "test/algebra/2.json"}],
+}  # fmt: skip
+
+
+def write_tiny_gpu_profile(root, name: str = "test-gpu-paper"):
+    """The gpu-paper profile, shrunk: its policy and PRM are tiny random checkpoints with the
+    Qwen2.5-Instruct and Qwen2.5-Math-PRM interfaces, its datasets local files of the hub datasets'
+    own columns (``<hub id>=<file>``), fp32 on the CPU. Every other setting is gpu-paper's (chat
+    template, prm_judge, math-verify grading). Returns the YAML path."""
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    from paper_repro import tiny
+    from paper_repro.config import load_profile
+
+    root = Path(root)
+    policy = tiny.write_tiny_qwen25(root / "qwen2.5-tiny-instruct")
+    prm = tiny.write_tiny_math_prm(root / "qwen2.5-math-prm-tiny")
+    files = {}
+    for key, rows in HUB_ROWS.items():
+        files[key] = root / "hub" / f"{key}.jsonl"
+        files[key].parent.mkdir(parents=True, exist_ok=True)
+        files[key].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    raw = yaml.safe_load(Path(load_profile("gpu-paper").source).read_text())
+    raw["name"] = name
+    raw["policies"] = {"1.5B": str(policy)}
+    raw["middle_policy"] = "1.5B"
+    raw["prm"] = str(prm)
+    raw["data"] = {
+        "train": f"POLARIS-Project/Polaris-Dataset-53K={files['polaris']}",
+        "heldout": f"POLARIS-Project/Polaris-Dataset-53K={files['polaris']}",
+        "gsm": f"openai/gsm8k={files['gsm8k']}",
+        "math": f"HuggingFaceH4/MATH-500={files['math500']}",
+    }
+    raw["eval"] = {"limit": 2, "heldout_limit": 2, "max_new_tokens": 16, "batch_size": 8}
+    raw["train"].update(max_completion_length=16, dtype="float32")
+    raw["expected_lengths"] = {"prompt": 90, "completion": 16}
+    raw["resources"] = {}
+    raw["budget"]["full_flops"] = 1.0e9
+    path = root / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path

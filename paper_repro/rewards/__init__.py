@@ -63,7 +63,7 @@ class RewardFunction:
         """FLOPs of one call, ``{"useful": ..., "executed": ...}`` (0 for rule-based rewards)."""
         if self._cost is None:
             return {"useful": 0.0, "executed": 0.0}
-        return self._cost(prompts or [], [_text(c) for c in completions or []])
+        return self._cost([_text(p) for p in prompts or []], [_text(c) for c in completions or []])
 
     def __repr__(self) -> str:
         return f"RewardFunction({self.__name__!r})"

@@ -9,6 +9,7 @@ charged.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -69,20 +70,26 @@ class PRMScorer:
             raise ValueError(f"the PRM tokenizer has no {STEP_TOKEN} token")
 
     @classmethod
-    def load(cls, path: str | Path, **kwargs) -> PRMScorer:
-        """A local checkpoint (the tiny PRM) or a hub id (``Qwen/Qwen2.5-Math-PRM-7B``, remote code)."""
+    def load(cls, path: str | Path, model_kwargs: dict | None = None, **kwargs) -> PRMScorer:
+        """A local checkpoint (the tiny PRM) or a hub id (``Qwen/Qwen2.5-Math-PRM-7B``, remote code).
+        ``model_kwargs`` go to ``from_pretrained`` (``dtype``, ``device_map``)."""
+        model_kwargs = model_kwargs or {}
         from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer
 
         from paper_repro.tasks.hub import resolve_model
 
         local = resolve_model(path)
         tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=True)
-        try:
-            model = AutoModelForTokenClassification.from_pretrained(local)
-            fmt = plain_format
-        except ValueError:  # Qwen2.5-Math-PRM ships its own modelling code
-            model = AutoModel.from_pretrained(local, trust_remote_code=True)
+        config = json.loads((local / "config.json").read_text())
+        architectures = " ".join(config.get("architectures") or [])
+        if "ProcessRewardModel" in architectures or "AutoModel" in config.get("auto_map", {}):
+            # Qwen2.5-Math-PRM ships its own modelling code. Its config says model_type "qwen2", so
+            # AutoModelForTokenClassification would load it too, with a freshly initialised head.
+            model = AutoModel.from_pretrained(local, trust_remote_code=True, **model_kwargs)
             fmt = qwen_math_prm_format(tokenizer)
+        else:
+            model = AutoModelForTokenClassification.from_pretrained(local, **model_kwargs)
+            fmt = plain_format
         model.eval()
         return cls(model, tokenizer, kwargs.pop("format", fmt), **kwargs)
 
@@ -108,9 +115,11 @@ class PRMScorer:
                 for i, r in enumerate(rows):  # left padding, as the PRM's positions expect
                     ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
                     mask[i, width - len(r) :] = 1
-                result = self.model(input_ids=ids, attention_mask=mask)
+                device = next(self.model.parameters()).device
+                result = self.model(input_ids=ids.to(device), attention_mask=mask.to(device))
                 logits = result.logits if hasattr(result, "logits") else result[0]
                 probs = torch.softmax(logits.float(), dim=-1)[..., 1]
+                probs = probs.cpu()
                 is_sep = (ids == self.separator) & mask.bool()
                 out.extend(p[m].tolist() for p, m in zip(probs, is_sep, strict=True))
         return out

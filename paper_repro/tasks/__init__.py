@@ -9,9 +9,17 @@ from paper_repro.tasks.base import Example
 
 def load_examples(ref: str, limit: int | None = None, local_path: str | Path | None = None) -> list[Example]:
     """The examples a profile names: ``arith/<split>`` (shipped) or a hub dataset id
-    (``openai/gsm8k``, ``HuggingFaceH4/MATH-500``, ``POLARIS-Project/Polaris-Dataset-53K``)."""
-    from paper_repro.tasks import arith, hub
+    (``openai/gsm8k``, ``HuggingFaceH4/MATH-500``, ``POLARIS-Project/Polaris-Dataset-53K``).
 
+    ``<hub id>=<path>`` reads that dataset's rows (its own columns) from a local JSON/JSONL/Parquet
+    file or folder instead of the hub: an air-gapped cluster's copy, or a test fixture. A relative
+    path is taken from the repository root."""
+    from paper_repro.tasks import arith, hub
+    from paper_repro.tasks.base import repo_root
+
+    if "=" in ref:
+        ref, _, path = ref.partition("=")
+        local_path = Path(path) if Path(path).is_absolute() else repo_root() / path
     if ref.startswith("arith/"):
         return arith.load_split(ref.split("/", 1)[1])[:limit]
     for name, spec in hub.DATASETS.items():

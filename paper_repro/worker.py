@@ -1,0 +1,30 @@
+"""One run inside ``accelerate launch``: what :func:`paper_repro.train.run_cell` starts for a spec
+that asks for more than one GPU. Every process trains; the main process evaluates and appends the
+row.
+
+    accelerate launch --config_file configs/accelerate/8gpu_zero2.yaml \\
+        -m paper_repro.worker data/results/gpu-paper/launch/<run_id>.json --results data/results/gpu-paper
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    from paper_repro.train import run_cell, spec_from_json
+
+    parser = argparse.ArgumentParser(prog="python -m paper_repro.worker", description=__doc__)
+    parser.add_argument("spec", help="a RunSpec as JSON (RunSpec.to_json)")
+    parser.add_argument("--results", required=True, help="the results directory")
+    parser.add_argument("--executed", default="", help="the notebook that asked for the run")
+    args = parser.parse_args(argv)
+    spec = spec_from_json(Path(args.spec).read_text())
+    row = run_cell(spec, args.results, executed_notebook=args.executed)
+    return 0 if row.get("status") in ("ok", "worker") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""The gpu-paper path, offline: tiny checkpoints with the Qwen2.5-Instruct and Qwen2.5-Math-PRM
+interfaces, local files of the hub datasets' own columns, one cell end to end through the code the
+GPU runs use (chat template, math-verify grading, the PRM reward and judge), on the CPU in fp32."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from paper_repro import allocation, train
+from paper_repro.config import load_profile
+from paper_repro.ledger import FlopLedger, LedgerConfig
+from paper_repro.results import ResultTable, RUN_COLUMNS
+from paper_repro.rewards.prm import PRMScorer
+from paper_repro.tasks import load_examples
+from paper_repro.tasks.hub import QWEN_SYSTEM
+from tests.conftest import write_tiny_gpu_profile
+
+
+@pytest.fixture(scope="module")
+def gpu_profile(tmp_path_factory):
+    return load_profile(write_tiny_gpu_profile(tmp_path_factory.mktemp("gpu")))
+
+
+def test_the_math_prm_loads_through_its_remote_code(gpu_profile):
+    """Qwen2.5-Math-PRM's config says model_type qwen2: it must load as its own class (AutoModel,
+    remote code), not as Qwen2ForTokenClassification with a freshly initialised head."""
+    scorer = PRMScorer.load(gpu_profile.prm)
+    assert type(scorer.model).__name__ == "Qwen2ForProcessRewardModel"
+    assert scorer.shape.head == ((32, 32), (32, 2))
+    text = scorer.format("What is 1+1?", ["1+1=2", "\\boxed{2}"])
+    assert text.count("<extra_0>") == 2 and "<|im_start|>assistant" in text
+    (scores,) = scorer.step_scores(["What is 1+1?"], [["1+1=2", "\\boxed{2}"]])
+    assert len(scores) == 2 and all(0 < s < 1 for s in scores)
+
+
+def test_a_hub_id_can_read_its_rows_from_a_local_file(gpu_profile):
+    gsm = load_examples(gpu_profile.data["gsm"])
+    assert [e.answer for e in gsm] == ["42", "2000"] and gsm[0].source == "openai/gsm8k/test"
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_examples("openai/gsm8k=/nonexistent/gsm8k.jsonl")
+
+
+def test_one_gpu_paper_shaped_cell_end_to_end(gpu_profile, tmp_path):
+    """Stage D's prm setting: K < G down-sampling, two epochs, the PRM as reward and judge."""
+    (setting,) = gpu_profile.settings("D")
+    planner = allocation.planner_for(gpu_profile, setting)
+    one_round = planner.explicit(2, 4, 2, 2, 1e30, label="x").round_cost.C_total
+    budget = 2.5 * one_round
+    cell = planner.explicit(2, 4, 2, 2, budget, label="r70")
+    spec = train.spec_for(gpu_profile, setting, cell, seed=0)
+    assert spec.train.chat_template and spec.judge == "prm_judge" and spec.prm == gpu_profile.prm
+    row = train.run_cell(spec, tmp_path, raise_errors=True)
+
+    assert row["status"] == "ok"
+    assert 0 < row["C_total"] <= budget and row["rounds"] >= 1
+    assert row["C_reward"] > 0 and 0 < row["rho"] < 1
+    for metric in ("native_reward", "gsm_pass1", "math_pass1", "judge_score"):
+        assert 0 <= row[metric] <= 1, metric  # measured, not NaN
+    steps = [json.loads(line) for line in (tmp_path / "steps" / f"{spec.run_id}.jsonl").read_text().splitlines()]
+    generated = [s for s in steps if s["generated"]]
+    # the chat template's system turn is in every rollout prompt: 2 prompts x 4 completions
+    assert generated[0]["tokens"]["gen_rows"] == 8
+    assert generated[0]["tokens"]["gen_prompt_tokens"] / 8 > len(QWEN_SYSTEM)
+    assert generated[0]["tokens"]["kept_rows"] == 4
+    (stored,) = ResultTable(tmp_path / "runs.csv", RUN_COLUMNS).rows()
+    assert stored["run_id"] == spec.run_id and stored["model"] == "1.5B"
+
+
+def test_a_judge_model_loads_for_rule_based_settings_too(gpu_profile):
+    """gpu-paper's judge is the PRM: stage A's sparse runs need it loaded although their reward
+    does not."""
+    setting = gpu_profile.settings("A")[0]
+    cell = allocation.planner_for(gpu_profile, setting).explicit(2, 4, 4, 1, 1e12, label="r70")
+    assert train.spec_for(gpu_profile, setting, cell, 0).prm == gpu_profile.prm
+
+
+# ---------------------------------------------------------------------------------------- layout
+
+
+@pytest.mark.parametrize("gpus", [0, 1, 2, 8])
+@pytest.mark.parametrize("P, G, K", [(8, 8, 8), (8, 24, 2), (8, 16, 3), (4, 8, 4), (2, 8, 8)])
+def test_rollout_and_optimizer_batches_do_not_depend_on_the_gpu_count(P, G, K, gpus):
+    layout = train.batch_layout(P, G, K, gpus, micro_batch=4)
+    assert layout.rows == P * G  # the rollout batch: one round of P x G
+    kept = P * G // G * K
+    per_micro = kept // (layout.processes * layout.accumulation)
+    assert per_micro * layout.processes * layout.accumulation == kept  # one optimizer step over all kept rows
+    assert per_micro <= 4
+    if K < G:
+        assert layout.per_device * layout.accumulation % G == 0  # whole groups on every process
+    assert bool(layout.note) == (layout.processes < max(gpus, 1))
+
+
+def test_batch_layout_uses_fewer_gpus_when_groups_cannot_split_and_refuses_the_impossible():
+    layout = train.batch_layout(2, 24, 2, gpus=8, micro_batch=4)
+    assert layout.processes == 2 and "uses 2 of 8 GPUs" in layout.note
+    with pytest.raises(ValueError, match="no micro-batch layout"):
+        train.batch_layout(1, 5, 3, gpus=1, micro_batch=2)  # 5 generated and 3 kept rows: no common split
+
+
+def test_the_ledger_sums_steps_over_processes():
+    """Multi-GPU: each process charges its own share; the all-reduce makes every ledger hold the
+    run's totals, so the budget stops all processes at the same step."""
+    from paper_repro.flops import ModelShape, TrainSpec
+
+    shape = ModelShape.from_config(str(__import__("paper_repro").flops.shipped_config_dir() / "qwen2.5-1.5b-instruct.json"))
+    ledger = FlopLedger(shape, TrainSpec(), LedgerConfig(budget_flops=35.0))
+    for _ in range(2):
+        ledger.begin_step()
+        ledger.charge("search", {"useful": 5.0, "executed": 6.0})
+        ledger.charge("learning", {"useful": 3.0, "executed": 3.0})
+        ledger.count(gen_rows=4, kept_rows=2)
+        ledger.reduce_step(lambda t: t * 2)  # two processes with the same share
+        ledger.end_step(0, round_complete=True)
+    assert ledger.total() == 32.0 and ledger.total("executed") == 36.0
+    assert ledger.steps[0]["tokens"] == {"gen_rows": 8.0, "kept_rows": 4.0}
+    assert ledger.should_stop()  # 32 + a 16-FLOP round > 35
+
+
+def test_spec_json_round_trip_keeps_the_run_id(gpu_profile):
+    setting = gpu_profile.settings("A")[0]
+    cell = allocation.planner_for(gpu_profile, setting).explicit(2, 4, 4, 1, 1e12, label="r70")
+    spec = train.spec_for(gpu_profile, setting, cell, 0)
+    again = train.spec_from_json(spec.to_json())
+    assert again == spec and again.run_id == spec.run_id
+    assert math.isfinite(again.predicted_rho)
