@@ -126,5 +126,6 @@ def test_spec_json_round_trip_keeps_the_run_id(gpu_profile):
     cell = allocation.planner_for(gpu_profile, setting).explicit(2, 4, 4, 1, 1e12, label="r70")
     spec = train.spec_for(gpu_profile, setting, cell, 0)
     again = train.spec_from_json(spec.to_json())
-    assert again == spec and again.run_id == spec.run_id
+    assert again.to_json() == spec.to_json() and again.run_id == spec.run_id
+    assert again.train == spec.train and again.runtime == spec.runtime and again.data == spec.data
     assert math.isfinite(again.predicted_rho)
