@@ -256,3 +256,36 @@ def test_reward_model_module_is_charged_its_forward(tmp_path):
     assert s["executed"]["C_reward"] > 0
     assert trainer.measured / s["executed"]["C_reward"] == pytest.approx(1.0, abs=0.02)
     assert s["useful"]["C_reward"] <= s["executed"]["C_reward"]
+
+
+def test_vllm_generation_is_costed_from_token_counts_with_each_prompt_prefilled_once(tmp_path, monkeypatch):
+    """vLLM (colocate) runs outside FlopCounterMode's sight: the ledger prices it from the token
+    counts it returns, each prompt prefilled once (prefix caching), no padding, merged weights.
+    Recorded counts of two prompts x G=4 stand in for a vLLM engine on this CPU machine."""
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer
+
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=4,
+                      max_completion_length=10, use_cpu=True, report_to="none", save_strategy="no")  # fmt: skip
+    trainer = LedgerGRPOTrainer(
+        model=build_tiny_policy(), reward_funcs=length_reward, args=args, train_dataset=_dataset(),
+        processing_class=build_tiny_tokenizer(), peft_config=LoraConfig(r=4, target_modules="all-linear"),
+    )  # fmt: skip
+    trainer.use_vllm, trainer._prefix_cache = True, True  # what __init__ sets with use_vllm=True
+    prompt_ids = [[5] * 7] * 4 + [[6] * 7] * 4
+    recorded = [[9] * 6] * 8  # uniform lengths: the analytic step cost prices exactly this round
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", lambda self, *a, **k: (recorded, None))
+    trainer.model.train()
+    trainer._generate_single_turn(prompt_ids, None, None, 4)
+
+    charged = trainer.ledger._current.flops
+    step = flops.GRPOStep(prompts=2, generations=4, kept=4, epochs=1, prompt_tokens=7, completion_tokens=6,
+                          prefix_cache=True)  # fmt: skip
+    merged = flops.TrainSpec(lora=None)  # vLLM generates with the adapter merged into the weights
+    expected = flops.grpo_step_cost(trainer.ledger.policy, step, train=merged).C_search
+    assert charged["useful"]["search"] == pytest.approx(expected, rel=1e-9)
+    assert charged["executed"]["search"] == charged["useful"]["search"]  # no padding in vLLM
+    no_cache = flops.grpo_step_cost(trainer.ledger.policy, flops.GRPOStep(**{**step.__dict__, "prefix_cache": False}), train=merged)
+    assert no_cache.C_search > expected  # without the cache every copy of a prompt is prefilled
+    tokens = trainer.ledger._current.tokens
+    assert tokens["gen_prompt_tokens"] == 56 and tokens["gen_completion_tokens"] == 48
