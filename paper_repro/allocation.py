@@ -233,6 +233,7 @@ def planner_for(profile: Profile, setting: Setting) -> Planner:
         grid=profile.grid,
         train=TrainSpec(lora=lora, head_recompute=True),
         beta=train.beta,
+        prefix_cache=train.generation == "vllm",  # vLLM prefills each prompt once; the ledger prices it so
     )
 
 

@@ -162,12 +162,37 @@ def _cells_command(args: argparse.Namespace) -> int:
 def _run_command(args: argparse.Namespace) -> int:
     from paper_repro import sweep
 
+    if args.dry_run:
+        return _dry_run(args)
+
     jobs = sweep.study_jobs(
         args.profile, args.stage, args.seeds, args.quick, args.results, executed_dir=args.executed
     )
-    written = sweep.run_study(jobs, n_jobs=args.jobs, executor=args.executor, cluster=args.cluster)
+    written = sweep.run_study(
+        jobs,
+        n_jobs=args.jobs,
+        executor=args.executor,
+        cluster=args.cluster,
+        retries=args.retries,
+        slurm_partition=args.partition,
+    )
     for path in written:
         print(f"executed {path}")
+    return 0
+
+
+def _dry_run(args: argparse.Namespace) -> int:
+    from paper_repro import dryrun
+    from paper_repro.config import load_profile
+
+    profile = load_profile(args.profile)
+    if args.quick:
+        profile = profile.quick_variant()
+    wanted = set(args.stage)
+    stages = [s for s in dryrun.STAGE_ORDER if "all" in wanted or s in wanted]
+    if not stages:
+        raise ValueError(f"stages {sorted(wanted)} run no GPU work; a dry run covers A, BD and race")
+    print(dryrun.format_report(dryrun.dry_run(profile, stages, args.seeds)))
     return 0
 
 
@@ -258,9 +283,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="submitit cluster for --executor slurm (default: auto; 'local' for tests)",
     )
+    r.add_argument("--partition", default=None, help="SLURM partition for --executor slurm")
+    r.add_argument("--retries", type=int, default=2, help="resubmissions of a failed SLURM job (default 2)")
     r.add_argument("--results", default=None, help="results directory (default data/results/<profile>)")
     r.add_argument(
         "--executed", default=None, help="executed notebooks (default notebooks/executed/<profile>)"
+    )
+    r.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate every run without weights and estimate GPU-hours per stage; runs nothing",
     )
     r.set_defaults(func=_run_command)
     return parser

@@ -171,7 +171,7 @@ class Profile:
     offline: bool = False
     source: str = ""  # the YAML file it was read from
     resources: dict[str, Resources] = field(default_factory=dict)  # per policy label; missing: CPU
-    estimate: Estimate = Estimate()
+    estimate: Estimate = field(default_factory=Estimate)
 
     def __post_init__(self) -> None:
         if not self.policies:
@@ -285,4 +285,14 @@ def _known(cls, values: dict[str, Any]) -> dict[str, Any]:
     return dict(values)
 
 
-__all__ = ["STAGES", "Estimate", "Grid", "Profile", "Resources", "Setting", "TrainConfig", "load_profile", "profile_names"]
+__all__ = [
+    "STAGES",
+    "Estimate",
+    "Grid",
+    "Profile",
+    "Resources",
+    "Setting",
+    "TrainConfig",
+    "load_profile",
+    "profile_names",
+]

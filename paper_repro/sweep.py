@@ -19,11 +19,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from paper_repro.config import Resources
 from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
 from paper_repro.train import RunSpec, check_spec, default_cell_spec, run_cell
 
@@ -113,6 +114,9 @@ class NotebookJob:
     output: Path
     specs: tuple[RunSpec, ...] = ()
     results_root: str | None = None  # where its runs' rows go (None: data/results/<profile>)
+    resources: Resources = field(
+        default_factory=Resources
+    )  # what a SLURM job of it asks for (its policy size's)
 
     @property
     def source(self) -> Path:
@@ -165,12 +169,14 @@ def study_jobs(
             for s in profile.settings("A"):
                 specs = study.setting_specs(profile, "A", s.name, seeds, quick=quick)
                 jobs.append(NotebookJob(stage, book, {**run_common, "setting": s.name},
-                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs), root))  # fmt: skip
+                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs), root,
+                                        profile.resources_for(s.policy)))  # fmt: skip
         elif stage == "BD":
             for s in profile.settings("B") + profile.settings("D"):
                 specs = study.setting_specs(profile, s.stage, s.name, seeds, quick=quick)
                 jobs.append(NotebookJob(stage, book, {**run_common, "reward_system": s.name},
-                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs), root))  # fmt: skip
+                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs), root,
+                                        profile.resources_for(s.policy)))  # fmt: skip
         elif stage == "race":
             for s in profile.all_settings():
                 specs = study.setting_specs(profile, s.stage, s.name, 1, "pilot", quick=quick)
@@ -180,7 +186,9 @@ def study_jobs(
                 if seeds is not None:
                     params["default_seeds"] = seeds
                 out = out_dir / f"{book}__{s.stage}_{s.name}.ipynb"
-                jobs.append(NotebookJob(stage, book, params, out, tuple(specs), root))
+                jobs.append(
+                    NotebookJob(stage, book, params, out, tuple(specs), root, profile.resources_for(s.policy))
+                )
         else:
             params = {
                 "profile": profile_name,
@@ -246,9 +254,16 @@ def run_study(
     progress: bool = True,
     slurm_folder: str | Path | None = None,
     cluster: str | None = None,
+    retries: int = 2,
+    slurm_partition: str | None = None,
 ) -> list[Path]:
     """Execute every job that is not done, ``n_jobs`` at a time, stage by stage (a stage's jobs run
-    in parallel, the next stage waits: the analysis needs every run). A progress bar counts runs."""
+    in parallel, the next stage waits: the analysis needs every run). A progress bar counts runs.
+
+    ``slurm``: one submitit job per notebook, asking for its policy size's resources (GPUs, CPUs,
+    memory, time); a job that fails is resubmitted up to ``retries`` times, and since every run is
+    skipped once its row is in the table, a resubmission (or a rerun of the sweep) finishes only
+    what is missing."""
 
     from tqdm.auto import tqdm
 
@@ -272,7 +287,9 @@ def run_study(
             continue
         bar.set_postfix_str(f"stage {stage}")
         if executor == "slurm":
-            written += _run_submitit(batch, n_jobs, threads, slurm_folder, cluster, refresh)
+            written += _run_submitit(
+                batch, n_jobs, slurm_folder, cluster, refresh, retries, slurm_partition, threads
+            )
             continue
         from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -291,8 +308,26 @@ def run_study(
     return written
 
 
-def _run_submitit(batch, n_jobs, threads, folder, cluster, refresh) -> list[Path]:
-    """One SLURM job (or, with ``cluster="local"``, one local subprocess) per notebook execution."""
+def slurm_parameters(resources: Resources, n_jobs: int, partition: str | None = None) -> dict:
+    """submitit parameters for one notebook job of a policy size."""
+    params = {
+        "timeout_min": resources.timeout_min,
+        "cpus_per_task": resources.cpus_per_task,
+        "mem_gb": resources.mem_gb,
+        "slurm_array_parallelism": n_jobs,
+    }
+    if resources.gpus:
+        params["gpus_per_node"] = resources.gpus
+    if partition:
+        params["slurm_partition"] = partition
+    return params
+
+
+def _run_submitit(
+    batch, n_jobs, folder, cluster, refresh, retries=2, partition=None, local_threads=1
+) -> list[Path]:
+    """One SLURM job (or, with ``cluster="local"``, one local subprocess) per notebook execution,
+    each with its policy size's resources; failed jobs are resubmitted up to ``retries`` times."""
     import time
 
     import submitit
@@ -300,10 +335,32 @@ def _run_submitit(batch, n_jobs, threads, folder, cluster, refresh) -> list[Path
     from paper_repro.tasks.base import repo_root
 
     folder = Path(folder) if folder else repo_root() / "slurm_logs"
-    executor = submitit.AutoExecutor(folder=folder, cluster=cluster)
-    executor.update_parameters(timeout_min=24 * 60, slurm_array_parallelism=n_jobs, cpus_per_task=threads)
-    submitted = [executor.submit(execute_job, j, threads) for j in batch]
-    while not all(s.done() for s in submitted):
+
+    def submit(job: NotebookJob):
+        executor = submitit.AutoExecutor(folder=folder, cluster=cluster)
+        params = slurm_parameters(job.resources, n_jobs, partition)
+        threads = job.resources.cpus_per_task
+        if executor.cluster != "slurm":  # the local and debug backends: this machine's cores, shared
+            params = {k: v for k, v in params.items() if not k.startswith("slurm_")}
+            threads = local_threads
+        executor.update_parameters(**params)
+        return executor.submit(execute_job, job, threads)
+
+    pending_jobs = {i: (job, submit(job), 0) for i, job in enumerate(batch)}
+    written: dict[int, Path] = {}
+    while pending_jobs:
         refresh()
         time.sleep(2.0)
-    return [s.result() for s in submitted]
+        for i, (job, handle, attempt) in list(pending_jobs.items()):
+            if not handle.done():
+                continue
+            try:
+                written[i] = handle.result()
+                del pending_jobs[i]
+            except Exception as err:
+                if attempt >= retries:
+                    raise RuntimeError(
+                        f"{job.output.name} failed {attempt + 1} times; last log: {handle.paths.stderr}"
+                    ) from err
+                pending_jobs[i] = (job, submit(job), attempt + 1)
+    return [written[i] for i in sorted(written)]

@@ -57,13 +57,13 @@ QWEN_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<extra_0>")
 
 # Qwen2.5-Math-PRM's remote code, in the form its model card loads (AutoModel, trust_remote_code):
 # a Qwen2 backbone and a two-way MLP head at every position, logits first in the output.
-PRM_CONFIGURATION = '''from transformers import Qwen2Config
+PRM_CONFIGURATION = """from transformers import Qwen2Config
 
 
 class Qwen2RMConfig(Qwen2Config):
     model_type = "qwen2"
-'''
-PRM_MODELING = '''import torch
+"""
+PRM_MODELING = """import torch
 from transformers import Qwen2Model, Qwen2PreTrainedModel
 from transformers.modeling_outputs import TokenClassifierOutput
 
@@ -87,7 +87,7 @@ class Qwen2ForProcessRewardModel(Qwen2PreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, **kwargs):
         hidden = self.model(input_ids=input_ids, attention_mask=attention_mask)[0]
         return TokenClassifierOutput(logits=self.score(hidden))
-'''
+"""
 
 
 def qwen25_style_tokenizer():
@@ -179,7 +179,9 @@ def write_tiny_math_prm(out_dir, hidden: int = 32, layers: int = 2, seed: int = 
     )
     (out / "config.json").write_text(json.dumps(config, indent=2))
     torch.manual_seed(seed)
-    model = AutoModel.from_config(AutoConfig.from_pretrained(out, trust_remote_code=True), trust_remote_code=True)
+    model = AutoModel.from_config(
+        AutoConfig.from_pretrained(out, trust_remote_code=True), trust_remote_code=True
+    )
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out

@@ -30,7 +30,7 @@ import math
 import tempfile
 import time
 import traceback
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -85,7 +85,9 @@ class RunSpec:
     predicted_rho: float = float("nan")
     first_round_flops: float | None = None
     eval_heldout_limit: int | None = None  # held-out prompts for the native reward (None: eval_limit)
-    runtime: Resources = Resources()  # where it runs (GPUs, micro-batches): not what it computes
+    runtime: Resources = field(
+        default_factory=Resources
+    )  # where it runs (GPUs, micro-batches): not what it computes
 
     def __post_init__(self) -> None:
         if self.reward_system not in REWARD_SYSTEMS:
@@ -606,7 +608,6 @@ def _sample_config(spec: RunSpec):
 
 def _evaluate(spec: RunSpec, parts: _Parts, model) -> dict[str, float]:
     from paper_repro.evaluate import evaluate_policy
-
     from paper_repro.tasks.hub import format_prompt
 
     render = (lambda e: format_prompt(parts.tokenizer, e)) if spec.train.chat_template else None

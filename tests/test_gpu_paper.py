@@ -8,12 +8,11 @@ import json
 import math
 
 import pytest
-import torch
 
 from paper_repro import allocation, train
 from paper_repro.config import load_profile
 from paper_repro.ledger import FlopLedger, LedgerConfig
-from paper_repro.results import ResultTable, RUN_COLUMNS
+from paper_repro.results import RUN_COLUMNS, ResultTable
 from paper_repro.rewards.prm import PRMScorer
 from paper_repro.tasks import load_examples
 from paper_repro.tasks.hub import QWEN_SYSTEM
@@ -60,7 +59,9 @@ def test_one_gpu_paper_shaped_cell_end_to_end(gpu_profile, tmp_path):
     assert row["C_reward"] > 0 and 0 < row["rho"] < 1
     for metric in ("native_reward", "gsm_pass1", "math_pass1", "judge_score"):
         assert 0 <= row[metric] <= 1, metric  # measured, not NaN
-    steps = [json.loads(line) for line in (tmp_path / "steps" / f"{spec.run_id}.jsonl").read_text().splitlines()]
+    steps = [
+        json.loads(line) for line in (tmp_path / "steps" / f"{spec.run_id}.jsonl").read_text().splitlines()
+    ]
     generated = [s for s in steps if s["generated"]]
     # the chat template's system turn is in every rollout prompt: 2 prompts x 4 completions
     assert generated[0]["tokens"]["gen_rows"] == 8
@@ -107,7 +108,9 @@ def test_the_ledger_sums_steps_over_processes():
     run's totals, so the budget stops all processes at the same step."""
     from paper_repro.flops import ModelShape, TrainSpec
 
-    shape = ModelShape.from_config(str(__import__("paper_repro").flops.shipped_config_dir() / "qwen2.5-1.5b-instruct.json"))
+    shape = ModelShape.from_config(
+        str(__import__("paper_repro").flops.shipped_config_dir() / "qwen2.5-1.5b-instruct.json")
+    )
     ledger = FlopLedger(shape, TrainSpec(), LedgerConfig(budget_flops=35.0))
     for _ in range(2):
         ledger.begin_step()
@@ -129,3 +132,71 @@ def test_spec_json_round_trip_keeps_the_run_id(gpu_profile):
     assert again.to_json() == spec.to_json() and again.run_id == spec.run_id
     assert again.train == spec.train and again.runtime == spec.runtime and again.data == spec.data
     assert math.isfinite(again.predicted_rho)
+
+
+# ---------------------------------------------------------------------------------------- dry run
+
+
+def test_dry_run_validates_every_gpu_paper_spec_and_estimates_gpu_hours(capsys, monkeypatch):
+    from paper_repro.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["run", "--profile", "gpu-paper", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("HF_HUB_OFFLINE=1") == 1  # the unreachable hub is said once
+    rows = {
+        line.split()[0]: line.split()
+        for line in out.splitlines()
+        if line.startswith("  ") and line.split()[0] in ("A", "BD", "race", "total")
+    }
+    assert set(rows) == {"A", "BD", "race", "total"}
+    # stage A: 3 sizes x 5 cells x 3 seeds at 2.5e16 FLOPs each
+    assert rows["A"][1] == "45" and float(rows["A"][3]) == pytest.approx(45 * 2.5e16)
+    gpu_hours = [float(rows[s][6]) for s in ("A", "BD", "race")]
+    assert all(h > 0 for h in gpu_hours) and float(rows["total"][6]) == pytest.approx(
+        sum(gpu_hours), abs=0.15
+    )
+    assert "7B pilot" in out and "uses 2 of 8 GPUs" in out  # P=2 pilots cannot split groups over 8
+
+
+def test_gpu_hours_follow_the_stated_mfu():
+    from dataclasses import replace
+
+    from paper_repro import dryrun
+
+    profile = load_profile("gpu-paper")
+    spec = dryrun.study_specs(profile, ["A"])["A"][0]
+    train_h, eval_h = dryrun.run_gpu_hours(profile, spec)
+    faster = replace(profile, estimate=replace(profile.estimate, mfu_train=0.7, mfu_generate_hf=0.06))
+    train_fast, eval_fast = dryrun.run_gpu_hours(faster, spec)
+    assert train_fast == pytest.approx(train_h / 2) and eval_fast == pytest.approx(eval_h / 2)
+    # the budget, spent at the stated MFUs, bounds the training hours from both sides
+    peak = profile.estimate.peak_tflops * 1e12 * 3600
+    assert spec.budget_flops / (peak * 0.35) <= train_h <= spec.budget_flops / (peak * 0.03)
+
+
+def test_dry_run_refuses_a_layout_that_cannot_fit(tmp_path):
+    import yaml
+
+    from paper_repro import dryrun
+
+    raw = yaml.safe_load(open(load_profile("gpu-paper").source))
+    raw["resources"]["7B"]["micro_batch"] = 1
+    raw["allowed"]["G"], raw["allowed"]["K"] = [5, 7], [3, 4]  # kept rows share no split with generated ones
+    raw["allowed"]["P"] = [1]
+    path = tmp_path / "odd.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match="no micro-batch layout"):
+        dryrun.dry_run(load_profile(path), ["A"])
+
+
+def test_slurm_jobs_ask_for_their_policy_sizes_resources():
+    from paper_repro import sweep
+
+    jobs = sweep.study_jobs("gpu-paper", ["A"])
+    by_setting = {j.parameters["setting"]: j.resources for j in jobs}
+    assert [by_setting[s].gpus for s in ("1.5B", "3B", "7B")] == [1, 2, 8]
+    params = sweep.slurm_parameters(by_setting["7B"], n_jobs=3, partition="gpu")
+    assert params == {"timeout_min": 2880, "cpus_per_task": 64, "mem_gb": 512, "slurm_array_parallelism": 3,
+                      "gpus_per_node": 8, "slurm_partition": "gpu"}  # fmt: skip
+    assert "gpus_per_node" not in sweep.slurm_parameters(load_profile("cpu-tiny").resources_for("M"), 1)

@@ -285,7 +285,9 @@ def test_vllm_generation_is_costed_from_token_counts_with_each_prompt_prefilled_
     expected = flops.grpo_step_cost(trainer.ledger.policy, step, train=merged).C_search
     assert charged["useful"]["search"] == pytest.approx(expected, rel=1e-9)
     assert charged["executed"]["search"] == charged["useful"]["search"]  # no padding in vLLM
-    no_cache = flops.grpo_step_cost(trainer.ledger.policy, flops.GRPOStep(**{**step.__dict__, "prefix_cache": False}), train=merged)
+    no_cache = flops.grpo_step_cost(
+        trainer.ledger.policy, flops.GRPOStep(**{**step.__dict__, "prefix_cache": False}), train=merged
+    )
     assert no_cache.C_search > expected  # without the cache every copy of a prompt is prefilled
     tokens = trainer.ledger._current.tokens
     assert tokens["gen_prompt_tokens"] == 56 and tokens["gen_completion_tokens"] == 48

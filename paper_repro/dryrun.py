@@ -1,0 +1,210 @@
+"""``paper-repro run --dry-run``: validate every run of a study without weights, and estimate its
+GPU-hours.
+
+For every spec the notebooks would run (stage A, stages B and D, the RACE pilots and TRL's default
+cells; a run shared by two stages counted once, where it first appears) it checks what can be
+checked without weights or data: the profile loads, every cell is realisable at its budget, the
+model shapes are known (checkpoint or shipped config), the batch layout fits the resources of its
+policy size. It then prices each run: its budget split by the cell's predicted rho, generation at
+the backend's MFU, updates and reward-model forwards at the training MFU, plus the evaluation (greedy
+answers of the held-out and downstream sets, and the judge on them) at the generation MFU. The MFUs
+and the GPU's peak are the profile's ``estimate`` section: assumptions, printed with the result.
+
+The hub is probed once: unreachable (or ``HF_HUB_OFFLINE=1``), it says so once and checks configs
+only; reachable, it also checks that every model and dataset id exists (nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from paper_repro import flops, train
+from paper_repro.allocation import resolve_shape
+from paper_repro.config import Profile
+
+STAGE_ORDER = ("A", "BD", "race")
+
+
+@dataclass
+class StageEstimate:
+    stage: str
+    runs: int = 0
+    new_runs: int = 0  # not already counted in an earlier stage
+    train_flops: float = 0.0
+    gpu_hours_train: float = 0.0
+    gpu_hours_eval: float = 0.0
+    wall_hours: float = 0.0  # if the runs go one after another, each on its resources
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.gpu_hours_train + self.gpu_hours_eval
+
+
+def study_specs(profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None):
+    """The specs each stage's notebooks run, in order: {stage: [RunSpec, ...]}."""
+    from paper_repro import study
+
+    out: dict[str, list[train.RunSpec]] = {}
+    for stage in stages:
+        if stage == "A":
+            out["A"] = [
+                s for x in profile.settings("A") for s in study.setting_specs(profile, "A", x.name, seeds)
+            ]
+        elif stage == "BD":
+            out["BD"] = [
+                s
+                for st in ("B", "D")
+                for x in profile.settings(st)
+                for s in study.setting_specs(profile, st, x.name, seeds)
+            ]
+        elif stage == "race":
+            n = profile.seeds if seeds is None else seeds
+            out["race"] = [
+                s
+                for st in ("A", "B", "D")
+                for x in profile.settings(st)
+                for s in study.setting_specs(profile, st, x.name, 1, "pilot")
+                + [train.default_cell_spec(profile, x, seed) for seed in range(n)]
+            ]
+        else:
+            raise ValueError(f"unknown stage {stage!r} for a dry run; stages: {', '.join(STAGE_ORDER)}")
+    return out
+
+
+def run_gpu_hours(profile: Profile, spec: train.RunSpec) -> tuple[float, float]:
+    """(training, evaluation) GPU-hours of one run at the profile's assumed MFUs."""
+    est = profile.estimate
+    peak = est.peak_tflops * 1e12
+    share = spec.budget_flops / spec.first_round_flops if spec.first_round_flops else 0.0
+    cost = _round_cost(profile, spec)
+    search = cost.C_search * share
+    dense = (cost.C_learning + cost.C_reward) * share
+    seconds = search / (peak * est.mfu_generate(spec.train.generation)) + dense / (peak * est.mfu_train)
+    lengths = profile.expected_lengths
+    answer = flops.generation_work(lengths["prompt"], lengths["completion"])
+    eval_flops = est.eval_problems * flops.forward_flops(resolve_shape(spec.model), answer)
+    if spec.prm:  # the judge (and a PRM reward) reads every answer once
+        read = flops.sequence_work(lengths["prompt"] + lengths["completion"])
+        eval_flops += est.eval_problems * flops.forward_flops(resolve_shape(spec.prm), read)
+    eval_seconds = eval_flops / (peak * est.mfu_generate(spec.train.generation))
+    return seconds / 3600, eval_seconds / 3600
+
+
+def _round_cost(profile: Profile, spec: train.RunSpec):
+    from paper_repro.allocation import planner_for
+
+    setting = next(s for s in profile.all_settings() if s.name == spec.setting and s.stage == spec.stage)
+    return (
+        planner_for(profile, setting).explicit(spec.P, spec.G, spec.K, spec.mu, spec.budget_flops).round_cost
+    )
+
+
+def hub_status() -> str | None:
+    """None when the hub answers; otherwise why not (said once by the dry run)."""
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return "HF_HUB_OFFLINE=1 is set"
+    try:
+        from huggingface_hub import HfApi
+
+        HfApi().model_info("Qwen/Qwen2.5-1.5B-Instruct", timeout=5)
+    except Exception as err:  # no network, a proxy, DNS: any failure means we cannot check
+        return f"the hub could not be reached ({type(err).__name__})"
+    return None
+
+
+def check_hub_ids(profile: Profile) -> list[str]:
+    """Problems with the profile's hub ids (models and datasets), checked without downloading."""
+    from huggingface_hub import HfApi
+
+    api, problems = HfApi(), []
+    models = {*profile.policies.values(), profile.prm}
+    datasets = {ref.partition("=")[0] for ref in profile.data.values() if "=" not in ref}
+    for model in sorted(m for m in models if m.count("/") == 1 and not os.path.exists(m)):
+        try:
+            api.model_info(model, timeout=10)
+        except Exception as err:
+            problems.append(f"model {model}: {type(err).__name__}: {err}")
+    for dataset in sorted(d for d in datasets if not d.startswith("arith/")):
+        try:
+            api.dataset_info(dataset, timeout=10)
+        except Exception as err:
+            problems.append(f"dataset {dataset}: {type(err).__name__}: {err}")
+    return problems
+
+
+def dry_run(profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None) -> dict:
+    """Validate and price every run of ``stages``; raises ValueError on the first spec that cannot
+    run (an unrealisable cell, a layout that does not fit, an unknown model)."""
+    by_stage = study_specs(profile, stages, seeds)
+    seen: set[str] = set()
+    estimates = []
+    for stage, specs in by_stage.items():
+        est = StageEstimate(stage, runs=len(specs))
+        for spec in specs:
+            resolve_shape(spec.model)
+            if spec.prm:
+                resolve_shape(spec.prm)
+            layout = train.batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
+            if layout.note:
+                note = f"{spec.policy} {spec.budget_kind} {spec.cell}: {layout.note}"
+                if note not in est.notes:
+                    est.notes.append(note)
+            if spec.run_id in seen:
+                continue
+            seen.add(spec.run_id)
+            est.new_runs += 1
+            hours_train, hours_eval = run_gpu_hours(profile, spec)
+            est.train_flops += spec.budget_flops
+            est.gpu_hours_train += hours_train
+            est.gpu_hours_eval += hours_eval
+            est.wall_hours += (hours_train + hours_eval) / layout.processes
+        estimates.append(est)
+    hub = hub_status()
+    problems = [] if hub else check_hub_ids(profile)
+    return {"profile": profile, "stages": estimates, "hub": hub, "hub_problems": problems}
+
+
+def format_report(result: dict) -> str:
+    profile: Profile = result["profile"]
+    est = profile.estimate
+    lines = [
+        f"dry run of profile {profile.name}: every spec validated without weights "
+        f"(configs, cells realisable at their budgets, model shapes, batch layouts)",
+    ]
+    if result["hub"]:
+        lines.append(f"hub: not checked: {result['hub']}; model and dataset ids were not verified")
+    elif result["hub_problems"]:
+        lines += ["hub: PROBLEMS:", *(f"  {p}" for p in result["hub_problems"])]
+    else:
+        lines.append("hub: every model and dataset id exists")
+    lines.append(
+        f"GPU-hours on {est.gpu} ({est.peak_tflops:g} TFLOP/s peak) at assumed MFU: training "
+        f"{est.mfu_train:.0%}, generation {est.mfu_generate(profile.train.generation):.0%} "
+        f"({profile.train.generation}); evaluation of {est.eval_problems} greedy answers per run"
+    )
+    header = f"  {'stage':<6} {'runs':>5} {'new':>5} {'train FLOPs':>12} {'GPU-h train':>12} {'GPU-h eval':>11} {'GPU-h':>9} {'wall h':>8}"
+    lines.append(header)
+    total = StageEstimate("total")
+    for s in result["stages"]:
+        lines.append(
+            f"  {s.stage:<6} {s.runs:>5} {s.new_runs:>5} {s.train_flops:>12.3e} {s.gpu_hours_train:>12.1f} "
+            f"{s.gpu_hours_eval:>11.1f} {s.gpu_hours:>9.1f} {s.wall_hours:>8.1f}"
+        )
+        total.runs += s.runs
+        total.new_runs += s.new_runs
+        total.train_flops += s.train_flops
+        total.gpu_hours_train += s.gpu_hours_train
+        total.gpu_hours_eval += s.gpu_hours_eval
+        total.wall_hours += s.wall_hours
+    lines.append(
+        f"  {'total':<6} {total.runs:>5} {total.new_runs:>5} {total.train_flops:>12.3e} "
+        f"{total.gpu_hours_train:>12.1f} {total.gpu_hours_eval:>11.1f} {total.gpu_hours:>9.1f} {total.wall_hours:>8.1f}"
+    )
+    lines.append("  (new: runs not already counted in an earlier stage; wall h: one run after another)")
+    for s in result["stages"]:
+        for note in s.notes:
+            lines.append(f"  note, stage {s.stage}: {note}")
+    return "\n".join(lines)
