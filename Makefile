@@ -14,7 +14,7 @@ QUICK ?=
 JOBS ?= 2
 RUN_FLAGS := --jobs $(JOBS) $(if $(QUICK),--quick,)
 
-.PHONY: install test test-slow lint bench reproduce validate models clean
+.PHONY: install test test-slow lint bench reproduce validate models gpu-smoke clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ validate: $(STAMP)
 models: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/papermill notebooks/00_embedded_models.ipynb \
 		notebooks/executed/cpu-tiny/00_embedded_models.ipynb
+
+# On a machine with a CUDA GPU: a cpu-tiny cell on CUDA in bf16, and a vLLM colocate cell if vllm is
+# installed (pip install -e ".[gpu]"); under 5 minutes; log and summary in gpu_smoke/.
+gpu-smoke: $(STAMP)
+	$(BIN)/python -m paper_repro.smoke --out gpu_smoke
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -238,8 +238,37 @@ def load_profile(name: str | Path) -> Profile:
             raise ValueError(f"unknown profile {name!r}; known: {', '.join(profile_names())}")
     elif not path.is_file():
         raise FileNotFoundError(f"profile file {path} does not exist")
-    raw = yaml.safe_load(path.read_text())
+    raw = _read_raw(path)
     return _profile_from_dict(raw, source=str(path))
+
+
+def _read_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A profile's YAML, with ``extends: <profile>`` resolved: the base profile's values, then this
+    file's on top (mappings merged key by key, anything else replaced). A hardware variant such as
+    ``gpu-paper-1gpu`` extends ``gpu-paper`` and changes only ``resources``: the same runs (a run's id
+    ignores where it runs), the same results table."""
+    if path.resolve() in seen:
+        raise ValueError(f"profile {path} extends itself (through {' -> '.join(map(str, seen))})")
+    raw = yaml.safe_load(path.read_text()) or {}
+    base = raw.pop("extends", None)
+    if base is None:
+        return raw
+    base_path = Path(base) if Path(base).suffix in (".yaml", ".yml") else PROFILE_DIR / f"{base}.yaml"
+    if not base_path.is_absolute() and not base_path.is_file():
+        base_path = path.parent / base_path
+    if not base_path.is_file():
+        raise ValueError(f"profile {path} extends {base!r}, which is not a profile ({base_path})")
+    return _merge(_read_raw(base_path, (*seen, path.resolve())), raw)
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "resources":
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:

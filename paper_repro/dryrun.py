@@ -149,7 +149,7 @@ def dry_run(profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | 
                 resolve_shape(spec.prm)
             layout = train.batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
             if layout.note:
-                note = f"{spec.policy} {spec.budget_kind} {spec.cell}: {layout.note}"
+                note = f"{spec.setting} ({spec.policy}) {spec.budget_kind} {spec.cell}: {layout.note}"
                 if note not in est.notes:
                     est.notes.append(note)
             if spec.run_id in seen:

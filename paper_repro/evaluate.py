@@ -55,7 +55,7 @@ def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> li
                     return_tensors="pt",
                     padding=True,
                     add_special_tokens=False,
-                )
+                ).to(model.device)
                 out = model.generate(
                     **batch,
                     do_sample=not greedy,

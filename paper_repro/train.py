@@ -489,11 +489,11 @@ def _load_parts(spec: RunSpec) -> _Parts:
     path = resolve_model(_local(spec.model))
     tokenizer = AutoTokenizer.from_pretrained(path)
     dtype = torch.bfloat16 if spec.train.dtype == "bfloat16" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    from accelerate import PartialState
+
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(PartialState().device)
     scorer = None
     if spec.prm:
-        from accelerate import PartialState
-
         scorer = PRMScorer.load(_local(spec.prm), model_kwargs={"dtype": dtype})
         scorer.model.to(PartialState().device)  # this process's GPU (or the CPU)
     reward = build_reward(spec.reward_system, spec.task, prm=scorer)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -156,7 +157,7 @@ def test_dry_run_validates_every_gpu_paper_spec_and_estimates_gpu_hours(capsys, 
     assert all(h > 0 for h in gpu_hours) and float(rows["total"][6]) == pytest.approx(
         sum(gpu_hours), abs=0.15
     )
-    assert "7B pilot" in out and "uses 2 of 8 GPUs" in out  # P=2 pilots cannot split groups over 8
+    assert "7B (7B) pilot" in out and "uses 2 of 8 GPUs" in out  # P=2 pilots cannot split groups over 8
 
 
 def test_gpu_hours_follow_the_stated_mfu():
@@ -180,7 +181,7 @@ def test_dry_run_refuses_a_layout_that_cannot_fit(tmp_path):
 
     from paper_repro import dryrun
 
-    raw = yaml.safe_load(open(load_profile("gpu-paper").source))
+    raw = yaml.safe_load(Path(load_profile("gpu-paper").source).read_text())
     raw["resources"]["7B"]["micro_batch"] = 1
     raw["allowed"]["G"], raw["allowed"]["K"] = [5, 7], [3, 4]  # kept rows share no split with generated ones
     raw["allowed"]["P"] = [1]
@@ -200,3 +201,18 @@ def test_slurm_jobs_ask_for_their_policy_sizes_resources():
     assert params == {"timeout_min": 2880, "cpus_per_task": 64, "mem_gb": 512, "slurm_array_parallelism": 3,
                       "gpus_per_node": 8, "slurm_partition": "gpu"}  # fmt: skip
     assert "gpus_per_node" not in sweep.slurm_parameters(load_profile("cpu-tiny").resources_for("M"), 1)
+
+
+def test_the_readme_quotes_the_dry_run_as_it_prints_now(capsys, monkeypatch):
+    from paper_repro.cli import main
+    from paper_repro.tasks.base import repo_root
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    main(["run", "--profile", "gpu-paper", "--dry-run"])
+    printed = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(printed) if line.startswith("GPU-hours on"))
+    end = next(i for i, line in enumerate(printed) if line.startswith("  total"))
+    readme = (repo_root() / "README.md").read_text()
+    assert "\n".join(printed[start : end + 1]) in readme, (
+        "rerun the dry run and paste its table into README.md"
+    )
