@@ -98,7 +98,9 @@ class Planner:
     grid: Grid
     train: TrainSpec = field(default_factory=lambda: TrainSpec(head_recompute=True))
     beta: float = 0.0
-    prefix_cache: bool = False
+    prefix_cache: bool = False  # vLLM: each prompt prefilled once
+    vllm_importance_sampling: bool = False  # vLLM: TRL's correction adds the old-policy forward
+    reward_tokens: int | None = None  # the reward model's tokens per completion (default p + c)
 
     def step(self, P: int, G: int, K: int, mu: int) -> GRPOStep:
         if K > G:
@@ -112,6 +114,8 @@ class Planner:
             completion_tokens=self.completion_tokens,
             beta=self.beta,
             prefix_cache=self.prefix_cache,
+            vllm_importance_sampling=self.vllm_importance_sampling,
+            reward_tokens=self.reward_tokens,
         )
 
     def round_cost(self, P: int, G: int, K: int, mu: int) -> StepCost:
@@ -234,6 +238,7 @@ def planner_for(profile: Profile, setting: Setting) -> Planner:
         train=TrainSpec(lora=lora, head_recompute=True),
         beta=train.beta,
         prefix_cache=train.generation == "vllm",  # vLLM prefills each prompt once; the ledger prices it so
+        vllm_importance_sampling=train.generation == "vllm",
     )
 
 

@@ -52,8 +52,15 @@ class TrainConfig:
     dtype: Literal["float32", "bfloat16"] = "float32"
     chat_template: bool = False  # prompts as chat turns through the tokenizer's template (Instruct models)
     generation: Literal["hf", "vllm"] = "hf"  # rollouts by HF generate, or TRL's vLLM colocate mode
+    # When the ledger stops a run: "ceiling" while the costliest possible round (longest prompt,
+    # every completion at max_completion_length) could pass the budget, so C_total never does;
+    # "dearest" while the dearest round so far could (more of the budget spent, but completions that
+    # grow under RL can take the last round past it).
+    budget_stop: Literal["dearest", "ceiling"] = "dearest"
 
     def __post_init__(self) -> None:
+        if self.budget_stop not in ("dearest", "ceiling"):
+            raise ValueError(f"budget_stop must be 'dearest' or 'ceiling', got {self.budget_stop!r}")
         if self.generation not in ("hf", "vllm"):
             raise ValueError(f"generation must be 'hf' or 'vllm', got {self.generation!r}")
         if self.lora_rank < 1 or self.lora_alpha <= 0:

@@ -74,6 +74,11 @@ class LedgerConfig:
     log_path: str | Path | None = None  # one JSONL line per optimizer step
     prefix_cache: bool | None = None  # prompt prefilled once per prompt; default: on with vLLM
     first_round_flops: float | None = None  # the planner's estimate, to refuse a budget below one round
+    # The most one round can cost (the longest prompt, every completion at the maximum length). With
+    # it the budget stop is a guarantee: the run stops while another round could pass the budget.
+    # Without it the next round is priced as the dearest so far, which completions that grow under
+    # RL can outrun.
+    round_ceiling_flops: float | None = None
     seed: int = 0  # for random down-sampling
 
     def __post_init__(self) -> None:
@@ -328,12 +333,14 @@ class FlopLedger:
         return record
 
     def should_stop(self) -> bool:
-        """True when the next generation round, priced as the dearest round so far, would take
-        the useful C_total past the budget."""
+        """True when the next generation round could take the useful C_total past the budget:
+        priced at ``round_ceiling_flops`` when set (a bound: the total never passes the budget),
+        else as the dearest round so far (an estimate)."""
         budget = self.config.budget_flops
         if budget is None or not self.rounds:
             return False
-        if self._useful_total + max(self.rounds) > budget:
+        next_round = self.config.round_ceiling_flops or max(self.rounds)
+        if self._useful_total + next_round > budget:
             self.stopped_by_budget = True
             return True
         return False
@@ -493,10 +500,16 @@ class LedgerGRPOTrainer(GRPOTrainer):
             raise ValueError("down-sampling supports multi_objective_aggregation='sum_then_normalize' only")
 
     def _check_first_round(self) -> None:
-        budget, first = self.ledger.config.budget_flops, self.ledger.config.first_round_flops
+        config = self.ledger.config
+        budget, first, ceiling = config.budget_flops, config.first_round_flops, config.round_ceiling_flops
         if budget is not None and first is not None and first > budget:
             raise ValueError(
                 f"budget {budget:.3g} FLOPs buys 0 generation rounds: one round needs about {first:.3g}"
+            )
+        if budget is not None and ceiling is not None and ceiling > budget:
+            raise ValueError(
+                f"budget {budget:.3g} FLOPs does not surely buy one generation round: the costliest "
+                f"round (every completion at the maximum length) needs {ceiling:.3g}"
             )
 
     # --- helpers -------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ rate, and K < G by PODS max-variance down-sampling to reach low update fractions
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -37,7 +38,7 @@ from typing import Any, Literal
 
 from paper_repro import provenance
 from paper_repro.allocation import Cell, plan_setting, planner_for
-from paper_repro.config import Profile, Resources, Setting, TrainConfig
+from paper_repro.config import Grid, Profile, Resources, Setting, TrainConfig
 from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
 from paper_repro.rewards import REWARD_SYSTEMS
 
@@ -46,8 +47,8 @@ BudgetKind = Literal["full", "pilot"]
 HASH_EXCLUDES = ("stage", "setting", "cell", "target_rho", "predicted_rho", "first_round_flops", "runtime")
 # Fields added after results were recorded hash only when set away from their default, so the run ids
 # of earlier runs (which computed with those defaults) do not change.
-HASH_IF_SET = {"eval_heldout_limit": None}
-TRAIN_HASH_IF_SET = {"chat_template": False, "generation": "hf"}
+HASH_IF_SET = {"eval_heldout_limit": None, "weights": None}
+TRAIN_HASH_IF_SET = {"chat_template": False, "generation": "hf", "budget_stop": "dearest"}
 BASE_COLUMNS = ("base_id", "model", "reward_system", "native_reward", "gsm_pass1", "math_pass1",
                 "judge_score", "seconds", "git_sha", "versions", "created_at")  # fmt: skip
 
@@ -85,6 +86,9 @@ class RunSpec:
     predicted_rho: float = float("nan")
     first_round_flops: float | None = None
     eval_heldout_limit: int | None = None  # held-out prompts for the native reward (None: eval_limit)
+    # sha256 of the local checkpoints' weight files (policy, PRM): a rebuilt testbed is a new run.
+    # Hub ids are named by their id alone.
+    weights: str | None = None
     runtime: Resources = field(
         default_factory=Resources
     )  # where it runs (GPUs, micro-batches): not what it computes
@@ -176,7 +180,38 @@ def spec_for(
         first_round_flops=cell.round_cost.C_total,
         eval_heldout_limit=profile.eval.get("heldout_limit"),
         runtime=profile.resources_for(setting.policy),
+        weights=weights_fingerprint(
+            profile.policies[setting.policy], profile.prm if needs_prm_weights(profile, setting) else None
+        ),
     )
+
+
+def needs_prm_weights(profile: Profile, setting: Setting) -> bool:
+    return profile.needs_prm(setting.reward_system) or profile.judge == "prm_judge"
+
+
+def weights_fingerprint(*models: str | None) -> str | None:
+    """A short sha256 over the weight files of the local checkpoints among ``models``; None when
+    none is local (hub ids)."""
+    digests = [_checkpoint_digest(_local(m)) for m in models if m is not None]
+    digests = [d for d in digests if d]
+    if not digests:
+        return None
+    return hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=64)
+def _checkpoint_digest(path: str) -> str | None:
+    folder = Path(path)
+    files = sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")) if folder.is_dir() else []
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def stage_specs(
@@ -578,6 +613,7 @@ def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
         kept=spec.K,
         log_path=log_path if PartialState().is_main_process else None,
         first_round_flops=spec.first_round_flops,
+        round_ceiling_flops=round_ceiling(spec, parts) if t.budget_stop == "ceiling" else None,
         seed=spec.seed,
     )
     return LedgerGRPOTrainer(
@@ -589,6 +625,54 @@ def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
         peft_config=lora,
         ledger=ledger,
     )
+
+
+def round_ceiling(spec: RunSpec, parts: _Parts) -> float:
+    """The most one generation round of ``spec`` can cost (useful FLOPs): the longest training prompt
+    and every completion at ``max_completion_length``. The PRM reads the prompt (in its own format)
+    and the completion's steps, a separator after each: with the arith task's character tokens a
+    step and its separator take no more tokens than the step and its newline, so at most one more
+    than the completion; with a BPE tokenizer, re-tokenised steps may take more, so twice it."""
+    from paper_repro.allocation import Planner, resolve_shape
+    from paper_repro.flops import LoRASpec, TrainSpec
+    from paper_repro.rewards import PRM_BASED
+
+    t = spec.train
+    texts = [_prompt_text(spec, parts.tokenizer, e) for e in parts.train_examples]
+    longest = max(len(ids) for ids in parts.tokenizer(texts, add_special_tokens=False)["input_ids"])
+    completion = t.max_completion_length
+    reward_model, reward_tokens = None, None
+    if spec.reward_system in PRM_BASED:
+        reward_model = resolve_shape(_local(spec.prm))
+        scorer = parts.reward.prm if hasattr(parts.reward, "prm") else None
+        if scorer is not None:
+            prompt_part = max(
+                len(r) for r in scorer._encode([e.prompt for e in parts.train_examples], [[]] * len(texts))
+            )
+        else:  # proxy_prm is charged the configured PRM's forward at the policy's tokenisation
+            prompt_part = longest
+        reward_tokens = prompt_part + (completion + 1 if spec.task == "arith" else 2 * completion)
+    planner = Planner(
+        policy=resolve_shape(_local(spec.model)),
+        reward_model=reward_model,
+        prompt_tokens=longest,
+        completion_tokens=completion,
+        grid=Grid(),
+        train=TrainSpec(
+            lora=LoRASpec(rank=t.lora_rank, target_modules=(t.lora_targets,)), head_recompute=True
+        ),
+        beta=t.beta,
+        prefix_cache=t.generation == "vllm",
+        vllm_importance_sampling=t.generation == "vllm",
+        reward_tokens=reward_tokens,
+    )
+    return planner.round_cost(spec.P, spec.G, spec.K, spec.mu).C_total
+
+
+def _prompt_text(spec: RunSpec, tokenizer, example) -> str:
+    from paper_repro.tasks.hub import format_prompt
+
+    return format_prompt(tokenizer, example) if spec.train.chat_template else example.prompt
 
 
 def _train_prompt(spec: RunSpec, example) -> str | list[dict[str, str]]:

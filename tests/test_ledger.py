@@ -291,3 +291,21 @@ def test_vllm_generation_is_costed_from_token_counts_with_each_prompt_prefilled_
     assert no_cache.C_search > expected  # without the cache every copy of a prompt is prefilled
     tokens = trainer.ledger._current.tokens
     assert tokens["gen_prompt_tokens"] == 56 and tokens["gen_completion_tokens"] == 48
+
+
+def test_a_round_ceiling_makes_the_budget_a_guarantee(tmp_path):
+    """Priced at the costliest possible round, the stop comes while one more round could pass the
+    budget: C_total never does, and what is left is less than one such round."""
+    free = run_tiny_grpo(tmp_path / "a", LedgerConfig(), max_steps=8)
+    dearest = max(free.ledger.rounds)
+    ceiling = 1.5 * dearest  # any bound at least the dearest real round
+    budget = sum(free.ledger.rounds[:3]) + 0.2 * dearest
+    capped = run_tiny_grpo(
+        tmp_path / "b", LedgerConfig(budget_flops=budget, round_ceiling_flops=ceiling), max_steps=50
+    )
+    total = capped.ledger.total()
+    assert capped.ledger.stopped_by_budget and total <= budget
+    assert budget - total < ceiling
+    assert len(capped.ledger.rounds) < 3  # the dearest-so-far rule would have run a third round
+    with pytest.raises(ValueError, match="does not surely buy one generation round"):
+        run_tiny_grpo(tmp_path / "c", LedgerConfig(budget_flops=budget, round_ceiling_flops=2 * budget))
