@@ -563,7 +563,17 @@ def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
     expected_steps = (
         math.ceil(spec.budget_flops / spec.first_round_flops) * spec.mu if spec.first_round_flops else 10_000
     )
-    layout = batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
+    from accelerate import PartialState
+
+    world = PartialState().num_processes
+    layout = batch_layout(
+        spec.P, spec.G, spec.K, world if world > 1 else spec.runtime.gpus, spec.runtime.micro_batch
+    )
+    if world > 1 and layout.processes != world:
+        raise ValueError(
+            f"run {spec.run_id} was launched on {world} processes, but cell P={spec.P} G={spec.G} K={spec.K} "
+            f"can use {layout.processes} ({layout.note}); launch it with --num_processes {layout.processes}"
+        )
     vllm = {}
     if t.generation == "vllm":
         vllm = dict(
@@ -606,8 +616,6 @@ def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
         lora_dropout=0.0,
         task_type="CAUSAL_LM",
     )
-    from accelerate import PartialState
-
     ledger = LedgerConfig(
         budget_flops=spec.budget_flops,
         kept=spec.K,

@@ -216,3 +216,34 @@ def test_the_readme_quotes_the_dry_run_as_it_prints_now(capsys, monkeypatch):
     assert "\n".join(printed[start : end + 1]) in readme, (
         "rerun the dry run and paste its table into README.md"
     )
+
+
+@pytest.mark.slow
+def test_two_processes_run_the_same_experiment_as_one(gpu_profile, tmp_path):
+    """``accelerate launch --cpu --num_processes 2`` of the worker: each process takes half of the
+    round, the ledger sums them, and the row (written once, by rank 0) has the one-process run's
+    FLOPs and token counts exactly."""
+    import os
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    (setting,) = gpu_profile.settings("D")
+    planner = allocation.planner_for(gpu_profile, setting)
+    one_round = planner.explicit(2, 4, 2, 2, 1e30, label="x").round_cost.C_total
+    spec = train.spec_for(gpu_profile, setting, planner.explicit(2, 4, 2, 2, 2.5 * one_round, label="r70"), 0)
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(spec.to_json())
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    worker = ["-m", "paper_repro.worker", str(spec_file), "--results"]
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "2",
+              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
+    subprocess.run([*launch, *worker, str(tmp_path / "two")], env=env, check=True, timeout=600)
+    subprocess.run([sys.executable, *worker, str(tmp_path / "one")], env=env, check=True, timeout=600)
+    rows = {n: pd.read_csv(tmp_path / n / "runs.csv") for n in ("one", "two")}
+    assert len(rows["two"]) == 1 and rows["two"]["status"].item() == "ok"
+    for column in ("rounds", "steps", "C_search", "C_learning", "C_reward", "C_total"):
+        assert rows["two"][column].item() == rows["one"][column].item(), column
+    logs = {n: (tmp_path / n / "steps" / f"{spec.run_id}.jsonl").read_text().splitlines() for n in rows}
+    assert [json.loads(x)["tokens"] for x in logs["two"]] == [json.loads(x)["tokens"] for x in logs["one"]]
