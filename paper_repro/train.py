@@ -89,9 +89,8 @@ class RunSpec:
     # sha256 of the local checkpoints' weight files (policy, PRM): a rebuilt testbed is a new run.
     # Hub ids are named by their id alone.
     weights: str | None = None
-    runtime: Resources = field(
-        default_factory=Resources
-    )  # where it runs (GPUs, micro-batches): not what it computes
+    # where it runs (GPUs, micro-batches): not what it computes, so not in the run_id
+    runtime: Resources = field(default_factory=Resources)
 
     def __post_init__(self) -> None:
         if self.reward_system not in REWARD_SYSTEMS:
@@ -162,8 +161,7 @@ def spec_for(
         policy=setting.policy,
         model=profile.policies[setting.policy],
         reward_system=setting.reward_system,
-        # the PRM scores the PRM-based rewards, and is the judge model of the prm_judge
-        prm=profile.prm if profile.needs_prm(setting.reward_system) or profile.judge == "prm_judge" else None,
+        prm=profile.prm if needs_prm_weights(profile, setting) else None,
         task=profile.task,
         P=cell.P,
         G=cell.G,
@@ -187,23 +185,33 @@ def spec_for(
 
 
 def needs_prm_weights(profile: Profile, setting: Setting) -> bool:
+    """The PRM scores the PRM-based rewards, and is the judge model of the ``prm_judge``."""
     return profile.needs_prm(setting.reward_system) or profile.judge == "prm_judge"
 
 
 def weights_fingerprint(*models: str | None) -> str | None:
     """A short sha256 over the weight files of the local checkpoints among ``models``; None when
     none is local (hub ids)."""
-    digests = [_checkpoint_digest(_local(m)) for m in models if m is not None]
+    digests = [_checkpoint_digest(_local(m), _files_stamp(_local(m))) for m in models if m is not None]
     digests = [d for d in digests if d]
     if not digests:
         return None
     return hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=64)
-def _checkpoint_digest(path: str) -> str | None:
+def _weight_files(path: str) -> list[Path]:
     folder = Path(path)
-    files = sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")) if folder.is_dir() else []
+    return sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")) if folder.is_dir() else []
+
+
+def _files_stamp(path: str) -> tuple:
+    """Names, sizes and mtimes: a rebuilt checkpoint gets a new cache entry of the digest."""
+    return tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in _weight_files(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _checkpoint_digest(path: str, stamp: tuple) -> str | None:
+    files = _weight_files(path)
     if not files:
         return None
     digest = hashlib.sha256()
