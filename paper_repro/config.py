@@ -209,10 +209,16 @@ class Profile:
         return self.resources.get(policy, Resources())
 
     def quick_variant(self) -> Profile:
-        """The quick mode's profile: one seed, the budget scaled by :data:`QUICK_BUDGET_SCALE`."""
+        """The quick mode's profile: one seed, the budget scaled by :data:`QUICK_BUDGET_SCALE`, and the
+        budget stop on the estimate (its pilots are too small to surely buy one costliest round)."""
         from dataclasses import replace
 
-        return replace(self, budget_flops=self.budget_flops * QUICK_BUDGET_SCALE, seeds=1)
+        return replace(
+            self,
+            budget_flops=self.budget_flops * QUICK_BUDGET_SCALE,
+            seeds=1,
+            train=replace(self.train, budget_stop="dearest"),
+        )
 
     @property
     def pilot_budget_flops(self) -> float:

@@ -272,6 +272,14 @@ def check_spec(spec: RunSpec) -> None:
             f"budget {spec.budget_flops:.3g} FLOPs buys 0 rounds of cell {spec.cell} for model "
             f"{spec.policy}; one round needs {first:.3g}"
         )
+    if spec.train.budget_stop == "ceiling":
+        ceiling = round_ceiling(spec)
+        if ceiling > spec.budget_flops:
+            raise ValueError(
+                f"budget {spec.budget_flops:.3g} FLOPs does not surely buy one round of cell {spec.cell} "
+                f"for model {spec.policy}: the costliest round (every completion at the maximum length) "
+                f"needs {ceiling:.3g}"
+            )
 
 
 def _local(model: str) -> str:
@@ -629,7 +637,7 @@ def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
         kept=spec.K,
         log_path=log_path if PartialState().is_main_process else None,
         first_round_flops=spec.first_round_flops,
-        round_ceiling_flops=round_ceiling(spec, parts) if t.budget_stop == "ceiling" else None,
+        round_ceiling_flops=round_ceiling(spec) if t.budget_stop == "ceiling" else None,
         seed=spec.seed,
     )
     return LedgerGRPOTrainer(
@@ -643,30 +651,24 @@ def _trainer(spec: RunSpec, parts: _Parts, log_path: Path):
     )
 
 
-def round_ceiling(spec: RunSpec, parts: _Parts) -> float:
+def round_ceiling(spec: RunSpec) -> float:
     """The most one generation round of ``spec`` can cost (useful FLOPs): the longest training prompt
     and every completion at ``max_completion_length``. The PRM reads the prompt (in its own format)
     and the completion's steps, a separator after each: with the arith task's character tokens a
     step and its separator take no more tokens than the step and its newline, so at most one more
-    than the completion; with a BPE tokenizer, re-tokenised steps may take more, so twice it."""
+    than the completion; with a BPE tokenizer, re-tokenised steps may take more, so twice it.
+    Needs tokenizers and data only, no weights."""
     from paper_repro.allocation import Planner, resolve_shape
     from paper_repro.flops import LoRASpec, TrainSpec
     from paper_repro.rewards import PRM_BASED
 
     t = spec.train
-    texts = [_prompt_text(spec, parts.tokenizer, e) for e in parts.train_examples]
-    longest = max(len(ids) for ids in parts.tokenizer(texts, add_special_tokens=False)["input_ids"])
+    longest = _longest_prompt(spec.model, spec.data_map["train"], t.chat_template, "policy")
     completion = t.max_completion_length
     reward_model, reward_tokens = None, None
     if spec.reward_system in PRM_BASED:
         reward_model = resolve_shape(_local(spec.prm))
-        scorer = parts.reward.prm if hasattr(parts.reward, "prm") else None
-        if scorer is not None:
-            prompt_part = max(
-                len(r) for r in scorer._encode([e.prompt for e in parts.train_examples], [[]] * len(texts))
-            )
-        else:  # proxy_prm is charged the configured PRM's forward at the policy's tokenisation
-            prompt_part = longest
+        prompt_part = _longest_prompt(spec.prm, spec.data_map["train"], False, "prm")
         reward_tokens = prompt_part + (completion + 1 if spec.task == "arith" else 2 * completion)
     planner = Planner(
         policy=resolve_shape(_local(spec.model)),
@@ -683,6 +685,27 @@ def round_ceiling(spec: RunSpec, parts: _Parts) -> float:
         reward_tokens=reward_tokens,
     )
     return planner.round_cost(spec.P, spec.G, spec.K, spec.mu).C_total
+
+
+@functools.lru_cache(maxsize=32)
+def _longest_prompt(model: str, data: str, chat: bool, reader: str) -> int:
+    """Tokens of the longest training prompt as ``reader`` sees it: the policy (plain or through its
+    chat template) or the PRM (its own input form, with no steps yet)."""
+    from transformers import AutoTokenizer
+
+    from paper_repro.rewards.prm import input_format
+    from paper_repro.tasks import load_examples
+    from paper_repro.tasks.hub import format_prompt, resolve_model
+
+    local = resolve_model(_local(model))
+    tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=True)
+    examples = load_examples(data)
+    if reader == "prm":
+        fmt = input_format(local, tokenizer)
+        texts = [fmt(e.prompt, []) for e in examples]
+    else:
+        texts = [format_prompt(tokenizer, e) if chat else e.prompt for e in examples]
+    return max(len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"])
 
 
 def _prompt_text(spec: RunSpec, tokenizer, example) -> str:
@@ -727,7 +750,8 @@ def base_metrics(spec: RunSpec, parts: _Parts, root: Path) -> dict[str, Any]:
     """The base policy's metrics under this run's reward and evaluation sets (computed once, then
     read from ``base_metrics.csv``)."""
     key = {k: v for k, v in spec.canonical().items() if k in ("model", "reward_system", "prm", "task", "data",
-                                                              "eval_limit", "eval_max_new_tokens", "judge")}  # fmt: skip
+                                                              "eval_limit", "eval_max_new_tokens", "judge",
+                                                              "weights", "eval_heldout_limit")}  # fmt: skip
     base_id = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
     table = ResultTable(root / "base_metrics.csv", BASE_COLUMNS, key="base_id")
     for row in table.rows():

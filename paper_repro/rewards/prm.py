@@ -49,6 +49,18 @@ def qwen_math_prm_format(tokenizer) -> Callable[[str, Sequence[str]], str]:
     return fmt
 
 
+def has_remote_code(local: Path) -> bool:
+    """A checkpoint with its own modelling code (Qwen2.5-Math-PRM's ``Qwen2ForProcessRewardModel``)."""
+    config = json.loads((Path(local) / "config.json").read_text())
+    architectures = " ".join(config.get("architectures") or [])
+    return "ProcessRewardModel" in architectures or "AutoModel" in config.get("auto_map", {})
+
+
+def input_format(local: Path, tokenizer) -> Callable[[str, Sequence[str]], str]:
+    """The text a PRM checkpoint reads: Qwen2.5-Math-PRM's chat form, or the tiny PRM's plain form."""
+    return qwen_math_prm_format(tokenizer) if has_remote_code(local) else plain_format
+
+
 @dataclass
 class PRMScorer:
     """Scores solutions step by step with a PRM and prices the forward passes it runs."""
@@ -80,17 +92,14 @@ class PRMScorer:
 
         local = resolve_model(path)
         tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=True)
-        config = json.loads((local / "config.json").read_text())
-        architectures = " ".join(config.get("architectures") or [])
-        if "ProcessRewardModel" in architectures or "AutoModel" in config.get("auto_map", {}):
+        if has_remote_code(local):
             # Qwen2.5-Math-PRM ships its own modelling code. Its config says model_type "qwen2", so
             # AutoModelForTokenClassification would load it too, with a freshly initialised head.
             model = AutoModel.from_pretrained(local, trust_remote_code=True, **model_kwargs)
-            fmt = qwen_math_prm_format(tokenizer)
         else:
             model = AutoModelForTokenClassification.from_pretrained(local, **model_kwargs)
-            fmt = plain_format
         model.eval()
+        fmt = input_format(local, tokenizer)
         return cls(model, tokenizer, kwargs.pop("format", fmt), **kwargs)
 
     def _encode(self, prompts: Sequence[str], steps: Sequence[Sequence[str]]) -> list[list[int]]:
