@@ -104,11 +104,6 @@ def test_committed_base_policies_meet_the_testbed_contract(base_table):
     assert total < 60e6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issue 3): with shortcut answers in the SFT corpus, greedy pass@1 is capped near the "
-    "share of problems whose greedy solution works the steps, and M and L end within a few problems",
-)
 def test_committed_base_policies_increase_with_size(base_table):
     assert base_table.loc[["S", "M", "L"], "gsm_pass1"].is_monotonic_increasing
 
