@@ -186,13 +186,11 @@ def _dry_run(args: argparse.Namespace) -> int:
     from paper_repro.config import load_profile
 
     profile = load_profile(args.profile)
-    if args.quick:
-        profile = profile.quick_variant()
     wanted = set(args.stage)
     stages = [s for s in dryrun.STAGE_ORDER if "all" in wanted or s in wanted]
     if not stages:
         raise ValueError(f"stages {sorted(wanted)} run no GPU work; a dry run covers A, BD and race")
-    print(dryrun.format_report(dryrun.dry_run(profile, stages, args.seeds)))
+    print(dryrun.format_report(dryrun.dry_run(profile, stages, args.seeds, args.quick)))
     return 0
 
 

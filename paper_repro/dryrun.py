@@ -43,34 +43,19 @@ class StageEstimate:
         return self.gpu_hours_train + self.gpu_hours_eval
 
 
-def study_specs(profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None):
-    """The specs each stage's notebooks run, in order: {stage: [RunSpec, ...]}."""
-    from paper_repro import study
+def study_specs(
+    profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None, quick: bool = False
+) -> dict[str, list[train.RunSpec]]:
+    """The specs each stage's notebooks run, in order: {stage: [RunSpec, ...]}, read from the sweep's
+    own jobs (:func:`paper_repro.sweep.study_jobs`), so the dry run checks exactly what would run."""
+    from paper_repro import sweep
 
-    out: dict[str, list[train.RunSpec]] = {}
-    for stage in stages:
-        if stage == "A":
-            out["A"] = [
-                s for x in profile.settings("A") for s in study.setting_specs(profile, "A", x.name, seeds)
-            ]
-        elif stage == "BD":
-            out["BD"] = [
-                s
-                for st in ("B", "D")
-                for x in profile.settings(st)
-                for s in study.setting_specs(profile, st, x.name, seeds)
-            ]
-        elif stage == "race":
-            n = profile.seeds if seeds is None else seeds
-            out["race"] = [
-                s
-                for st in ("A", "B", "D")
-                for x in profile.settings(st)
-                for s in study.setting_specs(profile, st, x.name, 1, "pilot")
-                + [train.default_cell_spec(profile, x, seed) for seed in range(n)]
-            ]
-        else:
-            raise ValueError(f"unknown stage {stage!r} for a dry run; stages: {', '.join(STAGE_ORDER)}")
+    unknown = sorted(set(stages) - set(STAGE_ORDER))
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown} for a dry run; stages: {', '.join(STAGE_ORDER)}")
+    out: dict[str, list[train.RunSpec]] = {stage: [] for stage in stages}
+    for job in sweep.study_jobs(profile.source or profile.name, list(stages), seeds, quick):
+        out[job.stage] += job.specs
     return out
 
 
@@ -135,10 +120,14 @@ def check_hub_ids(profile: Profile) -> list[str]:
     return problems
 
 
-def dry_run(profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None) -> dict:
+def dry_run(
+    profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None, quick: bool = False
+) -> dict:
     """Validate and price every run of ``stages``; raises ValueError on the first spec that cannot
     run (an unrealisable cell, a layout that does not fit, an unknown model)."""
-    by_stage = study_specs(profile, stages, seeds)
+    by_stage = study_specs(profile, stages, seeds, quick)
+    if quick:
+        profile = profile.quick_variant()
     seen: set[str] = set()
     estimates = []
     for stage, specs in by_stage.items():
