@@ -40,11 +40,6 @@ def test_readme_results_block_is_generated_from_the_committed_tables():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issue 6): the testbed was rebuilt (S 800 / L 1000 steps) and the budget stop "
-    "changed; the cpu-tiny study has not been rerun on it yet (the old tables are archived)",
-)
 def test_the_committed_study_is_the_code_as_it_stands():
     """Every run the cpu-tiny study asks for (stages A, B, D at the full budget with the profile's
     seeds; RACE pilots and TRL's default cells) has an ok row in the committed runs.csv: the
