@@ -39,7 +39,7 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m paper_repro.bench ledger
 
 # The whole cpu-tiny study: stage notebooks executed with papermill (resumes where it stopped), then
-# the analysis. QUICK=1: a smoke run (1 seed, 3 cells, half budget) into .../quick/ folders.
+# the analysis. QUICK=1: a smoke run (1 seed, 3 cells, a quarter of the budget) into .../quick/ folders.
 reproduce: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro run --profile cpu-tiny --stage all $(RUN_FLAGS)
 

@@ -341,6 +341,7 @@ class BuildConfig:
     tasks_dir: str | None = None  # None: the repo's data/tasks/arith
     results_csv: str | None = None  # None: data/results/cpu-tiny/base_models.csv
     sizes: tuple[str, ...] = ("S", "M", "L")
+    prm: bool = True  # train the PRM (it grows from policy L: L must be built or already saved)
     steps_scale: float = 1.0
     error_rate: float = 0.05  # share of pretraining steps whose result carries a slip
     seed: int = 0
@@ -399,7 +400,9 @@ def non_embedding_params(model) -> int:
 def build_all(config: BuildConfig = BuildConfig()):
     """Regenerate the testbed: splits, tokenizer, policies S/M/L, the PRM, and the base-model table.
 
-    Returns the table (one row per model) that is also written to ``config.results_csv``.
+    A partial build (``sizes`` a subset, or ``prm=False``) rebuilds only those models: their rows
+    replace the same models' rows in an existing table, whose other rows (with their own provenance)
+    are kept. Returns the table (one row per model) that is also written to ``config.results_csv``.
     """
     import pandas as pd
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
@@ -425,22 +428,25 @@ def build_all(config: BuildConfig = BuildConfig()):
             model, loaded, config.pass_k, config.eval_limit, config.seed, config.tasks_dir
         )
         rows.append(_row(size, "policy", spec, record, model, metrics))
-    prm_records = splits["prm"]
-    cut = round(len(prm_records) * (1 - config.prm_heldout))
-    record = train_prm(
-        PRM,
-        tokenizer,
-        root / PRM.name,
-        prm_records[:cut],
-        seed=config.seed,
-        steps=config.steps(PRM),
-        init_from=root / POLICIES[PRM_INIT].name if PRM_INIT in config.sizes else None,
-    )
-    record["init"] = f"policy-{PRM_INIT}" if PRM_INIT in config.sizes else "scratch"
-    prm = AutoModelForTokenClassification.from_pretrained(root / PRM.name)
-    auc, n_steps = prm_auroc(prm, AutoTokenizer.from_pretrained(root / PRM.name), prm_records[cut:])
-    metrics = {"prm_auroc": auc, "prm_heldout_steps": n_steps, "prm_init": record["init"]}
-    rows.append(_row("PRM", "prm", PRM, record, prm, metrics))
+    if config.prm:
+        prm_records = splits["prm"]
+        cut = round(len(prm_records) * (1 - config.prm_heldout))
+        init = root / POLICIES[PRM_INIT].name
+        grown = PRM_INIT in config.sizes or (init / "config.json").exists()
+        record = train_prm(
+            PRM,
+            tokenizer,
+            root / PRM.name,
+            prm_records[:cut],
+            seed=config.seed,
+            steps=config.steps(PRM),
+            init_from=init if grown else None,
+        )
+        record["init"] = f"policy-{PRM_INIT}" if grown else "scratch"
+        prm = AutoModelForTokenClassification.from_pretrained(root / PRM.name)
+        auc, n_steps = prm_auroc(prm, AutoTokenizer.from_pretrained(root / PRM.name), prm_records[cut:])
+        metrics = {"prm_auroc": auc, "prm_heldout_steps": n_steps, "prm_init": record["init"]}
+        rows.append(_row("PRM", "prm", PRM, record, prm, metrics))
     table = pd.DataFrame(rows)
     stamp = provenance.stamp()
     for key, value in stamp.items():
@@ -451,6 +457,12 @@ def build_all(config: BuildConfig = BuildConfig()):
         else repo_root() / "data/results/cpu-tiny/base_models.csv"
     )
     out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists():  # keep the rows of the models this build did not make, in the table's order
+        kept = pd.read_csv(out)
+        kept = kept[~kept["model"].isin(table["model"])]
+        order = {m: i for i, m in enumerate([*POLICIES, "PRM"])}
+        table = pd.concat([kept, table], ignore_index=True)
+        table = table.sort_values("model", key=lambda col: col.map(order), kind="stable", ignore_index=True)
     tmp = out.with_suffix(".csv.tmp")
     table.to_csv(tmp, index=False)
     tmp.replace(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -72,6 +73,13 @@ def test_build_all_smoke(tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "models" / "policy-S")
     text = "2, add 3?\n2+3=5\nanswer: 5"
     assert tokenizer.decode(tokenizer(text)["input_ids"]) == text  # spaces and newlines survive
+
+    # a partial rebuild (policy S alone) replaces S's row and keeps the others, provenance and all
+    rebuilt = embedded.build_all(dataclasses.replace(config, sizes=("S",), prm=False, seed=1))
+    assert list(rebuilt["model"]) == ["S", "L", "PRM"]
+    again = pd.read_csv(tmp_path / "base.csv").set_index("model")
+    pd.testing.assert_series_equal(again.loc["L"], saved.set_index("model").loc["L"])
+    assert again.loc["PRM", "prm_auroc"] == saved.loc[2, "prm_auroc"]
 
 
 def test_config_rejects_bad_input():
