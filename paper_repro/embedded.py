@@ -50,14 +50,14 @@ class ModelSpec:
 
 
 POLICIES: dict[str, ModelSpec] = {
-    "S": ModelSpec("policy-S", hidden=56, intermediate=152, layers=2, steps=800),
+    "S": ModelSpec("policy-S", hidden=48, intermediate=128, layers=3, steps=1200),
     "M": ModelSpec("policy-M", hidden=64, intermediate=176, layers=3, steps=1000),
     "L": ModelSpec("policy-L", hidden=96, intermediate=256, layers=3, steps=1000),
 }
 # Pretraining runs each size well up its learning curve on a corpus with slips and shortcut answers
-# (paper_repro.tasks.arith): the room for RL is in the corpus, not in stopping training early. S gets
-# fewer steps, which keeps notebook 00 near its 15-minute target and S the weakest (measured with
-# S 800 / M 1000 / L 1000: greedy gsm pass@1 0.11 / 0.38 / 0.44; with L at 900 steps L tied M).
+# (paper_repro.tasks.arith): the room for RL is in the corpus, not in stopping training early. S is
+# deep and narrow: a 2-layer S (hidden 56) stayed at gsm pass@1 0.11 and RL could not move it (+2
+# points); 3 layers at hidden 48 reach 0.35 and RL lifts them like M (docs/CHOICES.md, *Policy S*).
 # Greedy pass@1 is capped near (share of problems whose greedy solution works the steps) x accuracy,
 # so M and L end close on it; they differ in pass@8 and in what RL makes of them (docs/CHOICES.md).
 PRM = ModelSpec("prm", hidden=96, intermediate=256, layers=4, steps=250, learning_rate=1e-3)
