@@ -15,14 +15,6 @@ from pathlib import Path
 import numpy as np
 
 
-def _repo_relative(path: str | Path) -> str:
-    """A checkpoint path as the table records it: relative to the repo when inside it."""
-    from paper_repro.tasks.base import repo_root
-
-    resolved = Path(path).resolve()
-    return str(resolved.relative_to(repo_root())) if resolved.is_relative_to(repo_root()) else str(path)
-
-
 def compare(policy: str | Path, prm: str | Path, n: int = 200, seed: int = 0, aggregation: str = "min"):
     """The comparison table (a DataFrame, one row per reward system)."""
     import pandas as pd
@@ -62,8 +54,8 @@ def compare(policy: str | Path, prm: str | Path, n: int = 200, seed: int = 0, ag
     table = pd.DataFrame(rows)
     table["judge_mean"] = judged.mean()
     table["n_completions"] = len(completions)
-    table["policy"] = _repo_relative(policy)
-    table["prm"] = _repo_relative(prm)
+    table["policy"] = str(policy)
+    table["prm"] = str(prm)
     table["aggregation"] = aggregation
     table["seed"] = seed
     for key, value in provenance.stamp().items():
