@@ -40,11 +40,6 @@ def test_readme_results_block_is_generated_from_the_committed_tables():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issues 5/6): policy S was rebuilt (hidden 48, 3 layers); its stage-A and RACE "
-    "runs have not been rerun yet (make reproduce finishes only them)",
-)
 def test_the_committed_study_is_the_code_as_it_stands():
     """Every run the cpu-tiny study asks for (stages A, B, D at the full budget with the profile's
     seeds; RACE pilots and TRL's default cells) has an ok row in the committed runs.csv: the
