@@ -223,17 +223,13 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
     """Execute one notebook with papermill; the executed copy replaces the old one only on success."""
     import papermill as pm
 
-    from paper_repro.tasks.base import repo_root
+    from paper_repro.tasks.base import repo_relative, repo_root
 
     job.output.parent.mkdir(parents=True, exist_ok=True)
     params = dict(job.parameters)
     if job.stage not in ("0", "analysis"):
         params["threads"] = threads
-        params["executed_notebook"] = (
-            str(job.output.relative_to(repo_root()))
-            if job.output.is_relative_to(repo_root())
-            else str(job.output)
-        )
+        params["executed_notebook"] = repo_relative(job.output)
     tmp = job.output.with_name(f".{job.output.name}.running")
     pm.execute_notebook(
         str(job.source),

@@ -27,3 +27,12 @@ def test_git_dirty_ignores_outputs_but_not_code(tmp_path, monkeypatch):
     assert provenance.git_dirty()
     assert len(provenance.git_sha()) == 40
     assert json.loads(provenance.versions())["torch"].startswith("2.13.0")
+
+
+def test_recorded_paths_are_repo_relative_inside_the_checkout_only(tmp_path, monkeypatch):
+    from paper_repro.tasks.base import repo_relative, repo_root
+
+    assert repo_relative(repo_root() / "data/models/policy-M") == "data/models/policy-M"
+    monkeypatch.chdir(repo_root())
+    assert repo_relative("data/models/../models/prm") == "data/models/prm"
+    assert repo_relative(tmp_path / "elsewhere") == str(tmp_path / "elsewhere")

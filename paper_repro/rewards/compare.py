@@ -23,6 +23,7 @@ def compare(policy: str | Path, prm: str | Path, n: int = 200, seed: int = 0, ag
     from paper_repro import evaluate, judge, provenance, rewards
     from paper_repro.rewards.prm import PRMScorer
     from paper_repro.tasks import arith
+    from paper_repro.tasks.base import repo_relative
 
     examples = arith.load_split("heldout")[:n]
     model = AutoModelForCausalLM.from_pretrained(policy)
@@ -54,8 +55,8 @@ def compare(policy: str | Path, prm: str | Path, n: int = 200, seed: int = 0, ag
     table = pd.DataFrame(rows)
     table["judge_mean"] = judged.mean()
     table["n_completions"] = len(completions)
-    table["policy"] = str(policy)
-    table["prm"] = str(prm)
+    table["policy"] = repo_relative(policy)
+    table["prm"] = repo_relative(prm)
     table["aggregation"] = aggregation
     table["seed"] = seed
     for key, value in provenance.stamp().items():

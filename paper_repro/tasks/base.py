@@ -28,3 +28,11 @@ class Example:
 def repo_root() -> Path:
     """The repository checkout this package runs from (shipped data is looked up relative to it)."""
     return Path(__file__).resolve().parents[2]
+
+
+def repo_relative(path: str | Path) -> str:
+    """``path`` relative to the checkout when it lies inside it (what result tables record, so that
+    they read the same on every machine), else as given."""
+    path = Path(path)
+    resolved = path.resolve()
+    return str(resolved.relative_to(repo_root())) if resolved.is_relative_to(repo_root()) else str(path)
