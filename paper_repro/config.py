@@ -31,6 +31,7 @@ STAGE_D_REWARDS: tuple[str, ...] = ("prm",)
 # Quick mode (`paper-repro run --quick`): a smoke run of the whole study, not a result. Its outputs
 # go to .../quick/ folders that are not committed.
 QUICK_BUDGET_SCALE = 0.25
+QUICK_EVAL_LIMIT = 100  # problems per evaluation set in quick mode (at most)
 
 
 def profile_names() -> list[str]:
@@ -209,15 +210,18 @@ class Profile:
         return self.resources.get(policy, Resources())
 
     def quick_variant(self) -> Profile:
-        """The quick mode's profile: one seed, the budget scaled by :data:`QUICK_BUDGET_SCALE`, and the
-        budget stop on the estimate (its pilots are too small to surely buy one costliest round)."""
+        """The quick mode's profile: one seed, the budget scaled by :data:`QUICK_BUDGET_SCALE`, at most
+        :data:`QUICK_EVAL_LIMIT` problems per evaluation set, and the budget stop on the estimate (its
+        pilots are too small to surely buy one costliest round)."""
         from dataclasses import replace
 
+        limit = self.eval.get("limit")
         return replace(
             self,
             budget_flops=self.budget_flops * QUICK_BUDGET_SCALE,
             seeds=1,
             train=replace(self.train, budget_stop="dearest"),
+            eval={**self.eval, "limit": QUICK_EVAL_LIMIT if limit is None else min(limit, QUICK_EVAL_LIMIT)},
         )
 
     @property

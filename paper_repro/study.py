@@ -22,7 +22,8 @@ from paper_repro import sweep, train
 from paper_repro.config import Profile, Setting, load_profile
 
 # quick mode: these three cells (r70 is TRL's default allocation for rule-based rewards, so the
-# RACE comparison needs no extra run), one seed, a quarter of the budget (Profile.quick_variant)
+# RACE comparison needs no extra run), one seed, a quarter of the budget, 100 problems per
+# evaluation set (Profile.quick_variant)
 QUICK_CELLS = ("r15", "r50", "r70")
 
 

@@ -96,3 +96,14 @@ def test_every_job_of_a_study_writes_to_the_same_results(tiny_profile, tmp_path)
     assert [j.stage for j in jobs].count("race") == 8 and jobs[-1].stage == "analysis"
     assert {j.results_root for j in jobs} == {str(tmp_path)}
     assert all(j.parameters["results_root"] == str(tmp_path) for j in jobs)
+
+
+def test_quick_mode_is_one_seed_a_quarter_budget_and_a_short_evaluation():
+    from paper_repro.config import QUICK_EVAL_LIMIT, load_profile
+
+    full = load_profile("cpu-tiny")
+    quick = full.quick_variant()
+    assert quick.seeds == 1 and quick.budget_flops == full.budget_flops / 4
+    assert quick.eval["limit"] == min(full.eval["limit"], QUICK_EVAL_LIMIT) < full.eval["limit"]
+    assert quick.eval["max_new_tokens"] == full.eval["max_new_tokens"]
+    assert full.eval["limit"] == 300  # the full study is untouched
