@@ -272,7 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--seeds", type=_positive_int, default=None, help="seeds per full-budget cell (default: profile)"
     )
     r.add_argument(
-        "--quick", action="store_true", help="smoke run: 1 seed, 3 cells, 1/4 budget, 100 problems per evaluation set; outputs in .../quick/"
+        "--quick",
+        action="store_true",
+        help="smoke run: 1 seed, 3 cells, 1/4 budget, 100 problems per evaluation set; outputs in .../quick/",
     )
     r.add_argument("--jobs", type=_positive_int, default=1, help="notebooks executed in parallel")
     r.add_argument("--executor", choices=["local", "slurm"], default="local")
