@@ -253,8 +253,13 @@ def run_study(
     retries: int = 2,
     slurm_partition: str | None = None,
 ) -> list[Path]:
-    """Execute every job that is not done, ``n_jobs`` at a time, stage by stage (a stage's jobs run
-    in parallel, the next stage waits: the analysis needs every run). A progress bar counts runs.
+    """Execute every job that is not done, ``n_jobs`` at a time. A progress bar counts runs.
+
+    ``local``: a notebook starts as soon as a worker is free and the notebooks it depends on are
+    done (:func:`dependencies`: the testbed before any run, every run before the analysis, and a
+    notebook after an earlier stage's notebook that makes some of the same runs, which it then
+    skips); ready notebooks start biggest first. Stages thus overlap, and no core idles while a
+    stage's last notebook finishes.
 
     ``slurm``: one submitit job per notebook, asking for its policy size's resources (GPUs, CPUs,
     memory, time); a job that fails is resubmitted up to ``retries`` times, and since every run is
@@ -277,31 +282,71 @@ def run_study(
         bar.n = total - sum(len(pending([s for s, r in all_specs if r == root], root)) for root in roots)
         bar.refresh()
 
-    for stage in STUDY_STAGES:
-        batch = [j for j in todo if j.stage == stage]
-        if not batch:
-            continue
-        bar.set_postfix_str(f"stage {stage}")
-        if executor == "slurm":
-            written += _run_submitit(
-                batch, n_jobs, slurm_folder, cluster, refresh, retries, slurm_partition, threads
-            )
-            continue
-        from concurrent.futures import ThreadPoolExecutor, wait
-
-        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-            futures = [pool.submit(execute_job, j, threads) for j in batch]
-            while True:
-                _, running = wait(futures, timeout=2.0)
-                refresh()
-                if not running:
-                    break
-            for f in futures:
-                written.append(f.result())
-
+    if executor == "local":
+        written = _run_local(todo, n_jobs, threads, refresh, bar)
+    else:  # stage by stage: each stage's notebooks are submitted together
+        for stage in STUDY_STAGES:
+            batch = [j for j in todo if j.stage == stage]
+            if batch:
+                bar.set_postfix_str(f"stage {stage}")
+                written += _run_submitit(
+                    batch, n_jobs, slurm_folder, cluster, refresh, retries, slurm_partition, threads
+                )
     refresh()
     bar.close()
     return written
+
+
+def dependencies(jobs: Sequence[NotebookJob]) -> dict[int, set[int]]:
+    """For each job (by index into ``jobs``, in study order), the jobs that must finish before it
+    starts: notebook 00 before every later notebook, every notebook before the analysis, and an
+    earlier notebook that makes some of the same runs (stage A's middle policy is stage B's
+    ``sparse``, and so are their RACE pilots; a RACE notebook's default cell is a full-grid cell), so
+    that each run is made once and then skipped."""
+    runs = [{s.run_id for s in j.specs} for j in jobs]
+    deps: dict[int, set[int]] = {i: set() for i in range(len(jobs))}
+    for i, later in enumerate(jobs):
+        for k, earlier in enumerate(jobs[:i]):
+            if earlier.stage == "0" or later.stage == "analysis" or runs[k] & runs[i]:
+                deps[i].add(k)
+    return deps
+
+
+def _run_local(jobs: list[NotebookJob], n_jobs: int, threads: int, refresh, bar) -> list[Path]:
+    """Execute ``jobs`` in local threads, ``n_jobs`` at a time, each once its dependencies are done;
+    among the ready ones the job with the most budget still to spend goes first. The first failure
+    stops new starts; the running ones finish, then it is raised."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    deps = dependencies(jobs)
+    cost = [sum(s.budget_flops for s in pending(j.specs, j.results_root)) for j in jobs]
+    waiting = sorted(range(len(jobs)), key=lambda i: -cost[i])
+    running: dict = {}
+    done: dict[int, Path] = {}
+    error: BaseException | None = None
+    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+        while waiting or running:
+            while error is None and len(running) < n_jobs:
+                ready = [i for i in waiting if deps[i] <= done.keys()]
+                if not ready:
+                    break
+                waiting.remove(ready[0])
+                running[pool.submit(execute_job, jobs[ready[0]], threads)] = ready[0]
+            if not running:
+                break
+            stages = sorted({jobs[i].stage for i in running.values()}, key=STUDY_STAGES.index)
+            bar.set_postfix_str(f"stage {', '.join(stages)}")
+            finished, _ = wait(running, timeout=2.0, return_when=FIRST_COMPLETED)
+            refresh()
+            for future in finished:
+                index = running.pop(future)
+                try:
+                    done[index] = future.result()
+                except BaseException as exc:  # raised below, once the running jobs are done
+                    error = error or exc
+    if error is not None:
+        raise error
+    return [done[i] for i in range(len(jobs))]
 
 
 def slurm_parameters(resources: Resources, n_jobs: int, partition: str | None = None) -> dict:

@@ -57,3 +57,65 @@ def test_cells_command_runs_a_stage_in_two_worker_processes(tiny_profile, tmp_pa
     assert sorted(r["model"] for r in rows) == ["L", "M", "S"]
     assert all(r["status"] == "ok" for r in rows)
     assert "r70" in out and "ok" in out
+
+
+def _study(tmp_path):
+    jobs = sweep.study_jobs(
+        "cpu-tiny", ["A", "BD", "race", "analysis"], results_root=tmp_path, executed_dir=tmp_path
+    )
+    index = {(j.stage, j.output.stem.split("__")[-1]): i for i, j in enumerate(jobs)}
+    return jobs, index
+
+
+def test_notebooks_sharing_runs_wait_for_the_earlier_stage(tmp_path):
+    jobs, index = _study(tmp_path)
+    deps = sweep.dependencies(jobs)
+    # stage A's middle policy is stage B's `sparse`: the same runs, made once, by stage A
+    assert index[("A", "M")] in deps[index[("BD", "sparse")]]
+    assert index[("race", "A_M")] in deps[index[("race", "B_sparse")]]  # the same pilots
+    assert deps[index[("BD", "structured")]] == set() and deps[index[("A", "S")]] == set()
+    assert deps[index[("analysis", "40_final_analysis")]] == set(range(len(jobs) - 1))
+    for i, later in enumerate(jobs):  # every shared run has its earlier notebook as a dependency
+        for k, earlier in enumerate(jobs[:i]):
+            if {s.run_id for s in earlier.specs} & {s.run_id for s in later.specs}:
+                assert k in deps[i], (earlier.output.name, later.output.name)
+
+
+def test_local_sweep_overlaps_stages_and_keeps_dependencies(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    jobs, index = _study(tmp_path)
+    clock, spans, lock = time.monotonic, {}, threading.Lock()
+
+    def fake_execute(job, threads=None, log_output=False):
+        start = clock()
+        time.sleep(0.05)
+        with lock:
+            spans[jobs.index(job)] = (start, clock())
+        return job.output
+
+    monkeypatch.setattr(sweep, "execute_job", fake_execute)
+    written = sweep.run_study(jobs, n_jobs=2, progress=False)
+    assert written == [j.output for j in jobs] and len(spans) == len(jobs)
+    for i, before in sweep.dependencies(jobs).items():
+        assert all(spans[k][1] <= spans[i][0] for k in before)
+    # no barrier between stages: stage B starts while stage A's last notebook still runs
+    last_a = max(spans[index[("A", s)]][1] for s in ("S", "M", "L"))
+    assert min(spans[i][0] for i, j in enumerate(jobs) if j.stage == "BD") < last_a
+
+
+def test_a_failed_notebook_stops_new_starts_and_is_raised(tmp_path, monkeypatch):
+    jobs, index = _study(tmp_path)
+    started = []
+
+    def fake_execute(job, threads=None, log_output=False):
+        started.append(job)
+        if job is jobs[index[("A", "M")]]:
+            raise RuntimeError("kernel died")
+        return job.output
+
+    monkeypatch.setattr(sweep, "execute_job", fake_execute)
+    with pytest.raises(RuntimeError, match="kernel died"):
+        sweep.run_study(jobs, n_jobs=1, progress=False)
+    assert jobs[index[("BD", "sparse")]] not in started and jobs[-1] not in started
