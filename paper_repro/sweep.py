@@ -257,8 +257,8 @@ def run_study(
 
     ``local``: a notebook starts as soon as a worker is free and the notebooks it depends on are
     done (:func:`dependencies`: the testbed before any run, every run before the analysis, and a
-    notebook after an earlier stage's notebook that makes some of the same runs, which it then
-    skips); ready notebooks start biggest first. Stages thus overlap, and no core idles while a
+    notebook after an earlier one that makes some of the same runs, which it then skips); ready
+    notebooks start biggest first. Stages thus overlap, and no core idles while a
     stage's last notebook finishes.
 
     ``slurm``: one submitit job per notebook, asking for its policy size's resources (GPUs, CPUs,
