@@ -11,7 +11,7 @@ Drop it into any GRPO run by swapping the trainer class::
     trainer.train()
     print(trainer.ledger.summary())
 
-What it hooks (see ``shared/reference/trl_1.16_grpo_notes.md``):
+What it hooks (see ``docs/DESIGN.md`` §3.7):
 
 * ``_generate_single_turn``: the prompt and completion tokens of every rollout (C_search);
 * ``_get_per_token_logps_and_entropies``: every policy forward over prompt+completion. With grad
