@@ -13,8 +13,11 @@ Guarantees, for every writer (the sweep's parallel jobs included):
   whose ``run_id`` is already there is not written again (``append`` returns ``False``). The one
   exception is a retry: a ``status=failed`` row stays as history, and a later attempt of the same run
   may append its own row; a run has at most one row that is not ``failed``.
-- **Never rewritten when corrupt**: a table that does not parse (a wrong header, a row with the wrong
-  number of fields) raises :class:`CorruptTableError` naming the file and line; nothing is written.
+- **Never rewritten when corrupt**: a table that does not parse (not text, a header that is not the
+  schema, a row with the wrong number of fields, broken quoting, a last line without its newline)
+  raises :class:`CorruptTableError`, a ``ValueError`` whose one-line message names the file, the line,
+  what is wrong there and how to repair it; nothing is written. Our own writes cannot leave a
+  truncated last line (see *Atomic*): one comes from a hand edit or a copy cut short.
 """
 
 from __future__ import annotations
@@ -91,8 +94,19 @@ RUN_COLUMNS: tuple[str, ...] = (
 )
 
 
-class CorruptTableError(RuntimeError):
-    """A result table that does not parse; it is never rewritten."""
+class CorruptTableError(ValueError):
+    """A result table that does not parse; it is never rewritten.
+
+    A ``ValueError``, so the command line reports it in one line (``paper-repro <cmd>: error: ...``).
+    """
+
+    def __init__(self, path: Path, line: int, problem: str, fix: str | None = None) -> None:
+        self.path, self.line, self.problem = path, line, problem
+        fix = fix or f"restore it with `git checkout -- {path}` or remove the broken line"
+        super().__init__(
+            f"corrupt result table {path}, line {line}: {problem}; the table is left untouched "
+            f"(rows are append-only, a corrupt table is never rewritten): {fix}"
+        )
 
 
 def results_dir(profile: str, root: str | Path | None = None) -> Path:
@@ -115,7 +129,7 @@ class ResultTable:
         """Every row, as strings, after checking the table parses (raises CorruptTableError)."""
         if not self.path.exists():
             return []
-        return _parse(self.path.read_text(), self.path, self.columns)
+        return _parse(_read(self.path), self.path, self.columns)
 
     def keys(self) -> set[str]:
         return {row[self.key] for row in self.rows()}
@@ -143,7 +157,7 @@ class ResultTable:
             raise ValueError(f"a row needs its key {self.key!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.lock:
-            old = self.path.read_text() if self.path.exists() else ""
+            old = _read(self.path) if self.path.exists() else ""
             existing = _parse(old, self.path, self.columns) if old else []
             if any(r[self.key] == str(row[self.key]) and r.get("status") != "failed" for r in existing):
                 return False
@@ -155,32 +169,87 @@ class ResultTable:
         return sum(self.append(row) for row in rows)
 
 
+def _read(path: Path) -> str:
+    """The table's text; bytes that do not decode are a corrupt table, reported with their line."""
+    try:
+        return path.read_text()
+    except UnicodeDecodeError as err:
+        raw = path.read_bytes()
+        try:  # the error's offset is within the decoder's chunk: decode whole to find the line
+            raw.decode(err.encoding)
+            start = err.start
+        except UnicodeDecodeError as whole:
+            start = whole.start
+        line = raw[:start].count(b"\n") + 1
+        raise CorruptTableError(path, line, f"not {err.encoding} text (byte {start})") from None
+
+
 def _parse(text: str, path: Path, columns: Sequence[str]) -> list[dict[str, str]]:
     if not text:
         return []
     if not text.endswith("\n"):
         raise CorruptTableError(
-            f"{path}: the last line is incomplete (no newline); refusing to touch the table"
+            path,
+            text.count("\n") + 1,
+            "the last line has no newline (the file was cut short or edited by hand; "
+            "this store writes whole rows atomically)",
+            f"restore it with `git checkout -- {path}`, or remove that line if it is cut short "
+            "(end it with a newline if it is whole)",
         )
-    reader = csv.reader(io.StringIO(text))
-    try:
-        header = next(reader)
-    except StopIteration:
-        return []
-    if tuple(header) != tuple(columns):
-        missing = [c for c in columns if c not in header]
-        extra = [c for c in header if c not in columns]
-        raise CorruptTableError(
-            f"{path}, line 1: header does not match the schema (missing {missing}, unexpected {extra})"
-        )
-    rows = []
-    for fields in reader:
-        if len(fields) != len(columns):
-            raise CorruptTableError(
-                f"{path}, line {reader.line_num}: {len(fields)} fields where the header has {len(columns)}"
+    reader = csv.reader(io.StringIO(text), strict=True)  # strict: a stray or unclosed quote is an error
+    rows: list[dict[str, str]] = []
+    line = 1  # the physical line the next record starts on (a quoted field may span lines)
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return rows
+        except csv.Error as err:
+            problem = (
+                f"a quoted field opened in the row starting here is never closed ({err})"
+                if "end of data" in str(err)
+                else f"unparseable quoting ({err})"
             )
-        rows.append(dict(zip(columns, fields, strict=True)))
-    return rows
+            raise CorruptTableError(path, line, problem) from None
+        if line == 1:
+            _check_header(fields, columns, path)
+        elif tuple(fields) == tuple(columns):
+            raise CorruptTableError(path, line, "a second header row (two tables joined?)")
+        elif len(fields) != len(columns):
+            what = "an empty line" if not fields else f"{len(fields)} fields"
+            raise CorruptTableError(path, line, f"{what} where the header has {len(columns)} fields")
+        else:
+            rows.append(dict(zip(columns, fields, strict=True)))
+        line = reader.line_num + 1
+
+
+def _check_header(header: Sequence[str], columns: Sequence[str], path: Path) -> None:
+    if tuple(header) == tuple(columns):
+        return
+    missing = [c for c in columns if c not in header]
+    extra = [c for c in header if c not in columns]
+    if not header:
+        problem = "an empty line where the header should be"
+    elif not missing and not extra:
+        problem = "the header has the schema's columns in another order (or repeated)"
+    else:
+        problem = f"the header is not the schema (missing {_few(missing)}; unexpected {_few(extra)})"
+    raise CorruptTableError(
+        path,
+        1,
+        problem,
+        f"restore it with `git checkout -- {path}`, or move it aside to start a new table "
+        "(a table from another schema version is not read)",
+    )
+
+
+def _few(names: Sequence[str], most: int = 4) -> str:
+    """``names`` for a one-line message: all of a few, or the count and the first ``most``."""
+    if not names:
+        return "none"
+    if len(names) <= most:
+        return ", ".join(repr(n) for n in names)
+    return f"{len(names)} columns: " + ", ".join(repr(n) for n in names[:most]) + ", ..."
 
 
 def _cell(value: Any) -> str:

@@ -47,23 +47,84 @@ def test_unknown_column_and_missing_key_are_refused(tmp_path):
     assert not (tmp_path / "runs.csv").exists()
 
 
+HEAD = "run_id,value,note\n"
+GOOD = "run1,1.0,a\n"
+
+
 @pytest.mark.parametrize(
-    ("text", "where"),
+    ("text", "line", "problem"),
     [
-        ("run_id,value,note\nrun1,1.0,a\nrun2,2.0\n", "line 3"),
-        ("run_id,value\nrun1,1.0\n", "line 1"),
-        ("run_id,value,note\nrun1,1.0,a\nrun2,2.0,b", "incomplete"),
+        pytest.param(HEAD + GOOD + "run2,2.0\n", 3, "2 fields where the header has 3", id="short-row"),
+        pytest.param(HEAD + GOOD + "run2,2.0,b,c\n", 3, "4 fields where the header has 3", id="long-row"),
+        pytest.param(HEAD + GOOD + "\n" + GOOD, 3, "an empty line where the header has 3", id="empty-line"),
+        # a whole row after one whose quoted field spans lines 2-4: the line is where the row starts
+        pytest.param(HEAD + 'run1,1.0,"a\nb\nc"\nrun2,2.0\n', 5, "2 fields", id="after-multiline-row"),
+        pytest.param("run_id,value\nrun1,1.0\n", 1, "header is not the schema (missing 'note'", id="header"),
+        pytest.param("value,run_id,note\n" + GOOD, 1, "in another order", id="header-order"),
+        pytest.param("\n" + GOOD, 1, "an empty line where the header should be", id="header-empty"),
+        pytest.param(HEAD + GOOD + HEAD, 3, "a second header row", id="two-tables-joined"),
+        # a copy or hand edit cut short (our own writes are atomic: they never leave one)
+        pytest.param(HEAD + GOOD + "run2,2.0,b", 3, "the last line has no newline", id="no-final-newline"),
+        # cut short inside a quoted field, just after a newline in it: the field count still fits,
+        # so only the unclosed quote shows it
+        pytest.param(HEAD + GOOD + 'run2,2.0,"two\nlines\n', 3, "never closed", id="unclosed-quote"),
+        pytest.param(HEAD + GOOD + 'run2,2.0,"b"c\n', 3, "unparseable quoting", id="stray-quote"),
     ],
 )
-def test_a_corrupt_table_is_refused_with_its_line_and_left_untouched(tmp_path, text, where):
+def test_a_corrupt_table_is_refused_in_one_line_naming_file_and_line(tmp_path, text, line, problem):
     path = tmp_path / "runs.csv"
     path.write_text(text)
     table = ResultTable(path, COLUMNS)
-    with pytest.raises(CorruptTableError, match=where):
+    with pytest.raises(CorruptTableError) as info:
         table.append(_row(7))
-    with pytest.raises(CorruptTableError):
+    message = str(info.value)
+    assert isinstance(info.value, ValueError)  # the CLI reports ValueErrors in one line
+    assert message.startswith(f"corrupt result table {path}, line {line}: ")
+    assert problem in message
+    assert "\n" not in message
+    assert f"git checkout -- {path}" in message  # what to do about it
+    assert (info.value.path, info.value.line) == (path, line)
+    with pytest.raises(CorruptTableError, match=f"line {line}: "):
         table.rows()
+    with pytest.raises(CorruptTableError, match=f"line {line}: "):
+        table.frame()
+    assert path.read_text() == text  # never rewritten
+
+
+def test_a_table_that_is_not_text_is_refused_with_its_line(tmp_path):
+    path = tmp_path / "runs.csv"
+    data = (HEAD + GOOD).encode() + b"run2,\xff\xfe,b\n"
+    path.write_bytes(data)
+    with pytest.raises(CorruptTableError, match=rf"^corrupt result table {path}, line 3: not utf-8 text"):
+        ResultTable(path, COLUMNS).append(_row(7))
+    assert path.read_bytes() == data
+
+
+def test_a_committed_style_table_is_read_back_exactly(tmp_path):
+    """Strict quoting refuses nothing the store writes: quotes, commas, newlines, empty cells."""
+    table = ResultTable(tmp_path / "runs.csv", COLUMNS)
+    notes = ['a "quoted", comma\nand newline', "", '"', "\n\n", "trailing,", 'x""y']
+    for i, note in enumerate(notes):
+        table.append({"run_id": f"r{i}", "value": i, "note": note})
+    assert [r["note"] for r in table.rows()] == notes
+
+
+def test_the_cli_reports_a_corrupt_table_in_one_line_before_any_compute(tmp_path):
+    """`paper-repro cells` reads the table (to skip finished runs) before it trains anything."""
+    path = tmp_path / "runs.csv"
+    text = ",".join(RUN_COLUMNS) + "\n" + "0123456789abcdef,cpu-tiny,A\n"
+    path.write_text(text)
+    command = [sys.executable, "-m", "paper_repro.cli", "cells", "--profile", "cpu-tiny", "--stage", "A"]
+    command += ["--seeds", "1", "--results", str(tmp_path)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"paper-repro cells: error: corrupt result table {path}, line 2: 3 fields")
+    assert f"git checkout -- {path}" in line
     assert path.read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv"]  # no step log: nothing ran
 
 
 def test_the_run_schema_has_the_design_columns():
