@@ -32,6 +32,51 @@ def test_hand_worked_forward_per_token():
     assert flops.forward_flops(shape, Work(1, 1, 1)) == 2 * 2 * layer + 4 * 2 * 8 + 2 * 80
 
 
+def test_hand_worked_fused_head_recompute_where_the_head_dominates():
+    """TRL's fused LM head recomputes its logits in backward: one more head forward (2 x head params)
+    per scored position. The shipped test models' heads are < 5% of their FLOPs, so this shape is
+    nearly all head, and the expected counts are written out by hand."""
+    # h=4, 1 layer, 1 head of 4, mlp 4, vocab 1000: body 7 linears of 4x4, head 4x1000
+    shape = ModelShape(4, 1, 1, 1, 4, 4, 1000)
+    body = 7 * 4 * 4  # q, k, v, o, gate, up, down
+    head = 4 * 1000
+    assert (shape.body_matmul_params, shape.head_matmul_params) == (body, head) == (112, 4000)
+    token = Work(tokens=1, attn_pairs=0, head_tokens=1)  # one scored position, attention left out
+
+    # LoRA rank 1 on all 7 linears (as the study trains), no gradient checkpointing
+    lora = LoRASpec(rank=1)
+    adapter = 7 * 1 * (4 + 4)  # A (1x4) + B (4x1) per linear = 56
+    forward = 2 * body + 2 * adapter + 2 * head  # 224 + 112 + 8000 = 8336
+    # backward, body: q/k/v read the frozen embeddings, so no input gradient, only their adapters'
+    # grad_B, grad of A's output and grad_A (3 x 2 x r x 4 each); o, gate, up, down also pass the
+    # gradient to their input, through the frozen weight (2 x 16) and through A (2 x r x 4)
+    qkv = 3 * (2 * 4 + 2 * 4 + 2 * 4)  # 72
+    rest = 4 * (2 * 16 + 2 * 4 + 2 * 4 + 2 * 4 + 2 * 4)  # 256
+    # backward, head (frozen): the gradient into the hidden state (2 x head); the fused head adds
+    # its recomputed logits (another 2 x head)
+    backward_off = qkv + rest + 2 * head  # 8328
+    backward_on = qkv + rest + 2 * head + 2 * head  # 16328
+    off = flops.train_flops(shape, token, TrainSpec(lora=lora))
+    on = flops.train_flops(shape, token, TrainSpec(lora=lora, head_recompute=True))
+    assert off == forward + backward_off == 16664
+    assert on == forward + backward_on == 24664
+    assert on - off == 2 * head  # exactly one extra head forward, nothing else
+    assert 2 * head / on > 0.3  # the term is a third of the total here, not lost in a tolerance
+
+    # full fine-tuning: 6 x params in the body and in the head (forward 2, input grad 2, weight
+    # grad 2), plus the recomputed logits
+    full_off = 6 * body + 6 * head  # 672 + 24000
+    full_on = 6 * body + 6 * head + 2 * head
+    assert flops.train_flops(shape, token, TrainSpec(lora=None)) == full_off == 24672
+    assert flops.train_flops(shape, token, TrainSpec(lora=None, head_recompute=True)) == full_on == 32672
+
+    # the recompute is paid per head position only: a prompt position (no logits kept) adds none
+    prompt_token = Work(tokens=1, attn_pairs=0, head_tokens=0)
+    assert flops.train_flops(shape, prompt_token, TrainSpec(lora=lora, head_recompute=True)) == (
+        flops.train_flops(shape, prompt_token, TrainSpec(lora=lora))
+    )
+
+
 def test_causal_pairs_counts_positions_exactly():
     assert flops.causal_pairs(1) == 1
     assert flops.causal_pairs(4) == 1 + 2 + 3 + 4
