@@ -60,6 +60,9 @@ def _run(trainer_cls: type, cfg: LedgerBench, workdir: str, **extra: Any) -> tup
         use_cpu=True,
         seed=0,
         disable_tqdm=True,
+        # TRL's default (on), by its current name: left unset, TRL's `gradient_checkpointing=True`
+        # default goes through transformers' deprecated alias and warns on every config
+        activation_checkpointing=True,
     )
     trainer = trainer_cls(
         model=tiny_qwen2(hidden=cfg.hidden, layers=cfg.layers),

@@ -461,7 +461,8 @@ class LedgerGRPOTrainer(GRPOTrainer):
         lora = _lora_spec_of(self.model, shape.num_layers)
         train = TrainSpec(
             lora=lora,
-            gradient_checkpointing=bool(self.args.gradient_checkpointing),
+            # the flag Trainer enables checkpointing by (`gradient_checkpointing` is its deprecated alias)
+            gradient_checkpointing=bool(self.args.activation_checkpointing),
             head_recompute=True,  # TRL's fused LM head recomputes logits in backward
         )
         self.ledger = FlopLedger(shape, train, config)
