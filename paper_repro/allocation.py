@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from paper_repro import flops
-from paper_repro.config import Grid, Profile, Setting
+from paper_repro import flops, models, rewards
+from paper_repro.config import Grid, Profile, Setting, TrainConfig
 from paper_repro.flops import GRPOStep, LoRASpec, ModelShape, StepCost, TrainSpec
-from paper_repro.tasks.base import repo_root
 
 MIN_ROUNDS = 5  # P is the largest allowed value that still buys this many rounds
 
@@ -209,36 +207,43 @@ class PlannedSetting:
     feasible: tuple[float, float]
 
 
-def resolve_shape(model: str) -> ModelShape:
-    """The shape of a policy or PRM named in a profile: a checkpoint directory (repo-relative or
-    absolute), or a hub id whose config the repo ships (``Qwen/Qwen2.5-7B-Instruct``)."""
-    path = Path(model)
-    for candidate in (path, repo_root() / path):
-        if (candidate / "config.json").is_file():
-            return ModelShape.from_config(candidate / "config.json", name=path.name)
-    shipped = flops.shipped_config_dir() / f"{model.split('/')[-1].lower()}.json"
-    if shipped.is_file():
-        return ModelShape.from_config(shipped, name=model)
-    raise FileNotFoundError(
-        f"no config for model {model!r}: looked for {path / 'config.json'}, "
-        f"{repo_root() / path / 'config.json'} and the shipped {shipped}"
-    )
-
-
-def planner_for(profile: Profile, setting: Setting) -> Planner:
-    lengths = profile.expected_lengths
-    train = profile.train
+def planner(
+    policy: str,
+    reward_model: str | None,
+    train: TrainConfig,
+    prompt_tokens: int,
+    completion_tokens: int,
+    grid: Grid | None = None,
+    reward_tokens: int | None = None,
+) -> Planner:
+    """The planner of a policy (and the reward model PRM-based rewards pay for) under a profile's
+    training settings, at the given lengths. The one place a :class:`Planner` is built from names:
+    the grid's (:func:`planner_for`) and a run's worst round (:func:`paper_repro.preflight.round_ceiling`)."""
     lora = LoRASpec(rank=train.lora_rank, target_modules=(train.lora_targets,))
     return Planner(
-        policy=resolve_shape(profile.policies[setting.policy]),
-        reward_model=resolve_shape(profile.prm) if profile.needs_prm(setting.reward_system) else None,
-        prompt_tokens=lengths["prompt"],
-        completion_tokens=lengths["completion"],
-        grid=profile.grid,
+        policy=models.shape(policy),
+        reward_model=models.shape(reward_model) if reward_model else None,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        grid=grid or Grid(),
         train=TrainSpec(lora=lora, head_recompute=True),
         beta=train.beta,
         prefix_cache=train.generation == "vllm",  # vLLM prefills each prompt once; the ledger prices it so
         vllm_importance_sampling=train.generation == "vllm",
+        reward_tokens=reward_tokens,
+    )
+
+
+def planner_for(profile: Profile, setting: Setting) -> Planner:
+    """The planner of ``setting``'s grid, at the profile's expected lengths."""
+    prm_based = rewards.is_prm_based(setting.reward_system)
+    return planner(
+        profile.policies[setting.policy],
+        profile.prm if prm_based else None,
+        profile.train,
+        profile.expected_lengths["prompt"],
+        profile.expected_lengths["completion"],
+        profile.grid,
     )
 
 

@@ -1,4 +1,9 @@
-"""The ``paper-repro`` command line. Each subcommand parses its arguments and calls the package."""
+"""paper-repro: where should RL post-training compute go? Plan, run and analyse IsoFLOP GRPO studies.
+
+Commands: `flops` prices one GRPO round; `plan` lays out a stage's allocation grid; `cells` runs grid
+cells directly; `run` runs the whole study (its notebooks, with papermill), resuming where it stopped.
+Run `paper-repro <command> --help` for a command's options.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,14 @@ import sys
 from collections.abc import Sequence
 
 from paper_repro import flops
+from paper_repro.config import STAGES
 
 
 def _flops_command(args: argparse.Namespace) -> int:
-    policy = flops.load_shape(args.model)
-    reward = flops.load_shape(args.reward_model) if args.reward_model else None
+    from paper_repro import models
+
+    policy = models.shape(args.model)
+    reward = models.shape(args.reward_model) if args.reward_model else None
     lora = flops.LoRASpec(rank=args.lora_rank)
     train = flops.TrainSpec(lora=lora, gradient_checkpointing=args.gradient_checkpointing)
     step = flops.GRPOStep(
@@ -137,20 +145,26 @@ def _plan_command(args: argparse.Namespace) -> int:
 def _cells_command(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from paper_repro import sweep, train
-    from paper_repro.config import load_profile
+    from paper_repro import runner, study
+    from paper_repro.spec import setting_specs
 
-    profile = load_profile(args.profile)
-    if profile.offline:
-        import os
-
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["HF_DATASETS_OFFLINE"] = "1"
+    profile = study.prepare(args.profile)
     kind = "pilot" if args.pilot else "full"
-    specs = [s for stage in args.stage for s in train.stage_specs(profile, stage, args.seeds, kind)]
+    settings = [profile.setting(name) for name in args.setting] if args.setting else []
+    settings += [s for stage in args.stage or [] for s in profile.settings(stage)]
+    if not settings:
+        raise ValueError("say what to run: --stage A B D and/or --setting NAME ...")
+    seeds = args.seed if args.seed else args.seeds
+    specs = [spec for s in dict.fromkeys(settings) for spec in setting_specs(profile, s, seeds, kind)]
     if args.cells:
+        grid = {s.cell for s in specs}
+        unknown = [c for c in args.cells if c not in grid]
+        if unknown:
+            raise ValueError(
+                f"cells {unknown} are in none of these settings' grids ({', '.join(sorted(grid))})"
+            )
         specs = [s for s in specs if s.cell in args.cells]
-    rows = sweep.run_specs(specs, args.results, jobs=args.jobs, threads=args.threads)
+    rows = runner.run_specs(specs, args.results, jobs=args.jobs, threads=args.threads)
     columns = ["stage", "setting", "cell", "seed", "P", "G", "K", "mu", "rounds", "target_rho", "rho",
                "C_total", "budget_flops", "gsm_pass1", "base_gsm_pass1", "seconds_total", "status"]  # fmt: skip
     table = pd.DataFrame(rows, columns=columns)
@@ -160,14 +174,12 @@ def _cells_command(args: argparse.Namespace) -> int:
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    from paper_repro import sweep
+    from paper_repro import study, sweep
 
     if args.dry_run:
         return _dry_run(args)
-
-    jobs = sweep.study_jobs(
-        args.profile, args.stage, args.seeds, args.quick, args.results, executed_dir=args.executed
-    )
+    profile = study.prepare(args.profile)
+    jobs = sweep.study_jobs(profile, args.stage, args.seeds, args.quick, args.results, args.executed)
     written = sweep.run_study(
         jobs,
         n_jobs=args.jobs,
@@ -189,9 +201,18 @@ def _dry_run(args: argparse.Namespace) -> int:
     wanted = set(args.stage)
     stages = [s for s in dryrun.STAGE_ORDER if "all" in wanted or s in wanted]
     if not stages:
-        raise ValueError(f"stages {sorted(wanted)} run no GPU work; a dry run covers A, BD and race")
+        raise ValueError(
+            f"stages {sorted(wanted)} run no GPU work; a dry run covers {', '.join(dryrun.STAGE_ORDER)}"
+        )
     print(dryrun.format_report(dryrun.dry_run(profile, stages, args.seeds, args.quick)))
     return 0
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, got {text}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -201,99 +222,122 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="paper-repro", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """An option's help ends with its default unless it says it (or has none); descriptions keep
+    their line breaks."""
 
-    f = sub.add_parser(
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if "default" in text or default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, list) else default
+        return f"{text} (default: {shown})"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from paper_repro.sweep import STUDY_STEPS
+
+    parser = argparse.ArgumentParser(prog="paper-repro", description=__doc__, formatter_class=_HelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    def command(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=description, formatter_class=_HelpFormatter)
+
+    f = command(
         "flops",
-        help="analytic FLOPs of one GRPO round (useful convention)",
-        description="Analytic FLOPs of one GRPO generation round: P prompts x G completions, "
-        "K kept for the update, MU epochs, at fixed prompt and completion lengths.",
+        "price one GRPO round in FLOPs (useful convention)",
+        "Analytic FLOPs of one GRPO generation round: P prompts x G completions, K kept for the update, "
+        "MU epochs, at fixed prompt and completion lengths.",
     )
-    f.add_argument("--model", required=True, help="config.json, checkpoint dir, or shipped config name")
-    f.add_argument("--prompt-tokens", type=_positive_int, required=True)
-    f.add_argument("--completion-tokens", type=_positive_int, required=True)
+    model_help = "checkpoint directory, config.json, hub id with a shipped config, or shipped config name"
+    f.add_argument("--model", required=True, help=f"the policy: {model_help}")
+    f.add_argument("--prompt-tokens", type=_positive_int, required=True, help="tokens per prompt")
+    f.add_argument("--completion-tokens", type=_positive_int, required=True, help="tokens per completion")
     f.add_argument("--generations", type=_positive_int, required=True, help="G, completions per prompt")
     f.add_argument("--kept", type=_positive_int, required=True, help="K <= G, completions kept per prompt")
     f.add_argument("--epochs", type=_positive_int, required=True, help="mu, update epochs (num_iterations)")
-    f.add_argument("--prompts", type=_positive_int, default=1, help="P, prompts per round (default 1)")
-    f.add_argument("--lora-rank", type=_positive_int, default=16)
+    f.add_argument("--prompts", type=_positive_int, default=1, help="P, prompts per round")
+    f.add_argument("--lora-rank", type=_positive_int, default=16, help="LoRA rank on every linear layer")
     f.add_argument("--beta", type=float, default=0.0, help="KL coefficient; != 0 adds a reference forward")
-    f.add_argument("--reward-model", default=None, help="reward model / PRM config (default: rule-based, 0)")
+    f.add_argument(
+        "--reward-model", default=None, help=f"the PRM ({model_help}); none: a rule-based reward, 0 FLOPs"
+    )
     f.add_argument("--prefix-cache", action="store_true", help="prefill each prompt once (vLLM)")
-    f.add_argument("--gradient-checkpointing", action="store_true")
+    f.add_argument("--gradient-checkpointing", action="store_true", help="add the recompute forward")
     f.add_argument("--json", action="store_true", help="print one JSON object")
     f.set_defaults(func=_flops_command)
 
-    p = sub.add_parser(
+    profile_help = "cpu-tiny, gpu-paper, or a profile YAML file"
+    p = command(
         "plan",
-        help="the allocation grid of a stage: cells, predicted steps, rho and FLOPs (no weights needed)",
-        description="Plan every cell of every setting of a stage at the profile's budget: P, G, K, mu, "
-        "predicted generation rounds and optimizer steps, predicted rho and C_search/C_learning/C_reward. "
-        "Targets the allowed cells cannot realise are listed with the nearest feasible rho.",
+        "lay out a stage's allocation grid: cells, predicted steps, rho and FLOPs (no weights needed)",
+        "Plan every cell of every setting of a stage at the profile's budget: P, G, K, mu, predicted "
+        "generation rounds and optimizer steps, predicted rho and C_search/C_learning/C_reward. Targets "
+        "the allowed cells cannot realise are listed with the nearest feasible rho.",
     )
-    p.add_argument("--profile", required=True, help="cpu-tiny, gpu-paper, or a profile YAML file")
-    p.add_argument("--stage", required=True, type=str.upper, choices=["A", "B", "D"])
+    p.add_argument("--profile", required=True, help=profile_help)
+    p.add_argument("--stage", required=True, type=str.upper, choices=STAGES, help="the stage to plan")
     p.add_argument("--pilot", action="store_true", help="plan at the RACE pilot budget")
-    p.add_argument("--budget", type=float, default=None, help="override the budget (FLOPs)")
+    p.add_argument("--budget", type=float, default=None, help="a budget in FLOPs (default: the profile's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_plan_command)
 
-    c = sub.add_parser(
+    c = command(
         "cells",
-        help="run the GRPO cells of stages directly (no notebooks); resumes, skipping finished runs",
-        description="Run every planned cell x seed of the given stages and append one row per run to "
-        "data/results/<profile>/runs.csv (or --results DIR). Finished runs are skipped.",
+        "run grid cells directly (no notebooks), skipping finished runs",
+        "Run the planned cells x seeds of the given stages or settings and append one row per run to "
+        "data/results/<profile>/runs.csv (or --results DIR). Finished runs are skipped.\n\n"
+        "  paper-repro cells --profile cpu-tiny --setting dense --cells r30 r70 --seed 3 4",
     )
-    c.add_argument("--profile", required=True)
-    c.add_argument("--stage", required=True, nargs="+", type=str.upper, choices=["A", "B", "D"])
-    c.add_argument(
-        "--seeds", type=_positive_int, default=None, help="seeds per cell (default: the profile's)"
-    )
-    c.add_argument("--cells", nargs="+", default=None, help="only these cells (e.g. r30 r70)")
+    c.add_argument("--profile", required=True, help=profile_help)
+    c.add_argument("--stage", nargs="+", type=str.upper, choices=STAGES, default=None,
+                   help="every setting of these stages")  # fmt: skip
+    c.add_argument("--setting", nargs="+", default=None,
+                   help="these settings (a size of stage A, a reward system of B or D)")  # fmt: skip
+    c.add_argument("--cells", nargs="+", default=None, help="only these cells (e.g. r30 r70); default all")
+    seeds = c.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=_positive_int, default=None,
+                       help="seeds 0..N-1 per cell (default: the profile's count)")  # fmt: skip
+    seeds.add_argument("--seed", type=_seed, nargs="+", default=None, help="exactly these seeds")
     c.add_argument("--pilot", action="store_true", help="at the RACE pilot budget")
     c.add_argument("--jobs", type=_positive_int, default=1, help="runs in parallel (worker processes)")
-    c.add_argument("--threads", type=_positive_int, default=None, help="torch threads per run")
-    c.add_argument("--results", default=None, help="results directory (default data/results/<profile>)")
+    c.add_argument("--threads", type=_positive_int, default=None,
+                   help="torch threads per run (default: the cores divided among the jobs)")  # fmt: skip
+    c.add_argument("--results", default=None, help="results directory (default: data/results/<profile>)")
     c.set_defaults(func=_cells_command)
 
-    r = sub.add_parser(
+    r = command(
         "run",
-        help="run the study: execute the stage notebooks with papermill (resumes where it stopped)",
-        description="Execute the study notebooks with papermill: 0 (the cpu-tiny testbed, only when it is "
-        "missing), A (notebook 10, per policy size), BD (notebook 20, per reward system), race (notebook "
-        "30, per setting), analysis (notebook 40). Executed copies go to notebooks/executed/<profile>/. "
-        "Finished runs and notebooks are skipped, so a killed study reruns only what is missing.",
+        "run the study: execute its notebooks with papermill, resuming where it stopped",
+        "Execute the study notebooks with papermill: testbed (notebook 00, only when the testbed is "
+        "missing), A (notebook 10, per policy size), B and D (notebook 20, per reward system), race "
+        "(notebook 30, per setting), analysis (notebook 40). Executed copies go to "
+        "notebooks/executed/<profile>/. Finished runs and notebooks are skipped, so a killed study "
+        "reruns only what is missing.",
     )
-    r.add_argument("--profile", required=True, help="cpu-tiny, gpu-paper, or a profile YAML file")
-    r.add_argument("--stage", nargs="+", default=["all"], choices=["0", "A", "BD", "race", "analysis", "all"])
-    r.add_argument(
-        "--seeds", type=_positive_int, default=None, help="seeds per full-budget cell (default: profile)"
-    )
+    r.add_argument("--profile", required=True, help=profile_help)
+    r.add_argument("--stage", nargs="+", default=["all"], choices=[*STUDY_STEPS, "all"],
+                   help="the study steps to run")  # fmt: skip
+    r.add_argument("--seeds", type=_positive_int, default=None,
+                   help="seeds per full-budget cell (default: the profile's)")  # fmt: skip
     r.add_argument(
         "--quick",
         action="store_true",
         help="smoke run: 1 seed, 3 cells, 1/4 budget, 100 problems per evaluation set; outputs in .../quick/",
     )
     r.add_argument("--jobs", type=_positive_int, default=1, help="notebooks executed in parallel")
-    r.add_argument("--executor", choices=["local", "slurm"], default="local")
-    r.add_argument(
-        "--cluster",
-        default=None,
-        help="submitit cluster for --executor slurm (default: auto; 'local' for tests)",
-    )
+    r.add_argument("--executor", choices=["local", "slurm"], default="local",
+                   help="local threads, or one SLURM job per notebook (submitit)")  # fmt: skip
+    r.add_argument("--cluster", default=None,
+                   help="submitit cluster for --executor slurm (default: auto; 'local' for tests)")  # fmt: skip
     r.add_argument("--partition", default=None, help="SLURM partition for --executor slurm")
-    r.add_argument("--retries", type=int, default=2, help="resubmissions of a failed SLURM job (default 2)")
-    r.add_argument("--results", default=None, help="results directory (default data/results/<profile>)")
-    r.add_argument(
-        "--executed", default=None, help="executed notebooks (default notebooks/executed/<profile>)"
-    )
-    r.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="validate every run without weights and estimate GPU-hours per stage; runs nothing",
-    )
+    r.add_argument("--retries", type=int, default=2, help="resubmissions of a failed SLURM job")
+    r.add_argument("--results", default=None, help="results directory (default: data/results/<profile>)")
+    r.add_argument("--executed", default=None,
+                   help="executed notebooks (default: notebooks/executed/<profile>)")  # fmt: skip
+    r.add_argument("--dry-run", action="store_true",
+                   help="validate every run without weights and estimate GPU-hours per stage; runs nothing")  # fmt: skip
     r.set_defaults(func=_run_command)
     return parser
 

@@ -1,17 +1,20 @@
 """Profiles and stages: what a study runs, read from small YAML files in ``paper_repro/profiles/``.
 
 A **profile** (``cpu-tiny``, ``gpu-paper``) names the policies, the PRM, the data, the training
-hyperparameters, the budgets and the allocation grid. A **stage** is a set of **settings**; a
-setting is one (policy, reward system) pair whose IsoFLOP frontier the study measures:
+hyperparameters, the budgets, the allocation grid, and the study's design: which **settings** each
+**stage** holds. A setting is one (policy, reward system) pair whose IsoFLOP frontier the study
+measures. The stages are the paper's (:data:`STAGES`); what is in them is the profile's ``stages:``
 
 | stage | settings | policy | reward system |
 |---|---|---|---|
-| ``A`` | one per policy size | each size | ``stage_a_reward`` (sparse by default) |
-| ``B`` | sparse, structured, dense, proxy_prm | ``middle_policy`` | the setting's |
-| ``D`` | prm | ``middle_policy`` | ``prm`` |
+| ``A`` | one per policy size (``stages.A.policies``, default all) | each size | ``stages.A.reward`` |
+| ``B`` | one per reward system in ``stages.B.rewards`` | ``stages.B.policy`` | the setting's |
+| ``D`` | one per reward system in ``stages.D.rewards`` (the real PRM) | ``stages.D.policy`` | the setting's |
 
-Stage A's middle-size setting and stage B's ``sparse`` setting are the same experiment; a run is
-identified by what it computes (its ``run_id``), so it runs once and serves both.
+A setting is named by its size label in stage A and by its reward system in B and D; the names are
+unique over the profile, so a name alone finds its setting (:meth:`Profile.setting`). Stage A's
+middle-size setting and stage B's ``sparse`` setting are the same experiment; a run is identified by
+what it computes (its ``run_id``), so it runs once and serves both.
 """
 
 from __future__ import annotations
@@ -22,16 +25,19 @@ from typing import Any, Literal
 
 import yaml
 
-from paper_repro.rewards import PRM_BASED, REWARD_SYSTEMS
+from paper_repro import rewards
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+# The paper's stages: A varies the policy size at one reward; B the reward system (rule-based and
+# proxy-PRM) and D the real PRM, on one policy. Every stage list in the code comes from here.
 STAGES: tuple[str, ...] = ("A", "B", "D")
-STAGE_B_REWARDS: tuple[str, ...] = ("sparse", "structured", "dense", "proxy_prm")
-STAGE_D_REWARDS: tuple[str, ...] = ("prm",)
 # Quick mode (`paper-repro run --quick`): a smoke run of the whole study, not a result. Its outputs
 # go to .../quick/ folders that are not committed.
 QUICK_BUDGET_SCALE = 0.25
 QUICK_EVAL_LIMIT = 100  # problems per evaluation set in quick mode (at most)
+# Quick mode's cells: r70 is TRL's default allocation for rule-based rewards, so the RACE comparison
+# needs no extra run.
+QUICK_CELLS: tuple[str, ...] = ("r15", "r50", "r70")
 
 
 def profile_names() -> list[str]:
@@ -160,12 +166,20 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class StageDesign:
+    """What one stage runs: stage A one setting per policy in ``policies`` with ``rewards[0]``;
+    stages B and D one setting per reward in ``rewards`` on ``policies[0]``."""
+
+    policies: tuple[str, ...]
+    rewards: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     task: str
     policies: dict[str, str]
-    middle_policy: str
-    stage_a_reward: str
+    stages: dict[str, StageDesign]
     prm: str
     judge: str
     data: dict[str, str]
@@ -177,6 +191,7 @@ class Profile:
     grid: Grid
     seeds: int = 3
     offline: bool = False
+    testbed: bool = False  # its models and data are built by the repo (notebook 00), not downloaded
     source: str = ""  # the YAML file it was read from
     resources: dict[str, Resources] = field(default_factory=dict)  # per policy label; missing: CPU
     estimate: Estimate = field(default_factory=Estimate)
@@ -184,12 +199,7 @@ class Profile:
     def __post_init__(self) -> None:
         if not self.policies:
             raise ValueError(f"profile {self.name}: no policies")
-        if self.middle_policy not in self.policies:
-            raise ValueError(
-                f"profile {self.name}: middle_policy {self.middle_policy!r} is not one of {list(self.policies)}"
-            )
-        if self.stage_a_reward not in REWARD_SYSTEMS:
-            raise ValueError(f"profile {self.name}: unknown stage_a_reward {self.stage_a_reward!r}")
+        self._check_stages()
         if not self.budget_flops > 0:
             raise ValueError(f"profile {self.name}: budget must be positive, got {self.budget_flops}")
         if not 0 < self.pilot_fraction <= 1:
@@ -204,6 +214,32 @@ class Profile:
         unknown = sorted(set(self.resources) - set(self.policies) - {"prm"})
         if unknown:
             raise ValueError(f"profile {self.name}: resources for unknown policies {unknown}")
+
+    def _check_stages(self) -> None:
+        unknown_stages = sorted(set(self.stages) - set(STAGES))
+        if unknown_stages:
+            raise ValueError(
+                f"profile {self.name}: unknown stages {unknown_stages}; stages: {', '.join(STAGES)}"
+            )
+        for stage, design in self.stages.items():
+            where = f"profile {self.name}, stage {stage}"
+            unknown = [p for p in design.policies if p not in self.policies]
+            if unknown or not design.policies:
+                raise ValueError(
+                    f"{where}: policies {list(design.policies)} must be some of {list(self.policies)}"
+                )
+            if not design.rewards:
+                raise ValueError(f"{where}: no reward systems")
+            for reward in design.rewards:
+                rewards.get(reward)  # an unknown name is refused with the known ones
+            if stage != "A" and len(design.policies) != 1:
+                raise ValueError(f"{where}: one policy (the reward systems are compared on it)")
+            if stage == "A" and len(design.rewards) != 1:
+                raise ValueError(f"{where}: one reward (the policy sizes are compared under it)")
+        names = [s.name for s in self.all_settings()]
+        clashes = sorted({n for n in names if names.count(n) > 1})
+        if clashes:
+            raise ValueError(f"profile {self.name}: setting names {clashes} appear in two stages")
 
     def resources_for(self, policy: str) -> Resources:
         """The resources a run of ``policy`` asks for (a CPU process when the profile names none)."""
@@ -229,21 +265,40 @@ class Profile:
         return self.budget_flops * self.pilot_fraction
 
     def settings(self, stage: str) -> list[Setting]:
-        """The settings of ``stage`` (``A``, ``B`` or ``D``)."""
+        """The settings of ``stage`` (one of :data:`STAGES`), in the profile's order."""
         stage = stage.upper()
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+        design = self.stages.get(stage)
+        if design is None:
+            return []
         if stage == "A":
-            return [Setting("A", label, label, self.stage_a_reward) for label in self.policies]
-        if stage == "B":
-            return [Setting("B", r, self.middle_policy, r) for r in STAGE_B_REWARDS]
-        if stage == "D":
-            return [Setting("D", r, self.middle_policy, r) for r in STAGE_D_REWARDS]
-        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+            return [Setting("A", p, p, design.rewards[0]) for p in design.policies]
+        return [Setting(stage, r, design.policies[0], r) for r in design.rewards]
 
     def all_settings(self) -> list[Setting]:
         return [s for stage in STAGES for s in self.settings(stage)]
 
-    def needs_prm(self, reward_system: str) -> bool:
-        return reward_system in PRM_BASED
+    def setting(self, name: str) -> Setting:
+        """The setting named ``name`` (a size label of stage A, a reward system of B or D)."""
+        for s in self.all_settings():
+            if s.name == name:
+                return s
+        known = ", ".join(f"{s.name} ({s.stage})" for s in self.all_settings())
+        raise ValueError(f"profile {self.name} has no setting {name!r}; its settings: {known}")
+
+    @property
+    def ref(self) -> str:
+        """How a notebook or a job names this profile: its name when it is a shipped profile, else
+        the YAML file it was read from."""
+        if not self.source:
+            return self.name
+        source = Path(self.source).resolve()
+        return source.stem if source.parent == PROFILE_DIR else str(source)
+
+    def needs_prm_weights(self, setting: Setting) -> bool:
+        """The PRM scores the PRM-based rewards, and is the judge model of the ``prm_judge``."""
+        return rewards.is_prm_based(setting.reward_system) or self.judge == "prm_judge"
 
 
 def load_profile(name: str | Path) -> Profile:
@@ -300,12 +355,12 @@ def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:
         **{k: tuple(int(v) for v in allowed[k]) for k in ("P", "G", "K", "mu") if k in allowed},
     )
     budget = raw.pop("budget")
+    policies = {str(k): str(v) for k, v in raw["policies"].items()}
     return Profile(
         name=raw["name"],
         task=raw["task"],
-        policies={str(k): str(v) for k, v in raw["policies"].items()},
-        middle_policy=str(raw["middle_policy"]),
-        stage_a_reward=raw.get("stage_a_reward", "sparse"),
+        policies=policies,
+        stages=_stages(raw.get("stages", {}), list(policies)),
         prm=raw["prm"],
         judge=raw.get("judge", "step_verifier"),
         data=dict(raw["data"]),
@@ -317,10 +372,34 @@ def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:
         grid=grid,
         seeds=int(raw.get("seeds", 3)),
         offline=bool(raw.get("offline", False)),
+        testbed=bool(raw.get("testbed", False)),
         source=source,
         resources={str(k): Resources(**_known(Resources, v)) for k, v in raw.get("resources", {}).items()},
         estimate=Estimate(**_known(Estimate, raw.get("estimate", {}))),
     )
+
+
+def _stages(raw: dict[str, Any], policies: list[str]) -> dict[str, StageDesign]:
+    """``stages:`` of a profile. Stage A: ``{policies: [...], reward: r}`` (policies default to all);
+    stages B and D: ``{policy: p, rewards: [...]}``."""
+    unknown_stages = sorted(set(map(str, raw)) - set(STAGES))
+    if unknown_stages:
+        raise ValueError(f"unknown stages {unknown_stages}; stages: {', '.join(STAGES)}")
+    out = {}
+    for stage, spec in raw.items():
+        spec = dict(spec or {})
+        allowed = {"policies", "reward"} if stage == "A" else {"policy", "rewards"}
+        unknown = sorted(set(spec) - allowed)
+        if unknown:
+            raise ValueError(f"stage {stage}: unknown keys {unknown}; allowed: {sorted(allowed)}")
+        if stage == "A":
+            chosen = tuple(str(p) for p in spec.get("policies", policies))
+            out[str(stage)] = StageDesign(chosen, (str(spec.get("reward", "")),))
+        else:
+            out[str(stage)] = StageDesign(
+                (str(spec.get("policy", "")),), tuple(str(r) for r in spec.get("rewards", []))
+            )
+    return out
 
 
 def _known(cls, values: dict[str, Any]) -> dict[str, Any]:
@@ -338,6 +417,7 @@ __all__ = [
     "Profile",
     "Resources",
     "Setting",
+    "StageDesign",
     "TrainConfig",
     "load_profile",
     "profile_names",

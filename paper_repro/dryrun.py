@@ -20,11 +20,12 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from paper_repro import flops, train
-from paper_repro.allocation import resolve_shape
-from paper_repro.config import Profile
+from paper_repro import flops, models
+from paper_repro.config import STAGES, Profile
+from paper_repro.launch import batch_layout
+from paper_repro.spec import RunSpec
 
-STAGE_ORDER = ("A", "BD", "race")
+STAGE_ORDER: tuple[str, ...] = (*STAGES, "race")  # the study steps that run cells
 
 
 @dataclass
@@ -45,7 +46,7 @@ class StageEstimate:
 
 def study_specs(
     profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None, quick: bool = False
-) -> dict[str, list[train.RunSpec]]:
+) -> dict[str, list[RunSpec]]:
     """The specs each stage's notebooks run, in order: {stage: [RunSpec, ...]}, read from the sweep's
     own jobs (:func:`paper_repro.sweep.study_jobs`), so the dry run checks exactly what would run."""
     from paper_repro import sweep
@@ -53,13 +54,13 @@ def study_specs(
     unknown = sorted(set(stages) - set(STAGE_ORDER))
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown} for a dry run; stages: {', '.join(STAGE_ORDER)}")
-    out: dict[str, list[train.RunSpec]] = {stage: [] for stage in stages}
-    for job in sweep.study_jobs(profile.source or profile.name, list(stages), seeds, quick):
+    out: dict[str, list[RunSpec]] = {stage: [] for stage in stages}
+    for job in sweep.study_jobs(profile, list(stages), seeds, quick):
         out[job.stage] += job.specs
     return out
 
 
-def run_gpu_hours(profile: Profile, spec: train.RunSpec) -> tuple[float, float]:
+def run_gpu_hours(profile: Profile, spec: RunSpec) -> tuple[float, float]:
     """(training, evaluation) GPU-hours of one run at the profile's assumed MFUs."""
     est = profile.estimate
     peak = est.peak_tflops * 1e12
@@ -70,21 +71,19 @@ def run_gpu_hours(profile: Profile, spec: train.RunSpec) -> tuple[float, float]:
     seconds = search / (peak * est.mfu_generate(spec.train.generation)) + dense / (peak * est.mfu_train)
     lengths = profile.expected_lengths
     answer = flops.generation_work(lengths["prompt"], lengths["completion"])
-    eval_flops = est.eval_problems * flops.forward_flops(resolve_shape(spec.model), answer)
+    eval_flops = est.eval_problems * flops.forward_flops(models.shape(spec.model), answer)
     if spec.prm:  # the judge (and a PRM reward) reads every answer once
         read = flops.sequence_work(lengths["prompt"] + lengths["completion"])
-        eval_flops += est.eval_problems * flops.forward_flops(resolve_shape(spec.prm), read)
+        eval_flops += est.eval_problems * flops.forward_flops(models.shape(spec.prm), read)
     eval_seconds = eval_flops / (peak * est.mfu_generate(spec.train.generation))
     return seconds / 3600, eval_seconds / 3600
 
 
-def _round_cost(profile: Profile, spec: train.RunSpec):
+def _round_cost(profile: Profile, spec: RunSpec):
     from paper_repro.allocation import planner_for
 
-    setting = next(s for s in profile.all_settings() if s.name == spec.setting and s.stage == spec.stage)
-    return (
-        planner_for(profile, setting).explicit(spec.P, spec.G, spec.K, spec.mu, spec.budget_flops).round_cost
-    )
+    planner = planner_for(profile, profile.setting(spec.setting))
+    return planner.explicit(spec.P, spec.G, spec.K, spec.mu, spec.budget_flops).round_cost
 
 
 def hub_status() -> str | None:
@@ -133,10 +132,10 @@ def dry_run(
     for stage, specs in by_stage.items():
         est = StageEstimate(stage, runs=len(specs))
         for spec in specs:
-            resolve_shape(spec.model)
+            models.shape(spec.model)
             if spec.prm:
-                resolve_shape(spec.prm)
-            layout = train.batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
+                models.shape(spec.prm)
+            layout = batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
             if layout.note:
                 note = f"{spec.setting} ({spec.policy}) {spec.budget_kind} {spec.cell}: {layout.note}"
                 if note not in est.notes:

@@ -554,23 +554,3 @@ def grpo_step_cost(
         n = step.reward_tokens or (p + c)
         c_reward = n_gen * forward_flops(reward_model, sequence_work(n))
     return StepCost(c_search, c_learn, c_reward)
-
-
-def load_shape(model: str | os.PathLike | ModelShape | Any) -> ModelShape:
-    """A shape from a shipped config name (``qwen2.5-7b-instruct``), a path, or a config object."""
-    if isinstance(model, ModelShape):
-        return model
-    if isinstance(model, str) and not Path(model).exists():
-        shipped = shipped_config_dir() / f"{model.lower()}.json"
-        if shipped.is_file():
-            return ModelShape.from_config(shipped)
-        names = ", ".join(sorted(p.stem for p in shipped_config_dir().glob("*.json")))
-        raise FileNotFoundError(
-            f"no model config {model!r}: looked for the path itself and for {shipped}. "
-            f"Pass a config.json or checkpoint directory, or one of the shipped names: {names}"
-        )
-    return ModelShape.from_config(model)
-
-
-def shipped_config_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / "model_configs"

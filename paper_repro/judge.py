@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from paper_repro.rewards.prm import PRMScorer, aggregate
+from paper_repro.rewards.prm_scorer import PRMScorer, aggregate
 from paper_repro.tasks import arith
 from paper_repro.tasks.graders import grader
 

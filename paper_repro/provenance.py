@@ -8,7 +8,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from paper_repro.tasks.base import repo_root
+from paper_repro.paths import repo_root
 
 PACKAGES = ("paper-repro", "torch", "transformers", "trl", "peft", "accelerate", "datasets", "math-verify")
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from paper_repro.tasks.base import repo_root
+from paper_repro.paths import repo_root
 
 IDENTITY = ("run_id", "profile", "stage", "setting", "cell", "seed", "budget_kind", "budget_flops")
 ALLOCATION = (

@@ -29,8 +29,8 @@ from pathlib import Path
 
 
 def _cell(backend: str, dtype: str, budget_scale: float):
-    from paper_repro import train
     from paper_repro.config import load_profile
+    from paper_repro.spec import default_cell_spec
 
     profile = load_profile("cpu-tiny")
     profile = replace(
@@ -39,8 +39,8 @@ def _cell(backend: str, dtype: str, budget_scale: float):
         train=replace(profile.train, dtype=dtype, generation=backend),
         seeds=1,
     )
-    (setting,) = [s for s in profile.settings("A") if s.name == profile.middle_policy]
-    return train.default_cell_spec(profile, setting, seed=0)
+    (setting,) = [s for s in profile.settings("A") if s.policy == profile.stages["B"].policies[0]]
+    return default_cell_spec(profile, setting, seed=0)
 
 
 def _single_process_env() -> None:

@@ -1,14 +1,9 @@
-"""Running many cells and the whole study, resumably.
+"""The study's scheduler: the notebooks executed with papermill, resumably (``paper-repro run``).
 
-:func:`run_specs` skips every spec whose ``ok`` row is already in the table (so a sweep killed at any
-point and rerun finishes only what is missing), runs the rest with a progress bar, and returns the
-rows in spec order. With ``jobs > 1`` each worker is a fresh process with ``threads`` torch threads
-(default: the machine's cores divided among the jobs); rows are appended by the workers themselves,
-under the table's file lock.
-
-:func:`study_jobs` and :func:`run_study` (``paper-repro run``) execute the study notebooks with
-papermill: notebook 00 when the cpu-tiny testbed is missing, 10 once per policy size, 20 once per
-reward system, 30 once per setting, 40 once. A notebook whose runs are all in the table and whose
+:func:`study_jobs` and :func:`run_study` execute the study notebooks: notebook 00 when the profile's
+testbed is missing, 10 once per stage-A setting (policy size), 20 once per stage-B and stage-D
+setting (reward system), 30 once per setting (its RACE pilots), 40 once. The runs inside a notebook
+go through :func:`paper_repro.runner.run_specs`. A notebook whose runs are all in the table and whose
 executed copy exists is skipped; the others are executed (their finished runs are skipped inside),
 so a study killed at any point and rerun finishes only what is missing. Executed copies go to
 ``notebooks/executed/<profile>/`` and replace the old copy only when the execution succeeds.
@@ -18,86 +13,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
 
-from paper_repro.config import Resources
-from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
-from paper_repro.train import RunSpec, check_spec, default_cell_spec, run_cell
-
-
-def pending(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> list[RunSpec]:
-    """The specs without an ``ok`` row in their profile's table (in order, without repeats)."""
-    done: dict[str, set[str]] = {}
-    out, seen = [], set()
-    for spec in specs:
-        if spec.profile not in done:
-            table = ResultTable(results_dir(spec.profile, results_root) / "runs.csv", RUN_COLUMNS)
-            done[spec.profile] = {r["run_id"] for r in table.rows() if r["status"] == "ok"}
-        if spec.run_id in done[spec.profile] or spec.run_id in seen:
-            continue
-        seen.add(spec.run_id)
-        out.append(spec)
-    return out
-
-
-def run_specs(
-    specs: Sequence[RunSpec],
-    results_root: str | Path | None = None,
-    jobs: int = 1,
-    threads: int | None = None,
-    executed_notebook: str = "",
-    progress: bool = True,
-) -> list[dict[str, Any]]:
-    """Run every spec that has no ``ok`` row yet; return the rows of all specs (existing ones too)."""
-    from tqdm.auto import tqdm
-
-    todo = pending(specs, results_root)
-    for spec in todo:  # refuse bad input before any compute
-        check_spec(spec)
-    threads = threads or max(1, (os.cpu_count() or 1) // max(1, jobs))
-    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress)
-    if jobs <= 1:
-        for spec in todo:
-            run_cell(spec, results_root, executed_notebook, threads)
-            bar.update()
-    else:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(run_cell, s, results_root, executed_notebook, threads) for s in todo]
-            for future in as_completed(futures):
-                future.result()
-                bar.update()
-    bar.close()
-    return rows_for(specs, results_root)
-
-
-def rows_for(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> list[dict[str, Any]]:
-    """The latest row of each spec (``ok`` preferred over ``failed``), in spec order."""
-    rows: dict[str, dict[str, str]] = {}
-    for profile in {s.profile for s in specs}:
-        for row in ResultTable(results_dir(profile, results_root) / "runs.csv", RUN_COLUMNS).rows():
-            if row["status"] == "ok" or row["run_id"] not in rows:
-                rows[row["run_id"]] = row
-    # a run serves every spec that computes the same thing: label it as this spec asked for it
-    return [
-        {**rows[s.run_id], "stage": s.stage, "setting": s.setting, "cell": s.cell, "target_rho": s.target_rho}
-        for s in specs
-        if s.run_id in rows
-    ]
-
+from paper_repro.config import STAGES, Profile, Resources
+from paper_repro.paths import repo_relative, repo_root
+from paper_repro.results import results_dir
+from paper_repro.runner import pending
+from paper_repro.spec import RunSpec, default_cell_spec, seed_list, setting_specs
 
 # --------------------------------------------------------------------------------------------
 # The study: notebooks executed with papermill (`paper-repro run`)
 # --------------------------------------------------------------------------------------------
 
-STUDY_STAGES = ("0", "A", "BD", "race", "analysis")
+# The study's steps, in order: the testbed, one step per stage, the RACE pilots, the analysis.
+STUDY_STEPS: tuple[str, ...] = ("testbed", *STAGES, "race", "analysis")
 NOTEBOOKS = {
-    "0": "00_embedded_models",
+    "testbed": "00_embedded_models",
     "A": "10_stage_A_model_size",
-    "BD": "20_stage_BD_reward_systems",
+    "B": "20_stage_BD_reward_systems",
+    "D": "20_stage_BD_reward_systems",
     "race": "30_race_pilots",
     "analysis": "40_final_analysis",
 }
@@ -120,93 +55,70 @@ class NotebookJob:
 
     @property
     def source(self) -> Path:
-        from paper_repro.tasks.base import repo_root
-
         return repo_root() / "notebooks" / f"{self.notebook}.ipynb"
 
 
 def study_jobs(
-    profile_name: str,
-    stages: Sequence[str] = ("all",),
-    seeds: int | None = None,
+    profile: Profile,
+    steps: Sequence[str] = ("all",),
+    seeds: int | Sequence[int] | None = None,
     quick: bool = False,
     results_root: str | Path | None = None,
-    threads: int | None = None,
     executed_dir: str | Path | None = None,
 ) -> list[NotebookJob]:
-    """The notebook executions of the requested study stages, in order. Executed copies go to
-    ``executed_dir`` (default ``notebooks/executed/<profile>/``)."""
-    from paper_repro import study
-    from paper_repro.tasks.base import repo_root
-
-    wanted = list(STUDY_STAGES) if "all" in stages else list(stages)
-    unknown = sorted(set(wanted) - set(STUDY_STAGES))
+    """The notebook executions of the requested study steps (:data:`STUDY_STEPS`, or ``all``), in
+    order. ``quick``: the profile's quick variant, its results and executed copies in ``quick/``
+    folders. Executed copies go to ``executed_dir`` (default ``notebooks/executed/<profile>/``)."""
+    wanted = list(STUDY_STEPS) if "all" in steps else list(steps)
+    unknown = sorted(set(wanted) - set(STUDY_STEPS))
     if unknown:
-        raise ValueError(f"unknown stage(s) {unknown}; stages: {', '.join(STUDY_STAGES)}, all")
-    profile = study.prepare(profile_name, quick)
+        raise ValueError(f"unknown stage(s) {unknown}; stages: {', '.join(STUDY_STEPS)}, all")
+    run_profile = profile.quick_variant() if quick else profile
     out_dir = Path(executed_dir) if executed_dir else repo_root() / "notebooks" / "executed" / profile.name
     if quick:  # a smoke run: its outputs stay out of the committed study
         results_root = results_root or results_dir(profile.name) / "quick"
         out_dir = out_dir if executed_dir else out_dir / "quick"
-    common = {
-        "profile": profile_name,
-        "results_root": str(results_root) if results_root else None,
-        "threads": threads,
-    }
-    root = common["results_root"]
-    run_common = {**common, "quick": quick}
-    if seeds is not None:
-        run_common["seeds"] = seeds
+    root = str(results_root) if results_root else None
+    common = {"profile": profile.ref, "quick": quick, "results_root": root}
+    seed_param = {} if seeds is None else {"seeds": seeds if isinstance(seeds, int) else list(seeds)}
     jobs: list[NotebookJob] = []
-    for stage in STUDY_STAGES:
-        if stage not in wanted:
-            continue
-        book = NOTEBOOKS[stage]
-        if stage == "0":
-            if profile.name == "cpu-tiny" and not _testbed_built():
-                jobs.append(NotebookJob(stage, book, {}, out_dir / f"{book}.ipynb"))
-        elif stage == "A":
-            for s in profile.settings("A"):
-                specs = study.setting_specs(profile, "A", s.name, seeds, quick=quick)
-                jobs.append(NotebookJob(stage, book, {**run_common, "setting": s.name},
-                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs), root,
-                                        profile.resources_for(s.policy)))  # fmt: skip
-        elif stage == "BD":
-            for s in profile.settings("B") + profile.settings("D"):
-                specs = study.setting_specs(profile, s.stage, s.name, seeds, quick=quick)
-                jobs.append(NotebookJob(stage, book, {**run_common, "reward_system": s.name},
-                                        out_dir / f"{book}__{s.name}.ipynb", tuple(specs), root,
-                                        profile.resources_for(s.policy)))  # fmt: skip
-        elif stage == "race":
-            for s in profile.all_settings():
-                specs = study.setting_specs(profile, s.stage, s.name, 1, "pilot", quick=quick)
-                n_default = profile.seeds if seeds is None else seeds
-                specs += [default_cell_spec(profile, s, seed) for seed in range(n_default)]
-                params = {**common, "quick": quick, "stage": s.stage, "setting": s.name}
+    for step in (s for s in STUDY_STEPS if s in wanted):
+        book = NOTEBOOKS[step]
+        if step == "testbed":
+            if profile.testbed and not testbed_built(profile):
+                jobs.append(NotebookJob(step, book, {}, out_dir / f"{book}.ipynb"))
+        elif step in STAGES:
+            name = "setting" if step == "A" else "reward_system"
+            for s in run_profile.settings(step):
+                specs = setting_specs(run_profile, s, seeds, quick=quick)
+                params = {**common, name: s.name, **seed_param}
+                jobs.append(NotebookJob(step, book, params, out_dir / f"{book}__{s.name}.ipynb", tuple(specs),
+                                        root, profile.resources_for(s.policy)))  # fmt: skip
+        elif step == "race":
+            for s in run_profile.all_settings():
+                specs = setting_specs(run_profile, s, 1, "pilot", quick=quick)
+                specs += [default_cell_spec(run_profile, s, seed) for seed in seed_list(run_profile, seeds)]
+                params = {**common, "setting": s.name}
                 if seeds is not None:
-                    params["default_seeds"] = seeds
+                    params["default_seeds"] = seed_param["seeds"]
                 out = out_dir / f"{book}__{s.stage}_{s.name}.ipynb"
                 jobs.append(
-                    NotebookJob(stage, book, params, out, tuple(specs), root, profile.resources_for(s.policy))
+                    NotebookJob(step, book, params, out, tuple(specs), root, profile.resources_for(s.policy))
                 )
         else:
-            params = {
-                "profile": profile_name,
-                "results_root": str(results_root) if results_root else None,
-                "quick": quick,
-            }
+            params = dict(common)
             if results_root:  # results redirected: the figures go beside them, not into the repo
                 params["figures_dir"] = str(Path(results_root) / "figures")
-            jobs.append(NotebookJob(stage, book, params, out_dir / f"{book}.ipynb", (), root))
+            jobs.append(NotebookJob(step, book, params, out_dir / f"{book}.ipynb", (), root))
     return jobs
 
 
-def _testbed_built() -> bool:
-    from paper_repro.tasks.base import repo_root
-
-    root = repo_root()
-    needed = [root / "data/models" / m / "config.json" for m in ("policy-S", "policy-M", "policy-L", "prm")]
-    return all(p.exists() for p in needed) and (root / "data/results/cpu-tiny/base_models.csv").exists()
+def testbed_built(profile: Profile) -> bool:
+    """The profile's testbed is on disk: every local policy and PRM checkpoint, and the base table."""
+    models = [*profile.policies.values(), profile.prm]
+    needed = [repo_root() / m / "config.json" for m in models if not Path(m).is_absolute()]
+    needed += [Path(m) / "config.json" for m in models if Path(m).is_absolute()]
+    return all(p.exists() for p in needed) and (results_dir(profile.name) / "base_models.csv").exists()
 
 
 def job_done(job: NotebookJob) -> bool:
@@ -214,8 +126,8 @@ def job_done(job: NotebookJob) -> bool:
     analysis notebook is never done (it is cheap and reads whatever is there)."""
     if job.stage == "analysis":
         return False
-    if job.stage == "0":
-        return _testbed_built() and job.output.exists()
+    if job.stage == "testbed":
+        return job.output.exists()
     return job.output.exists() and not pending(job.specs, job.results_root)
 
 
@@ -223,14 +135,12 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
     """Execute one notebook with papermill; the executed copy replaces the old one only on success."""
     import papermill as pm
 
-    from paper_repro.tasks.base import repo_relative, repo_root
-
     job.output.parent.mkdir(parents=True, exist_ok=True)
     params = dict(job.parameters)
-    if job.stage not in ("0", "analysis"):
+    if job.specs:
         params["threads"] = threads
         params["executed_notebook"] = repo_relative(job.output)
-    tmp = job.output.with_name(f".{job.output.name}.running")
+    tmp = running_copy(job.output)
     pm.execute_notebook(
         str(job.source),
         str(tmp),
@@ -241,6 +151,11 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
     )
     os.replace(tmp, job.output)
     return job.output
+
+
+def running_copy(output: Path) -> Path:
+    """Where a notebook executes before it replaces ``output`` (an ``.ipynb`` name, as papermill wants)."""
+    return output.with_name(f".{output.stem}.running.ipynb")
 
 
 def run_study(
@@ -285,7 +200,7 @@ def run_study(
     if executor == "local":
         written = _run_local(todo, n_jobs, threads, refresh, bar)
     else:  # stage by stage: each stage's notebooks are submitted together
-        for stage in STUDY_STAGES:
+        for stage in STUDY_STEPS:
             batch = [j for j in todo if j.stage == stage]
             if batch:
                 bar.set_postfix_str(f"stage {stage}")
@@ -307,7 +222,7 @@ def dependencies(jobs: Sequence[NotebookJob]) -> dict[int, set[int]]:
     deps: dict[int, set[int]] = {i: set() for i in range(len(jobs))}
     for i, later in enumerate(jobs):
         for k, earlier in enumerate(jobs[:i]):
-            if earlier.stage == "0" or later.stage == "analysis" or runs[k] & runs[i]:
+            if earlier.stage == "testbed" or later.stage == "analysis" or runs[k] & runs[i]:
                 deps[i].add(k)
     return deps
 
@@ -334,7 +249,7 @@ def _run_local(jobs: list[NotebookJob], n_jobs: int, threads: int, refresh, bar)
                 running[pool.submit(execute_job, jobs[ready[0]], threads)] = ready[0]
             if not running:
                 break
-            stages = sorted({jobs[i].stage for i in running.values()}, key=STUDY_STAGES.index)
+            stages = sorted({jobs[i].stage for i in running.values()}, key=STUDY_STEPS.index)
             bar.set_postfix_str(f"stage {', '.join(stages)}")
             finished, _ = wait(running, timeout=2.0, return_when=FIRST_COMPLETED)
             refresh()
@@ -373,7 +288,7 @@ def _run_submitit(
 
     import submitit
 
-    from paper_repro.tasks.base import repo_root
+    from paper_repro.paths import repo_root
 
     folder = Path(folder) if folder else repo_root() / "slurm_logs"
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from paper_repro.train import run_cell, spec_from_json
+    from paper_repro.spec import spec_from_json
+    from paper_repro.train import run_cell
 
     parser = argparse.ArgumentParser(prog="python -m paper_repro.worker", description=__doc__)
     parser.add_argument("spec", help="a RunSpec as JSON (RunSpec.to_json)")

@@ -22,21 +22,21 @@ def write_tiny_profile(root, name: str = "test-tiny"):
     import torch
     from transformers import Qwen2ForCausalLM
 
-    from paper_repro import embedded
+    from paper_repro import testbed
     from paper_repro.config import load_profile
 
     root = Path(root)
-    tokenizer = embedded.build_tokenizer()
-    spec = embedded.ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
+    tokenizer = testbed.build_tokenizer()
+    spec = testbed.ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(embedded.qwen2_config(spec, tokenizer))
+    model = Qwen2ForCausalLM(testbed.qwen2_config(spec, tokenizer))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.save_pretrained(root / "policy")
     tokenizer.save_pretrained(root / "policy")
     from transformers import Qwen2ForTokenClassification
 
-    prm = Qwen2ForTokenClassification(embedded.qwen2_config(spec, tokenizer, num_labels=2))
+    prm = Qwen2ForTokenClassification(testbed.qwen2_config(spec, tokenizer, num_labels=2))
     prm.save_pretrained(root / "prm")
     tokenizer.save_pretrained(root / "prm")
     text = Path(load_profile("cpu-tiny").source).read_text()
@@ -45,6 +45,7 @@ def write_tiny_profile(root, name: str = "test-tiny"):
         text = text.replace(f"data/models/policy-{size}", str(root / "policy"))
     replacements = {
         "name: cpu-tiny": f"name: {name}",
+        "testbed: true ": "testbed: false",  # its models are built here, not by notebook 00
         "max_completion_length: 64": "max_completion_length: 12",
         "  limit: 300": "  limit: 4",
         "max_new_tokens: 96": "max_new_tokens: 12",
@@ -96,7 +97,8 @@ def write_tiny_gpu_profile(root, name: str = "test-gpu-paper"):
     raw = yaml.safe_load(Path(load_profile("gpu-paper").source).read_text())
     raw["name"] = name
     raw["policies"] = {"1.5B": str(policy)}
-    raw["middle_policy"] = "1.5B"
+    raw["stages"] = {"A": {"reward": "sparse"}, "B": {"policy": "1.5B", "rewards": raw["stages"]["B"]["rewards"]},
+                     "D": {"policy": "1.5B", "rewards": ["prm"]}}  # fmt: skip
     raw["prm"] = str(prm)
     raw["data"] = {
         "train": f"POLARIS-Project/Polaris-Dataset-53K={files['polaris']}",

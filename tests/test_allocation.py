@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -84,16 +85,58 @@ def test_unknown_profile_and_stage_are_refused(tiny):
         tiny.settings("C")
 
 
-def test_stages_name_the_settings_of_the_design(tiny):
-    assert [(s.name, s.policy, s.reward_system) for s in tiny.settings("A")] == [
-        ("S", "S", "sparse"),
-        ("M", "M", "sparse"),
-        ("L", "L", "sparse"),
+def _with_stages(stages: dict, policies: dict | None = None):
+    import yaml
+
+    from paper_repro.config import _profile_from_dict
+
+    raw = yaml.safe_load(Path(load_profile("cpu-tiny").source).read_text())
+    raw["stages"] = stages
+    if policies is not None:
+        raw["policies"] = policies
+    return _profile_from_dict(raw)
+
+
+def test_the_profiles_stages_are_the_settings():
+    """What each stage compares is the profile's, not the code's: a new reward or size is a YAML line."""
+    two = {"S": "data/models/policy-S", "M": "data/models/policy-M", "XL": "data/models/policy-L"}
+    p = _with_stages({"A": {"reward": "dense"}, "B": {"policy": "XL", "rewards": ["structured", "proxy_prm"]}},
+                     policies=two)  # fmt: skip
+    assert [(s.stage, s.name, s.policy, s.reward_system) for s in p.all_settings()] == [
+        ("A", "S", "S", "dense"), ("A", "M", "M", "dense"), ("A", "XL", "XL", "dense"),
+        ("B", "structured", "XL", "structured"), ("B", "proxy_prm", "XL", "proxy_prm"),
+    ]  # fmt: skip
+    assert p.settings("D") == [] and p.setting("proxy_prm").stage == "B"
+    assert [s.name for s in _with_stages({"A": {"policies": ["M"], "reward": "sparse"}}).settings("A")] == [
+        "M"
     ]
-    assert [s.reward_system for s in tiny.settings("B")] == ["sparse", "structured", "dense", "proxy_prm"]
-    assert [s.reward_system for s in tiny.settings("D")] == ["prm"]
-    assert {s.policy for s in tiny.settings("B") + tiny.settings("D")} == {"M"}
-    assert tiny.pilot_budget_flops == pytest.approx(tiny.budget_flops / 8)
+    assert p.needs_prm_weights(p.setting("proxy_prm")) and not p.needs_prm_weights(p.setting("S"))
+
+
+@pytest.mark.parametrize(
+    "stages, message",
+    [
+        ({"A": {"reward": "vibes"}}, "unknown reward system 'vibes'"),
+        ({"B": {"policy": "XXL", "rewards": ["sparse"]}}, "policies \\['XXL'\\] must be some of"),
+        ({"B": {"policy": "M", "rewards": []}}, "no reward systems"),
+        ({"A": {"reward": "sparse"}, "B": {"policy": "M", "rewards": ["sparse"]}, "D": {"policy": "M", "rewards": ["sparse"]}},
+         "setting names \\['sparse'\\] appear in two stages"),
+        ({"C": {"reward": "sparse"}}, "unknown stages \\['C'\\]"),
+        ({"B": {"policy": "M", "reward": "sparse"}}, "unknown keys \\['reward'\\]"),
+    ],
+)  # fmt: skip
+def test_a_design_the_study_cannot_run_is_refused(stages, message):
+    with pytest.raises(ValueError, match=message):
+        _with_stages(stages)
+
+
+def test_a_setting_is_found_by_its_name_alone(tiny):
+    assert {s.name: tiny.setting(s.name) for s in tiny.all_settings()} == {
+        s.name: s for s in tiny.all_settings()
+    }
+    with pytest.raises(ValueError, match="no setting 'XL'; its settings: S \\(A\\)"):
+        tiny.setting("XL")
+    assert tiny.pilot_budget_flops == pytest.approx(tiny.budget_flops * tiny.pilot_fraction)
 
 
 def test_plan_command_prints_every_setting_as_json(capsys):

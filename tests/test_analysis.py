@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paper_repro.analysis import analyse, planned_grids
+from paper_repro.allocation import plan_setting
+from paper_repro.analysis import analyse
 from paper_repro.analysis.frontiers import _fits, bootstrap_rho_star, t975
 from paper_repro.analysis.race import RegimeThresholds
 from paper_repro.config import load_profile
@@ -25,9 +26,9 @@ def _write_runs(path, profile, seeds=3, noise=0.005, judge_peak=None):
         ("full", profile.budget_flops, seeds),
         ("pilot", profile.pilot_budget_flops, 1),
     ):
-        grids = planned_grids(profile, budget)
         for s in profile.all_settings():
-            for (P, G, K, mu), (cell, rho) in grids[s.name].items():
+            for c in plan_setting(profile, s, budget).cells:
+                P, G, K, mu, cell, rho = c.P, c.G, c.K, c.mu, c.label, c.target_rho
                 for seed in range(n_seeds):
                     quality = 0.6 - (rho - _peak(s.name)) ** 2 + rng.normal(0, noise)
                     prm_share = 0.4 if s.reward_system in ("proxy_prm", "prm") else 0.0

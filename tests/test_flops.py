@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from paper_repro import flops, validate
+from paper_repro import flops, models, validate
 from paper_repro.flops import LoRASpec, ModelShape, TrainSpec, Work
 
 TOL = 0.02  # the bar; the counts below agree exactly in practice
@@ -86,7 +86,7 @@ def test_causal_pairs_counts_positions_exactly():
 
 
 def test_generation_with_cache_never_uses_the_no_cache_form():
-    shape = flops.load_shape("qwen2.5-1.5b-instruct")
+    shape = models.shape("qwen2.5-1.5b-instruct")
     p, c = 256, 1024
     cached = flops.forward_flops(shape, flops.generation_work(p, c))
     # the no-cache form re-runs the whole prefix for every new token
@@ -97,7 +97,7 @@ def test_generation_with_cache_never_uses_the_no_cache_form():
 
 
 def test_prefix_cache_prefills_each_prompt_once():
-    shape = flops.load_shape("qwen2.5-1.5b-instruct")
+    shape = models.shape("qwen2.5-1.5b-instruct")
     base = dict(prompts=4, generations=8, kept=8, epochs=1, prompt_tokens=512, completion_tokens=64)
     plain = flops.grpo_step_cost(shape, flops.GRPOStep(**base))
     cached = flops.grpo_step_cost(shape, flops.GRPOStep(**base, prefix_cache=True))
@@ -109,8 +109,8 @@ def test_prefix_cache_prefills_each_prompt_once():
 
 
 def test_grpo_step_components():
-    shape = flops.load_shape("qwen2.5-3b-instruct")
-    prm = flops.load_shape("qwen2.5-math-prm-7b")
+    shape = models.shape("qwen2.5-3b-instruct")
+    prm = models.shape("qwen2.5-math-prm-7b")
     s = flops.GRPOStep(prompts=2, generations=4, kept=2, epochs=3, prompt_tokens=100, completion_tokens=200)
     train = TrainSpec(lora=LoRASpec(8))
     cost = flops.grpo_step_cost(shape, s, train=train, reward_model=prm)
@@ -129,7 +129,7 @@ def test_grpo_step_components():
 
 
 def test_lora_training_is_about_4n_not_6n():
-    shape = flops.load_shape("qwen2.5-7b-instruct")
+    shape = models.shape("qwen2.5-7b-instruct")
     pt = flops.per_token_flops(shape, LoRASpec(16))
     assert pt.full_train == pytest.approx(3 * pt.forward)
     assert 1.95 < pt.lora_train / pt.forward < 2.1
@@ -152,7 +152,7 @@ def test_step_rejects_bad_input(bad):
 
 def test_unknown_model_and_targets_are_refused():
     with pytest.raises(FileNotFoundError, match="shipped names"):
-        flops.load_shape("qwen9-900b")
+        models.shape("qwen9-900b")
     with pytest.raises(ValueError, match="not supported"):
         ModelShape.from_config({"model_type": "gpt2", "hidden_size": 8})
     with pytest.raises(ValueError, match="unknown LoRA target"):
@@ -171,7 +171,7 @@ MODEL_CARDS = {
 
 @pytest.mark.parametrize("name", sorted(MODEL_CARDS))
 def test_qwen25_configs_match_model_cards_and_2n(name):
-    shape = flops.load_shape(name)
+    shape = models.shape(name)
     total, non_embedding = MODEL_CARDS[name]
     assert shape.parameter_count() / 1e9 == pytest.approx(total, abs=0.006)
     assert shape.parameter_count(include_embeddings=False) / 1e9 == pytest.approx(non_embedding, abs=0.006)
@@ -181,9 +181,9 @@ def test_qwen25_configs_match_model_cards_and_2n(name):
 
 
 def test_prm_config_has_a_two_layer_score_head():
-    prm = flops.load_shape("qwen2.5-math-prm-7b")
+    prm = models.shape("qwen2.5-math-prm-7b")
     assert prm.head == ((3584, 3584), (3584, 2))
-    policy = flops.load_shape("qwen2.5-7b-instruct")
+    policy = models.shape("qwen2.5-7b-instruct")
     assert prm.body_matmul_params == policy.body_matmul_params
 
 
@@ -197,9 +197,9 @@ def test_cli_contract_prints_one_json_object():
         assert isinstance(out[key], float)
     assert out["C_total"] == pytest.approx(out["C_search"] + out["C_learning"] + out["C_reward"])
     assert set(out["per_token"]) >= {"forward", "lora_train", "full_train"}
-    shape = flops.load_shape("qwen2.5-1.5b-instruct")
+    shape = models.shape("qwen2.5-1.5b-instruct")
     step = flops.GRPOStep(16, 8, 4, 2, 128, 512, beta=0.01, prefix_cache=True)
-    cost = flops.grpo_step_cost(shape, step, TrainSpec(LoRASpec(32)), flops.load_shape("qwen2.5-math-prm-7b"))
+    cost = flops.grpo_step_cost(shape, step, TrainSpec(LoRASpec(32)), models.shape("qwen2.5-math-prm-7b"))
     assert out["C_learning"] == pytest.approx(cost.C_learning)
 
 

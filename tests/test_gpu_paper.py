@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from paper_repro import allocation, train
+from paper_repro import allocation, models, train
 from paper_repro.config import load_profile
+from paper_repro.launch import batch_layout
 from paper_repro.ledger import FlopLedger, LedgerConfig
 from paper_repro.results import RUN_COLUMNS, ResultTable
-from paper_repro.rewards.prm import PRMScorer
+from paper_repro.rewards.prm_scorer import PRMScorer
+from paper_repro.spec import spec_for, spec_from_json
 from paper_repro.tasks import load_examples
 from paper_repro.tasks.hub import QWEN_SYSTEM
 from tests.conftest import write_tiny_gpu_profile
@@ -51,7 +53,7 @@ def test_one_gpu_paper_shaped_cell_end_to_end(gpu_profile, tmp_path):
     one_round = planner.explicit(2, 4, 2, 2, 1e30, label="x").round_cost.C_total
     budget = 2.5 * one_round
     cell = planner.explicit(2, 4, 2, 2, budget, label="r70")
-    spec = train.spec_for(gpu_profile, setting, cell, seed=0)
+    spec = spec_for(gpu_profile, setting, cell, seed=0)
     assert spec.train.chat_template and spec.judge == "prm_judge" and spec.prm == gpu_profile.prm
     row = train.run_cell(spec, tmp_path, raise_errors=True)
 
@@ -77,7 +79,7 @@ def test_a_judge_model_loads_for_rule_based_settings_too(gpu_profile):
     does not."""
     setting = gpu_profile.settings("A")[0]
     cell = allocation.planner_for(gpu_profile, setting).explicit(2, 4, 4, 1, 1e12, label="r70")
-    assert train.spec_for(gpu_profile, setting, cell, 0).prm == gpu_profile.prm
+    assert spec_for(gpu_profile, setting, cell, 0).prm == gpu_profile.prm
 
 
 # ---------------------------------------------------------------------------------------- layout
@@ -86,7 +88,7 @@ def test_a_judge_model_loads_for_rule_based_settings_too(gpu_profile):
 @pytest.mark.parametrize("gpus", [0, 1, 2, 8])
 @pytest.mark.parametrize("P, G, K", [(8, 8, 8), (8, 24, 2), (8, 16, 3), (4, 8, 4), (2, 8, 8)])
 def test_rollout_and_optimizer_batches_do_not_depend_on_the_gpu_count(P, G, K, gpus):
-    layout = train.batch_layout(P, G, K, gpus, micro_batch=4)
+    layout = batch_layout(P, G, K, gpus, micro_batch=4)
     assert layout.rows == P * G  # the rollout batch: one round of P x G
     kept = P * G // G * K
     per_micro = kept // (layout.processes * layout.accumulation)
@@ -98,10 +100,10 @@ def test_rollout_and_optimizer_batches_do_not_depend_on_the_gpu_count(P, G, K, g
 
 
 def test_batch_layout_uses_fewer_gpus_when_groups_cannot_split_and_refuses_the_impossible():
-    layout = train.batch_layout(2, 24, 2, gpus=8, micro_batch=4)
+    layout = batch_layout(2, 24, 2, gpus=8, micro_batch=4)
     assert layout.processes == 2 and "uses 2 of 8 GPUs" in layout.note
     with pytest.raises(ValueError, match="no micro-batch layout"):
-        train.batch_layout(1, 5, 3, gpus=1, micro_batch=2)  # 5 generated and 3 kept rows: no common split
+        batch_layout(1, 5, 3, gpus=1, micro_batch=2)  # 5 generated and 3 kept rows: no common split
 
 
 def test_the_ledger_sums_steps_over_processes():
@@ -109,9 +111,7 @@ def test_the_ledger_sums_steps_over_processes():
     run's totals, so the budget stops all processes at the same step."""
     from paper_repro.flops import ModelShape, TrainSpec
 
-    shape = ModelShape.from_config(
-        str(__import__("paper_repro").flops.shipped_config_dir() / "qwen2.5-1.5b-instruct.json")
-    )
+    shape = ModelShape.from_config(str(models.shipped_config("qwen2.5-1.5b-instruct")))
     ledger = FlopLedger(shape, TrainSpec(), LedgerConfig(budget_flops=35.0))
     for _ in range(2):
         ledger.begin_step()
@@ -128,8 +128,8 @@ def test_the_ledger_sums_steps_over_processes():
 def test_spec_json_round_trip_keeps_the_run_id(gpu_profile):
     setting = gpu_profile.settings("A")[0]
     cell = allocation.planner_for(gpu_profile, setting).explicit(2, 4, 4, 1, 1e12, label="r70")
-    spec = train.spec_for(gpu_profile, setting, cell, 0)
-    again = train.spec_from_json(spec.to_json())
+    spec = spec_for(gpu_profile, setting, cell, 0)
+    again = spec_from_json(spec.to_json())
     assert again.to_json() == spec.to_json() and again.run_id == spec.run_id
     assert again.train == spec.train and again.runtime == spec.runtime and again.data == spec.data
     assert math.isfinite(again.predicted_rho)
@@ -148,12 +148,12 @@ def test_dry_run_validates_every_gpu_paper_spec_and_estimates_gpu_hours(capsys, 
     rows = {
         line.split()[0]: line.split()
         for line in out.splitlines()
-        if line.startswith("  ") and line.split()[0] in ("A", "BD", "race", "total")
+        if line.startswith("  ") and line.split()[0] in ("A", "B", "D", "race", "total")
     }
-    assert set(rows) == {"A", "BD", "race", "total"}
+    assert set(rows) == {"A", "B", "D", "race", "total"}
     # stage A: 3 sizes x 5 cells x 3 seeds at 2.5e16 FLOPs each
     assert rows["A"][1] == "45" and float(rows["A"][3]) == pytest.approx(45 * 2.5e16)
-    gpu_hours = [float(rows[s][6]) for s in ("A", "BD", "race")]
+    gpu_hours = [float(rows[s][6]) for s in ("A", "B", "D", "race")]
     assert all(h > 0 for h in gpu_hours) and float(rows["total"][6]) == pytest.approx(
         sum(gpu_hours), abs=0.15
     )
@@ -194,7 +194,7 @@ def test_dry_run_refuses_a_layout_that_cannot_fit(tmp_path):
 def test_slurm_jobs_ask_for_their_policy_sizes_resources():
     from paper_repro import sweep
 
-    jobs = sweep.study_jobs("gpu-paper", ["A"])
+    jobs = sweep.study_jobs(load_profile("gpu-paper"), ["A"])
     by_setting = {j.parameters["setting"]: j.resources for j in jobs}
     assert [by_setting[s].gpus for s in ("1.5B", "3B", "7B")] == [1, 2, 8]
     params = sweep.slurm_parameters(by_setting["7B"], n_jobs=3, partition="gpu")
@@ -205,7 +205,7 @@ def test_slurm_jobs_ask_for_their_policy_sizes_resources():
 
 def test_the_readme_quotes_the_dry_run_as_it_prints_now(capsys, monkeypatch):
     from paper_repro.cli import main
-    from paper_repro.tasks.base import repo_root
+    from paper_repro.paths import repo_root
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     main(["run", "--profile", "gpu-paper", "--dry-run"])
@@ -232,7 +232,7 @@ def test_two_processes_run_the_same_experiment_as_one(gpu_profile, tmp_path):
     (setting,) = gpu_profile.settings("D")
     planner = allocation.planner_for(gpu_profile, setting)
     one_round = planner.explicit(2, 4, 2, 2, 1e30, label="x").round_cost.C_total
-    spec = train.spec_for(gpu_profile, setting, planner.explicit(2, 4, 2, 2, 2.5 * one_round, label="r70"), 0)
+    spec = spec_for(gpu_profile, setting, planner.explicit(2, 4, 2, 2, 2.5 * one_round, label="r70"), 0)
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(spec.to_json())
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}

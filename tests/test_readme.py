@@ -28,7 +28,7 @@ def test_readme_ledger_example_runs(tmp_path, monkeypatch, capsys):
 
 def test_readme_results_block_is_generated_from_the_committed_tables():
     from paper_repro.analysis.report import END, START, results_block
-    from paper_repro.tasks.base import repo_root
+    from paper_repro.paths import repo_root
 
     readme = (repo_root() / "README.md").read_text()
     claims = repo_root() / "data/results/cpu-tiny/claims.csv"

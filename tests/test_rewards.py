@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paper_repro import embedded, judge, rewards
+from paper_repro import judge, rewards, testbed
 from paper_repro.profiling import flop_counter
-from paper_repro.rewards.prm import PRMScorer, aggregate
+from paper_repro.rewards.prm_scorer import PRMScorer, aggregate
 from paper_repro.tasks import arith
 
 PROBLEM = arith.Problem(7, (("+", 3), ("*", 2), ("-", 4)))
@@ -22,10 +22,10 @@ def scorer():
     import torch
     from transformers import Qwen2ForTokenClassification
 
-    tokenizer = embedded.build_tokenizer()
-    spec = embedded.ModelSpec("prm-test", hidden=32, intermediate=64, layers=2)
+    tokenizer = testbed.build_tokenizer()
+    spec = testbed.ModelSpec("prm-test", hidden=32, intermediate=64, layers=2)
     torch.manual_seed(0)
-    model = Qwen2ForTokenClassification(embedded.qwen2_config(spec, tokenizer, num_labels=2))
+    model = Qwen2ForTokenClassification(testbed.qwen2_config(spec, tokenizer, num_labels=2))
     model.config._attn_implementation = "eager"  # FlopCounterMode cannot see the CPU sdpa kernel
     model.eval()
     return PRMScorer(model, tokenizer, batch_size=3)
@@ -41,9 +41,41 @@ def _call(fn, completions, row=ROW):
     return fn(prompts=[PROMPT] * n, completions=completions, **{k: [v] * n for k, v in row.items()})
 
 
-def test_registry_names_are_kept(systems):
-    assert rewards.REWARD_SYSTEMS == ("sparse", "structured", "dense", "proxy_prm", "prm")
-    assert [systems[n].__name__ for n in rewards.REWARD_SYSTEMS] == list(rewards.REWARD_SYSTEMS)
+def test_registry_names_are_the_functions_names_and_trl_sees_them(systems):
+    for name, system in rewards.REGISTRY.items():
+        assert system.fn.__name__ == name == systems[name].__name__  # TRL labels its logs by __name__
+        assert getattr(rewards, name) is system.fn  # a module-level function, importable by name
+    with pytest.raises(ValueError, match="unknown reward system 'vibes'; known: sparse"):
+        rewards.build_reward("vibes")
+
+
+def test_cost_and_columns_are_declared_once_and_obeyed(systems):
+    """A PRM-based system is charged the PRM's forward, a free one nothing; each reads what it says."""
+    completions = [PROBLEM.solution(), "answer: 16"]
+    for name, system in rewards.REGISTRY.items():
+        cost = systems[name].flop_cost(prompts=[PROMPT] * 2, completions=completions)
+        assert (cost["useful"] > 0) == system.prm_based, name
+        needed = {"nothing": set(), "answer": {"answer"}}.get(system.reads, set(ROW))
+        for column in needed:
+            partial = {k: [v] * 2 for k, v in ROW.items() if k != column}
+            with pytest.raises(ValueError, match=f"needs dataset columns .*missing \\['{column}'\\]"):
+                systems[name](prompts=[PROMPT] * 2, completions=completions, **partial)
+
+
+def test_a_new_reward_is_one_registered_function(monkeypatch):
+    """What the rewards module's docstring promises: one function, and every layer knows it."""
+    monkeypatch.setattr(rewards, "REGISTRY", dict(rewards.REGISTRY))
+
+    @rewards.reward_system(reads="answer")
+    def terse(completions, rows, ctx):
+        return [
+            float(ctx.grader.is_correct(c, r) and len(c) <= 40)
+            for c, r in zip(completions, rows, strict=True)
+        ]
+
+    fn = rewards.build_reward("terse", "arith")
+    assert fn.__name__ == "terse" and not rewards.is_prm_based("terse")
+    assert _call(fn, [PROBLEM.solution(), "x" * 60]) == [float(len(PROBLEM.solution()) <= 40), 0.0]
 
 
 def test_rule_based_values_on_worked_cases(systems):
@@ -197,9 +229,9 @@ def test_trl_grpo_passes_the_arith_columns_and_the_ledger_charges_the_prm(tmp_pa
 
     spy.__name__ = "prm"
     spy.flop_cost = prm_reward.flop_cost
-    tokenizer = embedded.build_tokenizer()
-    spec = embedded.ModelSpec("policy-test", hidden=32, intermediate=64, layers=2)
-    policy = Qwen2ForCausalLM(embedded.qwen2_config(spec, tokenizer))
+    tokenizer = testbed.build_tokenizer()
+    spec = testbed.ModelSpec("policy-test", hidden=32, intermediate=64, layers=2)
+    policy = Qwen2ForCausalLM(testbed.qwen2_config(spec, tokenizer))
     args = GRPOConfig(
         output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=4, max_completion_length=12,
         max_steps=2, learning_rate=1e-3, report_to="none", save_strategy="no", use_cpu=True, beta=0.0,
@@ -220,10 +252,10 @@ def test_trl_grpo_passes_the_arith_columns_and_the_ledger_charges_the_prm(tmp_pa
 
 def test_qwen_math_prm_input_format():
     """Qwen2.5-Math-PRM's usage: system, user question, assistant steps each ended by <extra_0>."""
-    from paper_repro.rewards.prm import qwen_math_prm_format
+    from paper_repro.rewards.prm_scorer import qwen_math_prm_format
     from paper_repro.tasks.hub import CHATML_TEMPLATE
 
-    tokenizer = embedded.build_tokenizer()
+    tokenizer = testbed.build_tokenizer()
     tokenizer.chat_template = CHATML_TEMPLATE
     text = qwen_math_prm_format(tokenizer)("what is 1+1?", ["1+1=2", "so 2"])
     assert text.startswith("<|im_start|>system\nPlease reason step by step")
@@ -232,7 +264,7 @@ def test_qwen_math_prm_input_format():
 
 
 def test_committed_prm_loads_as_a_scorer():
-    from paper_repro.tasks.base import repo_root
+    from paper_repro.paths import repo_root
 
     scorer = PRMScorer.load(repo_root() / "data/models/prm")
     scores = scorer.step_scores([PROMPT], [PROBLEM.solution().split("\n")[:-1]])
@@ -242,16 +274,17 @@ def test_committed_prm_loads_as_a_scorer():
 
 
 def test_reward_comparison_table_on_committed_models(tmp_path):
-    from paper_repro.rewards import compare
+    from paper_repro import reward_comparison
 
     out = tmp_path / "rewards.csv"
-    assert compare.main(["--n", "12", "--out", str(out)]) == 0
+    assert reward_comparison.main(["--n", "12", "--out", str(out)]) == 0
     import pandas as pd
 
     table = pd.read_csv(out)
     assert list(table["reward_system"]) == list(rewards.REWARD_SYSTEMS)
     assert (table["n_completions"] == 12).all() and table["mean"].between(0, 1).all()
-    rule, prm_based = table.iloc[:3], table.iloc[3:]
+    charged = table["reward_system"].map(rewards.is_prm_based)
+    rule, prm_based = table[~charged], table[charged]
     assert (rule["flops_per_completion_useful"] == 0).all()
     assert prm_based["flops_per_completion_useful"].nunique() == 1  # proxy charged the PRM's cost
     assert (prm_based["flops_per_completion_useful"] > 0).all()

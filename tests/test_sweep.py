@@ -6,9 +6,10 @@ import dataclasses
 
 import pytest
 
-from paper_repro import cli, sweep, train
+from paper_repro import cli, runner, sweep, train
 from paper_repro.config import load_profile
 from paper_repro.results import ResultTable
+from paper_repro.spec import setting_specs
 from tests.conftest import write_tiny_profile
 
 
@@ -19,11 +20,9 @@ def tiny_profile(tmp_path_factory):
 
 def test_a_rerun_runs_only_what_is_missing(tiny_profile, tmp_path, monkeypatch):
     profile = load_profile(tiny_profile)
-    specs = [
-        s for s in train.stage_specs(profile, "A", seeds=1) if s.setting == "M" and s.cell in ("r30", "r70")
-    ]
+    specs = setting_specs(profile, "M", seeds=1, cells=["r30", "r70"])
     assert len(specs) == 2
-    sweep.run_specs(specs[:1], tmp_path, progress=False)
+    runner.run_specs(specs[:1], tmp_path, progress=False)
     calls = []
     real = train.run_cell
 
@@ -31,20 +30,20 @@ def test_a_rerun_runs_only_what_is_missing(tiny_profile, tmp_path, monkeypatch):
         calls.append(spec.run_id)
         return real(spec, *args, **kwargs)
 
-    monkeypatch.setattr(sweep, "run_cell", counting)
-    rows = sweep.run_specs(specs + specs, tmp_path, progress=False)  # repeats are run once
+    monkeypatch.setattr(runner, "run_cell", counting)
+    rows = runner.run_specs(specs + specs, tmp_path, progress=False)  # repeats are run once
     assert calls == [specs[1].run_id]
     assert [r["run_id"] for r in rows] == [s.run_id for s in specs + specs]
     assert len(ResultTable(tmp_path / "runs.csv").rows()) == 2
-    assert sweep.pending(specs, tmp_path) == []
+    assert runner.pending(specs, tmp_path) == []
 
 
 def test_bad_specs_are_refused_before_any_run(tiny_profile, tmp_path):
     profile = load_profile(tiny_profile)
-    good = train.stage_specs(profile, "A", seeds=1)[0]
+    good = setting_specs(profile, "S", seeds=1)[0]
     bad = dataclasses.replace(good, model=str(tmp_path / "missing"))
     with pytest.raises(FileNotFoundError):
-        sweep.run_specs([good, bad], tmp_path, progress=False)
+        runner.run_specs([good, bad], tmp_path, progress=False)
     assert not (tmp_path / "runs.csv").exists()  # the good one did not run either
 
 
@@ -60,9 +59,8 @@ def test_cells_command_runs_a_stage_in_two_worker_processes(tiny_profile, tmp_pa
 
 
 def _study(tmp_path):
-    jobs = sweep.study_jobs(
-        "cpu-tiny", ["A", "BD", "race", "analysis"], results_root=tmp_path, executed_dir=tmp_path
-    )
+    steps = [s for s in sweep.STUDY_STEPS if s != "testbed"]
+    jobs = sweep.study_jobs(load_profile("cpu-tiny"), steps, results_root=tmp_path, executed_dir=tmp_path)
     index = {(j.stage, j.output.stem.split("__")[-1]): i for i, j in enumerate(jobs)}
     return jobs, index
 
@@ -71,9 +69,9 @@ def test_notebooks_sharing_runs_wait_for_the_earlier_stage(tmp_path):
     jobs, index = _study(tmp_path)
     deps = sweep.dependencies(jobs)
     # stage A's middle policy is stage B's `sparse`: the same runs, made once, by stage A
-    assert index[("A", "M")] in deps[index[("BD", "sparse")]]
+    assert index[("A", "M")] in deps[index[("B", "sparse")]]
     assert index[("race", "A_M")] in deps[index[("race", "B_sparse")]]  # the same pilots
-    assert deps[index[("BD", "structured")]] == set() and deps[index[("A", "S")]] == set()
+    assert deps[index[("B", "structured")]] == set() and deps[index[("A", "S")]] == set()
     assert deps[index[("analysis", "40_final_analysis")]] == set(range(len(jobs) - 1))
     for i, later in enumerate(jobs):  # every shared run has its earlier notebook as a dependency
         for k, earlier in enumerate(jobs[:i]):
@@ -92,7 +90,7 @@ def test_local_sweep_overlaps_stages_and_keeps_dependencies(tmp_path, monkeypatc
 
     def fake_execute(job, threads=None, log_output=False):
         start = clock()
-        if job.stage == "BD":
+        if job.stage == "B":
             stage_b_started.set()
         # with a barrier between stages no stage-B notebook could start while L runs
         overlapped = stage_b_started.wait(timeout=10) if jobs.index(job) == last_a else None
@@ -122,4 +120,4 @@ def test_a_failed_notebook_stops_new_starts_and_is_raised(tmp_path, monkeypatch)
     monkeypatch.setattr(sweep, "execute_job", fake_execute)
     with pytest.raises(RuntimeError, match="kernel died"):
         sweep.run_study(jobs, n_jobs=1, progress=False)
-    assert jobs[index[("BD", "sparse")]] not in started and jobs[-1] not in started
+    assert jobs[index[("B", "sparse")]] not in started and jobs[-1] not in started

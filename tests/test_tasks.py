@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from paper_repro import embedded
+from paper_repro import models, testbed
+from paper_repro.paths import repo_root
 from paper_repro.tasks import arith, hub
-from paper_repro.tasks.base import repo_root
 
 
 def test_problem_solution_and_checks():
@@ -97,7 +97,7 @@ def test_unknown_or_missing_split_errors(tmp_path):
 
 
 def test_tokenizer_round_trips_every_split(tmp_path):
-    tokenizer = embedded.build_tokenizer()
+    tokenizer = testbed.build_tokenizer()
     tokenizer.save_pretrained(tmp_path)
     from transformers import AutoTokenizer
 
@@ -182,7 +182,7 @@ def test_math_verify_answer_check(completion, reference, expected):
 
 def test_chat_prompt_uses_chatml_when_the_tokenizer_has_no_template():
     example = hub.Example(prompt="What is 1+1?\n" + hub.BOXED_INSTRUCTION, answer="2", source="x")
-    tokenizer = embedded.build_tokenizer()
+    tokenizer = testbed.build_tokenizer()
     text = hub.format_prompt(tokenizer, example)
     assert text.startswith("<|im_start|>system\nYou are Qwen")
     assert "<|im_start|>user\nWhat is 1+1?" in text
@@ -202,17 +202,17 @@ def test_offline_missing_dataset_and_model_say_what_and_where(monkeypatch, tmp_p
     with pytest.raises(
         hub.HubUnavailableError, match=r"model 'Qwen/Qwen2\.5-1\.5B-Instruct' is not available"
     ):
-        hub.resolve_model("Qwen/Qwen2.5-1.5B-Instruct")
+        models.checkpoint("Qwen/Qwen2.5-1.5B-Instruct")
     with pytest.raises(ValueError, match="unknown dataset 'gsm9k'; known: polaris, gsm8k, math500"):
         hub.load_hub_dataset("gsm9k")
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        hub.resolve_model(str(tmp_path / "no-such-model"))
+        models.checkpoint(str(tmp_path / "no-such-model"))
 
 
 def test_resolve_model_takes_local_checkpoints(tmp_path):
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "config.json").write_text("{}")
-    assert hub.resolve_model(tmp_path / "ckpt") == tmp_path / "ckpt"
+    assert models.checkpoint(tmp_path / "ckpt") == tmp_path / "ckpt"
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match=r"has no config\.json"):
-        hub.resolve_model(tmp_path / "empty")
+        models.checkpoint(tmp_path / "empty")

@@ -12,6 +12,7 @@ from paper_repro import train
 from paper_repro.allocation import planner_for
 from paper_repro.config import load_profile
 from paper_repro.results import ResultTable
+from paper_repro.spec import setting_specs, spec_for
 
 
 @pytest.fixture(scope="module")
@@ -20,13 +21,13 @@ def tiny_checkpoint(tmp_path_factory):
     import torch
     from transformers import Qwen2ForCausalLM
 
-    from paper_repro import embedded
+    from paper_repro import testbed
 
     out = tmp_path_factory.mktemp("policy")
-    tokenizer = embedded.build_tokenizer()
-    spec = embedded.ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
+    tokenizer = testbed.build_tokenizer()
+    spec = testbed.ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(embedded.qwen2_config(spec, tokenizer))
+    model = Qwen2ForCausalLM(testbed.qwen2_config(spec, tokenizer))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.save_pretrained(out)
@@ -52,7 +53,7 @@ def _spec(profile, rounds: float, stage="A", name="M", target=0.70, seed=0):
     planner = planner_for(profile, setting)
     one_round = planner.cell(target, 1e30).round_cost.C_total
     cell = planner.cell(target, rounds * one_round)
-    return train.spec_for(profile, setting, cell, seed=seed)
+    return spec_for(profile, setting, cell, seed=seed)
 
 
 def test_a_run_spends_its_budget_within_one_round_and_writes_one_row(profile, tmp_path):
@@ -95,7 +96,7 @@ def test_a_failure_is_a_failed_row_with_nan_metrics_then_a_retry(profile, tmp_pa
     def boom(*args, **kwargs):
         raise RuntimeError("the trainer fell over")
 
-    monkeypatch.setattr(train, "_trainer", boom)
+    monkeypatch.setattr(train, "build_trainer", boom)
     row = train.run_cell(spec, results_root=tmp_path, threads=1)
     assert row["status"] == "failed" and "the trainer fell over" in row["error"]
     assert all(math.isnan(row[m]) for m in ("native_reward", "gsm_pass1", "math_pass1", "judge_score"))
@@ -118,15 +119,22 @@ def test_the_same_experiment_asked_by_two_stages_is_one_run(profile):
     assert dataclasses.replace(a, mu=a.mu + 1).run_id != a.run_id
 
 
-def test_stage_specs_cover_every_feasible_cell_and_seed():
+def test_setting_specs_cover_every_feasible_cell_and_seed():
+    from paper_repro.allocation import plan_setting
+
     profile = load_profile("cpu-tiny")
-    assert len(train.stage_specs(profile, "A", seeds=3)) == 3 * 5 * 3
-    d = train.stage_specs(profile, "D", seeds=1, budget_kind="pilot")
-    assert [s.cell for s in d] == ["r15", "r30", "r50", "r70"]
+    for s in profile.all_settings():
+        grid = [c.label for c in plan_setting(profile, s).cells]
+        specs = setting_specs(profile, s, seeds=2)
+        assert [(x.cell, x.seed) for x in specs] == [(c, seed) for c in grid for seed in (0, 1)]
+        assert len({x.run_id for x in specs}) == len(specs)
+        assert all(x.setting == s.name and x.stage == s.stage for x in specs)
+    d = setting_specs(profile, "prm", seeds=1, budget_kind="pilot")
     assert all(s.budget_flops == profile.pilot_budget_flops and s.prm for s in d)
-    b = train.stage_specs(profile, "B", seeds=2)
-    assert not any(s.setting == "proxy_prm" and s.cell == "r85" for s in b)  # the PRM's cost caps rho
-    assert len({s.run_id for s in b}) == len(b) == (3 * 5 + 4) * 2
+    assert "r85" not in {s.cell for s in d}  # the PRM's cost caps rho
+    assert [s.seed for s in setting_specs(profile, "M", seeds=[4, 7], cells=["r30"])] == [4, 7]
+    with pytest.raises(ValueError, match=r"cells \['r85'\] are not in the grid of setting prm"):
+        setting_specs(profile, "prm", cells=["r85"])
 
 
 def test_bad_input_is_refused_before_any_compute(profile, tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from paper_repro.analysis import figures
@@ -23,8 +24,8 @@ from paper_repro.analysis.frontiers import (
 )
 from paper_repro.analysis.race import RegimeThresholds, disagreement_table, race_table
 from paper_repro.config import Profile
+from paper_repro.paths import repo_root
 from paper_repro.results import results_dir, write_table
-from paper_repro.tasks.base import repo_root
 
 
 @dataclass
@@ -40,30 +41,14 @@ class Analysis:
     figures: list[str]
 
 
-def planned_grids(
-    profile: Profile, budget: float
-) -> dict[str, dict[tuple[int, int, int, int], tuple[str, float]]]:
-    """Each setting's planned cells at ``budget``: (P, G, K, mu) -> (label, target rho). From the
-    profile's configs only (no weights, no runs)."""
-    from paper_repro.allocation import plan_setting
-
-    grids = {}
-    for s in profile.all_settings():
-        try:
-            planned = plan_setting(profile, s, budget)
-        except ValueError:  # the budget buys no round of some cell: the setting has no runs to label
-            grids[s.name] = {}
-            continue
-        grids[s.name] = {(c.P, c.G, c.K, c.mu): (c.label, c.target_rho) for c in planned.cells}
-    return grids
-
-
 def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
     """Full-budget rows of TRL's default allocation (K = G = preferred G, mu = 1) per setting."""
     g = profile.grid.preferred_G
+    full = runs[(runs["budget_kind"] == "full") & np.isclose(runs["budget_flops"], profile.budget_flops)]
     parts = []
     for s in profile.all_settings():
-        rows = setting_rows(runs, [s], "full")
+        rows = full[(full["model"] == s.policy) & (full["reward_system"] == s.reward_system)].copy()
+        rows["stage"], rows["setting"] = s.stage, s.name
         parts.append(rows[(rows["G"] == g) & (rows["K"] == g) & (rows["mu"] == 1)])
     return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
 
@@ -80,8 +65,8 @@ def analyse(
     fig_dir = Path(figures_dir) if figures_dir is not None else repo_root() / "figures" / profile.name
     runs = load_runs(root / "runs.csv")
     settings = profile.all_settings()
-    full_rows = setting_rows(runs, settings, "full", planned_grids(profile, profile.budget_flops))
-    pilot_rows = setting_rows(runs, settings, "pilot", planned_grids(profile, profile.pilot_budget_flops))
+    full_rows = setting_rows(runs, settings, "full", profile.budget_flops)
+    pilot_rows = setting_rows(runs, settings, "pilot", profile.pilot_budget_flops)
     if full_rows.empty:
         raise ValueError(
             f"{root / 'runs.csv'} holds no full-budget run of the {profile.name} grid at budget "
@@ -94,7 +79,7 @@ def analyse(
     fits = fit_table(frontier)
     disagreement, share = disagreement_table(frontier)
     race, rate = race_table(frontier, pilot, full_rows, pilot_rows, default_rows(profile, runs), thresholds)
-    claims = claims_table(optima, frontier, fits, share, race, rate, sizes=tuple(profile.policies))
+    claims = claims_table(optima, frontier, fits, share, race, rate, profile)
     for name, table in (("frontiers", frontier), ("optima", optima), ("fits", fits),
                         ("disagreement", disagreement), ("race", race), ("claims", claims)):  # fmt: skip
         write_table(root / f"{name}.csv", table)

@@ -4,8 +4,11 @@ Every verdict comes from a test fixed here, in code, before the numbers were loo
 column states it. A verdict is ``held``, ``not held`` or ``inconclusive``; a claim we cannot test
 (missing settings or runs) is ``inconclusive`` with the reason. Nothing in this table is typed.
 
-Rule-based settings: stage A's and stage B's sparse/structured/dense. PRM-style settings: proxy_prm
-and prm. rho* is the realised rho of the argmax cell of the held-out native reward, with the
+Which class a setting is in is read from the reward registry (:mod:`paper_repro.rewards`), never
+listed here: *rule-based* settings are those whose reward is free (stage A's sizes and stage B's
+sparse/structured/dense), *PRM-style* those charged the PRM's forward (proxy_prm, prm), and the
+*process-level* ones (the pass@1-vs-judge claim) those that read the problem's steps or the PRM.
+rho* is the realised rho of the argmax cell of the held-out native reward, with the
 bootstrap interval of :func:`paper_repro.analysis.frontiers.bootstrap_rho_star`.
 """
 
@@ -14,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-RULE_BASED = ("sparse", "structured", "dense")
-PRM_STYLE = ("proxy_prm", "prm")
+from paper_repro import rewards
+from paper_repro.config import Profile
+
 NEAR = 0.10  # "rho* ~ x" holds when our estimate is within this of x and x lies in our interval
 
 
@@ -50,19 +54,24 @@ def claims_table(
     disagreement_share: float,
     race: pd.DataFrame,
     same_regime_rate: float,
-    sizes: tuple[str, ...] = ("S", "M", "L"),
+    profile: Profile,
 ) -> pd.DataFrame:
-    """``sizes``: the stage-A settings from smallest to largest policy (the profile's order)."""
+    """The claims over ``profile``'s settings (stage A's sizes in the profile's order, smallest first)."""
+    settings = profile.all_settings()
+    prm_style = [s.name for s in settings if rewards.is_prm_based(s.reward_system)]
+    rule_based = [s.name for s in settings if s.name not in prm_style]
+    process = [s.name for s in settings if rewards.get(s.reward_system).reads != "answer"]
+    sizes = tuple(s.name for s in profile.settings("A"))
     native = optimum[optimum["target"] == "native_reward"]
-    rule = native[native["setting"].isin((*sizes, *RULE_BASED))]
-    prm = native[native["setting"].isin(PRM_STYLE)]
+    rule = native[native["setting"].isin(rule_based)]
+    prm = native[native["setting"].isin(prm_style)]
     rows = [
         _near_claim("rule-based rewards: rho* ~ 0.72", "0.72", 0.72, rule),
         _near_claim("PRM-style rewards: rho* ~ 0.44-0.45", "0.44-0.45", 0.445, prm),
         _prm_lower(rule, prm),
         _fewer_updates(frontier, sizes),
         _disagree(disagreement_share, optimum),
-        _pass1_vs_judge(optimum),
+        _pass1_vs_judge(optimum, process),
         _same_regime(race, same_regime_rate),
         _no_race_gain(race),
         _loglinear(fits),
@@ -121,13 +130,13 @@ def _disagree(share: float, optimum: pd.DataFrame) -> dict:
     return _row(claim, paper, share, verdict=verdict, test=test)
 
 
-def _pass1_vs_judge(optimum: pd.DataFrame) -> dict:
+def _pass1_vs_judge(optimum: pd.DataFrame, process: list[str]) -> dict:
     claim = "dense/PRM rewards: pass@1 prefers a high-update cell, the judge a mid-update cell"
     paper = "a180 (pass@1) vs a100 (judge)"
-    test = ("settings dense, proxy_prm, prm: a setting agrees when gsm pass@1's argmax cell has a higher "
+    test = (f"settings {', '.join(process)}: a setting agrees when gsm pass@1's argmax cell has a higher "
             "realised rho than the judge's and the judge's argmax is not the grid's top cell; held if a "
             "majority agree, not held if a majority disagree, else inconclusive")  # fmt: skip
-    sub = optimum[optimum["setting"].isin(("dense", *PRM_STYLE))]
+    sub = optimum[optimum["setting"].isin(process)]
     agree = disagree = 0
     for _, g in sub.groupby("setting"):
         p1 = g[g["target"] == "gsm_pass1"]

@@ -23,7 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-TARGETS: tuple[str, ...] = ("native_reward", "gsm_pass1", "math_pass1", "judge_score")
+from paper_repro.results import METRICS
+
+TARGETS: tuple[str, ...] = METRICS
 TARGET_LABELS = {
     "native_reward": "native reward (held-out)",
     "gsm_pass1": "gsm pass@1",
@@ -38,39 +40,47 @@ NUMERIC = (
 )  # fmt: skip
 
 
+def numeric(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its number columns parsed (a table's cells are read as text)."""
+    frame = frame.copy()
+    for column in NUMERIC:
+        if column in frame:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame
+
+
 def load_runs(path) -> pd.DataFrame:
     """The ``ok`` rows of a runs table, numbers parsed (the table is checked first)."""
     from paper_repro.results import RUN_COLUMNS, ResultTable
 
     frame = ResultTable(path, RUN_COLUMNS).frame()
-    frame = frame[frame["status"] == "ok"].copy()
-    for column in NUMERIC:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce")
-    return frame
+    return numeric(frame[frame["status"] == "ok"])
 
 
 def setting_rows(
-    runs: pd.DataFrame, settings: Sequence, budget_kind: str = "full", grids: dict | None = None
+    runs: pd.DataFrame, settings: Sequence, budget_kind: str, budget_flops: float
 ) -> pd.DataFrame:
-    """The rows of every setting, labelled with the setting's stage and name (a row can serve two).
+    """The grid rows of every setting at one budget, labelled with the setting's stage and name (a
+    run serves every setting with its policy and reward system, whichever asked for it first).
 
-    ``grids`` maps a setting's name to ``{(P, G, K, mu): (cell, target_rho)}``, its planned grid:
-    rows are then relabelled by their allocation (a run first asked for under another label, such
-    as TRL's default cell, still counts as the grid cell with its P, G, K, mu) and rows off the grid
-    are dropped."""
+    A row's cell is the label it was recorded with. A run first asked for as TRL's default cell
+    (``cell == "default"``, no target rho) counts as the grid cell with its P, G, K, mu when the
+    setting's grid has one, and is left out of the grid otherwise."""
     parts = []
+    at_budget = runs[(runs["budget_kind"] == budget_kind) & np.isclose(runs["budget_flops"], budget_flops)]
     for s in settings:
-        rows = runs[(runs["model"] == s.policy) & (runs["reward_system"] == s.reward_system)]
-        rows = rows[rows["budget_kind"] == budget_kind].copy()
+        rows = at_budget[
+            (at_budget["model"] == s.policy) & (at_budget["reward_system"] == s.reward_system)
+        ].copy()
         rows["stage"], rows["setting"] = s.stage, s.name
-        if grids is not None:
-            grid = grids.get(s.name, {})
-            keys = list(zip(rows["P"].astype(int), rows["G"].astype(int), rows["K"].astype(int),
-                            rows["mu"].astype(int), strict=True))  # fmt: skip
-            rows = rows[[k in grid for k in keys]].copy()
-            rows["cell"] = [grid[k][0] for k in keys if k in grid]
-            rows["target_rho"] = [grid[k][1] for k in keys if k in grid]
-        parts.append(rows)
+        alloc = list(zip(*(rows[k].astype(int) for k in ("P", "G", "K", "mu")), strict=True))
+        rows["alloc"] = alloc
+        grid = rows[rows["target_rho"].notna()]
+        label = dict(zip(grid["alloc"], zip(grid["cell"], grid["target_rho"], strict=True), strict=False))
+        rows = rows.loc[np.array([a in label for a in rows["alloc"]], dtype=bool)].copy()
+        rows["cell"] = [label[a][0] for a in rows["alloc"]]
+        rows["target_rho"] = [label[a][1] for a in rows["alloc"]]
+        parts.append(rows.drop(columns="alloc"))
     return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from paper_repro.tasks.base import repo_root
+from paper_repro.paths import repo_root
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 

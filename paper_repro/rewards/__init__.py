@@ -1,69 +1,189 @@
-"""Reward systems: TRL reward callables, in a registry by name, each declaring its FLOP cost.
+"""Reward systems: named module-level functions in one registry, each declaring its cost and columns.
 
-| name | reward in [0, 1] | C_reward charged |
-|---|---|---|
-| ``sparse`` | 1 if the final answer is right | 0 |
-| ``structured`` | 0.2 x format (steps, marker, nothing after it) + 0.8 x correct | 0 |
-| ``dense`` | 0.5 x share of steps right + 0.5 x correct | 0 |
-| ``proxy_prm`` | the exact step checker's verdicts, aggregated like the PRM (min or mean) | the PRM's forward |
-| ``prm`` | the learned PRM's step scores, aggregated (min or mean) | the PRM's forward |
+| name | reward in [0, 1] | reads | C_reward charged |
+|---|---|---|---|
+| ``sparse`` | 1 if the final answer is right | answer | 0 |
+| ``structured`` | 0.2 x format (steps, marker, nothing after it) + 0.8 x correct | answer | 0 |
+| ``dense`` | 0.5 x share of steps right + 0.5 x correct | problem (exact step checker) | 0 |
+| ``proxy_prm`` | the exact step checker's verdicts, aggregated like the PRM (min or mean) | problem | the PRM's forward |
+| ``prm`` | the learned PRM's step scores, aggregated (min or mean) | the prompt and steps | the PRM's forward |
 
-``proxy_prm`` is our design choice (DESIGN §5): it gives the *signal* of a perfect process checker
-at the *cost* of the configured PRM, so proxy vs real isolates the effect of the PRM's signal at
-matched cost, and rule-based vs proxy the effect of paying for feedback.
+``proxy_prm`` is our design choice (docs/DESIGN.md, reward systems): it gives the *signal* of a
+perfect process checker at the *cost* of the configured PRM, so proxy vs real isolates the effect of
+the PRM's signal at matched cost, and rule-based vs proxy the effect of paying for feedback.
+
+**Adding a reward system** is one function here and one entry in a profile's stage list::
+
+    @reward_system(reads="answer")
+    def terse(completions, rows, ctx):
+        \"\"\"1 for a right answer in at most 40 characters.\"\"\"
+        return [float(ctx.grader.is_correct(c, r) and len(c) <= 40) for c, r in zip(completions, rows)]
+
+A function takes the completions' texts, their dataset rows and a :class:`Context` (the task's
+grader, the prompts, the PRM scorer when the system is PRM-based, the aggregation) and returns one
+score per completion. Its ``__name__`` is its registry name, which TRL uses to label its logs.
+``cost="prm"`` makes it PRM-based: it is charged the PRM's forward over every completion, its runs
+need the PRM's weights, and the planner, the runner and the claims all read that from here.
 
 TRL calls a reward as ``f(prompts=..., completions=..., completion_ids=..., **columns)`` where
-``columns`` are the dataset's other columns (``answer``; for arith ``start`` and ``ops``). The
-ledger reads ``f.flop_cost(prompts=..., completions=..., completion_ids=...)``. The same objects
-score training and evaluation (native reward = the training reward on held-out prompts), so the two
-cannot drift apart. Malformed, empty or runaway completions get 0 (or a defined partial score) and
-never raise; a dataset without the columns a reward reads is refused with their names.
+``columns`` are the dataset's other columns (``answer``; for arith ``start`` and ``ops``); the ledger
+reads ``f.flop_cost(prompts=..., completions=...)``. The same objects score training and evaluation
+(native reward = the training reward on held-out prompts), so the two cannot drift apart.
+Malformed, empty or runaway completions get 0 (or a defined partial score) and never raise; a
+dataset without the columns a reward reads is refused with their names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from paper_repro.rewards.prm import PRMScorer, aggregate
+from paper_repro.rewards.prm_scorer import PRMScorer, aggregate
 from paper_repro.tasks.graders import grader
 
 Aggregate = Literal["min", "mean"]
-RULE_BASED = ("sparse", "structured", "dense")
-PRM_BASED = ("proxy_prm", "prm")
-REWARD_SYSTEMS = (*RULE_BASED, *PRM_BASED)
+Reads = Literal["nothing", "answer", "problem"]  # dataset columns: none, the answer, the whole problem
+Cost = Literal["free", "prm"]  # FLOPs charged per call: none, or the PRM's forward over the completions
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a reward function may use besides the completions and their rows."""
+
+    grader: Any  # paper_repro.tasks.graders: the task's answer check, steps and step checker
+    prompts: Sequence[str]
+    prm: PRMScorer | None = None  # set for PRM-based systems
+    aggregation: Aggregate = "min"  # step scores -> one score (PRM-style systems)
+
+
+ScoreFn = Callable[[Sequence[str], Sequence[Mapping[str, Any]], Context], list[float]]
+
+
+@dataclass(frozen=True)
+class RewardSystem:
+    """One registry entry: the function, what it reads and what it costs."""
+
+    fn: ScoreFn
+    reads: Reads
+    cost: Cost
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    @property
+    def prm_based(self) -> bool:
+        """Charged the PRM's forward, so its runs need the PRM's weights and its rho is capped."""
+        return self.cost == "prm"
+
+    @property
+    def needs_step_checker(self) -> bool:
+        return self.reads == "problem"
+
+
+REGISTRY: dict[str, RewardSystem] = {}
+
+
+def reward_system(reads: Reads = "answer", cost: Cost = "free") -> Callable[[ScoreFn], ScoreFn]:
+    """Register a reward function under its ``__name__``."""
+
+    def register(fn: ScoreFn) -> ScoreFn:
+        if fn.__name__ in REGISTRY:
+            raise ValueError(f"reward system {fn.__name__!r} is registered twice")
+        REGISTRY[fn.__name__] = RewardSystem(fn, reads, cost)
+        return fn
+
+    return register
+
+
+@reward_system(reads="answer")
+def sparse(completions, rows, ctx):
+    """1 if the final answer is right, else 0."""
+    return [float(ctx.grader.is_correct(c, r)) for c, r in zip(completions, rows, strict=True)]
+
+
+@reward_system(reads="answer")
+def structured(completions, rows, ctx):
+    """0.2 x the share of format checks passed (steps, final-answer marker, nothing after it) +
+    0.8 x correct."""
+    g = ctx.grader
+    return [
+        0.2 * sum(g.format_checks(c)) / 3 + 0.8 * g.is_correct(c, r)
+        for c, r in zip(completions, rows, strict=True)
+    ]
+
+
+@reward_system(reads="problem")
+def dense(completions, rows, ctx):
+    """0.5 x the share of the problem's steps written right + 0.5 x correct."""
+    g = ctx.grader
+    return [
+        0.5 * g.process_score(c, r) + 0.5 * g.is_correct(c, r) for c, r in zip(completions, rows, strict=True)
+    ]
+
+
+@reward_system(reads="problem", cost="prm")
+def proxy_prm(completions, rows, ctx):
+    """The exact step checker's verdicts, aggregated like the PRM's scores; charged the PRM."""
+    return [
+        aggregate([float(v) for v in ctx.grader.step_verdicts(c, r) or []], ctx.aggregation)
+        for c, r in zip(completions, rows, strict=True)
+    ]
+
+
+@reward_system(reads="nothing", cost="prm")
+def prm(completions, rows, ctx):
+    """The learned PRM's step scores (one batched forward), aggregated."""
+    scores = ctx.prm.step_scores(ctx.prompts, [ctx.grader.steps(c) for c in completions])
+    return [aggregate(s, ctx.aggregation) for s in scores]
+
+
+REWARD_SYSTEMS: tuple[str, ...] = tuple(REGISTRY)
+
+
+def get(name: str) -> RewardSystem:
+    """The registry entry ``name``; an unknown name is refused with the known ones."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown reward system {name!r}; known: {', '.join(REGISTRY)}")
+    return REGISTRY[name]
+
+
+def is_prm_based(name: str) -> bool:
+    return get(name).prm_based
 
 
 class RewardFunction:
-    """A named TRL reward callable with a declared FLOP cost."""
+    """A registry entry bound to a task (and a PRM): the TRL reward callable, with its FLOP cost."""
 
     def __init__(
-        self,
-        name: str,
-        score: Callable[[str, Mapping[str, Any]], float],
-        requires: tuple[str, ...] = (),
-        cost=None,
+        self, system: RewardSystem, task_grader, prm: PRMScorer | None, aggregation: Aggregate
     ) -> None:
-        self.__name__ = name
-        self._score = score
-        self.requires = requires  # dataset columns the reward reads
-        self._cost = cost
+        self.__name__ = system.name  # TRL labels its logs by it
+        self.system, self.grader, self.prm, self.aggregation = system, task_grader, prm, aggregation
+        columns = {"nothing": (), "answer": task_grader.answer_columns}
+        self.requires = columns.get(system.reads, task_grader.answer_columns + task_grader.process_columns)
 
     def __call__(self, prompts=None, completions=None, completion_ids=None, **columns) -> list[float]:
-        completions = completions or []
+        texts = [_text(c) for c in completions or []]
         missing = [c for c in self.requires if c not in columns]
-        if missing and completions:
+        if missing and texts:
             raise ValueError(
                 f"reward {self.__name__!r} needs dataset columns {list(self.requires)}; missing {missing}"
             )
-        rows = _rows(columns, len(completions))
-        return [float(self._score(_text(c), row)) for c, row in zip(completions, rows, strict=True)]
+        prompts = [_text(p) for p in prompts or [""] * len(texts)]
+        ctx = Context(self.grader, prompts, self.prm, self.aggregation)
+        return [float(s) for s in self.system.fn(texts, _rows(columns, len(texts)), ctx)]
 
     def flop_cost(self, prompts=None, completions=None, completion_ids=None) -> dict[str, float]:
-        """FLOPs of one call, ``{"useful": ..., "executed": ...}`` (0 for rule-based rewards)."""
-        if self._cost is None:
+        """FLOPs of one call, ``{"useful": ..., "executed": ...}``: the PRM's forward over these
+        completions' steps for a PRM-based system (what ``prm`` runs; ``proxy_prm`` is charged the
+        same), else 0."""
+        if not self.system.prm_based:
             return {"useful": 0.0, "executed": 0.0}
-        return self._cost([_text(p) for p in prompts or []], [_text(c) for c in completions or []])
+        texts = [_text(c) for c in completions or []]
+        prompts = [_text(p) for p in prompts or [""] * len(texts)]
+        return self.prm.flop_cost(prompts, [self.grader.steps(c) for c in texts])
 
     def __repr__(self) -> str:
         return f"RewardFunction({self.__name__!r})"
@@ -74,53 +194,15 @@ def build_reward(
 ) -> RewardFunction:
     """The reward system ``name`` for ``task`` ("arith" or "math"). PRM-based systems need ``prm``:
     the real PRM scores with it, the proxy is charged its FLOPs."""
-    if name not in REWARD_SYSTEMS:
-        raise ValueError(f"unknown reward system {name!r}; known: {', '.join(REWARD_SYSTEMS)}")
+    system = get(name)
     if aggregation not in ("min", "mean"):
         raise ValueError(f"aggregation must be 'min' or 'mean', got {aggregation!r}")
     g = grader(task)
-    if name in ("dense", "proxy_prm") and not g.has_step_checker:
+    if system.needs_step_checker and not g.has_step_checker:
         raise ValueError(f"{name} needs an exact step checker; task {task!r} has none")
-    answer, process = g.answer_columns, g.answer_columns + g.process_columns
-    if name == "sparse":
-        return RewardFunction(name, lambda c, row: g.is_correct(c, row), answer)
-    if name == "structured":
-        return RewardFunction(
-            name, lambda c, row: 0.2 * sum(g.format_checks(c)) / 3 + 0.8 * g.is_correct(c, row), answer
-        )
-    if name == "dense":
-        return RewardFunction(
-            name, lambda c, row: 0.5 * g.process_score(c, row) + 0.5 * g.is_correct(c, row), process
-        )
-    if prm is None:
+    if system.prm_based and prm is None:
         raise ValueError(f"reward system {name!r} needs a PRM (its FLOPs are what {name} is charged)")
-    if name == "proxy_prm":
-
-        def proxy(c: str, row: Mapping[str, Any]) -> float:
-            return aggregate([float(v) for v in g.step_verdicts(c, row) or []], aggregation)
-
-        cost = lambda prompts, comps: prm.flop_cost(prompts, _steps(g, comps))  # noqa: E731
-        return RewardFunction(name, proxy, process, cost)
-    return PRMReward(prm, g, aggregation)
-
-
-class PRMReward(RewardFunction):
-    """The learned PRM run for real: one batched forward over every completion's steps."""
-
-    def __init__(self, prm: PRMScorer, task_grader, aggregation: Aggregate) -> None:
-        super().__init__("prm", score=lambda c, row: float("nan"))  # __call__ scores in one batch
-        self.prm, self.grader, self.aggregation = prm, task_grader, aggregation
-        self._cost = lambda prompts, comps: prm.flop_cost(prompts, _steps(task_grader, comps))
-
-    def __call__(self, prompts=None, completions=None, completion_ids=None, **columns) -> list[float]:
-        texts = [_text(c) for c in completions or []]
-        prompts = [_text(p) for p in prompts or [""] * len(texts)]
-        scores = self.prm.step_scores(prompts, _steps(self.grader, texts))
-        return [aggregate(s, self.aggregation) for s in scores]
-
-
-def _steps(g, completions: Sequence[str]) -> list[list[str]]:
-    return [g.steps(c) for c in completions]
+    return RewardFunction(system, g, prm if system.prm_based else None, aggregation)
 
 
 def _rows(columns: Mapping[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:

@@ -34,7 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from paper_repro.tasks.base import Example, repo_root
+from paper_repro.paths import repo_root
+from paper_repro.tasks.base import Example
 
 Op = Literal["+", "-", "*"]
 OP_WORDS: dict[str, str] = {"+": "add", "-": "minus", "*": "times"}

@@ -1,9 +1,8 @@
-"""What every task shares: one row schema (``prompt``, ``answer``, ``source``) and where data lives."""
+"""What every task shares: one row schema (``prompt``, ``answer``, ``source``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 
@@ -23,16 +22,3 @@ class Example:
 
     def to_record(self) -> dict[str, Any]:
         return {"prompt": self.prompt, "answer": self.answer, "source": self.source, **self.meta}
-
-
-def repo_root() -> Path:
-    """The repository checkout this package runs from (shipped data is looked up relative to it)."""
-    return Path(__file__).resolve().parents[2]
-
-
-def repo_relative(path: str | Path) -> str:
-    """``path`` relative to the checkout when it lies inside it (what result tables record, so that
-    they read the same on every machine), else as given."""
-    path = Path(path)
-    resolved = path.resolve()
-    return str(resolved.relative_to(repo_root())) if resolved.is_relative_to(repo_root()) else str(path)

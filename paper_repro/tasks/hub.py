@@ -117,37 +117,15 @@ def _read_hub(spec: HubDataset):
     try:
         return load_dataset(spec.repo_id, spec.config, split=spec.split)
     except Exception as exc:
-        if _offline() or _is_connection_error(exc):
+        if offline() or is_connection_error(exc):
             raise HubUnavailableError(
                 unavailable_message("dataset", spec.repo_id, _datasets_cache())
             ) from exc
         raise
 
 
-def resolve_model(name_or_path: str | Path) -> Path:
-    """A local directory holding the model ``name_or_path``: the path itself if it is a directory,
-    else the hub snapshot in the local cache (downloaded first unless offline)."""
-    path = Path(name_or_path)
-    if path.is_dir():
-        if not (path / "config.json").exists():
-            raise FileNotFoundError(f"{path} has no config.json: not a Hugging Face checkpoint directory")
-        return path
-    text = str(name_or_path)
-    if text.startswith((".", "/", "~")) or text.count("/") != 1:  # a path, not a hub id "owner/name"
-        raise FileNotFoundError(f"model checkpoint directory {path} does not exist")
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.constants import HF_HUB_CACHE
-
-    try:
-        return Path(snapshot_download(str(name_or_path), local_files_only=_offline()))
-    except Exception as exc:
-        if _offline() or _is_connection_error(exc):
-            raise HubUnavailableError(unavailable_message("model", str(name_or_path), HF_HUB_CACHE)) from exc
-        raise
-
-
 def unavailable_message(kind: str, repo_id: str, cache: str | Path) -> str:
-    mode = "HF_HUB_OFFLINE=1 is set" if _offline() else "the hub could not be reached"
+    mode = "HF_HUB_OFFLINE=1 is set" if offline() else "the hub could not be reached"
     return (
         f"{kind} {repo_id!r} is not available: {mode} and it is not in the local cache ({cache}). "
         f"On a machine with internet, run `huggingface-cli download {repo_id}"
@@ -157,13 +135,13 @@ def unavailable_message(kind: str, repo_id: str, cache: str | Path) -> str:
     )
 
 
-def _offline() -> bool:
+def offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes") or os.environ.get(
         "HF_DATASETS_OFFLINE", "0"
     ).lower() in ("1", "true", "yes")
 
 
-def _is_connection_error(exc: BaseException) -> bool:
+def is_connection_error(exc: BaseException) -> bool:
     names = {type(e).__name__ for e in _chain(exc)}
     return bool(names & {"ConnectionError", "LocalEntryNotFoundError", "OfflineModeIsEnabled"})
 

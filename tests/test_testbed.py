@@ -1,4 +1,4 @@
-"""The embedded testbed: tokenizer/model building, the PRM interface, and the committed checkpoints."""
+"""The cpu-tiny testbed: tokenizer/model building, the PRM interface, and the committed checkpoints."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paper_repro import embedded, evaluate, prm
+from paper_repro import evaluate, testbed
+from paper_repro.paths import repo_root
+from paper_repro.rewards import prm_scorer as prm
 from paper_repro.tasks import arith
-from paper_repro.tasks.base import repo_root
 
 BASE_TABLE = repo_root() / "data/results/cpu-tiny/base_models.csv"
 MODELS = repo_root() / "data/models"
@@ -36,9 +37,9 @@ def test_pass_at_k_estimator():
 
 
 def test_prm_features_put_labels_on_separators_only():
-    tokenizer = embedded.build_tokenizer()
+    tokenizer = testbed.build_tokenizer()
     record = {"prompt": "2, add 3?\n", "steps": ["2+3=5", "5*2=11"], "labels": [True, False]}
-    feats = embedded.prm_features(tokenizer, [record])
+    feats = testbed.prm_features(tokenizer, [record])
     ids, labels = feats["input_ids"][0], feats["labels"][0]
     sep = tokenizer.convert_tokens_to_ids(prm.STEP_TOKEN)
     assert [i for i, t in enumerate(ids) if t == sep] == [i for i, lab in enumerate(labels) if lab != -100]
@@ -50,7 +51,7 @@ def test_build_all_smoke(tmp_path):
     """The whole notebook-00 pipeline at a tiny scale: checkpoints load with from_pretrained."""
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
-    config = embedded.BuildConfig(
+    config = testbed.BuildConfig(
         models_dir=str(tmp_path / "models"),
         tasks_dir=str(tmp_path / "tasks"),
         results_csv=str(tmp_path / "base.csv"),
@@ -59,7 +60,7 @@ def test_build_all_smoke(tmp_path):
         pass_k=2,
         eval_limit=4,
     )
-    table = embedded.build_all(config)
+    table = testbed.build_all(config)
     assert list(table["model"]) == ["S", "L", "PRM"]
     assert table.iloc[-1]["prm_init"] == "policy-L"
     assert (tmp_path / "tasks" / "gsm_tiny.jsonl").exists()
@@ -75,7 +76,7 @@ def test_build_all_smoke(tmp_path):
     assert tokenizer.decode(tokenizer(text)["input_ids"]) == text  # spaces and newlines survive
 
     # a partial rebuild (policy S alone) replaces S's row and keeps the others, provenance and all
-    rebuilt = embedded.build_all(dataclasses.replace(config, sizes=("S",), prm=False, seed=1))
+    rebuilt = testbed.build_all(dataclasses.replace(config, sizes=("S",), prm=False, seed=1))
     assert list(rebuilt["model"]) == ["S", "L", "PRM"]
     again = pd.read_csv(tmp_path / "base.csv").set_index("model")
     pd.testing.assert_series_equal(again.loc["L"], saved.set_index("model").loc["L"])
@@ -84,9 +85,9 @@ def test_build_all_smoke(tmp_path):
 
 def test_config_rejects_bad_input():
     with pytest.raises(ValueError, match="unknown policy sizes \\['XL'\\]"):
-        embedded.BuildConfig(sizes=("S", "XL"))
+        testbed.BuildConfig(sizes=("S", "XL"))
     with pytest.raises(ValueError, match="steps_scale"):
-        embedded.BuildConfig(steps_scale=0)
+        testbed.BuildConfig(steps_scale=0)
 
 
 # ------------------------------------------------------------------------- the committed testbed
@@ -126,7 +127,7 @@ def test_committed_greedy_pass1_is_reproducible(base_table, size):
     """The table's greedy gsm_tiny pass@1 is re-measured from the committed checkpoint."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = MODELS / embedded.POLICIES[size].name
+    path = MODELS / testbed.POLICIES[size].name
     model = AutoModelForCausalLM.from_pretrained(path)
     tokenizer = AutoTokenizer.from_pretrained(path)
     examples = arith.load_split("gsm_tiny")
@@ -139,10 +140,10 @@ def test_committed_prm_auroc_is_reproducible(base_table):
     """The PRM's held-out step AUROC is re-measured from the committed checkpoint and shipped split."""
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    path = MODELS / embedded.PRM.name
+    path = MODELS / testbed.PRM.name
     records = [e.to_record() for e in arith.load_split("prm")]
-    heldout = records[round(len(records) * (1 - embedded.BuildConfig().prm_heldout)) :]
+    heldout = records[round(len(records) * (1 - testbed.BuildConfig().prm_heldout)) :]
     model = AutoModelForTokenClassification.from_pretrained(path)
-    auc, n_steps = embedded.prm_auroc(model, AutoTokenizer.from_pretrained(path), heldout)
+    auc, n_steps = testbed.prm_auroc(model, AutoTokenizer.from_pretrained(path), heldout)
     assert n_steps == base_table.loc["PRM", "prm_heldout_steps"]
     assert auc == pytest.approx(base_table.loc["PRM", "prm_auroc"], abs=1e-6)

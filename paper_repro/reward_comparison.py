@@ -1,6 +1,6 @@
 """Side-by-side reward systems on one fixed set of completions.
 
-``python -m paper_repro.rewards.compare`` samples one completion (temperature 1.0, fixed seed) for
+``python -m paper_repro.reward_comparison`` samples one completion (temperature 1.0, fixed seed) for
 each of the first ``n`` held-out arith prompts from a base policy, scores them with every reward
 system and the common judge, and writes per system: the mean reward, its Pearson and Spearman
 correlation with the judge, and the FLOPs the ledger charges per completion (``flop_cost``, useful
@@ -21,9 +21,9 @@ def compare(policy: str | Path, prm: str | Path, n: int = 200, seed: int = 0, ag
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from paper_repro import evaluate, judge, provenance, rewards
-    from paper_repro.rewards.prm import PRMScorer
+    from paper_repro.paths import repo_relative
+    from paper_repro.rewards.prm_scorer import PRMScorer
     from paper_repro.tasks import arith
-    from paper_repro.tasks.base import repo_relative
 
     examples = arith.load_split("heldout")[:n]
     model = AutoModelForCausalLM.from_pretrained(policy)
@@ -78,7 +78,7 @@ def _corr(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from paper_repro.tasks.base import repo_root
+    from paper_repro.paths import repo_root
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policy", default=str(repo_root() / "data/models/policy-M"))

@@ -4,6 +4,11 @@ Everything here is built by the repo itself, offline, and saved as HF-format che
 ``data/models/`` (``tokenizer/``, ``policy-S``, ``policy-M``, ``policy-L``, ``prm``), which load
 with ``from_pretrained``. Notebook ``00_embedded_models`` calls :func:`build_all`.
 
+**Adding a policy size** is one entry in :data:`POLICIES` (its architecture and pretraining steps)
+and one line under ``policies:`` of ``paper_repro/profiles/cpu-tiny.yaml`` (``XL:
+data/models/policy-XL``; stage A takes every policy unless its ``policies:`` list says otherwise).
+``make models`` then builds it; the study, the sweep and the analysis read the sizes from the profile.
+
 - Policies are Qwen2 causal LMs pretrained with TRL's ``SFTTrainer`` on the arith ``pretrain``
   corpus, whose solutions carry injected step errors, so that they start with room to improve.
 - The PRM is a Qwen2 backbone, larger than the largest policy, with a 2-way token-classification
@@ -16,18 +21,16 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
 
-from paper_repro.prm import STEP_TOKEN
+from paper_repro.paths import repo_root
+from paper_repro.rewards.prm_scorer import STEP_TOKEN
 from paper_repro.tasks import arith
-from paper_repro.tasks.base import repo_root
 
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 SPECIALS = (PAD, EOS, UNK, STEP_TOKEN)
 # Every character the arith prompts and solutions use.
 CHARS = tuple("0123456789abcdefghijklmnopqrstuvwxyz +-*=.,:?\n")
 MODELS_DIR = Path("data") / "models"
-Size = Literal["S", "M", "L"]
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ def _training_args(spec: ModelSpec, steps: int, out_dir: str | Path, seed: int) 
         seed=seed,
         use_cpu=True,
         bf16=False,  # TRL defaults to bf16 autocast, which is ~10x slower than fp32 on CPU
-        gradient_checkpointing=False,  # TRL defaults to True: a second forward per step, no memory to save
+        activation_checkpointing=False,  # TRL defaults to True: a second forward per step, no memory to save
         dataloader_num_workers=0,
         disable_tqdm=True,
     )
@@ -318,8 +321,7 @@ def grow_backbone(model, policy_dir: str | Path) -> None:
 
 def prm_auroc(model, tokenizer, records: list[dict]) -> tuple[float, int]:
     """Step-level AUROC of the PRM's scores against the step verdicts, and the number of steps."""
-    from paper_repro.prm import auroc
-    from paper_repro.rewards.prm import PRMScorer
+    from paper_repro.rewards.prm_scorer import PRMScorer, auroc
 
     scorer = PRMScorer(model.eval(), tokenizer, batch_size=128)
     scores = scorer.step_scores([r["prompt"] for r in records], [r["steps"] for r in records])
@@ -340,7 +342,7 @@ class BuildConfig:
     models_dir: str | None = None  # None: the repo's data/models
     tasks_dir: str | None = None  # None: the repo's data/tasks/arith
     results_csv: str | None = None  # None: data/results/cpu-tiny/base_models.csv
-    sizes: tuple[str, ...] = ("S", "M", "L")
+    sizes: tuple[str, ...] | None = None  # None: every size of POLICIES
     prm: bool = True  # train the PRM (it grows from policy L: L must be built or already saved)
     steps_scale: float = 1.0
     error_rate: float = 0.05  # share of pretraining steps whose result carries a slip
@@ -350,6 +352,8 @@ class BuildConfig:
     prm_heldout: float = 0.1  # share of the step-labelled set kept out of PRM training
 
     def __post_init__(self) -> None:
+        if self.sizes is None:
+            object.__setattr__(self, "sizes", tuple(POLICIES))
         unknown = [s for s in self.sizes if s not in POLICIES]
         if unknown:
             raise ValueError(f"unknown policy sizes {unknown}; known: {', '.join(POLICIES)}")

@@ -1,10 +1,13 @@
-"""A process reward model as a scorer: per-step scores and the FLOPs of computing them.
+"""Process reward models in the interface of Qwen2.5-Math-PRM: per-step scores read at separators.
 
-:class:`PRMScorer` wraps any model with the Qwen2.5-Math-PRM interface (two logits per position,
-class 1 = "step is right", read at the ``<extra_0>`` separators): the tiny PRM of the cpu-tiny
-profile and ``Qwen/Qwen2.5-Math-PRM-7B`` alike. Its :meth:`flop_cost` prices exactly the forward it
-runs (the same tokenisation, the same batches), which is what both ``prm`` and ``proxy_prm`` are
-charged.
+A solution's steps are joined by the separator token (``<extra_0>``), one after each step; the model
+returns two logits per position, and the softmax probability of class 1 ("step is right") at each
+separator is that step's score in ``[0, 1]``. The tiny PRM of the cpu-tiny testbed
+(:mod:`paper_repro.testbed`) is a ``Qwen2ForTokenClassification`` with exactly this interface.
+
+:class:`PRMScorer` runs either it or ``Qwen/Qwen2.5-Math-PRM-7B``. Its :meth:`~PRMScorer.flop_cost`
+prices exactly the forward it runs (the same tokenisation, the same batches), which is what both
+``prm`` and ``proxy_prm`` are charged. :func:`auroc` rates a PRM on step-labelled solutions.
 """
 
 from __future__ import annotations
@@ -15,10 +18,40 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from paper_repro import flops
-from paper_repro.prm import STEP_TOKEN, prm_text
+
+STEP_TOKEN = "<extra_0>"
 
 QWEN_PRM_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
+
+
+def prm_text(prompt: str, steps: Sequence[str], separator: str = STEP_TOKEN) -> str:
+    """The PRM's input: the problem, then every step followed by the separator."""
+    return prompt + "".join(f"{step}{separator}" for step in steps)
+
+
+def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """Area under the ROC curve (Mann-Whitney U with tied ranks averaged); ``NaN`` if one class is
+    absent."""
+    scores = np.asarray(scores, dtype=float)
+    labels = np.asarray(labels, dtype=bool)
+    n_pos, n_neg = labels.sum(), (~labels).sum()
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    # average ranks over ties
+    i = 0
+    while i < len(scores):
+        j = i
+        while j + 1 < len(scores) and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def aggregate(scores: Sequence[float], how: str) -> float:
@@ -88,9 +121,9 @@ class PRMScorer:
         model_kwargs = model_kwargs or {}
         from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer
 
-        from paper_repro.tasks.hub import resolve_model
+        from paper_repro import models
 
-        local = resolve_model(path)
+        local = models.checkpoint(path)
         tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=True)
         if has_remote_code(local):
             # Qwen2.5-Math-PRM ships its own modelling code. Its config says model_type "qwen2", so

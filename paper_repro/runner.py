@@ -1,0 +1,82 @@
+"""Running many specs in this process (or in worker processes), resumably.
+
+:func:`run_specs` skips every spec whose ``ok`` row is already in the table (so a sweep killed at any
+point and rerun finishes only what is missing), refuses bad input before any compute, runs the rest
+with a progress bar, and returns the rows in spec order. With ``jobs > 1`` each worker is a fresh
+process with ``threads`` torch threads (default: the machine's cores divided among the jobs); rows
+are appended by the workers themselves, under the table's file lock.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from paper_repro.preflight import check_spec
+from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
+from paper_repro.spec import RunSpec
+from paper_repro.train import run_cell
+
+
+def pending(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> list[RunSpec]:
+    """The specs without an ``ok`` row in their profile's table (in order, without repeats)."""
+    done: dict[str, set[str]] = {}
+    out, seen = [], set()
+    for spec in specs:
+        if spec.profile not in done:
+            table = ResultTable(results_dir(spec.profile, results_root) / "runs.csv", RUN_COLUMNS)
+            done[spec.profile] = {r["run_id"] for r in table.rows() if r["status"] == "ok"}
+        if spec.run_id in done[spec.profile] or spec.run_id in seen:
+            continue
+        seen.add(spec.run_id)
+        out.append(spec)
+    return out
+
+
+def run_specs(
+    specs: Sequence[RunSpec],
+    results_root: str | Path | None = None,
+    jobs: int = 1,
+    threads: int | None = None,
+    executed_notebook: str = "",
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run every spec that has no ``ok`` row yet; return the rows of all specs (existing ones too)."""
+    from tqdm.auto import tqdm
+
+    todo = pending(specs, results_root)
+    for spec in todo:  # refuse bad input before any compute
+        check_spec(spec)
+    threads = threads or max(1, (os.cpu_count() or 1) // max(1, jobs))
+    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress)
+    if jobs <= 1:
+        for spec in todo:
+            run_cell(spec, results_root, executed_notebook, threads)
+            bar.update()
+    else:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(run_cell, s, results_root, executed_notebook, threads) for s in todo]
+            for future in as_completed(futures):
+                future.result()
+                bar.update()
+    bar.close()
+    return rows_for(specs, results_root)
+
+
+def rows_for(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> list[dict[str, Any]]:
+    """The latest row of each spec (``ok`` preferred over ``failed``), in spec order."""
+    rows: dict[str, dict[str, str]] = {}
+    for profile in {s.profile for s in specs}:
+        for row in ResultTable(results_dir(profile, results_root) / "runs.csv", RUN_COLUMNS).rows():
+            if row["status"] == "ok" or row["run_id"] not in rows:
+                rows[row["run_id"]] = row
+    # a run serves every spec that computes the same thing: label it as this spec asked for it
+    return [
+        {**rows[s.run_id], "stage": s.stage, "setting": s.setting, "cell": s.cell, "target_rho": s.target_rho}
+        for s in specs
+        if s.run_id in rows
+    ]

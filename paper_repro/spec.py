@@ -1,0 +1,206 @@
+"""A run's spec: everything one run computes with, its ``run_id``, and the specs a setting asks for.
+
+A :class:`RunSpec`'s ``run_id`` is the sha256 of its canonical JSON: every field that changes what
+the run computes, and none of the labels of who asked for it. :func:`setting_specs` is the one place
+that turns a profile's setting into its runs (grid cells x seeds, at the full or pilot budget);
+:func:`default_cell_spec` is TRL's default allocation, the fixed cell RACE's pick is compared with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from paper_repro import rewards
+from paper_repro.allocation import Cell, plan_setting, planner_for
+from paper_repro.config import QUICK_CELLS, Profile, Resources, Setting, TrainConfig
+from paper_repro.weights import weights_fingerprint
+
+BudgetKind = Literal["full", "pilot"]
+# Labels of who asked for a run and the planner's predictions: not part of what the run computes.
+HASH_EXCLUDES = ("stage", "setting", "cell", "target_rho", "predicted_rho", "first_round_flops", "runtime")
+# Fields added after results were recorded hash only when set away from their default, so the run ids
+# of earlier runs (which computed with those defaults) do not change.
+HASH_IF_SET = {"eval_heldout_limit": None, "weights": None}
+TRAIN_HASH_IF_SET = {"chat_template": False, "generation": "hf", "budget_stop": "dearest"}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one run computes with. Its ``run_id`` hashes all of it except the labels of who
+    asked for it (``stage``, ``setting``, ``cell``, ``target_rho``) and the planner's predictions, so
+    the same experiment asked for twice (stage A's M and stage B's sparse; TRL's default cell and the
+    grid cell with the same P, G, K, mu) runs once, and its row carries the first asker's labels."""
+
+    profile: str
+    stage: str
+    setting: str
+    cell: str
+    seed: int
+    budget_kind: BudgetKind
+    budget_flops: float
+    policy: str  # the policy label (S/M/L, 1.5B/3B/7B)
+    model: str  # its checkpoint: a repo-relative path or a hub id
+    reward_system: str
+    prm: str | None  # the PRM checkpoint (PRM-based reward systems only)
+    task: str
+    P: int
+    G: int
+    K: int
+    mu: int
+    target_rho: float
+    train: TrainConfig
+    data: tuple[tuple[str, str], ...]  # (role, dataset) for train, heldout, gsm, math
+    eval_limit: int | None = None
+    eval_max_new_tokens: int = 128
+    eval_batch_size: int = 256
+    judge: str = "step_verifier"
+    predicted_rho: float = float("nan")
+    first_round_flops: float | None = None
+    eval_heldout_limit: int | None = None  # held-out prompts for the native reward (None: eval_limit)
+    # sha256 of the local checkpoints' weight files (policy, PRM): a rebuilt testbed is a new run.
+    # Hub ids are named by their id alone.
+    weights: str | None = None
+    # where it runs (GPUs, micro-batches): not what it computes, so not in the run_id
+    runtime: Resources = field(default_factory=Resources)
+
+    def __post_init__(self) -> None:
+        rewards.get(self.reward_system)  # an unknown name is refused with the known ones
+        if not self.budget_flops > 0:
+            raise ValueError(f"budget must be a positive number of FLOPs, got {self.budget_flops}")
+        if min(self.P, self.G, self.K, self.mu) < 1:
+            raise ValueError(f"P, G, K and mu must be positive, got {self.P}, {self.G}, {self.K}, {self.mu}")
+        if self.K > self.G:
+            raise ValueError(f"K={self.K} completions kept cannot exceed G={self.G} generated")
+        if self.budget_kind not in ("full", "pilot"):
+            raise ValueError(f"budget_kind must be 'full' or 'pilot', got {self.budget_kind!r}")
+
+    def canonical(self) -> dict[str, Any]:
+        spec = asdict(self)
+        for key in HASH_EXCLUDES:
+            spec.pop(key)
+        for key, default in HASH_IF_SET.items():
+            if spec[key] == default:
+                spec.pop(key)
+        for key, default in TRAIN_HASH_IF_SET.items():
+            if spec["train"][key] == default:
+                spec["train"].pop(key)
+        spec["data"] = dict(self.data)
+        return spec
+
+    def to_json(self) -> str:
+        """The whole spec (labels and runtime included), for :func:`spec_from_json`."""
+        return json.dumps(asdict(self), default=str)
+
+    @property
+    def run_id(self) -> str:
+        text = json.dumps(self.canonical(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def data_map(self) -> dict[str, str]:
+        return dict(self.data)
+
+    @property
+    def heldout_limit(self) -> int | None:
+        return self.eval_heldout_limit if self.eval_heldout_limit is not None else self.eval_limit
+
+
+def spec_from_json(text: str) -> RunSpec:
+    raw = json.loads(text)
+    raw["train"] = TrainConfig(**raw["train"])
+    raw["runtime"] = Resources(**raw["runtime"])
+    raw["data"] = tuple(tuple(pair) for pair in raw["data"])
+    raw["predicted_rho"] = float(raw["predicted_rho"])
+    return RunSpec(**raw)
+
+
+def spec_for(
+    profile: Profile, setting: Setting, cell: Cell, seed: int, budget_kind: BudgetKind = "full"
+) -> RunSpec:
+    """The run of ``cell`` (planned for ``setting`` at its budget) with ``seed``."""
+    prm = profile.prm if profile.needs_prm_weights(setting) else None
+    return RunSpec(
+        profile=profile.name,
+        stage=setting.stage,
+        setting=setting.name,
+        cell=cell.label,
+        seed=seed,
+        budget_kind=budget_kind,
+        budget_flops=cell.budget_flops,
+        policy=setting.policy,
+        model=profile.policies[setting.policy],
+        reward_system=setting.reward_system,
+        prm=prm,
+        task=profile.task,
+        P=cell.P,
+        G=cell.G,
+        K=cell.K,
+        mu=cell.mu,
+        target_rho=cell.target_rho,
+        train=profile.train,
+        data=tuple(sorted(profile.data.items())),
+        eval_limit=profile.eval.get("limit"),
+        eval_max_new_tokens=int(profile.eval.get("max_new_tokens", 128)),
+        eval_batch_size=int(profile.eval.get("batch_size", 256)),
+        judge=profile.judge,
+        predicted_rho=cell.predicted_rho,
+        first_round_flops=cell.round_cost.C_total,
+        eval_heldout_limit=profile.eval.get("heldout_limit"),
+        runtime=profile.resources_for(setting.policy),
+        weights=weights_fingerprint(profile.policies[setting.policy], prm),
+    )
+
+
+def budget_of(profile: Profile, budget_kind: BudgetKind) -> float:
+    return profile.budget_flops if budget_kind == "full" else profile.pilot_budget_flops
+
+
+def seed_list(profile: Profile, seeds: int | Sequence[int] | None) -> list[int]:
+    """Seeds ``0 .. n-1`` for a count (None: the profile's count), or the given seeds."""
+    if seeds is None:
+        return list(range(profile.seeds))
+    if isinstance(seeds, int):
+        return list(range(seeds))
+    return list(dict.fromkeys(int(s) for s in seeds))
+
+
+def setting_specs(
+    profile: Profile,
+    setting: Setting | str,
+    seeds: int | Sequence[int] | None = None,
+    budget_kind: BudgetKind = "full",
+    cells: Sequence[str] | None = None,
+    quick: bool = False,
+) -> list[RunSpec]:
+    """The runs of one setting's grid at the full or pilot budget: every planned cell (or ``cells``,
+    or the quick subset) x ``seeds`` (a count from 0, or explicit seeds; None: the profile's).
+    A cell that is not in the setting's grid is refused with the grid's labels."""
+    s = profile.setting(setting) if isinstance(setting, str) else setting
+    planned = plan_setting(profile, s, budget_of(profile, budget_kind))
+    grid = [c.label for c in planned.cells]
+    if cells:
+        unknown = [c for c in cells if c not in grid]
+        if unknown:
+            raise ValueError(f"cells {unknown} are not in the grid of setting {s.name} ({', '.join(grid)})")
+    chosen = cells or (QUICK_CELLS if quick else grid)
+    return [
+        spec_for(profile, s, c, seed, budget_kind)
+        for c in planned.cells
+        if c.label in chosen
+        for seed in seed_list(profile, seeds)
+    ]
+
+
+def default_cell_spec(
+    profile: Profile, setting: Setting, seed: int, budget_kind: BudgetKind = "full"
+) -> RunSpec:
+    """TRL's default allocation (K = G = the grid's preferred G, mu = 1, P the grid's largest), the
+    fixed cell RACE's pick is compared against."""
+    budget = budget_of(profile, budget_kind)
+    g = profile.grid.preferred_G
+    cell = planner_for(profile, setting).explicit(max(profile.grid.P), g, g, 1, budget, label="default")
+    return spec_for(profile, setting, cell, seed, budget_kind)

@@ -1,0 +1,47 @@
+"""Weight fingerprints: a local checkpoint enters a run's id by a hash of its weight files.
+
+A rebuilt testbed (new weights at the same path) is then a new run, while a hub id is named by its id
+alone. The digest of a checkpoint is cached by its files' names, sizes and modification times, so a
+sweep hashes each checkpoint once.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+from paper_repro.models import local as _local
+
+
+def weights_fingerprint(*models: str | None) -> str | None:
+    """A short sha256 over the weight files of the local checkpoints among ``models``; None when
+    none is local (hub ids)."""
+    digests = [_checkpoint_digest(_local(m), _files_stamp(_local(m))) for m in models if m is not None]
+    digests = [d for d in digests if d]
+    if not digests:
+        return None
+    return hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
+
+
+def _weight_files(path: str) -> list[Path]:
+    folder = Path(path)
+    return sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")) if folder.is_dir() else []
+
+
+def _files_stamp(path: str) -> tuple:
+    """Names, sizes and mtimes: a rebuilt checkpoint gets a new cache entry of the digest."""
+    return tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in _weight_files(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _checkpoint_digest(path: str, stamp: tuple) -> str | None:
+    files = _weight_files(path)
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
