@@ -46,13 +46,13 @@ def run_specs(
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Run every spec that has no ``ok`` row yet; return the rows of all specs (existing ones too)."""
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # plain text: a notebook has no widgets, and an empty bar is not shown
 
     todo = pending(specs, results_root)
     for spec in todo:  # refuse bad input before any compute
         check_spec(spec)
     threads = threads or max(1, (os.cpu_count() or 1) // max(1, jobs))
-    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress)
+    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress or not todo)
     if jobs <= 1:
         for spec in todo:
             run_cell(spec, results_root, executed_notebook, threads)

@@ -149,8 +149,21 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
         progress_bar=False,
         log_output=log_output,
     )
+    _relative_paths(tmp, job.output)
     os.replace(tmp, job.output)
     return job.output
+
+
+def _relative_paths(executed: Path, output: Path) -> None:
+    """papermill records where it read and wrote the notebook: as checkout-relative paths (the
+    final name, not the running copy's), so that a committed copy reads the same on every machine."""
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    meta = nb.metadata.get("papermill", {})
+    meta["input_path"] = repo_relative(meta.get("input_path", ""))
+    meta["output_path"] = repo_relative(output)
+    nbformat.write(nb, executed)
 
 
 def running_copy(output: Path) -> Path:
