@@ -67,7 +67,7 @@ def test_frontier_means_and_intervals(analysed):
     assert (
         (m["native_reward_ci_low"] <= m["native_reward"]) & (m["native_reward"] <= m["native_reward_ci_high"])
     ).all()
-    assert set(f["setting"]) == {"S", "M", "L", "sparse", "structured", "dense", "proxy_prm", "prm"}
+    assert set(f["setting"]) == {s.name for s in load_profile("cpu-tiny").all_settings()}
     assert (root / "frontiers.csv").exists()
 
 

@@ -19,16 +19,10 @@ PROMPT = PROBLEM.prompt
 @pytest.fixture(scope="module")
 def scorer():
     """A small random PRM with the Qwen2.5-Math-PRM interface (token classification at <extra_0>)."""
-    import torch
-    from transformers import Qwen2ForTokenClassification
-
     tokenizer = testbed.build_tokenizer()
-    spec = testbed.ModelSpec("prm-test", hidden=32, intermediate=64, layers=2)
-    torch.manual_seed(0)
-    model = Qwen2ForTokenClassification(testbed.qwen2_config(spec, tokenizer, num_labels=2))
-    model.config._attn_implementation = "eager"  # FlopCounterMode cannot see the CPU sdpa kernel
-    model.eval()
-    return PRMScorer(model, tokenizer, batch_size=3)
+    # eager attention: FlopCounterMode cannot see the CPU sdpa kernel
+    model = testbed.random_model(tokenizer=tokenizer, head="prm", attn_implementation="eager")
+    return PRMScorer(model.eval(), tokenizer, batch_size=3)
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +61,14 @@ def test_a_new_reward_is_one_registered_function(monkeypatch):
     monkeypatch.setattr(rewards, "REGISTRY", dict(rewards.REGISTRY))
 
     @rewards.reward_system(reads="answer")
-    def terse(completions, rows, ctx):
+    def terse_for_this_test(completions, rows, ctx):
         return [
             float(ctx.grader.is_correct(c, r) and len(c) <= 40)
             for c, r in zip(completions, rows, strict=True)
         ]
 
-    fn = rewards.build_reward("terse", "arith")
-    assert fn.__name__ == "terse" and not rewards.is_prm_based("terse")
+    fn = rewards.build_reward("terse_for_this_test", "arith")
+    assert fn.__name__ == "terse_for_this_test" and not rewards.is_prm_based("terse_for_this_test")
     assert _call(fn, [PROBLEM.solution(), "x" * 60]) == [float(len(PROBLEM.solution()) <= 40), 0.0]
 
 
@@ -212,7 +206,6 @@ def test_trl_grpo_passes_the_arith_columns_and_the_ledger_charges_the_prm(tmp_pa
     and C_reward is exactly the PRM forward that ``flop_cost`` prices (the proxy is charged alike)."""
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import Qwen2ForCausalLM
     from trl import GRPOConfig
 
     from paper_repro.ledger import LedgerConfig, LedgerGRPOTrainer
@@ -230,8 +223,7 @@ def test_trl_grpo_passes_the_arith_columns_and_the_ledger_charges_the_prm(tmp_pa
     spy.__name__ = "prm"
     spy.flop_cost = prm_reward.flop_cost
     tokenizer = testbed.build_tokenizer()
-    spec = testbed.ModelSpec("policy-test", hidden=32, intermediate=64, layers=2)
-    policy = Qwen2ForCausalLM(testbed.qwen2_config(spec, tokenizer))
+    policy = testbed.random_model(tokenizer=tokenizer)
     args = GRPOConfig(
         output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=4, max_completion_length=12,
         max_steps=2, learning_rate=1e-3, report_to="none", save_strategy="no", use_cpu=True, beta=0.0,
