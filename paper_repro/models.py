@@ -87,6 +87,11 @@ def shape(name: str | Path | ModelShape) -> ModelShape:
     shipped = shipped_config(name)
     if shipped.is_file():
         return ModelShape.from_config(shipped, name=str(name))
+    if path.is_relative_to(repo_root() / "data" / "models"):
+        raise FileNotFoundError(
+            f"no checkpoint {path}: the cpu-tiny testbed's models are built by the repo; run `make models` "
+            "(notebook 00_embedded_models) to build it"
+        )
     raise FileNotFoundError(
         f"no config for model {str(name)!r}: looked for {path / 'config.json'} and the shipped "
         f"{shipped}. Pass a checkpoint directory, a config.json, a hub id with a shipped config, or one "

@@ -51,3 +51,8 @@ def test_flops_command_takes_the_profiles_own_hub_id(capsys):
     assert cli.main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["model"] == "Qwen/Qwen2.5-7B-Instruct" and out["C_reward"] > 0
+
+
+def test_a_testbed_model_not_built_yet_says_how_to_build_it():
+    with pytest.raises(FileNotFoundError, match="run `make models`"):
+        models.shape("data/models/policy-XL")
