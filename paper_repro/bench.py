@@ -45,7 +45,7 @@ def _run(trainer_cls: type, cfg: LedgerBench, workdir: str, **extra: Any) -> tup
     from peft import LoraConfig
     from trl import GRPOConfig
 
-    from paper_repro.tiny import char_tokenizer, tiny_qwen2
+    from paper_repro.testbed import ModelSpec, build_tokenizer, random_model
 
     args = GRPOConfig(
         output_dir=workdir,
@@ -64,12 +64,15 @@ def _run(trainer_cls: type, cfg: LedgerBench, workdir: str, **extra: Any) -> tup
         # default goes through transformers' deprecated alias and warns on every config
         activation_checkpointing=True,
     )
+    tokenizer = build_tokenizer()
+    spec = ModelSpec("bench", hidden=cfg.hidden, intermediate=2 * cfg.hidden + 16, layers=cfg.layers)
     trainer = trainer_cls(
-        model=tiny_qwen2(hidden=cfg.hidden, layers=cfg.layers),
+        # eager attention, as in the ledger tests (FlopCounterMode cannot see the CPU sdpa kernel)
+        model=random_model(spec, tokenizer, attn_implementation="eager"),
         reward_funcs=_digit_reward,
         args=args,
         train_dataset=_prompts(cfg.prompts * cfg.steps * 2),
-        processing_class=char_tokenizer(),
+        processing_class=tokenizer,
         peft_config=LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", lora_dropout=0.0),
         **extra,
     )

@@ -135,6 +135,46 @@ def qwen2_config(spec: ModelSpec, tokenizer, **extra):
     )
 
 
+# The smallest Qwen2 the pipeline runs end to end: random tiny policies and PRMs for tests and examples.
+TINY = ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
+PRM_LABELS = {0: "wrong", 1: "right"}  # the PRM's two classes: class 1 is a step judged right
+
+
+def random_model(
+    spec: ModelSpec = TINY,
+    tokenizer=None,
+    *,
+    seed: int = 0,
+    head: str = "lm",
+    attn_implementation: str | None = None,
+):
+    """A randomly initialised Qwen2 of ``spec`` over ``tokenizer`` (default :func:`build_tokenizer`),
+    seeded with ``seed``: a causal LM (``head="lm"``, a policy) or the PRM's 2-way token classifier
+    (``head="prm"``); a policy's generation config pads and stops with the tokenizer's pad and eos.
+
+    ``attn_implementation="eager"`` for passes counted with FlopCounterMode, which cannot see the CPU
+    sdpa kernel. :func:`pretrain_policy` and :func:`train_prm` start from this model."""
+    import torch
+    from transformers import Qwen2ForCausalLM, Qwen2ForTokenClassification
+
+    tokenizer = tokenizer if tokenizer is not None else build_tokenizer()
+    if head == "lm":
+        cls, config = Qwen2ForCausalLM, qwen2_config(spec, tokenizer)
+    elif head == "prm":
+        labels = {"id2label": PRM_LABELS, "label2id": {v: k for k, v in PRM_LABELS.items()}}
+        cls, config = Qwen2ForTokenClassification, qwen2_config(spec, tokenizer, num_labels=2, **labels)
+    else:
+        raise ValueError(f"head must be 'lm' or 'prm', got {head!r}")
+    torch.manual_seed(seed)
+    model = cls(config)
+    if attn_implementation is not None:
+        model.config._attn_implementation = attn_implementation
+    if head == "lm":
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+        model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model
+
+
 def pretrain_policy(
     spec: ModelSpec,
     tokenizer,
@@ -147,16 +187,13 @@ def pretrain_policy(
     """SFT a fresh Qwen2 policy on prompt-completion ``records`` (the arith ``pretrain`` corpus) with
     TRL's ``SFTTrainer``, loss on the completion only, and save model + tokenizer to ``out_dir``.
     Returns the training record (steps, seconds, final loss, parameter count)."""
-    import torch
     from datasets import Dataset
-    from transformers import Qwen2ForCausalLM
     from trl import SFTConfig, SFTTrainer
 
     steps = steps if steps is not None else spec.steps
     records = records[: steps * spec.batch_size]  # the trainer cycles through them if steps need more
     data = Dataset.from_dict(tokenize_pairs(tokenizer, records))
-    torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(qwen2_config(spec, tokenizer))
+    model = random_model(spec, tokenizer, seed=seed)
     args = SFTConfig(**_training_args(spec, steps, out_dir, seed), completion_only_loss=True)
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
     seconds = _timed(trainer.train)
@@ -271,22 +308,12 @@ def train_prm(
     PRMs start from a pretrained LM (Qwen2.5-Math-PRM-7B from Qwen2.5-Math-7B-Instruct). One label
     per step is a thin signal: on this task neither a from-scratch nor a grown PRM gets far within
     the notebook's budget (docs/CHOICES.md lists what we tried and the AUROCs measured)."""
-    import torch
     from datasets import Dataset
-    from transformers import (
-        DataCollatorForTokenClassification,
-        Qwen2ForTokenClassification,
-        Trainer,
-        TrainingArguments,
-    )
+    from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
 
     steps = steps if steps is not None else spec.steps
     data = Dataset.from_dict(prm_features(tokenizer, records))
-    torch.manual_seed(seed)
-    config = qwen2_config(
-        spec, tokenizer, num_labels=2, id2label={0: "wrong", 1: "right"}, label2id={"wrong": 0, "right": 1}
-    )
-    model = Qwen2ForTokenClassification(config)
+    model = random_model(spec, tokenizer, seed=seed, head="prm")
     if init_from is not None:
         grow_backbone(model, init_from)
     args = TrainingArguments(**_training_args(spec, steps, out_dir, seed))

@@ -19,12 +19,11 @@ from paper_repro.rewards.prm_scorer import PRMScorer
 from paper_repro.spec import spec_for, spec_from_json
 from paper_repro.tasks import load_examples
 from paper_repro.tasks.hub import QWEN_SYSTEM
-from tests.conftest import write_tiny_gpu_profile
 
 
 @pytest.fixture(scope="module")
-def gpu_profile(tmp_path_factory):
-    return load_profile(write_tiny_gpu_profile(tmp_path_factory.mktemp("gpu")))
+def gpu_profile(tiny_gpu_profile):
+    return load_profile(tiny_gpu_profile)
 
 
 def test_the_math_prm_loads_through_its_remote_code(gpu_profile):

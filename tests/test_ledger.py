@@ -22,8 +22,13 @@ from paper_repro.ledger import (
     max_variance_subset,
 )
 from paper_repro.profiling import flop_counter
+from paper_repro.testbed import build_tokenizer, random_model
 
-from .conftest import build_tiny_policy, build_tiny_tokenizer
+
+def eager_policy():
+    """A fresh random tiny policy with eager attention (FlopCounterMode cannot see the CPU sdpa kernel)."""
+    return random_model(attn_implementation="eager")
+
 
 # --- pieces --------------------------------------------------------------------------------
 
@@ -125,11 +130,11 @@ def run_tiny_grpo(
     args.update(overrides)
     trainer_cls = trainer_cls or (measuring("_generate_single_turn") if measure else LedgerGRPOTrainer)
     trainer = trainer_cls(
-        model=build_tiny_policy(),
+        model=eager_policy(),
         reward_funcs=reward_funcs or length_reward,
         args=GRPOConfig(**args),
         train_dataset=_dataset(),
-        processing_class=build_tiny_tokenizer(),
+        processing_class=build_tokenizer(),
         peft_config=LoraConfig(r=4, target_modules="all-linear", lora_dropout=0.0),
         ledger=ledger,
         **(trainer_kwargs or {}),
@@ -233,7 +238,7 @@ def test_reward_model_module_is_charged_its_forward(tmp_path):
 
     config = Qwen2Config(
         **{
-            **build_tiny_policy().config.to_dict(),
+            **eager_policy().config.to_dict(),
             "num_labels": 1,
             "hidden_size": 48,
             "num_attention_heads": 4,
@@ -249,7 +254,7 @@ def test_reward_model_module_is_charged_its_forward(tmp_path):
         LedgerConfig(),
         reward_funcs=rm,
         trainer_cls=measuring("_calculate_rewards"),
-        trainer_kwargs=dict(reward_processing_classes=build_tiny_tokenizer()),
+        trainer_kwargs=dict(reward_processing_classes=build_tokenizer()),
         max_steps=2,
     )
     s = trainer.ledger.summary()
@@ -268,8 +273,8 @@ def test_vllm_generation_is_costed_from_token_counts_with_each_prompt_prefilled_
     args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=4,
                       max_completion_length=10, use_cpu=True, report_to="none", save_strategy="no")  # fmt: skip
     trainer = LedgerGRPOTrainer(
-        model=build_tiny_policy(), reward_funcs=length_reward, args=args, train_dataset=_dataset(),
-        processing_class=build_tiny_tokenizer(), peft_config=LoraConfig(r=4, target_modules="all-linear"),
+        model=eager_policy(), reward_funcs=length_reward, args=args, train_dataset=_dataset(),
+        processing_class=build_tokenizer(), peft_config=LoraConfig(r=4, target_modules="all-linear"),
     )  # fmt: skip
     trainer.use_vllm, trainer._prefix_cache = True, True  # what __init__ sets with use_vllm=True
     prompt_ids = [[5] * 7] * 4 + [[6] * 7] * 4

@@ -14,12 +14,6 @@ from paper_repro import study, sweep
 from paper_repro.analysis import analyse
 from paper_repro.config import load_profile
 from paper_repro.results import ResultTable
-from tests.conftest import write_tiny_profile
-
-
-@pytest.fixture(scope="module")
-def tiny_profile(tmp_path_factory):
-    return write_tiny_profile(tmp_path_factory.mktemp("study"))
 
 
 def _cmd(profile, results, executed, *extra):

@@ -10,12 +10,6 @@ from paper_repro import cli, runner, sweep, train
 from paper_repro.config import load_profile
 from paper_repro.results import ResultTable
 from paper_repro.spec import setting_specs
-from tests.conftest import write_tiny_profile
-
-
-@pytest.fixture(scope="module")
-def tiny_profile(tmp_path_factory):
-    return write_tiny_profile(tmp_path_factory.mktemp("sweep"))
 
 
 def test_a_rerun_runs_only_what_is_missing(tiny_profile, tmp_path, monkeypatch):

@@ -16,32 +16,12 @@ from paper_repro.spec import setting_specs, spec_for
 
 
 @pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory):
-    """A fresh 1-layer Qwen2 policy with the arith tokenizer, saved in HF format."""
-    import torch
-    from transformers import Qwen2ForCausalLM
-
-    from paper_repro import testbed
-
-    out = tmp_path_factory.mktemp("policy")
-    tokenizer = testbed.build_tokenizer()
-    spec = testbed.ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(testbed.qwen2_config(spec, tokenizer))
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
-
-
-@pytest.fixture(scope="module")
-def profile(tiny_checkpoint):
-    """cpu-tiny with the tiny checkpoint as policy M, short completions and 8-problem evaluations."""
+def profile(tiny_policy):
+    """cpu-tiny with the tiny random policy as policy M, short completions and 8-problem evaluations."""
     base = load_profile("cpu-tiny")
     return dataclasses.replace(
         base,
-        policies={**base.policies, "M": str(tiny_checkpoint)},
+        policies={**base.policies, "M": str(tiny_policy)},
         train=dataclasses.replace(base.train, max_completion_length=16),
         expected_lengths={"prompt": 30, "completion": 16},
         eval={"limit": 8, "max_new_tokens": 16, "batch_size": 64},

@@ -1,0 +1,221 @@
+"""What the test fixtures build, offline: tiny random checkpoints and tiny copies of the profiles.
+
+- :func:`save_random_model`: a random tiny Qwen2 over the testbed tokenizer (a policy or a PRM),
+  saved in HF format (:func:`paper_repro.testbed.random_model`).
+- :func:`write_tiny_profile`: cpu-tiny whose policies and PRM are such checkpoints and whose runs
+  are tiny (end-to-end runs and notebook executions in seconds).
+- :func:`write_tiny_gpu_profile`: gpu-paper, shrunk, over tiny checkpoints with the interfaces of
+  Qwen2.5-Instruct (:func:`write_tiny_qwen25`) and Qwen2.5-Math-PRM (:func:`write_tiny_math_prm`,
+  with its remote code) and local files in the hub datasets' own columns.
+
+``tests/conftest.py`` wraps them in session fixtures (``tiny_policy``, ``tiny_prm``,
+``tiny_profile``, ``tiny_gpu_profile``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from paper_repro import testbed
+from paper_repro.config import load_profile
+
+# ------------------------------------------------------------------------------- the cpu-tiny copy
+
+TINY_PROFILE_NAME = "test-tiny"
+
+
+def save_random_model(out_dir, head: str = "lm", seed: int = 0) -> Path:
+    """:func:`paper_repro.testbed.random_model` of :data:`paper_repro.testbed.TINY` (``head`` "lm" or
+    "prm") and the testbed tokenizer, saved to ``out_dir``; returns the path."""
+    out = Path(out_dir)
+    tokenizer = testbed.build_tokenizer()
+    testbed.random_model(testbed.TINY, tokenizer, seed=seed, head=head).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def tiny_profile_dict(policy, prm, name: str = TINY_PROFILE_NAME) -> dict:
+    """cpu-tiny's YAML as a dict, changed to run tiny: every policy ``policy``, the PRM ``prm``,
+    12-token completions, 4-problem evaluations and a 1.5e9-FLOP budget."""
+    raw = yaml.safe_load(Path(load_profile("cpu-tiny").source).read_text())
+    raw["name"] = name
+    raw["testbed"] = False  # its models are built here, not by notebook 00
+    raw["policies"] = {size: str(policy) for size in raw["policies"]}
+    raw["prm"] = str(prm)
+    raw["train"]["max_completion_length"] = 12
+    raw["eval"].update(limit=4, max_new_tokens=12)
+    raw["budget"]["full_flops"] = 1.5e9
+    raw["expected_lengths"]["completion"] = 12
+    return raw
+
+
+def write_tiny_profile(root, policy, prm, name: str = TINY_PROFILE_NAME) -> Path:
+    """:func:`tiny_profile_dict` saved as ``<root>/<name>.yaml``; returns the path."""
+    path = Path(root) / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(tiny_profile_dict(policy, prm, name), sort_keys=False))
+    return path
+
+
+# ------------------------------------------------------------------------------- the gpu-paper copy
+
+HUB_ROWS = {
+    # a few rows of each gpu-paper dataset, in the hub's own columns
+    "polaris": [{"problem": f"What is {a} + {b}?", "answer": str(a + b), "difficulty": "1/8"} for a, b in
+                [(1, 2), (3, 4), (5, 6), (7, 8), (2, 9), (4, 4), (6, 1), (8, 3), (9, 9), (5, 2)]],
+    "gsm8k": [{"question": "Tom has 3 apples and buys 39 more. How many?", "answer": "3+39=<<3+39=42>>42\n#### 42"},
+              {"question": "A shop sells 1,000 pens a day. How many in 2 days?", "answer": "2*1000=2000\n#### 2,000"}],
+    "math500": [{"problem": "Compute $\\frac{2}{4}$.", "solution": "...", "answer": "\\frac{1}{2}",
+                 "subject": "Algebra", "level": 1, "unique_id": "test/algebra/1.json"},
+                {"problem": "What is $3^2$?", "solution": "...", "answer": "9", "subject": "Algebra",
+                 "level": 1, "unique_id": "test/algebra/2.json"}],
+}  # fmt: skip
+
+
+def write_tiny_gpu_profile(root, name: str = "test-gpu-paper") -> Path:
+    """The gpu-paper profile, shrunk: its policy and PRM are tiny random checkpoints with the
+    Qwen2.5-Instruct and Qwen2.5-Math-PRM interfaces, its datasets local files of the hub datasets'
+    own columns (``<hub id>=<file>``), fp32 on the CPU. Every other setting is gpu-paper's (chat
+    template, prm_judge, math-verify grading). Returns the YAML path."""
+    root = Path(root)
+    policy = write_tiny_qwen25(root / "qwen2.5-tiny-instruct")
+    prm = write_tiny_math_prm(root / "qwen2.5-math-prm-tiny")
+    files = {}
+    for key, rows in HUB_ROWS.items():
+        files[key] = root / "hub" / f"{key}.jsonl"
+        files[key].parent.mkdir(parents=True, exist_ok=True)
+        files[key].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    raw = yaml.safe_load(Path(load_profile("gpu-paper").source).read_text())
+    raw["name"] = name
+    raw["policies"] = {"1.5B": str(policy)}
+    raw["stages"] = {"A": {"reward": "sparse"}, "B": {"policy": "1.5B", "rewards": raw["stages"]["B"]["rewards"]},
+                     "D": {"policy": "1.5B", "rewards": ["prm"]}}  # fmt: skip
+    raw["prm"] = str(prm)
+    raw["data"] = {
+        "train": f"POLARIS-Project/Polaris-Dataset-53K={files['polaris']}",
+        "heldout": f"POLARIS-Project/Polaris-Dataset-53K={files['polaris']}",
+        "gsm": f"openai/gsm8k={files['gsm8k']}",
+        "math": f"HuggingFaceH4/MATH-500={files['math500']}",
+    }
+    raw["eval"] = {"limit": 2, "heldout_limit": 2, "max_new_tokens": 16, "batch_size": 8}
+    raw["train"].update(max_completion_length=16, dtype="float32")
+    raw["expected_lengths"] = {"prompt": 90, "completion": 16}
+    raw["resources"] = {}
+    raw["budget"]["full_flops"] = 1.0e9
+    path = root / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+# Tiny checkpoints with the gpu-paper models' interfaces: the same random tiny Qwen2 as the testbed's
+# (hidden 32, two layers), over a byte-level tokenizer in Qwen2.5's form.
+QWEN_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<extra_0>")
+QWEN_TINY = testbed.ModelSpec("qwen2.5-tiny", hidden=32, intermediate=80, layers=2)
+
+# Qwen2.5-Math-PRM's remote code, in the form its model card loads (AutoModel, trust_remote_code):
+# a Qwen2 backbone and a two-way MLP head at every position, logits first in the output.
+PRM_CONFIGURATION = """from transformers import Qwen2Config
+
+
+class Qwen2RMConfig(Qwen2Config):
+    model_type = "qwen2"
+"""
+PRM_MODELING = """import torch
+from transformers import Qwen2Model, Qwen2PreTrainedModel
+from transformers.modeling_outputs import TokenClassifierOutput
+
+from .configuration_qwen2_rm import Qwen2RMConfig
+
+
+class Qwen2ForProcessRewardModel(Qwen2PreTrainedModel):
+    config_class = Qwen2RMConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.num_labels = 2
+        self.model = Qwen2Model(config)
+        self.score = torch.nn.Sequential(
+            torch.nn.Linear(config.hidden_size, config.hidden_size),
+            torch.nn.ReLU(),
+            torch.nn.Linear(config.hidden_size, 2),
+        )
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, **kwargs):
+        hidden = self.model(input_ids=input_ids, attention_mask=attention_mask)[0]
+        return TokenClassifierOutput(logits=self.score(hidden))
+"""
+
+
+def qwen25_style_tokenizer():
+    """A byte-level tokenizer in Qwen2.5-Instruct's form: every byte one token (no merges), its
+    special tokens (``<|endoftext|>`` pad, ``<|im_end|>`` eos, ``<|im_start|>``, and the PRM's
+    ``<extra_0>``) and the ChatML chat template."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from paper_repro.tasks.hub import CHATML_TEMPLATE
+
+    table = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {tok: i for i, tok in enumerate(list(QWEN_SPECIALS) + sorted(table))}
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in QWEN_SPECIALS])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="<|endoftext|>",
+        eos_token="<|im_end|>",
+        additional_special_tokens=["<|im_start|>", "<extra_0>"],
+        padding_side="left",
+        model_max_length=4096,
+    )
+    tokenizer.chat_template = CHATML_TEMPLATE
+    return tokenizer
+
+
+def write_tiny_qwen25(out_dir, seed: int = 0) -> Path:
+    """Save a random tiny policy with Qwen2.5-Instruct's interface (Qwen2ForCausalLM, the tokenizer
+    of :func:`qwen25_style_tokenizer`, generation stopping at ``<|im_end|>`` or ``<|endoftext|>``)
+    to ``out_dir``; return the path."""
+    out = Path(out_dir)
+    tokenizer = qwen25_style_tokenizer()
+    model = testbed.random_model(QWEN_TINY, tokenizer, seed=seed)
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, tokenizer.pad_token_id]
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def write_tiny_math_prm(out_dir, seed: int = 0) -> Path:
+    """Save a random tiny PRM with Qwen2.5-Math-PRM-7B's interface to ``out_dir``: its remote code
+    (``Qwen2ForProcessRewardModel``, loaded by ``AutoModel`` with ``trust_remote_code``), its
+    config's ``architectures``/``auto_map`` and a tokenizer with ``<extra_0>``; return the path."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "configuration_qwen2_rm.py").write_text(PRM_CONFIGURATION)
+    (out / "modeling_qwen2_rm.py").write_text(PRM_MODELING)
+    tokenizer = qwen25_style_tokenizer()
+    config = testbed.qwen2_config(QWEN_TINY, tokenizer).to_dict()
+    config.update(
+        tie_word_embeddings=False,
+        architectures=["Qwen2ForProcessRewardModel"],
+        auto_map={
+            "AutoConfig": "configuration_qwen2_rm.Qwen2RMConfig",
+            "AutoModel": "modeling_qwen2_rm.Qwen2ForProcessRewardModel",
+        },
+    )
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    torch.manual_seed(seed)
+    model = AutoModel.from_config(
+        AutoConfig.from_pretrained(out, trust_remote_code=True), trust_remote_code=True
+    )
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
