@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -47,40 +46,29 @@ def test_prm_features_put_labels_on_separators_only():
     assert tokenizer.decode(ids) == prm.prm_text(record["prompt"], record["steps"])
 
 
-def test_build_all_smoke(tmp_path):
-    """The whole notebook-00 pipeline at a tiny scale: checkpoints load with from_pretrained."""
-    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
+def test_random_model_is_seeded_and_speaks_the_tokenizers_ids(tmp_path):
+    """The one builder of random tiny Qwen2s: a seed fixes the weights; a policy pads and stops
+    generating with the tokenizer's pad and eos; a PRM's two classes load back as a token classifier."""
+    import torch
+    from transformers import AutoModelForTokenClassification
 
-    config = testbed.BuildConfig(
-        models_dir=str(tmp_path / "models"),
-        tasks_dir=str(tmp_path / "tasks"),
-        results_csv=str(tmp_path / "base.csv"),
-        sizes=("S", "L"),
-        steps_scale=0.005,
-        pass_k=2,
-        eval_limit=4,
-    )
-    table = testbed.build_all(config)
-    assert list(table["model"]) == ["S", "L", "PRM"]
-    assert table.iloc[-1]["prm_init"] == "policy-L"
-    assert (tmp_path / "tasks" / "gsm_tiny.jsonl").exists()
-    saved = pd.read_csv(tmp_path / "base.csv")
-    assert saved["git_sha"].notna().all() and 0 <= saved.loc[0, "gsm_pass1"] <= 1
-    assert 0 <= saved.loc[2, "prm_auroc"] <= 1 and saved.loc[2, "prm_heldout_steps"] > 100
-    policy = AutoModelForCausalLM.from_pretrained(tmp_path / "models" / "policy-S")
-    assert policy.config.model_type == "qwen2"
-    head = AutoModelForTokenClassification.from_pretrained(tmp_path / "models" / "prm")
-    assert head.config.num_labels == 2
-    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "models" / "policy-S")
-    text = "2, add 3?\n2+3=5\nanswer: 5"
-    assert tokenizer.decode(tokenizer(text)["input_ids"]) == text  # spaces and newlines survive
+    tokenizer = testbed.build_tokenizer()
+    a, b, c = (testbed.random_model(tokenizer=tokenizer, seed=s) for s in (0, 0, 1))
+    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters(), strict=True))
+    assert not torch.equal(a.model.embed_tokens.weight, c.model.embed_tokens.weight)
+    assert a.generation_config.eos_token_id == tokenizer.eos_token_id
+    assert a.generation_config.pad_token_id == tokenizer.pad_token_id
+    testbed.random_model(tokenizer=tokenizer, head="prm").save_pretrained(tmp_path)
+    prm_model = AutoModelForTokenClassification.from_pretrained(tmp_path)
+    assert prm_model.config.id2label == testbed.PRM_LABELS
+    logits = prm_model(**tokenizer(["2+3=5<extra_0>"], return_tensors="pt")).logits
+    assert logits.shape[-1] == 2
+    with pytest.raises(ValueError, match="head must be 'lm' or 'prm'"):
+        testbed.random_model(head="value")
 
-    # a partial rebuild (policy S alone) replaces S's row and keeps the others, provenance and all
-    rebuilt = testbed.build_all(dataclasses.replace(config, sizes=("S",), prm=False, seed=1))
-    assert list(rebuilt["model"]) == ["S", "L", "PRM"]
-    again = pd.read_csv(tmp_path / "base.csv").set_index("model")
-    pd.testing.assert_series_equal(again.loc["L"], saved.set_index("model").loc["L"])
-    assert again.loc["PRM", "prm_auroc"] == saved.loc[2, "prm_auroc"]
+
+# build_all end to end (a tiny testbed, then a partial rebuild): tests/test_notebooks.py runs notebook
+# 00 at that scale.
 
 
 def test_config_rejects_bad_input():

@@ -1,0 +1,216 @@
+"""Every notebook in ``notebooks/`` executed with papermill at its smallest parameters, into temporary
+folders only (models, tasks, results, executed copies and figures; never the repo's):
+
+- 00 builds a tiny testbed (policies S and L, the PRM grown from L) and rebuilds a subset of it;
+- 10 (stage A, policy M), 20 (stage B's dense and stage D's prm) and 30 (M's RACE pilots) each run
+  one setting's tiny runs on the tiny profile (``tests/fixtures.py``) into one results folder;
+- 40 analyses that folder in quick mode.
+
+One test id per notebook; a notebook without smoke parameters here fails its test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from filelock import FileLock
+
+from paper_repro.paths import repo_root
+from tests import fixtures
+
+NOTEBOOKS = repo_root() / "notebooks"
+STUDY = ("10_stage_A_model_size", "20_stage_BD_reward_systems", "30_race_pilots")  # 40 reads their rows
+
+
+def declared(notebook: str) -> set[str]:
+    """The parameters ``notebooks/<notebook>.ipynb`` declares in its ``parameters`` cell."""
+    import papermill as pm
+
+    return set(pm.inspect_notebook(str(NOTEBOOKS / f"{notebook}.ipynb")))
+
+
+def execute(notebook: str, out: Path, parameters: dict) -> Path:
+    """Execute ``notebooks/<notebook>.ipynb`` into ``out`` (its folder the working directory), with
+    only parameters it declares (papermill would inject any other name, unread)."""
+    import papermill as pm
+
+    unknown = set(parameters) - declared(notebook)
+    assert not unknown, f"{notebook} declares no parameters {sorted(unknown)}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pm.execute_notebook(
+        str(NOTEBOOKS / f"{notebook}.ipynb"), str(out), parameters=parameters, cwd=str(out.parent),
+        progress_bar=False, kernel_name="python3",
+    )  # fmt: skip
+    return out
+
+
+def outputs(path: Path) -> tuple[list[str], list[str]]:
+    """The executed copy's error outputs (``ename: evalue``) and shown values (their ``text/plain``)."""
+    errors, shown = [], []
+    for cell in nbformat.read(path, as_version=4).cells:
+        for out in cell.get("outputs", []):
+            if out.output_type == "error":
+                errors.append(f"{out.ename}: {out.evalue}")
+            elif out.output_type == "execute_result":
+                shown.append(out.data.get("text/plain", ""))
+    return errors, shown
+
+
+def shown_table(path: Path) -> str:
+    """The last value the executed copy shows (each notebook ends on its table), checked non-empty."""
+    errors, shown = outputs(path)
+    assert not errors, errors
+    assert shown and not shown[-1].startswith("Empty DataFrame"), shown[-1:]
+    return shown[-1]
+
+
+# ------------------------------------------------------------------------------ 10, 20, 30 and 40
+
+
+def study_executions(profile: Path, results: Path, executed: Path) -> list[tuple[str, Path, dict]]:
+    """(notebook, executed copy, parameters) of the stage notebooks, in the order they run: one seed,
+    quick, one cell where the notebook takes cells, one torch thread."""
+    common = dict(profile=str(profile), quick=True, results_root=str(results), threads=1)
+    runs = [
+        ("10_stage_A_model_size", "M", dict(setting="M", seeds=1, cells=["r70"])),
+        ("20_stage_BD_reward_systems", "dense", dict(reward_system="dense", seeds=1, cells=["r70"])),
+        ("20_stage_BD_reward_systems", "prm", dict(reward_system="prm", seeds=1, cells=["r50"])),  # stage D
+        ("30_race_pilots", "M", dict(setting="M")),  # quick: the quick cells at the pilot budget
+    ]
+    out = []
+    for notebook, label, params in runs:
+        copy = executed / f"{notebook}__{label}.ipynb"
+        out.append((notebook, copy, {**common, **params, "executed_notebook": str(copy)}))
+    return out
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> dict:
+    """10, 20 (dense, prm) and 30 executed once, in that order, on the tiny profile into one results
+    folder, which 40's test then analyses. Under pytest-xdist this module's tests may land on both
+    workers: the first to ask executes them under a file lock in the session's base folder (shared
+    by its workers), the other reads what it recorded. Returns the record: the profile, the results
+    folder, and per execution its notebook, executed copy and error (None when it ran through)."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "notebook-study"
+    with FileLock(f"{root}.lock"):
+        record = root / "record.json"
+        if not record.exists():
+            policy = fixtures.save_random_model(root / "policy")
+            prm = fixtures.save_random_model(root / "prm", head="prm")
+            profile = fixtures.write_tiny_profile(root, policy, prm)
+            done = []
+            for notebook, copy, params in study_executions(profile, root / "results", root / "executed"):
+                try:
+                    execute(notebook, copy, params)
+                    error = None
+                except Exception as exc:  # each notebook's test reports its own failure
+                    error = f"{type(exc).__name__}: {exc}"[-3000:]
+                done.append({"notebook": notebook, "copy": str(copy), "error": error})
+            state = {"profile": str(profile), "results": str(root / "results"), "executions": done}
+            record.write_text(json.dumps(state))
+    return json.loads(record.read_text())
+
+
+def check_stage_notebook(notebook: str, study: dict) -> None:
+    """Every execution of ``notebook`` ran through, put an ok row in the results table for each run
+    it made (naming its executed copy) and shows its frontier: a row for each cell it ran (30's
+    frontier is its pilots')."""
+    executions = [e for e in study["executions"] if e["notebook"] == notebook]
+    assert executions
+    runs = pd.read_csv(Path(study["results"]) / "runs.csv")
+    kind = "pilot" if notebook == "30_race_pilots" else "full"
+    for e in executions:
+        assert e["error"] is None, e["error"]
+        table = shown_table(Path(e["copy"]))
+        made = runs[runs["executed_notebook"] == e["copy"]]
+        assert len(made) and (made["status"] == "ok").all(), made[["setting", "cell", "status"]]
+        cells = set(made.loc[made["budget_kind"] == kind, "cell"])
+        assert cells and cells <= set(table.split()), (cells, table)
+
+
+def check_analysis(study: dict, tmp_path: Path) -> None:
+    """40 on the stage notebooks' rows: every table written beside them, the claims and optima shown,
+    RACE compares M's pilots with its full run, and the figures saved where it was told."""
+    assert all(e["error"] is None for e in study["executions"]), "an earlier notebook failed"
+    results, figures = Path(study["results"]), tmp_path / "figures"
+    params = dict(profile=study["profile"], quick=True, results_root=str(results), figures_dir=str(figures))
+    fewest = {"n_boot": 50, "power_replicates": 0}  # its resampling, as few as it takes
+    params.update({k: v for k, v in fewest.items() if k in declared("40_final_analysis")})
+    copy = execute("40_final_analysis", tmp_path / "40_final_analysis.ipynb", params)
+    errors, shown = outputs(copy)
+    assert not errors, errors
+    claims, optima = pd.read_csv(results / "claims.csv"), pd.read_csv(results / "optima.csv")
+    assert len(claims) and claims["verdict"].notna().all()
+    assert {"M", "dense", "prm"} <= set(optima["setting"])  # what 10 and 20 ran (A's M is B's sparse too)
+    assert "M" in set(pd.read_csv(results / "race.csv")["setting"])  # 30's pilots against 10's run
+    assert shown[0].strip() and not shown[0].startswith("Empty DataFrame")  # the claims table
+    assert sorted(figures.glob("*.png"))
+
+
+# ------------------------------------------------------------------------------------------- 00
+
+TESTBED_FILES = ("data/tasks/arith", "data/models", "data/results/cpu-tiny/base_models.csv")
+
+
+def _mtimes() -> dict[str, float]:
+    paths = [p for name in TESTBED_FILES for p in [repo_root() / name, *(repo_root() / name).rglob("*")]]
+    return {str(p): p.stat().st_mtime_ns for p in paths if p.exists()}
+
+
+def check_testbed(tmp_path: Path) -> None:
+    """The whole testbed pipeline at a tiny scale: the table lists each model built, the PRM grows
+    from L, the checkpoints load with from_pretrained and the tokenizer keeps spaces and newlines; a
+    rebuild of S alone replaces S's row and keeps the others, provenance and all. The repo's own
+    splits, checkpoints and base table are left alone."""
+    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
+
+    before = _mtimes()
+    models, tasks, base = tmp_path / "models", tmp_path / "tasks", tmp_path / "base.csv"
+    params = dict(models_dir=str(models), tasks_dir=str(tasks), results_csv=str(base), sizes=["S", "L"],
+                  steps_scale=0.005, pass_k=2, eval_limit=4)  # fmt: skip
+    shown = shown_table(execute("00_embedded_models", tmp_path / "00_embedded_models.ipynb", params))
+    assert [line.split()[1] for line in shown.splitlines()[1:4]] == ["S", "L", "PRM"]
+    saved = pd.read_csv(base)
+    assert list(saved["model"]) == ["S", "L", "PRM"] and saved.iloc[-1]["prm_init"] == "policy-L"
+    assert (tasks / "gsm_tiny.jsonl").exists()
+    assert saved["git_sha"].notna().all() and 0 <= saved.loc[0, "gsm_pass1"] <= 1
+    assert 0 <= saved.loc[2, "prm_auroc"] <= 1 and saved.loc[2, "prm_heldout_steps"] > 100
+    assert AutoModelForCausalLM.from_pretrained(models / "policy-S").config.model_type == "qwen2"
+    assert AutoModelForTokenClassification.from_pretrained(models / "prm").config.num_labels == 2
+    tokenizer = AutoTokenizer.from_pretrained(models / "policy-S")
+    text = "2, add 3?\n2+3=5\nanswer: 5"
+    assert tokenizer.decode(tokenizer(text)["input_ids"]) == text
+
+    rebuild = {**params, "sizes": ["S"], "prm": False, "seed": 1}
+    shown_table(execute("00_embedded_models", tmp_path / "00_rebuild_S.ipynb", rebuild))
+    again = pd.read_csv(base).set_index("model")
+    assert list(again.index) == ["S", "L", "PRM"]
+    assert again.loc["S", "final_loss"] != saved.loc[0, "final_loss"]  # seed 1's S, not seed 0's
+    pd.testing.assert_series_equal(again.loc["L"], saved.set_index("model").loc["L"])
+    assert again.loc["PRM", "prm_auroc"] == saved.loc[2, "prm_auroc"]
+    assert _mtimes() == before
+
+
+# ------------------------------------------------------------------------------------------ tests
+
+
+def smoke(notebook: str, request, tmp_path: Path) -> None:
+    if notebook == "00_embedded_models":
+        return check_testbed(tmp_path)
+    if notebook in STUDY:
+        return check_stage_notebook(notebook, request.getfixturevalue("study"))
+    if notebook == "40_final_analysis":
+        return check_analysis(request.getfixturevalue("study"), tmp_path)
+    pytest.fail(f"notebooks/{notebook}.ipynb has no smoke run: give it its smallest parameters here")
+
+
+@pytest.mark.parametrize("notebook", sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")))
+def test_notebook_runs_at_its_smallest_parameters(notebook, request, tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # one torch thread per kernel: pytest -n 2 fills the cores
+    smoke(notebook, request, tmp_path)
