@@ -42,7 +42,7 @@ def test_every_planned_cell_predicts_its_target_within_tolerance(profile_name, s
 
 def test_rule_based_stage_a_has_the_full_default_grid(tiny):
     for planned in plan_stage(tiny, "A"):
-        assert [c.label for c in planned.cells] == ["r15", "r30", "r50", "r70", "r85"]
+        assert [c.target_rho for c in planned.cells] == list(tiny.grid.targets)  # every target is feasible
         # search-heavy cells discard rollouts (K < G); update-heavy ones reuse them (mu > 1)
         assert planned.cells[0].K < planned.cells[0].G
         assert planned.cells[-1].mu > 1

@@ -193,12 +193,18 @@ def test_dry_run_refuses_a_layout_that_cannot_fit(tmp_path):
 def test_slurm_jobs_ask_for_their_policy_sizes_resources():
     from paper_repro import sweep
 
-    jobs = sweep.study_jobs(load_profile("gpu-paper"), ["A"])
+    profile = load_profile("gpu-paper")
+    jobs = sweep.study_jobs(profile, ["A"])
     by_setting = {j.parameters["setting"]: j.resources for j in jobs}
-    assert [by_setting[s].gpus for s in ("1.5B", "3B", "7B")] == [1, 2, 8]
-    params = sweep.slurm_parameters(by_setting["7B"], n_jobs=3, partition="gpu")
-    assert params == {"timeout_min": 2880, "cpus_per_task": 64, "mem_gb": 512, "slurm_array_parallelism": 3,
-                      "gpus_per_node": 8, "slurm_partition": "gpu"}  # fmt: skip
+    sizes = [s.name for s in profile.settings("A")]
+    assert by_setting == {size: profile.resources_for(size) for size in sizes}
+    gpus = [by_setting[size].gpus for size in sizes]
+    assert gpus == sorted(gpus) and len(set(gpus)) > 1  # a larger policy asks for more GPUs
+    largest = by_setting[sizes[-1]]
+    params = sweep.slurm_parameters(largest, n_jobs=3, partition="gpu")
+    assert params == {"timeout_min": largest.timeout_min, "cpus_per_task": largest.cpus_per_task,
+                      "mem_gb": largest.mem_gb, "slurm_array_parallelism": 3, "gpus_per_node": largest.gpus,
+                      "slurm_partition": "gpu"}  # fmt: skip
     assert "gpus_per_node" not in sweep.slurm_parameters(load_profile("cpu-tiny").resources_for("M"), 1)
 
 

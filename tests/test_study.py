@@ -12,7 +12,7 @@ import pytest
 
 from paper_repro import study, sweep
 from paper_repro.analysis import analyse
-from paper_repro.config import load_profile
+from paper_repro.config import QUICK_CELLS, load_profile
 from paper_repro.results import ResultTable
 
 
@@ -31,7 +31,11 @@ def killed_and_resumed(tiny_profile, tmp_path_factory):
         load_profile(tiny_profile), ["A"], quick=True, results_root=results, executed_dir=executed
     )
     expected = {s.run_id for j in jobs for s in j.specs}
-    assert len(jobs) == 3 and len(expected) == 9  # quick: 3 cells x 1 seed per size
+    sizes = [s.name for s in load_profile(tiny_profile).settings("A")]
+    assert [j.parameters["setting"] for j in jobs] == sizes  # one notebook per policy size
+    assert {(s.setting, s.cell, s.seed) for j in jobs for s in j.specs} == {
+        (size, cell, 0) for size in sizes for cell in QUICK_CELLS
+    }  # quick: the quick cells, one seed
     assert all(j.results_root == str(results) for j in jobs)
     proc = subprocess.Popen(_cmd(tiny_profile, results, executed, *args), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
@@ -97,11 +101,21 @@ def test_every_job_of_a_study_writes_to_the_same_results(tiny_profile, tmp_path)
 
 
 def test_quick_mode_is_one_seed_a_quarter_budget_and_a_short_evaluation():
-    from paper_repro.config import QUICK_EVAL_LIMIT, load_profile
+    """A quick run evaluates on the first QUICK_EVAL_LIMIT problems of the full study's sets, with
+    the same generation length; the full study's profile is left as it was."""
+    from paper_repro.config import QUICK_EVAL_LIMIT
+    from paper_repro.spec import setting_specs
+    from paper_repro.tasks import load_examples
 
     full = load_profile("cpu-tiny")
     quick = full.quick_variant()
+    assert full == load_profile("cpu-tiny")
     assert quick.seeds == 1 and quick.budget_flops == full.budget_flops / 4
-    assert quick.eval["limit"] == min(full.eval["limit"], QUICK_EVAL_LIMIT) < full.eval["limit"]
-    assert quick.eval["max_new_tokens"] == full.eval["max_new_tokens"]
-    assert full.eval["limit"] == 300  # the full study is untouched
+    full_spec, quick_spec = (setting_specs(p, "M", seeds=1, cells=["r70"])[0] for p in (full, quick))
+    for role in ("gsm", "math"):
+        ref = dict(full_spec.data)[role]
+        assert dict(quick_spec.data)[role] == ref
+        everything = load_examples(ref, limit=full_spec.eval_limit)
+        short = load_examples(ref, limit=quick_spec.eval_limit)
+        assert len(short) == QUICK_EVAL_LIMIT < len(everything) and short == everything[: len(short)]
+    assert quick_spec.eval_max_new_tokens == full_spec.eval_max_new_tokens
