@@ -193,6 +193,23 @@ def _run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _analyse_command(args: argparse.Namespace) -> int:
+    from paper_repro import study
+    from paper_repro.analysis import analyse
+    from paper_repro.analysis.race import RegimeThresholds
+
+    profile = study.prepare(args.profile, args.quick)
+    thresholds = RegimeThresholds(args.rho_threshold, args.reward_threshold)
+    result = analyse(profile, args.results, args.figures, thresholds, args.power_replicates)
+    columns = ["claim", "verdict", "our_value", "ci_low", "ci_high", "seeds_for_80pct_power"]
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_colwidth", 70):
+        print(result.claims[columns].to_string(index=False))
+    print(f"tables in {args.results or 'data/results/' + profile.name}; figures: {', '.join(result.figures)}")
+    return 0
+
+
 def _dry_run(args: argparse.Namespace) -> int:
     from paper_repro import dryrun
     from paper_repro.config import load_profile
@@ -339,6 +356,29 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true",
                    help="validate every run without weights and estimate GPU-hours per stage; runs nothing")  # fmt: skip
     r.set_defaults(func=_run_command)
+
+    a = command(
+        "analyse",
+        "the analysis: frontiers, fitted optima, claims with their power, figures, from the result tables alone",
+        "Read runs.csv (and the step logs beside it) in --results and write frontiers, optima, "
+        "rho_star_tests, fits, disagreement, race, conventions and claims tables beside it, and the figures "
+        "to --figures. Notebook 40 runs the same function.",
+    )
+    a.add_argument("--profile", required=True, help=profile_help)
+    a.add_argument("--results", default=None, help="directory of runs.csv (default: data/results/<profile>)")
+    a.add_argument("--figures", default=None, help="figures directory (default: figures/<profile>)")
+    a.add_argument("--quick", action="store_true", help="analyse a quick (smoke) study's runs")
+    a.add_argument(
+        "--rho-threshold",
+        type=float,
+        default=0.6,
+        help="RACE: rho at the best cell at or above is update-heavy",
+    )
+    a.add_argument("--reward-threshold", type=float, default=0.25,
+                   help="RACE: C_reward / C_total at the best cell at or above is reward-heavy")  # fmt: skip
+    a.add_argument("--power-replicates", type=int, default=None,
+                   help="simulated studies per seed count for the power column (default: 50; 0: none)")  # fmt: skip
+    a.set_defaults(func=_analyse_command)
     return parser
 
 

@@ -202,7 +202,7 @@ def run_study(
     all_specs = [(s, j.results_root) for j in todo for s in j.specs]
     total = len({s.run_id for s, _ in all_specs})
     threads = max(1, (os.cpu_count() or 1) // max(1, n_jobs))
-    bar = tqdm(total=total, desc="runs", unit="run", disable=not progress)
+    bar = tqdm(total=total, desc="runs", unit="run", disable=not progress or total == 0)
     written: list[Path] = []
 
     def refresh() -> None:

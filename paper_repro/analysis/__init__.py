@@ -1,8 +1,21 @@
 """The final analysis: every table and figure from the result tables alone.
 
-:func:`analyse` reads ``data/results/<profile>/runs.csv`` and writes, beside it, ``frontiers.csv``,
-``optima.csv``, ``fits.csv``, ``disagreement.csv``, ``race.csv`` and ``claims.csv``, and the figures to
-``figures/<profile>/``. Deleting every output and rerunning rebuilds them from the committed runs.
+:func:`analyse` (``paper-repro analyse``, notebook 40) reads ``runs.csv`` (and the step logs beside
+it) and writes, beside them:
+
+- ``frontiers.csv``: per setting and cell, every target's mean with a 95% interval over seeds;
+- ``optima.csv``: per setting and target, rho* of the fitted frontier with its status (interior,
+  boundary, not identified), Fieller intervals, flatness and lack-of-fit tests, the cells that could
+  be best, and the argmax cell as a description (:mod:`paper_repro.analysis.optima`);
+- ``rho_star_tests.csv``: per distinct setting, the equivalence test of its rho* against the paper's;
+- ``fits.csv``: constant, log-linear and quadratic fits by AICc per frontier;
+- ``disagreement.csv``, ``race.csv``;
+- ``conventions.csv``: rho* under the useful, executed, 6N and wall-time conventions;
+- ``claims.csv``: one row per claim, its verdict, its test and its power (:mod:`paper_repro.analysis.claims`);
+
+and the figures to ``figures/<profile>/``. Deleting every output and rerunning rebuilds them from the
+committed runs. Settings that share runs (stage B's ``sparse`` is stage A's middle policy) appear
+in the per-setting tables with ``same_runs_as`` and count once in every claim.
 """
 
 from __future__ import annotations
@@ -13,30 +26,32 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis import figures
-from paper_repro.analysis.claims import claims_table
-from paper_repro.analysis.frontiers import (
-    fit_table,
-    frontier_table,
-    load_runs,
-    optimum_table,
-    setting_rows,
-)
-from paper_repro.analysis.race import RegimeThresholds, disagreement_table, race_table
+from paper_repro.analysis import claims as claim_tests
+from paper_repro.analysis import conventions, figures
+from paper_repro.analysis.frontiers import frontier_table, load_runs, setting_rows, shared_runs
+from paper_repro.analysis.optima import equivalence_verdict, fit_optimum, optimum_table
+from paper_repro.analysis.race import RegimeThresholds, disagreement_table, race_table, regime_ceiling
 from paper_repro.config import Profile
 from paper_repro.paths import repo_root
-from paper_repro.results import results_dir, write_table
+from paper_repro.results import METRICS, results_dir, write_table
+
+# What the analysis reads of a runs table: without these it cannot run and says which are missing.
+REQUIRED = ("run_id", "stage", "setting", "cell", "seed", "budget_kind", "budget_flops", "target_rho", "rho",
+            "rho_executed", "rho_time", "C_reward", "C_total", "P", "G", "K", "mu", "rounds", "model",
+            "reward_system", "status", *METRICS, *(f"base_{m}" for m in METRICS))  # fmt: skip
 
 
 @dataclass
 class Analysis:
     frontiers: pd.DataFrame
     optima: pd.DataFrame
+    rho_star_tests: pd.DataFrame
     fits: pd.DataFrame
     disagreement: pd.DataFrame
     disagreement_share: float
     race: pd.DataFrame
-    same_regime_rate: float
+    regime_ceiling: float
+    conventions: pd.DataFrame
     claims: pd.DataFrame
     figures: list[str]
 
@@ -53,46 +68,116 @@ def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
 
 
+def _checked_runs(path: Path, profile: Profile) -> pd.DataFrame:
+    if not path.exists():
+        raise FileNotFoundError(f"no runs table at {path}: run the study first (make reproduce)")
+    header = path.read_text().split("\n", 1)[0].split(",")
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise ValueError(f"{path} lacks the columns the analysis reads: {', '.join(missing)}")
+    return load_runs(path)
+
+
 def analyse(
     profile: Profile,
     results_root: str | Path | None = None,
     figures_dir: str | Path | None = None,
     thresholds: RegimeThresholds | None = None,
-    n_boot: int = 1000,
+    power_replicates: int | None = None,
 ) -> Analysis:
+    """Every table and figure of ``profile``'s study from the runs table in ``results_root``.
+    ``power_replicates``: simulated studies per seed count for the power column (None: the power
+    module's default, 0: none)."""
     thresholds = thresholds or RegimeThresholds()
     root = results_dir(profile.name, results_root)
     fig_dir = Path(figures_dir) if figures_dir is not None else repo_root() / "figures" / profile.name
-    runs = load_runs(root / "runs.csv")
+    runs = _checked_runs(root / "runs.csv", profile)
     settings = profile.all_settings()
     full_rows = setting_rows(runs, settings, "full", profile.budget_flops)
-    pilot_rows = setting_rows(runs, settings, "pilot", profile.pilot_budget_flops)
     if full_rows.empty:
         raise ValueError(
             f"{root / 'runs.csv'} holds no full-budget run of the {profile.name} grid at budget "
             f"{profile.budget_flops:.3g} ({len(runs)} ok rows in all). Runs of a quick study are analysed "
             f"with quick=True (paper-repro run --quick does this)."
         )
+    full_rows = conventions.with_rho_6n(full_rows, root / "steps")
+    pilot_rows = setting_rows(runs, settings, "pilot", profile.pilot_budget_flops)
+    shared = shared_runs(full_rows, [s.name for s in settings])
+    classes = claim_tests.Classes.of(profile, shared)
+    distinct = full_rows[~full_rows["setting"].isin(shared)]
+
     frontier = frontier_table(full_rows)
-    pilot = frontier_table(pilot_rows) if len(pilot_rows) else frontier.iloc[0:0]
-    optima = optimum_table(full_rows, frontier, n_boot)
-    fits = fit_table(frontier)
+    optima = optimum_table(full_rows, frontier, shared)
+    rho_star_tests = _rho_star_tests(distinct, classes)
+    fits = _fit_table(distinct)
     disagreement, share = disagreement_table(frontier)
-    race, rate = race_table(frontier, pilot, full_rows, pilot_rows, default_rows(profile, runs), thresholds)
-    claims = claims_table(optima, frontier, fits, share, race, rate, profile)
-    for name, table in (("frontiers", frontier), ("optima", optima), ("fits", fits),
-                        ("disagreement", disagreement), ("race", race), ("claims", claims)):  # fmt: skip
+    race, gains = race_table(full_rows, pilot_rows, default_rows(profile, runs), shared, thresholds)
+    ceiling = regime_ceiling(distinct, [*classes.rule_based, *classes.prm_style], thresholds)
+    groups = {name: (name,) for name in (*classes.rule_based, *classes.prm_style)}
+    convention = conventions.convention_table(distinct, groups)
+    claims = claim_tests.claims_table(distinct, frontier, race, gains, ceiling, classes, power_replicates)
+    claims = pd.concat([claims, _convention_claim(distinct, classes)], ignore_index=True)
+    for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
+                        ("fits", fits), ("disagreement", disagreement), ("race", race),
+                        ("conventions", convention), ("claims", claims)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
-    written = []
-    stages = [st for st in ("A", "BD") if frontier["stage"].isin(list(st)).any()]
-    for st in stages:
-        for x in ("rho", "rho_time"):
-            figures.target_vs_rho_by_setting(frontier, st, fig_dir, x=x)
-            written.append(f"targets_vs_rho{'_time' if x == 'rho_time' else ''}_stage_{st}")
-    if len(disagreement):
-        figures.argmax_cell_by_target(disagreement, fig_dir)
-        written.append("argmax_cell_by_target")
-    if len(race):
-        figures.race_pilot_vs_full_rho_star(race, fig_dir)
-        written.append("race_pilot_vs_full_rho_star")
-    return Analysis(frontier, optima, fits, disagreement, share, race, rate, claims, written)
+    written = figures.all_figures(frontier, optima, disagreement, race, convention, profile, fig_dir)
+    return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
+                    claims, written)  # fmt: skip
+
+
+def _rho_star_tests(distinct: pd.DataFrame, classes: claim_tests.Classes) -> pd.DataFrame:
+    """Per distinct setting, its own rho* (native reward) tested against its class's paper value."""
+    out = []
+    for names, x in (
+        (classes.rule_based, claim_tests.RULE_BASED_RHO),
+        (classes.prm_style, claim_tests.PRM_STYLE_RHO),
+    ):
+        for name in names:
+            opt = fit_optimum(distinct[distinct["setting"] == name], "native_reward")
+            out.append({"setting": name, "paper_value": x, "margin": claim_tests.MARGIN,
+                        "verdict": equivalence_verdict(opt, x, claim_tests.MARGIN), **opt.as_dict()})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def _fit_table(distinct: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for setting, rows in distinct.groupby("setting", sort=False):
+        for t in METRICS:
+            data = rows.dropna(subset=[t, "rho"])
+            if data["cell"].nunique() < 3:
+                continue
+            flat = fit_optimum(data, t).reason.startswith("flat")
+            scores = {
+                k: claim_tests.aicc(*claim_tests._rss(data, t, k))
+                for k in ("constant", "loglinear", "quadratic")
+            }
+            out.append({"setting": setting, "target": t, "runs": len(data), "flat": flat,
+                        **{f"aicc_{k}": v for k, v in scores.items()}, "best_fit": min(scores, key=scores.get)})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def _convention_claim(distinct: pd.DataFrame, classes: claim_tests.Classes) -> pd.DataFrame:
+    rows = []
+    for convention, column in conventions.CONVENTIONS.items():
+        view = distinct.assign(rho=distinct[column])
+        for claim, verdict in (
+            ("rule-based", claim_tests.near(view, classes.rule_based, claim_tests.RULE_BASED_RHO).verdict),
+            ("PRM-style", claim_tests.near(view, classes.prm_style, claim_tests.PRM_STYLE_RHO).verdict),
+        ):
+            rows.append({"claim": claim, "convention": convention, "verdict": verdict})
+    table = pd.DataFrame(rows)
+    share, verdict = conventions.robustness(table)
+    detail = "; ".join(f"{c}: {', '.join(g['verdict'])}" for c, g in table.groupby("convention", sort=False))
+    return pd.DataFrame([{
+        "claim": "the rho* verdicts are robust to the FLOP convention", "kind": "our addition",
+        "paper_value": "not tested by the paper", "our_value": share, "ci_low": np.nan, "ci_high": np.nan,
+        "verdict": verdict, "note": f"rule-based, PRM-style verdicts per convention: {detail}",
+        "test": ("the two rho* ~ x claims recomputed with rho under the useful, executed, 6N-for-everything and "
+                 "wall-time conventions: held if every convention gives the same verdicts and some verdict is "
+                 "decided; not held if a claim is held under one and not held under another; inconclusive "
+                 "otherwise (our_value: share of conventions agreeing with useful)"),
+        "seeds_per_cell": int(distinct.groupby(["setting", "cell"])["seed"].nunique().median()),
+        "power_at_3_seeds": np.nan, "seeds_for_80pct_power": np.nan,
+        "power_note": "as the rho* ~ x claims' power, under each convention",
+    }])  # fmt: skip

@@ -34,35 +34,82 @@ def _setup():
     return plt, sns
 
 
-def target_vs_rho_by_setting(frontier: pd.DataFrame, stage: str, out_dir, x: str = "rho"):
+PAPER_RHO = {"rule-based": 0.72, "PRM-style": 0.445}  # the paper's reported optima (reference lines)
+PROPORTIONS = ("gsm_pass1", "math_pass1")  # targets that are shares: their intervals stay in [0, 1]
+
+
+def target_vs_rho_by_setting(
+    frontier: pd.DataFrame, stage: str, out_dir, x: str = "rho", optima: pd.DataFrame | None = None,
+    order: list[str] | None = None,
+):  # fmt: skip
     """Each target (panel) against realised rho (``x="rho"``) or time-based rho (``x="rho_time"``),
-    one line per setting: mean over seeds with 95% CI bars, base policy as a dotted line."""
+    one line per setting (in ``order``: the profile's, sizes smallest first): mean over seeds with
+    95% CI bars (a proportion's clipped to [0, 1]), the base policy dotted. With ``optima`` (and
+    ``x="rho"``), each setting's fitted rho* with its 95% interval along the panel's top, or "n.i."
+    where it is not identified; the paper's rho* as grey reference lines."""
+
     plt, sns = _setup()
     stages = list(stage) if len(stage) > 1 else [stage]
     data = frontier[frontier["stage"].isin(stages)]
-    fig, axes = plt.subplots(1, len(TARGETS), figsize=(4 * len(TARGETS), 3.4), sharex=True)
-    palette = dict(
-        zip(
-            data["setting"].unique(), sns.color_palette("colorblind", data["setting"].nunique()), strict=False
-        )
-    )
+    names = [s for s in (order or []) if s in set(data["setting"])] or list(data["setting"].unique())
+    fig, axes = plt.subplots(1, len(TARGETS), figsize=(4 * len(TARGETS), 3.6), sharex=True)
+    palette = dict(zip(names, sns.color_palette("colorblind", len(names)), strict=False))
     for ax, t in zip(axes, TARGETS, strict=True):
-        for setting, g in data.groupby("setting", sort=False):
-            g = g.sort_values(x)
+        for k, setting in enumerate(names):
+            g = data[data["setting"] == setting].sort_values(x)
             color = palette[setting]
-            yerr = [g[t] - g[f"{t}_ci_low"], g[f"{t}_ci_high"] - g[t]]
+            low, high = g[f"{t}_ci_low"], g[f"{t}_ci_high"]
+            if t in PROPORTIONS:
+                low, high = low.clip(0, 1), high.clip(0, 1)
+            yerr = [(g[t] - low).clip(lower=0), (high - g[t]).clip(lower=0)]
             ax.errorbar(g[x], g[t], yerr=yerr, marker="o", ms=4, capsize=2, color=color, label=setting)
             ax.axhline(g[f"base_{t}"].iloc[0], color=color, ls=":", lw=1)
+            if optima is not None and x == "rho":
+                _mark_rho_star(ax, optima, setting, t, color, k, len(names))
+        if x == "rho":
+            for value in PAPER_RHO.values():
+                ax.axvline(value, color="grey", lw=0.8, ls="--")
         ax.set_title(TARGET_LABELS[t])
         ax.set_xlabel(
-            "time-based rho (wall seconds)" if x == "rho_time" else "realised rho = C_learning / C_total"
+            "time-based rho (wall seconds)"
+            if x == "rho_time"
+            else "realised rho (FLOPs) = C_learning / C_total"
         )
+        ax.set_xlim(0, 1)
     axes[0].set_ylabel("mean over seeds (95% CI); dotted: base")
-    axes[-1].legend(title="setting", fontsize=8, loc="best")
+    fig.legend(*axes[0].get_legend_handles_labels(), title="setting", loc="center left",
+               bbox_to_anchor=(1.0, 0.5), fontsize=8)  # fmt: skip
     label = "".join(stages)
-    fig.suptitle(f"Stage {label}: targets against the update fraction at equal FLOPs", y=1.02)
+    which = "time-based rho (wall seconds)" if x == "rho_time" else "realised rho in FLOPs"
+    marks = (
+        "; top: fitted rho* with its 95% interval (n.i.: not identified); dashed: the paper's 0.445 and 0.72"
+        if x == "rho" and optima is not None
+        else ""
+    )
+    fig.suptitle(f"Stage {label}: targets against {which} at equal FLOPs{marks}", y=1.04, fontsize=9)
+    fig.tight_layout()
     suffix = "_time" if x == "rho_time" else ""
     return _save(fig, out_dir, f"targets_vs_rho{suffix}_stage_{label}")
+
+
+def _mark_rho_star(ax, optima: pd.DataFrame, setting: str, target: str, color, k: int, n: int) -> None:
+    """The fitted rho* of (setting, target) along the top of ``ax``: a point with its 95% interval
+    clipped to the axis, or "n.i."."""
+    import numpy as np
+
+    row = optima[(optima["setting"] == setting) & (optima["target"] == target)]
+    if row.empty:
+        return
+    r = row.iloc[0]
+    y = 1.0 - 0.05 * (k + 1)  # axes fraction: one row per setting under the title
+    trans = ax.get_xaxis_transform()
+    if r["status"] in ("interior", "boundary"):
+        lo, hi = np.clip([r["ci95_low"], r["ci95_high"]], 0, 1)
+        ax.plot([lo, hi], [y, y], color=color, lw=1.5, transform=trans, clip_on=False)
+        ax.plot([r["rho_star"]], [y], marker="D" if r["status"] == "interior" else ">", color=color, ms=4,
+                transform=trans, clip_on=False)  # fmt: skip
+    else:
+        ax.text(0.02, y, "n.i.", color=color, fontsize=6, va="center", transform=trans)
 
 
 def argmax_cell_by_target(disagreement: pd.DataFrame, out_dir):
@@ -94,6 +141,66 @@ def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
     ax.set_ylim(0, 1)
     ax.set_xlabel("rho* of the full grid")
     ax.set_ylabel("rho* of the RACE pilot grid")
-    ax.set_title("RACE: pilot vs full-grid optimum")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("RACE: pilot vs full-grid best cell (realised rho in FLOPs)")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     return _save(fig, out_dir, "race_pilot_vs_full_rho_star")
+
+
+def rho_star_by_convention(conventions: pd.DataFrame, out_dir):
+    """rho* of the native reward per setting (and pooled class) under each FLOP convention, with its
+    95% interval clipped to [0, 1]; not identified ones are listed on the right."""
+    import numpy as np
+
+    plt, sns = _setup()
+    groups = list(conventions["group"].unique())
+    kinds = list(conventions["convention"].unique())
+    fig, ax = plt.subplots(figsize=(7, 0.4 * len(groups) + 1.5))
+    palette = dict(zip(kinds, sns.color_palette("colorblind", len(kinds)), strict=False))
+    for i, group in enumerate(groups):
+        for j, kind in enumerate(kinds):
+            r = conventions[(conventions["group"] == group) & (conventions["convention"] == kind)]
+            if r.empty:
+                continue
+            r = r.iloc[0]
+            y = i + (j - (len(kinds) - 1) / 2) * 0.15
+            if r["status"] in ("interior", "boundary"):
+                lo, hi = np.clip([r["ci95_low"], r["ci95_high"]], 0, 1)
+                ax.plot([lo, hi], [y, y], color=palette[kind], lw=1.2)
+                ax.plot([r["rho_star"]], [y], "o", color=palette[kind], ms=4, label=kind if i == 0 else None)
+            else:
+                ax.text(1.02, y, f"{kind}: n.i.", color=palette[kind], fontsize=6, va="center")
+    for value in (0.445, 0.72):
+        ax.axvline(value, color="grey", lw=0.8, ls="--")
+    ax.set_yticks(range(len(groups)), groups)
+    ax.set_xlim(0, 1)
+    ax.invert_yaxis()
+    ax.set_xlabel(
+        "rho* of the native reward under each convention's rho (95% interval; n.i.: not identified)"
+    )
+    ax.set_title("Does rho* depend on how compute is counted?")
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, title="convention", fontsize=7, loc="center left", bbox_to_anchor=(1.15, 0.5))
+    return _save(fig, out_dir, "rho_star_by_convention")
+
+
+def all_figures(frontier, optima, disagreement, race, conventions, profile, out_dir) -> list[str]:
+    """Every figure of the analysis; returns their names."""
+    order = [s.name for s in profile.all_settings()]
+    written = []
+    for st in [st for st in ("A", "BD") if frontier["stage"].isin(list(st)).any()]:
+        for x in ("rho", "rho_time"):
+            target_vs_rho_by_setting(frontier, st, out_dir, x=x, optima=optima, order=order)
+            written.append(f"targets_vs_rho{'_time' if x == 'rho_time' else ''}_stage_{st}")
+    if len(disagreement):
+        argmax_cell_by_target(disagreement, out_dir)
+        written.append("argmax_cell_by_target")
+    if len(race):
+        race_pilot_vs_full_rho_star(race, out_dir)
+        written.append("race_pilot_vs_full_rho_star")
+    if len(conventions):
+        rho_star_by_convention(conventions, out_dir)
+        written.append("rho_star_by_convention")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    return written

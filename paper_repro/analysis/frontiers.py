@@ -6,14 +6,9 @@ first asked for them (a run serves every stage that asks for the same experiment
 
 - :func:`frontier_table`: per setting and cell, the mean of every target over seeds with a 95%
   Student-t interval, the mean realised rho (FLOP and wall-time based) and the number of seeds.
-- :func:`optimum_table`: per setting and target, the argmax cell, rho* (its mean realised rho), a
-  bootstrap 95% interval on rho* (seeds resampled within each cell), that interval widened half-way
-  to the neighbouring cells (the grid's resolution: a grid with cells at 0.50 and 0.70 cannot tell
-  0.70 from 0.72), and whether rho* sits at the edge of the setting's grid (a boundary optimum, not
-  an interior preference).
-- :func:`fit_table`: per setting and target, the constant, log-linear (``a + b log rho``) and
-  quadratic (``a + b rho + c rho^2``) fits over the cell means: in-sample RMSE and leave-one-cell-out
-  RMSE, and the quadratic's vertex (its estimate of the regime boundary).
+- :func:`shared_runs`: the settings that are another setting's runs (counted once by the claims).
+
+rho* from the fitted frontier is :mod:`paper_repro.analysis.optima`.
 """
 
 from __future__ import annotations
@@ -84,26 +79,34 @@ def setting_rows(
     return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
 
 
-# Two-sided 95% Student-t quantiles t(0.975, df) for df = 1..30 (beyond: the normal 1.96).
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-         2.052, 2.048, 2.045, 2.042)  # fmt: skip
-
-
-def t975(df: int) -> float:
-    return _T975[df - 1] if df <= len(_T975) else 1.96
-
-
 def _ci(values: np.ndarray) -> tuple[float, float, float]:
     """Mean and 95% Student-t interval; the interval is NaN with fewer than two values."""
+    from scipy import stats
+
     values = values[~np.isnan(values)]
     if len(values) == 0:
         return float("nan"), float("nan"), float("nan")
     mean = float(values.mean())
     if len(values) < 2:
         return mean, float("nan"), float("nan")
-    half = t975(len(values) - 1) * float(values.std(ddof=1)) / np.sqrt(len(values))
+    half = float(stats.t.ppf(0.975, len(values) - 1)) * float(values.std(ddof=1)) / np.sqrt(len(values))
     return mean, mean - half, mean + half
+
+
+def shared_runs(rows: pd.DataFrame, order: Sequence[str]) -> dict[str, str]:
+    """Settings whose runs are exactly an earlier setting's (in ``order``): {later: earlier}. They are
+    one experiment asked for twice (stage B's ``sparse`` is stage A's middle policy) and count once."""
+    ids = {s: frozenset(g["run_id"]) for s, g in rows.groupby("setting")}
+    seen: dict[frozenset, str] = {}
+    shared = {}
+    for name in order:
+        if name not in ids or not ids[name]:
+            continue
+        if ids[name] in seen:
+            shared[name] = seen[ids[name]]
+        else:
+            seen[ids[name]] = name
+    return shared
 
 
 def frontier_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -137,96 +140,3 @@ def frontier_table(rows: pd.DataFrame) -> pd.DataFrame:
         out.append(rec)
     frame = pd.DataFrame(out)
     return frame.sort_values(["stage", "setting", "rho"], kind="stable").reset_index(drop=True)
-
-
-def bootstrap_rho_star(rows: pd.DataFrame, target: str, n: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile interval of rho* for one setting: resample seeds within each cell, take the
-    argmax cell of the resampled means, read its mean realised rho."""
-    rng = np.random.default_rng(seed)
-    cells = [(g[target].to_numpy(float), g["rho"].mean()) for _, g in rows.groupby("cell")]
-    picks = []
-    for _ in range(n):
-        means = [v[rng.integers(0, len(v), len(v))].mean() for v, _ in cells]
-        picks.append(cells[int(np.nanargmax(means))][1])
-    return float(np.percentile(picks, 2.5)), float(np.percentile(picks, 97.5))
-
-
-def optimum_table(rows: pd.DataFrame, frontier: pd.DataFrame, n_boot: int = 1000) -> pd.DataFrame:
-    """Per setting and target: the argmax cell, rho* with a bootstrap CI, and boundary flags."""
-    out = []
-    for (stage, setting), f in frontier.groupby(["stage", "setting"], sort=False):
-        r = rows[(rows["stage"] == stage) & (rows["setting"] == setting)]
-        for t in TARGETS:
-            if f[t].isna().all():
-                continue
-            best = f.loc[f[t].idxmax()]
-            lo, hi = bootstrap_rho_star(r, t, n_boot)
-            rhos = np.sort(f["rho"].to_numpy(float))
-            below, above = rhos[rhos < lo], rhos[rhos > hi]
-            out.append(
-                {
-                    "stage": stage,
-                    "setting": setting,
-                    "target": t,
-                    "best_cell": best["cell"],
-                    "rho_star": best["rho"],
-                    "rho_star_ci_low": lo,
-                    "rho_star_ci_high": hi,
-                    # the grid cannot place rho* closer than half-way to the neighbouring cells
-                    "rho_star_grid_low": (lo + below[-1]) / 2 if len(below) else lo,
-                    "rho_star_grid_high": (hi + above[0]) / 2 if len(above) else hi,
-                    "rho_time_star": best["rho_time"],
-                    "best_value": best[t],
-                    "base_value": best[f"base_{t}"],
-                    "gain": best[t] - best[f"base_{t}"],
-                    "reward_share_at_star": best["reward_share"],
-                    "boundary": best["rho"] in (f["rho"].min(), f["rho"].max()),
-                    "grid_rho_min": f["rho"].min(),
-                    "grid_rho_max": f["rho"].max(),
-                    "range": f[t].max() - f[t].min(),
-                    "mean_seed_sd": f[f"{t}_sd"].mean(),
-                }
-            )
-    return pd.DataFrame(out)
-
-
-def _fits(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    def design(kind: str, xs: np.ndarray) -> np.ndarray:
-        cols = {"constant": [np.ones_like(xs)], "loglinear": [np.ones_like(xs), np.log(xs)],
-                "quadratic": [np.ones_like(xs), xs, xs**2]}[kind]  # fmt: skip
-        return np.column_stack(cols)
-
-    out: dict[str, float] = {}
-    for kind in ("constant", "loglinear", "quadratic"):
-        X = design(kind, x)
-        coef, *_ = np.linalg.lstsq(X, y, rcond=None)
-        out[f"rmse_{kind}"] = float(np.sqrt(np.mean((X @ coef - y) ** 2)))
-        errors = []
-        for i in range(len(x)):  # leave one cell out
-            keep = np.arange(len(x)) != i
-            if keep.sum() < X.shape[1]:
-                errors = []
-                break
-            c, *_ = np.linalg.lstsq(design(kind, x[keep]), y[keep], rcond=None)
-            errors.append(float((design(kind, x[i : i + 1]) @ c)[0] - y[i]))
-        out[f"loo_rmse_{kind}"] = float(np.sqrt(np.mean(np.square(errors)))) if errors else float("nan")
-        if kind == "quadratic":
-            out["quadratic_vertex"] = float(-coef[1] / (2 * coef[2])) if coef[2] != 0 else float("nan")
-            out["quadratic_curvature"] = float(coef[2])
-    return out
-
-
-def fit_table(frontier: pd.DataFrame) -> pd.DataFrame:
-    """Per setting and target: constant / log-linear / quadratic fits of the cell means on rho."""
-    out = []
-    for (stage, setting), f in frontier.groupby(["stage", "setting"], sort=False):
-        f = f.dropna(subset=["rho"])
-        for t in TARGETS:
-            g = f.dropna(subset=[t])
-            if len(g) < 3:
-                continue
-            fits = _fits(g["rho"].to_numpy(float), g[t].to_numpy(float))
-            best = min(("loglinear", "quadratic"), key=lambda k: fits[f"loo_rmse_{k}"])
-            out.append({"stage": stage, "setting": setting, "target": t, "cells": len(g), **fits,
-                        "best_nontrivial_fit": best})  # fmt: skip
-    return pd.DataFrame(out)

@@ -1,33 +1,40 @@
 """Target disagreement and RACE (Reward-Aware Compute Allocation) from the result tables alone.
 
 **Regimes** (our definition; the paper's thresholds are unknown, so they are parameters): at a
-setting's optimum (the argmax cell of the native reward), the setting is
+setting's best cell (the argmax of the native reward), the setting is
 
 - ``reward-heavy`` when C_reward / C_total there is at least ``reward_threshold`` (default 0.25);
-- else ``update-heavy`` when rho* is at least ``rho_threshold`` (default 0.5);
+- else ``update-heavy`` when rho there is at least ``rho_threshold`` (default 0.6);
 - else ``search-heavy``.
 
-**RACE** classifies each setting from its pilot grid (the same cells at the pilot budget, one seed)
-and picks the pilot's best cell for the full-budget run. :func:`race_table` compares, per setting,
-the pilot regime with the full grid's, the held-out native reward of the RACE pick (the full-grid
-cell with the pilot's best label) with TRL's default allocation (K = G = 8, mu = 1, run at the full
-budget) and with the oracle (the full grid's best cell), and the pilots' FLOPs with the full grid's.
+Both thresholds sit between the grid's cells, never on one: the default grid's cells realise rho
+near 0.16, 0.31, 0.50, 0.69 and 0.84 (0.6 lies between r50 and r70), and the PRM-style cells
+spend a share of 0.56, 0.45, 0.32 and 0.20 on the PRM (0.25 lies between r50 and r70). A threshold
+on a cell would make a regime depend on which side of it seed noise puts that cell.
+
+**RACE** classifies each setting from its pilot grid (the same cells at the pilot budget) and picks
+the pilot's best cell for the full-budget run. :func:`race_table` compares, per setting, the pilot
+regime with the full grid's; the RACE pick's native reward with TRL's default allocation (K = G,
+mu = 1, at the full budget) **on seeds the pilots did not use**, paired by seed; and the pilots'
+FLOPs with the full grid's. :func:`regime_ceiling` is the same-regime rate the full grid's own seed
+noise allows: how often two disjoint halves of its seeds name the same regime.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.frontiers import TARGETS
+from paper_repro.results import METRICS
 
 
 @dataclass(frozen=True)
 class RegimeThresholds:
-    rho_threshold: float = 0.5  # rho* at or above: update-heavy
-    reward_threshold: float = 0.25  # C_reward / C_total at rho* at or above: reward-heavy
+    rho_threshold: float = 0.6  # rho at the best cell at or above: update-heavy
+    reward_threshold: float = 0.25  # C_reward / C_total at the best cell at or above: reward-heavy
 
     def classify(self, rho_star: float, reward_share: float) -> str:
         if np.isnan(rho_star):
@@ -38,15 +45,15 @@ class RegimeThresholds:
 
 
 def disagreement_table(frontier: pd.DataFrame) -> tuple[pd.DataFrame, float]:
-    """Per setting: the argmax cell of each target and whether they all agree. Also returns the
-    share of settings in which the targets pick different cells."""
+    """Per setting: the argmax cell of each target (a description; the claim is tested on the
+    cell x target interaction, :func:`paper_repro.analysis.claims.disagree`)."""
     out = []
     for (stage, setting), f in frontier.groupby(["stage", "setting"], sort=False):
         rec = {"stage": stage, "setting": setting}
-        for t in TARGETS:
+        for t in METRICS:
             rec[f"best_{t}"] = f.loc[f[t].idxmax(), "cell"] if f[t].notna().any() else None
             rec[f"rho_star_{t}"] = f.loc[f[t].idxmax(), "rho"] if f[t].notna().any() else float("nan")
-        picks = {rec[f"best_{t}"] for t in TARGETS if rec[f"best_{t}"] is not None}
+        picks = {rec[f"best_{t}"] for t in METRICS if rec[f"best_{t}"] is not None}
         rec["distinct_picks"] = len(picks)
         rec["targets_disagree"] = len(picks) > 1
         out.append(rec)
@@ -55,58 +62,77 @@ def disagreement_table(frontier: pd.DataFrame) -> tuple[pd.DataFrame, float]:
     return table, share
 
 
-def _best(f: pd.DataFrame, target: str = "native_reward") -> pd.Series:
-    return f.loc[f[target].idxmax()]
+def _best(rows: pd.DataFrame) -> pd.Series:
+    """The argmax cell of the native reward over ``rows`` (cell means), with its rho and reward share."""
+    g = rows.assign(reward_share=rows["C_reward"] / rows["C_total"]).groupby("cell")
+    means = g[["native_reward", "rho", "reward_share"]].mean()
+    return means.loc[means["native_reward"].idxmax()].rename(means["native_reward"].idxmax())
+
+
+def regime_ceiling(full_rows: pd.DataFrame, names, thresholds: RegimeThresholds) -> float:
+    """The share of (setting, split) in which two disjoint halves of the full grid's seeds name the
+    same regime, over every split of the seeds into halves; NaN with fewer than two seeds."""
+    same = []
+    for name in names:
+        rows = full_rows[full_rows["setting"] == name]
+        seeds = sorted(rows["seed"].unique())
+        if len(seeds) < 2:
+            continue
+        for half in combinations(seeds, len(seeds) // 2):
+            a, b = rows[rows["seed"].isin(half)], rows[~rows["seed"].isin(half)]
+            regimes = [thresholds.classify(x["rho"], x["reward_share"]) for x in (_best(a), _best(b))]
+            same.append(regimes[0] == regimes[1])
+    return float(np.mean(same)) if same else float("nan")
 
 
 def race_table(
-    full: pd.DataFrame,
-    pilot: pd.DataFrame,
     full_rows: pd.DataFrame,
     pilot_rows: pd.DataFrame,
     default_rows: pd.DataFrame,
+    shared: dict[str, str],
     thresholds: RegimeThresholds = RegimeThresholds(),
-) -> tuple[pd.DataFrame, float]:
-    """One row per setting with both grids; returns the table and the same-regime rate.
-
-    ``full``/``pilot`` are frontier tables (cell means), ``*_rows`` the runs behind them;
-    ``default_rows`` the full-budget runs of TRL's default allocation, labelled by setting.
-    """
-    out = []
-    for (stage, setting), f in full.groupby(["stage", "setting"], sort=False):
-        p = pilot[(pilot["stage"] == stage) & (pilot["setting"] == setting)]
-        if p.empty or f["native_reward"].isna().all():
-            continue
-        fb, pb = _best(f), _best(p)
-        pick = f[f["cell"] == pb["cell"]]
-        d = default_rows[(default_rows["stage"] == stage) & (default_rows["setting"] == setting)]
-        fr = full_rows[(full_rows["stage"] == stage) & (full_rows["setting"] == setting)]
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """One row per setting with both grids, and the fresh-seed gains of RACE's pick over the default
+    (one per distinct setting and seed the pilots did not use)."""
+    out, gains = [], []
+    for (stage, setting), fr in full_rows.groupby(["stage", "setting"], sort=False):
         pr = pilot_rows[(pilot_rows["stage"] == stage) & (pilot_rows["setting"] == setting)]
+        if pr.empty or fr["native_reward"].isna().all():
+            continue
+        fb, pb = _best(fr), _best(pr)
+        d = default_rows[(default_rows["stage"] == stage) & (default_rows["setting"] == setting)]
+        fresh = sorted(set(d["seed"]) - set(pr["seed"]))
+        pick = fr[(fr["cell"] == pb.name) & fr["seed"].isin(fresh)].set_index("seed")["native_reward"]
+        default = d[d["seed"].isin(fresh)].groupby("seed")["native_reward"].mean()
+        paired = (pick - default).dropna()
+        if setting not in shared:
+            gains.extend(paired.tolist())
         rec = {
             "stage": stage,
             "setting": setting,
-            "pilot_best_cell": pb["cell"],
+            "pilot_best_cell": pb.name,
             "pilot_rho_star": pb["rho"],
             "pilot_regime": thresholds.classify(pb["rho"], pb["reward_share"]),
-            "full_best_cell": fb["cell"],
+            "pilot_seeds": int(pr["seed"].nunique()),
+            "full_best_cell": fb.name,
             "full_rho_star": fb["rho"],
             "full_regime": thresholds.classify(fb["rho"], fb["reward_share"]),
-            "race_pick_native_reward": pick["native_reward"].iloc[0] if len(pick) else float("nan"),
-            "default_native_reward": d["native_reward"].mean() if len(d) else float("nan"),
-            "default_seeds": int(d["seed"].nunique()) if len(d) else 0,
+            "fresh_seeds": len(paired),
+            "race_pick_native_reward": pick.mean() if len(pick) else float("nan"),
+            "default_native_reward": default.mean() if len(default) else float("nan"),
+            "race_gain_vs_default": paired.mean() if len(paired) else float("nan"),
             "oracle_native_reward": fb["native_reward"],
             "pilot_flops": pr["C_total"].sum(),
             "full_grid_flops": fr["C_total"].sum(),
+            "same_runs_as": shared.get(setting, ""),
         }
         rec["same_regime"] = rec["pilot_regime"] == rec["full_regime"]
-        rec["race_gain_vs_default"] = rec["race_pick_native_reward"] - rec["default_native_reward"]
-        rec["race_regret_vs_oracle"] = rec["oracle_native_reward"] - rec["race_pick_native_reward"]
+        full_pick = fr[fr["cell"] == pb.name]["native_reward"].mean()
+        rec["race_regret_vs_oracle"] = rec["oracle_native_reward"] - full_pick
         rec["pilot_flops_fraction"] = (
             rec["pilot_flops"] / rec["full_grid_flops"] if rec["full_grid_flops"] else float("nan")
         )
         rec["rho_threshold"] = thresholds.rho_threshold
         rec["reward_threshold"] = thresholds.reward_threshold
         out.append(rec)
-    table = pd.DataFrame(out)
-    rate = float(table["same_regime"].mean()) if len(table) else float("nan")
-    return table, rate
+    return pd.DataFrame(out), np.asarray(gains, dtype=float)

@@ -1,0 +1,85 @@
+"""Does the conclusion depend on the accounting? rho* under four conventions of counting compute.
+
+Papers on compute-optimal scaling have flipped their conclusions by changing what a FLOP counts.
+Each run records its update fraction under three conventions, and its step log (``steps/<run_id>.jsonl``)
+gives the tokens for a fourth:
+
+- ``useful``: the paper's: real tokens only, analytic FLOPs of every pass (``rho``);
+- ``executed``: padding and the rows HF ``generate`` keeps decoding included (``rho_executed``);
+- ``6N``: 6 x parameters for every token a model reads, whatever the pass (what verl and several
+  scaling studies count): ``rho_6N = L / (G + L + R)``, with ``L`` the tokens of the loss passes, ``G``
+  the generated rounds' prompt and completion tokens, and ``R`` the PRM's reads in policy-token
+  units (its FLOPs over the policy's FLOPs per generated token; 0 for rule-based rewards);
+- ``wall time``: seconds spent updating over seconds in all (``rho_time``).
+
+:func:`convention_table` refits rho* of the native reward (:func:`paper_repro.analysis.optima.fit_optimum`)
+with each convention's rho on the x axis, per distinct setting and per class.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CONVENTIONS = {"useful": "rho", "executed": "rho_executed", "6N": "rho_6N", "wall time": "rho_time"}
+
+
+def rho_6n(step_log: Path) -> float:
+    """``rho_6N`` of one run from its step log; NaN when the log is missing or holds no tokens."""
+    if not step_log.exists():
+        return float("nan")
+    loss = generated = search = reward = 0.0
+    for line in step_log.read_text().splitlines():
+        step = json.loads(line)
+        tokens, useful = step.get("tokens", {}), step.get("flops", {}).get("useful", {})
+        loss += tokens.get("loss_tokens", 0.0)
+        generated += tokens.get("gen_prompt_tokens", 0.0) + tokens.get("gen_completion_tokens", 0.0)
+        search += useful.get("search", 0.0)
+        reward += useful.get("reward", 0.0)
+    if loss + generated == 0 or search == 0:
+        return float("nan")
+    reads = reward * generated / search  # the PRM's FLOPs in policy-token units
+    return loss / (generated + loss + reads)
+
+
+def with_rho_6n(rows: pd.DataFrame, steps_dir: Path) -> pd.DataFrame:
+    rows = rows.copy()
+    rows["rho_6N"] = [rho_6n(steps_dir / f"{run_id}.jsonl") for run_id in rows["run_id"]]
+    return rows
+
+
+def convention_table(rows: pd.DataFrame, groups: dict[str, tuple[str, ...]]) -> pd.DataFrame:
+    """rho* of the native reward per (group, convention): ``groups`` maps a label (a setting, or a
+    class pooled) to its settings; a single setting is fitted alone, a class pooled."""
+    from paper_repro.analysis.optima import fit_optimum
+
+    out = []
+    for label, names in groups.items():
+        data = rows[rows["setting"].isin(names)]
+        for convention, column in CONVENTIONS.items():
+            if data.empty or data[column].isna().all():
+                continue
+            view = data.assign(rho=data[column])
+            opt = fit_optimum(view, "native_reward", group="setting" if len(names) > 1 else None)
+            out.append({"group": label, "settings": " ".join(names), "convention": convention,
+                        **opt.as_dict()})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def robustness(verdicts: pd.DataFrame) -> tuple[float, str]:
+    """From one row per (claim, convention) with a verdict: (share of conventions whose verdicts all
+    match ``useful``'s, the verdict of "the conclusion is robust to the FLOP convention"): held if every
+    convention gives the same verdicts and some verdict is decided; not held if some claim is held
+    under one convention and not held under another; inconclusive otherwise (verdicts differ only
+    between decided and open, or nothing is decided under any convention: nothing to be robust)."""
+    table = verdicts.pivot(index="claim", columns="convention", values="verdict")
+    if table.empty or "useful" not in table:
+        return float("nan"), "inconclusive"
+    matches = [(table[c] == table["useful"]).all() for c in table.columns]
+    flips = any({"held", "not held"} <= set(row) for _, row in table.iterrows())
+    decided = table.isin(["held", "not held"]).to_numpy().any()
+    verdict = "held" if all(matches) and decided else "not held" if flips else "inconclusive"
+    return float(np.mean(matches)), verdict
