@@ -1,6 +1,8 @@
 # paper-repro: `make reproduce` runs the cpu-tiny study; `make test` runs the tests.
-# Both install into .venv first. torch is pinned exactly (2.13.0): on the project machines pip
-# finds that CPU wheel on local disk, while an unpinned torch pulls a multi-GB CUDA build.
+# Both install into .venv first: the package with its study and dev extras, every pinned version
+# from constraints.txt (pyproject.toml has only ranges). torch is installed first, pinned there
+# (2.13.0): on the project machines pip finds that CPU wheel on local disk, while an unpinned torch
+# pulls a multi-GB CUDA build.
 # Elsewhere, on a CPU-only machine, pass TORCH_INDEX=https://download.pytorch.org/whl/cpu.
 PYTHON ?= python3
 VENV ?= .venv
@@ -16,11 +18,13 @@ RUN_FLAGS := --jobs $(JOBS) $(if $(QUICK),--quick,)
 
 .PHONY: install test test-slow lint bench reproduce validate models gpu-smoke clean
 
-$(STAMP): pyproject.toml
+CONSTRAINTS := constraints.txt
+
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "torch==2.13.0" $(PIP_TORCH)
-	$(BIN)/python -m pip install --quiet -e ".[dev]" $(PIP_TORCH)
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) torch $(PIP_TORCH)
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[study,dev]" $(PIP_TORCH)
 	touch $(STAMP)
 
 install: $(STAMP)
