@@ -4,7 +4,8 @@ folders only (models, tasks, results, executed copies and figures; never the rep
 - 00 builds a tiny testbed (policies S and L, the PRM grown from L) and rebuilds a subset of it;
 - 10 (stage A, policy M), 20 (stage B's dense and stage D's prm) and 30 (M's RACE pilots) each run
   one setting's tiny runs on the tiny profile (``tests/fixtures.py``) into one results folder;
-- 40 analyses that folder in quick mode.
+- 40 analyses that folder in quick mode;
+- 50 (the ledger example) runs two steps of its tiny GRPO run.
 
 One test id per notebook; a notebook without smoke parameters here fails its test.
 """
@@ -197,6 +198,20 @@ def check_testbed(tmp_path: Path) -> None:
     assert _mtimes() == before
 
 
+# ------------------------------------------------------------------------------------------- 50
+
+
+def check_ledger_example(tmp_path: Path) -> None:
+    """50 runs its tiny ledger-wrapped GRPO run for two steps: one JSONL line per step in the folder
+    it was given, and the totals table under both conventions."""
+    out = tmp_path / "out"
+    copy = execute("50_ledger_example", tmp_path / "50_ledger_example.ipynb",
+                   dict(max_steps=2, output_dir=str(out)))  # fmt: skip
+    table = shown_table(copy)
+    assert {"useful", "executed", "C_search", "C_learning", "C_total", "rho"} <= set(table.split())
+    assert (out / "ledger.jsonl").read_text().count("\n") == 2
+
+
 # ------------------------------------------------------------------------------------------ tests
 
 
@@ -207,6 +222,8 @@ def smoke(notebook: str, request, tmp_path: Path) -> None:
         return check_stage_notebook(notebook, request.getfixturevalue("study"))
     if notebook == "40_final_analysis":
         return check_analysis(request.getfixturevalue("study"), tmp_path)
+    if notebook == "50_ledger_example":
+        return check_ledger_example(tmp_path)
     pytest.fail(f"notebooks/{notebook}.ipynb has no smoke run: give it its smallest parameters here")
 
 
