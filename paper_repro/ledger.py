@@ -35,6 +35,8 @@ old/ref forwards have already run on all G rows: down-sampling does not save the
 Budget: the IsoFLOP contract. A run stops at the end of a generation round when the next round,
 predicted as the most expensive round so far, would take the useful C_total past
 ``budget_flops``.
+
+It hooks private methods of TRL: it refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ from trl.trainer.utils import nanstd
 
 from paper_repro import flops
 from paper_repro.flops import CONVENTIONS, ModelShape, TrainSpec, Work
+
+# The TRL versions whose private methods (``_generate_single_turn``, ``_get_per_token_logps_and_entropies``,
+# ``_calculate_rewards``, ``_generate_and_score_completions``, ``_metrics``) the ledger was tested with.
+SUPPORTED_TRL_VERSIONS: tuple[str, ...] = ("1.16.0",)
 
 Component = Literal["search", "learning", "reward"]
 COMPONENTS: tuple[Component, ...] = ("search", "learning", "reward")
@@ -450,10 +456,13 @@ class LedgerGRPOTrainer(GRPOTrainer):
 
     Takes every ``GRPOTrainer`` argument plus ``ledger`` (a :class:`LedgerConfig`). After
     ``train()``, ``trainer.ledger`` holds the per-step records and ``trainer.ledger.summary()``
-    the totals.
+    the totals. On the way:
+
+    * construction refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`.
     """
 
     def __init__(self, *args: Any, ledger: LedgerConfig | None = None, **kwargs: Any) -> None:
+        check_trl_version()
         super().__init__(*args, **kwargs)
         config = ledger or LedgerConfig()
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
@@ -653,3 +662,26 @@ def _as_conventions(cost: Any) -> dict[str, float]:
     if isinstance(cost, (tuple, list)):
         return dict(zip(CONVENTIONS, map(float, cost), strict=True))
     return dict.fromkeys(CONVENTIONS, float(cost))
+
+
+# ---------------------------------------------------------------------------------------------
+# TRL versions
+# ---------------------------------------------------------------------------------------------
+
+
+def _trl_version() -> str:
+    import trl
+
+    return str(trl.__version__)
+
+
+def check_trl_version() -> None:
+    """Refuse a TRL version the ledger has not been tested with: it hooks TRL's private methods,
+    whose names, arguments and call order can change in any release, and would count wrong."""
+    version = _trl_version()
+    if version not in SUPPORTED_TRL_VERSIONS:
+        raise RuntimeError(
+            f"the FLOP ledger hooks private methods of TRL's GRPOTrainer and supports TRL "
+            f"{', '.join(SUPPORTED_TRL_VERSIONS)} only; found trl {version}. Install a supported version "
+            f"(pip install trl=={SUPPORTED_TRL_VERSIONS[-1]})"
+        )

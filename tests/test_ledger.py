@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from paper_repro import flops
 from paper_repro.flops import Work
 from paper_repro.ledger import (
+    SUPPORTED_TRL_VERSIONS,
     LedgerConfig,
     LedgerGRPOTrainer,
     forward_pass_work,
@@ -109,7 +110,16 @@ def measuring(hook: str) -> type[LedgerGRPOTrainer]:
     return type(f"Measuring_{hook}", (LedgerGRPOTrainer,), {"measured": 0, hook: wrapped})
 
 
-def run_tiny_grpo(
+def run_tiny_grpo(tmp_path, ledger: LedgerConfig, measure: bool = False, **kwargs):
+    trainer = build_tiny_grpo(tmp_path, ledger, measure=measure, **kwargs)
+    counter = flop_counter()
+    with counter:
+        trainer.train()
+    trainer.measured_total = counter.get_total_flops()
+    return trainer
+
+
+def build_tiny_grpo(
     tmp_path,
     ledger: LedgerConfig,
     measure: bool = False,
@@ -139,10 +149,6 @@ def run_tiny_grpo(
         ledger=ledger,
         **(trainer_kwargs or {}),
     )
-    counter = flop_counter()
-    with counter:
-        trainer.train()
-    trainer.measured_total = counter.get_total_flops()
     return trainer
 
 
@@ -233,7 +239,7 @@ def test_reward_costs_from_flop_cost_attribute(tmp_path):
     assert s["executed"]["C_reward"] == pytest.approx(2e3 * s["tokens"]["gen_rows"])
 
 
-def test_reward_model_module_is_charged_its_forward(tmp_path):
+def _reward_model():
     from transformers import Qwen2Config, Qwen2ForSequenceClassification
 
     config = Qwen2Config(
@@ -248,11 +254,14 @@ def test_reward_model_module_is_charged_its_forward(tmp_path):
     torch.manual_seed(1)
     rm = Qwen2ForSequenceClassification(config)
     rm.config._attn_implementation = "eager"
+    return rm
 
+
+def test_reward_model_module_is_charged_its_forward(tmp_path):
     trainer = run_tiny_grpo(
         tmp_path,
         LedgerConfig(),
-        reward_funcs=rm,
+        reward_funcs=_reward_model(),
         trainer_cls=measuring("_calculate_rewards"),
         trainer_kwargs=dict(reward_processing_classes=build_tokenizer()),
         max_steps=2,
@@ -314,3 +323,16 @@ def test_a_round_ceiling_makes_the_budget_a_guarantee(tmp_path):
     assert len(capped.ledger.rounds) < 3  # the dearest-so-far rule would have run a third round
     with pytest.raises(ValueError, match="does not surely buy one generation round"):
         run_tiny_grpo(tmp_path / "c", LedgerConfig(budget_flops=budget, round_ceiling_flops=2 * budget))
+
+
+# --- TRL versions ----------------------------------------------------------------------------
+
+
+def test_an_untested_trl_version_is_refused_at_construction(tmp_path, monkeypatch):
+    import trl
+
+    monkeypatch.setattr(trl, "__version__", "1.17.0")
+    with pytest.raises(RuntimeError, match=r"supports TRL 1\.16\.0 only; found trl 1\.17\.0"):
+        build_tiny_grpo(tmp_path, LedgerConfig())
+    monkeypatch.setattr(trl, "__version__", SUPPORTED_TRL_VERSIONS[0])
+    build_tiny_grpo(tmp_path, LedgerConfig())
