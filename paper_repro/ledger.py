@@ -36,6 +36,12 @@ Budget: the IsoFLOP contract. A run stops at the end of a generation round when 
 predicted as the most expensive round so far, would take the useful C_total past
 ``budget_flops``.
 
+What else reaches the outside:
+
+* TRL's metrics path: every optimizer step sets ``flops/*`` and ``tokens/*`` in
+  ``GRPOTrainer._metrics``, so every ``report_to`` backend and ``state.log_history`` carry them
+  (:data:`METRIC_NAMES`);
+
 It hooks private methods of TRL: it refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`.
 """
 
@@ -260,6 +266,10 @@ class FlopLedger:
         self._current = _StepAccumulator()
         self._step_start = time.perf_counter()
         self.stopped_by_budget = False
+        # running totals (in the order the steps' sums take them), so that per-step metrics cost O(1)
+        self._totals = {c: dict.fromkeys(COMPONENTS, 0.0) for c in CONVENTIONS}
+        self._token_totals: dict[str, float] = defaultdict(float)
+        self._seconds_totals = dict.fromkeys((*COMPONENTS, "total"), 0.0)
         if self.config.log_path:
             Path(self.config.log_path).parent.mkdir(parents=True, exist_ok=True)
             Path(self.config.log_path).write_text("")
@@ -328,6 +338,13 @@ class FlopLedger:
         }
         self._round_cost += sum(useful.values())
         self._useful_total += sum(useful.values())
+        for c in CONVENTIONS:
+            for k in COMPONENTS:
+                self._totals[c][k] += acc.flops[c][k]
+        for k, v in acc.tokens.items():
+            self._token_totals[k] += v
+        for k, v in seconds.items():
+            self._seconds_totals[k] += v
         if round_complete:
             self.rounds.append(self._round_cost)
             self._round_cost = 0.0
@@ -350,6 +367,27 @@ class FlopLedger:
             self.stopped_by_budget = True
             return True
         return False
+
+    def metrics(self) -> dict[str, float]:
+        """The run so far as TRL-style metrics (:data:`METRIC_NAMES`): cumulative useful FLOPs per
+        component (``flops/search`` ...), the same under ``executed`` (``flops/executed/search`` ...),
+        rho under each, the time-based rho and the tokens of each component. Values, not deltas."""
+        out: dict[str, float] = {}
+        for convention in CONVENTIONS:
+            prefix = "flops/" if convention == "useful" else f"flops/{convention}/"
+            comp = self._totals[convention]
+            total = sum(comp.values())
+            for k, v in comp.items():
+                out[prefix + k] = v
+            out[prefix + "total"] = total
+            out[prefix + "rho"] = comp["learning"] / total if total > 0 else float("nan")
+        secs = self._seconds_totals
+        out["flops/rho_time"] = secs["learning"] / secs["total"] if secs["total"] > 0 else float("nan")
+        tokens = self._token_totals
+        out["tokens/search"] = tokens.get("gen_prompt_tokens", 0.0) + tokens.get("gen_completion_tokens", 0.0)
+        out["tokens/learning"] = tokens.get("loss_tokens", 0.0)
+        out["tokens/reward"] = tokens.get("reward_tokens", 0.0)
+        return out
 
     # --- totals --------------------------------------------------------------------------------
     def component_totals(self, convention: str = "useful") -> dict[str, float]:
@@ -394,6 +432,15 @@ class FlopLedger:
         path.write_text(json.dumps(self.summary(), indent=2) + "\n")
 
 
+# What :meth:`FlopLedger.metrics` puts into TRL's metrics each optimizer step (cumulative values).
+METRIC_NAMES: tuple[str, ...] = (
+    *(f"flops/{k}" for k in (*COMPONENTS, "total", "rho")),
+    *(f"flops/executed/{k}" for k in (*COMPONENTS, "total", "rho")),
+    "flops/rho_time",
+    *(f"tokens/{k}" for k in COMPONENTS),
+)
+
+
 class _LedgerCallback(TrainerCallback):
     def __init__(self, trainer: LedgerGRPOTrainer) -> None:
         self.trainer = trainer
@@ -416,6 +463,11 @@ class _LedgerCallback(TrainerCallback):
         if accelerator.num_processes > 1:
             trainer.ledger.reduce_step(lambda t: accelerator.reduce(t.to(accelerator.device), "sum").cpu())
         trainer.ledger.end_step(state.global_step, round_complete)
+        # cumulative values, set (not appended) as TRL sets num_tokens: the logged value is the
+        # total at the logging step, whatever logging_steps is
+        metrics = trainer._metrics["train"]
+        for name, value in trainer.ledger.metrics().items():
+            metrics[name] = [value]
         if round_complete and trainer.ledger.should_stop():
             control.should_training_stop = True
         return control
@@ -458,7 +510,12 @@ class LedgerGRPOTrainer(GRPOTrainer):
     ``train()``, ``trainer.ledger`` holds the per-step records and ``trainer.ledger.summary()``
     the totals. On the way:
 
-    * construction refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`.
+    * construction refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`;
+    * every optimizer step puts the run's running totals into TRL's metrics (:data:`METRIC_NAMES`,
+      e.g. ``flops/search``, ``flops/executed/total``, ``flops/rho``, ``flops/rho_time``,
+      ``tokens/learning``). They are cumulative values, set as TRL sets ``num_tokens``: what a
+      logging step shows is the total up to that step, whatever ``logging_steps`` is; differences of
+      consecutive log entries are the window's FLOPs.
     """
 
     def __init__(self, *args: Any, ledger: LedgerConfig | None = None, **kwargs: Any) -> None:

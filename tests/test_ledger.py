@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from paper_repro import flops
 from paper_repro.flops import Work
 from paper_repro.ledger import (
+    METRIC_NAMES,
     SUPPORTED_TRL_VERSIONS,
     LedgerConfig,
     LedgerGRPOTrainer,
@@ -323,6 +324,49 @@ def test_a_round_ceiling_makes_the_budget_a_guarantee(tmp_path):
     assert len(capped.ledger.rounds) < 3  # the dearest-so-far rule would have run a third round
     with pytest.raises(ValueError, match="does not surely buy one generation round"):
         run_tiny_grpo(tmp_path / "c", LedgerConfig(budget_flops=budget, round_ceiling_flops=2 * budget))
+
+
+# --- what reaches the outside: TRL's metrics ---------------------
+
+
+@pytest.fixture(scope="module")
+def logged_run(tmp_path_factory):
+    """One real run logged every 2 optimizer steps through TRL's own path (``report_to="none"``), Steps 1 and 3 generate, 2 and 4 reuse the rollouts."""
+    tmp = tmp_path_factory.mktemp("logged")
+    ledger = LedgerConfig(log_path=tmp / "steps" / "run.jsonl")
+    trainer = run_tiny_grpo(tmp, ledger, max_steps=4, logging_steps=2)
+    steps = [json.loads(x) for x in (tmp / "steps" / "run.jsonl").read_text().splitlines()]
+    return trainer, steps, tmp
+
+
+def _sums(steps):
+    """Per component and convention, the step log's sums."""
+    out = {c: {k: sum(s["flops"][c][k] for s in steps) for k in ("search", "learning", "reward", "total")}
+           for c in flops.CONVENTIONS}  # fmt: skip
+    seconds = {k: sum(s["seconds"][k] for s in steps) for k in ("search", "learning", "reward", "total")}
+    tokens = {k: sum(s["tokens"].get(k, 0) for s in steps) for k in {k for s in steps for k in s["tokens"]}}
+    return out, seconds, tokens
+
+
+def test_flop_metrics_go_through_trls_metrics_path_as_running_totals(logged_run):
+    trainer, steps, _ = logged_run
+    logged = [e for e in trainer.state.log_history if "flops/search" in e]
+    assert [e["step"] for e in logged] == [2, 4]
+    assert set(METRIC_NAMES) <= set(logged[-1])
+    for entry in logged:
+        # the totals up to the logging step, not the mean of the window's steps (step 2 generated nothing)
+        sums, seconds, tokens = _sums([s for s in steps if s["step"] <= entry["step"]])
+        for convention, prefix in (("useful", "flops/"), ("executed", "flops/executed/")):
+            for k in ("search", "learning", "reward", "total"):
+                assert entry[prefix + k] == pytest.approx(sums[convention][k], rel=1e-12)
+            assert entry[prefix + "rho"] == pytest.approx(
+                sums[convention]["learning"] / sums[convention]["total"]
+            )
+        assert entry["flops/rho_time"] == pytest.approx(seconds["learning"] / seconds["total"])
+        assert entry["tokens/search"] == tokens["gen_prompt_tokens"] + tokens["gen_completion_tokens"]
+        assert entry["tokens/learning"] == tokens["loss_tokens"] > 0
+        assert entry["tokens/reward"] == 0  # a plain reward function reads no model tokens
+    assert logged[0]["flops/search"] > 0 and logged[1]["flops/search"] > logged[0]["flops/search"]
 
 
 # --- TRL versions ----------------------------------------------------------------------------
