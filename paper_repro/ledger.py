@@ -41,6 +41,7 @@ What else reaches the outside:
 * TRL's metrics path: every optimizer step sets ``flops/*`` and ``tokens/*`` in
   ``GRPOTrainer._metrics``, so every ``report_to`` backend and ``state.log_history`` carry them
   (:data:`METRIC_NAMES`);
+* ``state.total_flos`` is the ledger's useful C_total, so the trainer's end-of-training summary is right;
 
 It hooks private methods of TRL: it refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`.
 """
@@ -515,7 +516,8 @@ class LedgerGRPOTrainer(GRPOTrainer):
       e.g. ``flops/search``, ``flops/executed/total``, ``flops/rho``, ``flops/rho_time``,
       ``tokens/learning``). They are cumulative values, set as TRL sets ``num_tokens``: what a
       logging step shows is the total up to that step, whatever ``logging_steps`` is; differences of
-      consecutive log entries are the window's FLOPs.
+      consecutive log entries are the window's FLOPs;
+    * ``state.total_flos`` is the useful C_total (:meth:`store_flos`).
     """
 
     def __init__(self, *args: Any, ledger: LedgerConfig | None = None, **kwargs: Any) -> None:
@@ -578,6 +580,21 @@ class LedgerGRPOTrainer(GRPOTrainer):
                 f"budget {budget:.3g} FLOPs does not surely buy one generation round: the costliest "
                 f"round (every completion at the maximum length) needs {ceiling:.3g}"
             )
+
+    # --- TRL's FLOP count ----------------------------------------------------------------------
+    def floating_point_ops(self, inputs: Any) -> int:
+        """0: the ledger, not Trainer's 6N per input token, counts this run (see :meth:`store_flos`)."""
+        return 0
+
+    def store_flos(self) -> None:
+        """``state.total_flos`` is the ledger's C_total in the ``useful`` convention (real tokens,
+        causal attention: the paper's accounting and what the budget is charged in), summed over
+        processes and all three components, so the trainer's end-of-training summary
+        (``train_output.metrics["total_flos"]``) is right; TRL's GRPO reports 0. The ``executed``
+        C_total is in the ledger's summary and the compute card. On a resumed run it counts this
+        session's steps only."""
+        self.state.total_flos = sum(self.ledger._totals["useful"].values())
+        self.current_flos = 0
 
     # --- helpers -------------------------------------------------------------------------------
     def _sync(self) -> None:

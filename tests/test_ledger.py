@@ -326,7 +326,7 @@ def test_a_round_ceiling_makes_the_budget_a_guarantee(tmp_path):
         run_tiny_grpo(tmp_path / "c", LedgerConfig(budget_flops=budget, round_ceiling_flops=2 * budget))
 
 
-# --- what reaches the outside: TRL's metrics ---------------------
+# --- what reaches the outside: TRL's metrics and total_flos ---------------------
 
 
 @pytest.fixture(scope="module")
@@ -367,6 +367,14 @@ def test_flop_metrics_go_through_trls_metrics_path_as_running_totals(logged_run)
         assert entry["tokens/learning"] == tokens["loss_tokens"] > 0
         assert entry["tokens/reward"] == 0  # a plain reward function reads no model tokens
     assert logged[0]["flops/search"] > 0 and logged[1]["flops/search"] > logged[0]["flops/search"]
+
+
+def test_total_flos_is_the_ledgers_useful_c_total(logged_run):
+    trainer, steps, _ = logged_run
+    c_total = trainer.ledger.summary()["useful"]["C_total"]
+    assert trainer.state.total_flos == c_total == pytest.approx(_sums(steps)[0]["useful"]["total"])
+    (final,) = [e for e in trainer.state.log_history if "total_flos" in e]  # the end-of-training summary
+    assert final["total_flos"] == c_total > 0
 
 
 # --- TRL versions ----------------------------------------------------------------------------
