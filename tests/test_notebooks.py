@@ -3,7 +3,7 @@ folders only (models, tasks, results, executed copies and figures; never the rep
 
 - 00 builds a tiny testbed (policies S and L, the PRM grown from L) and rebuilds a subset of it;
 - 10 (stage A, policy M), 20 (stage B's dense and stage D's prm) and 30 (M's RACE pilots) each run
-  one setting's tiny runs on the tiny profile (``tests/fixtures.py``) into one results folder;
+  one setting's tiny quick runs on the tiny profile (``tests/fixtures.py``) into one results folder;
 - 40 analyses that folder in quick mode;
 - 50 (the ledger example) runs two steps of its tiny GRPO run.
 
@@ -75,12 +75,13 @@ def shown_table(path: Path) -> str:
 
 def study_executions(profile: Path, results: Path, executed: Path) -> list[tuple[str, Path, dict]]:
     """(notebook, executed copy, parameters) of the stage notebooks, in the order they run: one seed,
-    quick, one cell where the notebook takes cells, one torch thread."""
+    quick, one torch thread; stage A one cell, stages B and D their quick cells (40 compares the
+    PRM-style and rule-based frontiers fitted over those cells), 30 its quick pilots."""
     common = dict(profile=str(profile), quick=True, results_root=str(results), threads=1)
     runs = [
         ("10_stage_A_model_size", "M", dict(setting="M", seeds=1, cells=["r70"])),
-        ("20_stage_BD_reward_systems", "dense", dict(reward_system="dense", seeds=1, cells=["r70"])),
-        ("20_stage_BD_reward_systems", "prm", dict(reward_system="prm", seeds=1, cells=["r50"])),  # stage D
+        ("20_stage_BD_reward_systems", "dense", dict(reward_system="dense", seeds=1)),
+        ("20_stage_BD_reward_systems", "prm", dict(reward_system="prm", seeds=1)),  # stage D
         ("30_race_pilots", "M", dict(setting="M")),  # quick: the quick cells at the pilot budget
     ]
     out = []
