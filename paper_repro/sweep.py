@@ -107,6 +107,8 @@ def study_jobs(
                 )
         else:
             params = dict(common)
+            if quick:  # a smoke run decides nothing: no power simulation
+                params["power_replicates"] = 0
             if results_root:  # results redirected: the figures go beside them, not into the repo
                 params["figures_dir"] = str(Path(results_root) / "figures")
             jobs.append(NotebookJob(step, book, params, out_dir / f"{book}.ipynb", (), root))

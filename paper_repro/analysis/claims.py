@@ -139,8 +139,7 @@ def lower(runs: pd.DataFrame, rule: tuple[str, ...], prm: tuple[str, ...]) -> Re
     """PRM-style rho* minus rule-based rho*, on the same policy and a rho range both reach: one
     model of the standardised native reward with a setting intercept, a shared quadratic and a
     PRM-style offset on both its terms; the difference's interval from parametric draws."""
-    import statsmodels.api as sm
-    from statsmodels.stats.anova import anova_lm
+    from paper_repro.analysis.optima import OLS, f_test
 
     rows = _of(runs, (*rule, *prm)).dropna(subset=["native_reward", "rho"])
     if not len(_of(rows, rule)) or not len(_of(rows, prm)):
@@ -148,21 +147,20 @@ def lower(runs: pd.DataFrame, rule: tuple[str, ...], prm: tuple[str, ...]) -> Re
     reach = rows.groupby("setting")["rho"].agg(["min", "max"])
     lo, hi = float(reach["min"].max()), float(reach["max"].min())
     rows = rows[(rows["rho"] >= lo - 0.02) & (rows["rho"] <= hi + 0.02)].reset_index(drop=True)
-    if rows.groupby("setting")["cell"].nunique().min() < 3:
-        return Result(note=f"fewer than three cells each in the common range {lo:.2f}-{hi:.2f}")
+    cells = rows.groupby("setting")["cell"].nunique().reindex(list((*rule, *prm)), fill_value=0)
+    if cells.min() < 3 or rows.groupby(["setting", "cell"]).size().max() < 2:
+        return Result(note=f"fewer than three cells with replicated seeds each in the common range {lo:.2f}-{hi:.2f}")
     y = standardised(rows, "native_reward", "setting").to_numpy(float)
     rho = rows["rho"].to_numpy(float)
     is_prm = rows["setting"].isin(prm).to_numpy(float)
     intercepts = pd.get_dummies(rows["setting"], dtype=float).to_numpy()
     X = np.column_stack([intercepts, rho, rho**2, is_prm * rho, is_prm * rho**2])
-    fit = sm.OLS(y, X).fit()
-    p_flat = float(anova_lm(sm.OLS(y, intercepts).fit(), fit)["Pr(>F)"].iloc[1])
+    fit = OLS.fit(X, y)
+    p_flat = f_test(OLS.fit(intercepts, y), fit)
     if not p_flat < 0.05:
         return Result(note=f"flat in the common range (p = {p_flat:.2g})")
     k = intercepts.shape[1]
-    vertices, no_max = _vertex_draws(
-        np.asarray(fit.params), np.asarray(fit.cov_params()), [([k], [k + 1]), ([k, k + 2], [k + 1, k + 3])]
-    )
+    vertices, no_max = _vertex_draws(fit.params, fit.cov, [([k], [k + 1]), ([k, k + 2], [k + 1, k + 3])])
     if no_max > 0.05:
         return Result(note=f"no maximum in {no_max:.0%} of the draws (rho* not identified)")
     diff = vertices[:, 1] - vertices[:, 0]
