@@ -34,7 +34,8 @@ old/ref forwards have already run on all G rows: down-sampling does not save the
 
 Budget: the IsoFLOP contract. A run stops at the end of a generation round when the next round,
 predicted as the most expensive round so far, would take the useful C_total past
-``budget_flops``.
+``budget_flops``. Before any compute the trainer prices the costliest round it can meet from what it
+sees (:meth:`LedgerGRPOTrainer.price_round_ceiling`) and refuses a budget below it.
 
 What else reaches the outside:
 
@@ -51,6 +52,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -63,7 +65,7 @@ from trl import GRPOTrainer
 from trl.trainer.utils import nanstd
 
 from paper_repro import flops
-from paper_repro.flops import CONVENTIONS, ModelShape, TrainSpec, Work
+from paper_repro.flops import CONVENTIONS, GRPOStep, ModelShape, TrainSpec, Work
 
 # The TRL versions whose private methods (``_generate_single_turn``, ``_get_per_token_logps_and_entropies``,
 # ``_calculate_rewards``, ``_generate_and_score_completions``, ``_metrics``) the ledger was tested with.
@@ -511,7 +513,9 @@ class LedgerGRPOTrainer(GRPOTrainer):
     ``train()``, ``trainer.ledger`` holds the per-step records and ``trainer.ledger.summary()``
     the totals. On the way:
 
-    * construction refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`;
+    * construction refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`, and a budget below
+      one round (the user's ``first_round_flops`` / ``round_ceiling_flops``, else the round the
+      trainer prices itself: :meth:`price_round_ceiling`);
     * every optimizer step puts the run's running totals into TRL's metrics (:data:`METRIC_NAMES`,
       e.g. ``flops/search``, ``flops/executed/total``, ``flops/rho``, ``flops/rho_time``,
       ``tokens/learning``). They are cumulative values, set as TRL sets ``num_tokens``: what a
@@ -543,6 +547,7 @@ class LedgerGRPOTrainer(GRPOTrainer):
             None,
         )
         self._check_downsampling()
+        self.round_price: dict[str, Any] | None = None  # the self-priced ceiling (price_round_ceiling)
         self._check_first_round()
         self.add_callback(_LedgerCallback(self))
 
@@ -569,8 +574,22 @@ class LedgerGRPOTrainer(GRPOTrainer):
             raise ValueError("down-sampling supports multi_objective_aggregation='sum_then_normalize' only")
 
     def _check_first_round(self) -> None:
+        """Refuse a budget below one round before any compute: against the user's
+        ``first_round_flops`` / ``round_ceiling_flops`` when given, else against the ceiling the
+        trainer prices itself (:meth:`price_round_ceiling`)."""
         config = self.ledger.config
         budget, first, ceiling = config.budget_flops, config.first_round_flops, config.round_ceiling_flops
+        if budget is not None and first is None and ceiling is None:
+            self.round_price = self.price_round_ceiling()
+            if self.round_price is not None and self.round_price["C_total"] > budget:
+                price = self.round_price
+                raise ValueError(
+                    f"budget {budget:.3g} FLOPs does not surely buy one generation round: one round needs up "
+                    f"to {price['C_total']:.3g} useful FLOPs (P={price['P']} prompts x G={price['G']}, "
+                    f"K={price['K']}, mu={price['mu']}; the longest prompt, {price['prompt_tokens']} tokens, "
+                    f"and every completion at max_completion_length={price['completion_tokens']}). Raise "
+                    "the budget, or pass first_round_flops / round_ceiling_flops to price the round yourself"
+                )
         if budget is not None and first is not None and first > budget:
             raise ValueError(
                 f"budget {budget:.3g} FLOPs buys 0 generation rounds: one round needs about {first:.3g}"
@@ -580,6 +599,118 @@ class LedgerGRPOTrainer(GRPOTrainer):
                 f"budget {budget:.3g} FLOPs does not surely buy one generation round: the costliest "
                 f"round (every completion at the maximum length) needs {ceiling:.3g}"
             )
+
+    def price_round_ceiling(self) -> dict[str, Any] | None:
+        """The most one generation round can cost (useful FLOPs), priced with the analytic FLOP model
+        (:func:`paper_repro.flops.grpo_step_cost`) from what the trainer sees, before any compute:
+
+        * the batch layout: a round is ``per_device_train_batch_size x steps_per_generation x world
+          size`` rows, P = rows / G prompts of G = ``num_generations`` completions, K kept
+          (``LedgerConfig.kept``), mu = ``num_iterations`` update epochs;
+        * the longest prompt of the train dataset, tokenized as TRL tokenizes it
+          (``_tokenize_prompts``: through the chat template for conversational prompts), and every
+          completion at ``max_completion_length``;
+        * the policy's shape from its config, LoRA from its PEFT adapters, gradient checkpointing;
+          the old-policy forward by TRL's rule (mu > 1, or vLLM importance sampling), the reference
+          forward when beta != 0 (priced with the adapters on: a bound), prefix caching as counted;
+        * reward models (``nn.Module``) from their config, one forward over the longest prompt plus
+          ``max_completion_length`` tokens per completion (assumes the reward tokenizer splits no
+          finer than the policy's); reward functions with ``flop_cost`` by calling it on a worst-case
+          batch: the longest prompt and a ``max_completion_length`` completion of one repeated
+          ordinary token in each of the P x G rows. A function without ``flop_cost`` costs 0.
+
+        Returns the priced round (``C_*``, ``rho`` and the layout), or None, with a warning, when the
+        train dataset's prompts cannot be read (an iterable dataset): then nothing is refused."""
+        args = self.args
+        world = self.accelerator.num_processes
+        rows = args.per_device_train_batch_size * args.steps_per_generation * world
+        g, k, mu = self.num_generations, self._kept, self.num_iterations
+        longest = self._longest_prompt()
+        if longest is None:
+            warnings.warn(
+                "the FLOP ledger cannot read the train dataset's prompts to price a round: the budget is "
+                "not checked before training; pass round_ceiling_flops",
+                stacklevel=3,
+            )
+            return None
+        prompt, prompt_tokens = longest
+        c = args.max_completion_length
+        old = args.gradient_accumulation_steps % (args.steps_per_generation * mu) != 0 or bool(
+            self.use_vllm and self.vllm_importance_sampling_correction
+        )
+        step = GRPOStep(
+            prompts=rows // g, generations=g, kept=k, epochs=mu, prompt_tokens=prompt_tokens,
+            completion_tokens=c, beta=self.beta, old_logprobs=old, prefix_cache=self._prefix_cache,
+        )  # fmt: skip
+        cost = flops.grpo_step_cost(self.ledger.policy, step, train=self.ledger.train)
+        reward = self._reward_ceiling(prompt, prompt_tokens, rows)
+        total = cost.C_total + reward
+        return {
+            "C_search": float(cost.C_search), "C_learning": float(cost.C_learning),
+            "C_reward": float(reward), "C_total": float(total),
+            "rho": cost.C_learning / total if total > 0 else float("nan"),
+            "P": rows // g, "G": g, "K": k, "mu": mu, "rows": rows,
+            "prompt_tokens": prompt_tokens, "completion_tokens": c,
+        }  # fmt: skip
+
+    def _longest_prompt(self) -> tuple[Any, int] | None:
+        """The train dataset's longest prompt and its tokens as TRL tokenizes it, or None."""
+        dataset = self.train_dataset
+        try:
+            prompts = list(dataset["prompt"])
+        except Exception:  # no dataset, an iterable one, or no prompt column
+            return None
+        if not prompts:
+            return None
+        best, best_len = None, -1
+        for start in range(0, len(prompts), 1024):
+            chunk = prompts[start : start + 1024]
+            ids = self._tokenize_prompts(chunk)[0]
+            for prompt, row in zip(chunk, ids, strict=True):
+                if len(row) > best_len:
+                    best, best_len = prompt, len(row)
+        return best, best_len
+
+    def _reward_ceiling(self, prompt: Any, prompt_tokens: int, rows: int) -> float:
+        """Useful FLOPs of the reward functions on ``rows`` worst-case completions (see
+        :meth:`price_round_ceiling`)."""
+        c = self.args.max_completion_length
+        total = 0.0
+        completions = completion_ids = None
+        for func in self.reward_funcs:
+            if isinstance(func, torch.nn.Module):
+                shape = ModelShape.from_config(func.config)
+                total += rows * flops.forward_flops(shape, flops.sequence_work(prompt_tokens + c))
+                continue
+            cost_fn = getattr(func, "flop_cost", None)
+            if cost_fn is None:
+                continue
+            if completions is None:
+                completions, completion_ids = self._worst_completions(prompt, rows)
+            try:
+                cost = cost_fn(
+                    prompts=[prompt] * rows, completions=completions, completion_ids=completion_ids
+                )
+                total += _as_conventions(cost)["useful"]
+            except Exception as err:  # a cost model that cannot read a synthetic completion
+                warnings.warn(
+                    f"could not price reward {getattr(func, '__name__', func)!r} on a worst-case batch "
+                    f"({type(err).__name__}: {err}); the round ceiling leaves it out",
+                    stacklevel=4,
+                )
+        return total
+
+    def _worst_completions(self, prompt: Any, rows: int) -> tuple[list[Any], list[list[int]]]:
+        """``rows`` completions of ``max_completion_length`` tokens (one ordinary token repeated), as
+        TRL hands them to reward functions: text, or an assistant turn for conversational prompts."""
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        special = set(getattr(tokenizer, "all_special_ids", []) or [])
+        token = next(i for i in range(len(tokenizer)) if i not in special)
+        ids = [token] * self.args.max_completion_length
+        text = tokenizer.decode(ids)
+        conversational = isinstance(prompt, list)
+        completion = [{"role": "assistant", "content": text}] if conversational else text
+        return [completion] * rows, [list(ids) for _ in range(rows)]
 
     # --- TRL's FLOP count ----------------------------------------------------------------------
     def floating_point_ops(self, inputs: Any) -> int:

@@ -171,6 +171,8 @@ def test_ledger_agrees_with_profiler(tmp_path, overrides):
     kind = "old_forward_rows" if overrides.get("num_iterations", 1) > 1 else "ref_forward_rows"
     assert tokens[kind] == tokens["gen_rows"]  # the extra forward runs on all G, before down-sampling
     assert tokens["kept_rows"] == tokens["gen_rows"] / 2
+    # the round ceiling the trainer prices itself bounds every round it ran
+    assert max(trainer.ledger.rounds) <= trainer.price_round_ceiling()["C_total"]
 
 
 def test_useful_is_at_most_executed_and_rho_is_consistent(tmp_path):
@@ -375,6 +377,48 @@ def test_total_flos_is_the_ledgers_useful_c_total(logged_run):
     assert trainer.state.total_flos == c_total == pytest.approx(_sums(steps)[0]["useful"]["total"])
     (final,) = [e for e in trainer.state.log_history if "total_flos" in e]  # the end-of-training summary
     assert final["total_flos"] == c_total > 0
+
+
+# --- the budget as a contract without help ---------------------------------------------------
+
+
+def test_a_budget_below_one_round_is_refused_without_help_before_any_step(tmp_path, monkeypatch):
+    """No first_round_flops, no round_ceiling_flops: the trainer prices the costliest round from the
+    config, the data and the layout, and refuses in __init__, naming the budget and that cost."""
+    from trl import GRPOTrainer
+
+    price = build_tiny_grpo(tmp_path / "a", LedgerConfig()).price_round_ceiling()
+    generated = []
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", lambda self, *a, **k: generated.append(a))
+    with pytest.raises(ValueError, match="does not surely buy one generation round") as err:
+        run_tiny_grpo(tmp_path / "b", LedgerConfig(budget_flops=1e6))
+    assert "budget 1e+06 FLOPs" in str(err.value)
+    assert f"one round needs up to {price['C_total']:.3g} useful FLOPs" in str(err.value)
+    assert not generated
+    assert price == {**price, "P": 4, "G": 4, "K": 4, "mu": 1, "prompt_tokens": 4, "completion_tokens": 10}
+    # the planner's own numbers stay possible, and win
+    build_tiny_grpo(tmp_path / "c", LedgerConfig(budget_flops=1e6, first_round_flops=5e5))
+    trainer = build_tiny_grpo(tmp_path / "d", LedgerConfig(budget_flops=1e6, round_ceiling_flops=9e5))
+    assert trainer.round_price is None
+
+
+def test_the_round_ceiling_prices_reward_functions_and_reward_models(tmp_path):
+    def priced_reward(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    priced_reward.flop_cost = lambda prompts, completions, completion_ids: 1e3 * sum(map(len, completion_ids))
+    price = build_tiny_grpo(tmp_path / "a", LedgerConfig(), reward_funcs=priced_reward).price_round_ceiling()
+    assert price["C_reward"] == 1e3 * price["rows"] * 10  # every row at max_completion_length=10
+
+    rm = _reward_model()
+    trainer = build_tiny_grpo(
+        tmp_path / "b", LedgerConfig(), reward_funcs=rm,
+        trainer_kwargs=dict(reward_processing_classes=build_tokenizer()),
+    )  # fmt: skip
+    price = trainer.price_round_ceiling()
+    per_row = flops.forward_flops(flops.ModelShape.from_config(rm.config), flops.sequence_work(4 + 10))
+    assert price["C_reward"] == pytest.approx(price["rows"] * per_row)
+    assert price["C_total"] == pytest.approx(price["C_search"] + price["C_learning"] + price["C_reward"])
 
 
 # --- TRL versions ----------------------------------------------------------------------------
