@@ -139,4 +139,6 @@ def frontier_table(rows: pd.DataFrame) -> pd.DataFrame:
             rec[f"base_{t}"] = g[f"base_{t}"].mean()
         out.append(rec)
     frame = pd.DataFrame(out)
+    if frame.empty:  # no ok run (all failed, or none yet): an empty frontier, not an error
+        return pd.DataFrame(columns=["stage", "setting", "cell", "rho", *TARGETS])
     return frame.sort_values(["stage", "setting", "rho"], kind="stable").reset_index(drop=True)
