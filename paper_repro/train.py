@@ -13,7 +13,8 @@ run computes with), and:
    two downstream sets, the common judge on the gsm completions; and the base policy the same way
    (cached per base model, reward system and evaluation set in ``base_metrics.csv``);
 4. appends one row to ``data/results/<profile>/runs.csv`` (:mod:`paper_repro.results`) and writes the
-   per-step ledger log to ``steps/<run_id>.jsonl`` beside it.
+   per-step ledger log to ``steps/<run_id>.jsonl`` beside it, with the run's compute card
+   (``steps/<run_id>.card.json`` and ``.card.md``, :func:`paper_repro.ledger.compute_card`).
 
 A run that raises after the checks is recorded as ``status=failed`` with its error and NaN metrics.
 

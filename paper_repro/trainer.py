@@ -167,7 +167,7 @@ def lora_config(spec: RunSpec):
 
 def ledger_config(spec: RunSpec, log_path: Path | None):
     """The ledger's budget contract: the budget, the planner's first round, and with the ``ceiling``
-    stop the costliest round the run could meet."""
+    stop the costliest round the run could meet; the compute card is written beside the step log."""
     from paper_repro.ledger import LedgerConfig
     from paper_repro.preflight import round_ceiling
 
@@ -178,6 +178,8 @@ def ledger_config(spec: RunSpec, log_path: Path | None):
         first_round_flops=spec.first_round_flops,
         round_ceiling_flops=round_ceiling(spec) if spec.train.budget_stop == "ceiling" else None,
         seed=spec.seed,
+        # the compute card beside the step log: steps/<run_id>.card.json and .card.md
+        card_path=log_path.with_suffix(".card") if log_path else None,
     )
 
 

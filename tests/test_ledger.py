@@ -214,6 +214,8 @@ def test_jsonl_log_and_summary(tmp_path):
     assert sum(x["flops"]["useful"]["total"] for x in lines) == pytest.approx(trainer.ledger.total())
     summary = json.loads(log.with_suffix(".summary.json").read_text())
     assert summary["steps"] == 3
+    card = json.loads((tmp_path / "out" / "compute_card.json").read_text())  # default: in output_dir
+    assert card["steps"] == 3 and (tmp_path / "out" / "compute_card.md").is_file()
 
 
 @pytest.mark.parametrize(
@@ -328,14 +330,15 @@ def test_a_round_ceiling_makes_the_budget_a_guarantee(tmp_path):
         run_tiny_grpo(tmp_path / "c", LedgerConfig(budget_flops=budget, round_ceiling_flops=2 * budget))
 
 
-# --- what reaches the outside: TRL's metrics and total_flos ---------------------
+# --- what reaches the outside: TRL's metrics, total_flos, the compute card ---------------------
 
 
 @pytest.fixture(scope="module")
 def logged_run(tmp_path_factory):
-    """One real run logged every 2 optimizer steps through TRL's own path (``report_to="none"``), Steps 1 and 3 generate, 2 and 4 reuse the rollouts."""
+    """One real run logged every 2 optimizer steps through TRL's own path (``report_to="none"``),
+    its card at an explicit ``card_path``. Steps 1 and 3 generate, 2 and 4 reuse the rollouts."""
     tmp = tmp_path_factory.mktemp("logged")
-    ledger = LedgerConfig(log_path=tmp / "steps" / "run.jsonl")
+    ledger = LedgerConfig(log_path=tmp / "steps" / "run.jsonl", card_path=tmp / "steps" / "run.card")
     trainer = run_tiny_grpo(tmp, ledger, max_steps=4, logging_steps=2)
     steps = [json.loads(x) for x in (tmp / "steps" / "run.jsonl").read_text().splitlines()]
     return trainer, steps, tmp
@@ -379,6 +382,51 @@ def test_total_flos_is_the_ledgers_useful_c_total(logged_run):
     assert final["total_flos"] == c_total > 0
 
 
+def test_compute_card_numbers_are_the_step_logs_sums(logged_run):
+    _, steps, tmp = logged_run
+    card = json.loads((tmp / "steps" / "run.card.json").read_text())
+    sums, seconds, tokens = _sums(steps)
+    for convention in flops.CONVENTIONS:
+        f = card["flops"][convention]
+        for k in ("search", "learning", "reward", "total"):
+            assert f[f"C_{k}"] == pytest.approx(sums[convention][k], rel=1e-12)
+        assert f["rho"] == pytest.approx(sums[convention]["learning"] / sums[convention]["total"])
+    assert card["rho"] == card["flops"]["useful"]["rho"]
+    assert card["seconds"] == pytest.approx(seconds)
+    assert card["rho_time"] == pytest.approx(seconds["learning"] / seconds["total"])
+    assert card["tokens"] == tokens
+    assert card["steps"] == len(steps) == 4 and card["rounds"] == 2
+    assert card["round"] == {**card["round"], "P": 4, "G": 4, "K": 4, "mu": 1, "rows": 16}
+    assert card["lora"]["rank"] == 4 and set(card["lora"]["target_modules"]) == set(flops.LINEAR_MODULES)
+    assert card["model"]["trainable_parameters"] == card["lora"]["adapter_parameters"] > 0
+    assert card["model"]["parameters"] == card["model"]["parameters_analytic"]
+    device = card["device"]
+    assert device["type"] == "cpu" and device["peak_flops_per_s"] > 0 and "measured" in device["peak_source"]
+    achieved = card["achieved_flops_per_s"]
+    assert achieved["total"] == pytest.approx(sums["executed"]["total"] / seconds["total"])
+    assert card["utilisation"]["total"] == pytest.approx(achieved["total"] / device["peak_flops_per_s"])
+    md = (tmp / "steps" / "run.card.md").read_text()
+    assert f"{card['flops']['useful']['C_total']:.4g}" in md and "| FLOPs (executed) |" in md
+    assert not (tmp / "out" / "compute_card.json").exists()  # card_path replaces the default
+
+
+def test_the_study_writes_the_card_beside_its_step_log(tmp_path):
+    from paper_repro.allocation import planner_for
+    from paper_repro.config import load_profile
+    from paper_repro.spec import spec_for
+    from paper_repro.trainer import ledger_config
+
+    profile = load_profile("cpu-tiny")
+    setting = profile.settings("A")[0]
+    planner = planner_for(profile, setting)
+    cell = planner.cell(0.7, 6 * planner.cell(0.7, 1e30).round_cost.C_total)
+    spec = spec_for(profile, setting, cell, seed=0)
+    log = tmp_path / "steps" / f"{spec.run_id}.jsonl"
+    config = ledger_config(spec, log)
+    assert f"{config.card_path}.json" == str(tmp_path / "steps" / f"{spec.run_id}.card.json")
+    assert ledger_config(spec, None).card_path is None  # other processes: the trainer's default, unwritten
+
+
 # --- the budget as a contract without help ---------------------------------------------------
 
 
@@ -394,7 +442,7 @@ def test_a_budget_below_one_round_is_refused_without_help_before_any_step(tmp_pa
         run_tiny_grpo(tmp_path / "b", LedgerConfig(budget_flops=1e6))
     assert "budget 1e+06 FLOPs" in str(err.value)
     assert f"one round needs up to {price['C_total']:.3g} useful FLOPs" in str(err.value)
-    assert not generated
+    assert not generated and not (tmp_path / "b" / "out" / "compute_card.json").exists()
     assert price == {**price, "P": 4, "G": 4, "K": 4, "mu": 1, "prompt_tokens": 4, "completion_tokens": 10}
     # the planner's own numbers stay possible, and win
     build_tiny_grpo(tmp_path / "c", LedgerConfig(budget_flops=1e6, first_round_flops=5e5))
