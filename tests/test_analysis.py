@@ -330,3 +330,21 @@ def test_analyse_command_runs_on_any_results_directory(tmp_path):
     assert "rule-based rewards: rho* ~ 0.72" in done.stdout and (tmp_path / "claims.csv").exists()
     bad = subprocess.run([*cmd[:7], str(tmp_path / "nowhere"), *cmd[8:]], capture_output=True, text=True)
     assert bad.returncode == 2 and "no runs table" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_analysis_reads_the_runs_compute_cards(tmp_path):
+    import json
+
+    write_runs(tmp_path / "runs.csv", paper_peaks, noise=0.01)
+    run_id = pd.read_csv(tmp_path / "runs.csv")["run_id"].iloc[0]
+    card = {"device": {"type": "cpu", "name": "cpu", "peak_flops_per_s": 1e11}, "steps": 4, "rounds": 4,
+            "rho": 0.5, "rho_executed": 0.4, "rho_time": 0.2, "seconds": {"total": 2.0},
+            "flops": {"useful": {"C_total": 3e9}, "executed": {"C_total": 4e9}},
+            "achieved_flops_per_s": {"total": 2e9}, "utilisation": {"total": 0.02}}  # fmt: skip
+    (tmp_path / "steps").mkdir()
+    (tmp_path / "steps" / f"{run_id}.card.json").write_text(json.dumps(card))
+    (tmp_path / "steps" / "not-a-run-of-this-table.card.json").write_text(json.dumps(card))
+    analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=0)
+    cards = pd.read_csv(tmp_path / "compute_cards.csv")
+    assert list(cards["run_id"]) == [run_id]
+    assert cards["C_total_executed"].iloc[0] == 4e9 and cards["utilisation"].iloc[0] == 0.02

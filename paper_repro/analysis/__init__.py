@@ -12,6 +12,8 @@ it) and writes, beside them:
 - ``disagreement.csv``, ``race.csv``;
 - ``conventions.csv``: rho* under the useful, executed, 6N and wall-time conventions;
 - ``claims.csv``: one row per claim, its verdict, its test and its power (:mod:`paper_repro.analysis.claims`);
+- ``compute_cards.csv``: the runs' compute cards, flattened (:mod:`paper_repro.analysis.cards`; runs
+  recorded before the ledger wrote cards have none);
 
 and the figures to ``figures/<profile>/``. Deleting every output and rerunning rebuilds them from the
 committed runs. Settings that share runs (stage B's ``sparse`` is stage A's middle policy) appear
@@ -26,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from paper_repro.analysis import cards, conventions, figures
 from paper_repro.analysis import claims as claim_tests
-from paper_repro.analysis import conventions, figures
 from paper_repro.analysis.frontiers import frontier_table, load_runs, setting_rows, shared_runs
 from paper_repro.analysis.optima import equivalence_verdict, fit_optimum, optimum_table
 from paper_repro.analysis.race import RegimeThresholds, disagreement_table, race_table, regime_ceiling
@@ -117,9 +119,10 @@ def analyse(
     convention = conventions.convention_table(distinct, groups)
     claims = claim_tests.claims_table(distinct, frontier, race, gains, ceiling, classes, power_replicates)
     claims = pd.concat([claims, _convention_claim(distinct, classes)], ignore_index=True)
+    card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
     for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
                         ("fits", fits), ("disagreement", disagreement), ("race", race),
-                        ("conventions", convention), ("claims", claims)):  # fmt: skip
+                        ("conventions", convention), ("claims", claims), ("compute_cards", card_rows)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
     written = figures.all_figures(frontier, optima, disagreement, race, convention, profile, fig_dir)
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,

@@ -149,7 +149,9 @@ def lower(runs: pd.DataFrame, rule: tuple[str, ...], prm: tuple[str, ...]) -> Re
     rows = rows[(rows["rho"] >= lo - 0.02) & (rows["rho"] <= hi + 0.02)].reset_index(drop=True)
     cells = rows.groupby("setting")["cell"].nunique().reindex(list((*rule, *prm)), fill_value=0)
     if cells.min() < 3 or rows.groupby(["setting", "cell"]).size().max() < 2:
-        return Result(note=f"fewer than three cells with replicated seeds each in the common range {lo:.2f}-{hi:.2f}")
+        return Result(
+            note=f"fewer than three cells with replicated seeds each in the common range {lo:.2f}-{hi:.2f}"
+        )
     y = standardised(rows, "native_reward", "setting").to_numpy(float)
     rho = rows["rho"].to_numpy(float)
     is_prm = rows["setting"].isin(prm).to_numpy(float)
