@@ -203,14 +203,17 @@ def check_testbed(tmp_path: Path) -> None:
 
 
 def check_ledger_example(tmp_path: Path) -> None:
-    """50 runs its tiny ledger-wrapped GRPO run for two steps: one JSONL line per step in the folder
-    it was given, and the totals table under both conventions."""
+    """50 runs its tiny ledger-wrapped GRPO run for two steps: one JSONL line per step and the compute
+    card in the folder it was given, and the totals table under both conventions."""
     out = tmp_path / "out"
     copy = execute("50_ledger_example", tmp_path / "50_ledger_example.ipynb",
                    dict(max_steps=2, output_dir=str(out)))  # fmt: skip
     table = shown_table(copy)
     assert {"useful", "executed", "C_search", "C_learning", "C_total", "rho"} <= set(table.split())
     assert (out / "ledger.jsonl").read_text().count("\n") == 2
+    card = json.loads((out / "compute_card.json").read_text())
+    assert card["steps"] == 2 and set(card["flops"]) == {"useful", "executed"}
+    assert (out / "compute_card.md").read_text().startswith("# Compute card")
 
 
 # ------------------------------------------------------------------------------------------ tests
