@@ -14,7 +14,7 @@ run computes with), and:
    (cached per base model, reward system and evaluation set in ``base_metrics.csv``);
 4. appends one row to ``data/results/<profile>/runs.csv`` (:mod:`paper_repro.results`) and writes the
    per-step ledger log to ``steps/<run_id>.jsonl`` beside it, with the run's compute card
-   (``steps/<run_id>.card.json`` and ``.card.md``, :func:`paper_repro.ledger.compute_card`).
+   (``steps/<run_id>.card.json`` and ``.card.md``, :func:`paper_repro.compute_card.compute_card`).
 
 A run that raises after the checks is recorded as ``status=failed`` with its error and NaN metrics.
 
