@@ -277,7 +277,8 @@ class FlopLedger:
         self._current = _StepAccumulator()
         self._step_start = time.perf_counter()
         self.stopped_by_budget = False
-        # running totals (in the order the steps' sums take them), so that per-step metrics cost O(1)
+        # running totals of the steps' records (added in step order, as a sum over them would be): the
+        # summary, the per-step metrics and total_flos all read these
         self._totals = {c: dict.fromkeys(COMPONENTS, 0.0) for c in CONVENTIONS}
         self._token_totals: dict[str, float] = defaultdict(float)
         self._seconds_totals = dict.fromkeys((*COMPONENTS, "total"), 0.0)
@@ -402,13 +403,13 @@ class FlopLedger:
 
     # --- totals --------------------------------------------------------------------------------
     def component_totals(self, convention: str = "useful") -> dict[str, float]:
-        return {c: sum(s["flops"][convention][c] for s in self.steps) for c in COMPONENTS}
+        return dict(self._totals[convention])
 
     def total(self, convention: str = "useful") -> float:
         return sum(self.component_totals(convention).values())
 
     def seconds_totals(self) -> dict[str, float]:
-        return {c: sum(s["seconds"][c] for s in self.steps) for c in (*COMPONENTS, "total")}
+        return dict(self._seconds_totals)
 
     def summary(self) -> dict[str, Any]:
         """Totals per convention with rho, wall seconds with a time-based rho, and the budget."""
@@ -430,11 +431,7 @@ class FlopLedger:
             self.config.budget_flops and self.total("useful") > self.config.budget_flops
         )
         out["max_round_flops"] = max(self.rounds) if self.rounds else float("nan")
-        tokens: dict[str, float] = defaultdict(float)
-        for s in self.steps:
-            for k, v in s["tokens"].items():
-                tokens[k] += v
-        out["tokens"] = dict(tokens)
+        out["tokens"] = dict(self._token_totals)
         return out
 
     def write_summary(self, path: str | Path) -> None:
@@ -743,7 +740,7 @@ class LedgerGRPOTrainer(GRPOTrainer):
         (``train_output.metrics["total_flos"]``) is right; TRL's GRPO reports 0. The ``executed``
         C_total is in the ledger's summary and the compute card. On a resumed run it counts this
         session's steps only."""
-        self.state.total_flos = sum(self.ledger._totals["useful"].values())
+        self.state.total_flos = self.ledger.total("useful")
         self.current_flos = 0
 
     # --- the compute card ----------------------------------------------------------------------
