@@ -22,6 +22,7 @@ in the per-setting tables with ``same_runs_as`` and count once in every claim.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +31,8 @@ import pandas as pd
 
 from paper_repro.analysis import cards, conventions, figures
 from paper_repro.analysis import claims as claim_tests
-from paper_repro.analysis.frontiers import frontier_table, load_runs, setting_rows, shared_runs
-from paper_repro.analysis.optima import equivalence_verdict, fit_optimum, optimum_table
+from paper_repro.analysis.frontiers import frontier_table, load_runs, runs_of, setting_rows, shared_runs
+from paper_repro.analysis.optima import Optimum, equivalence_verdict, optimum_table
 from paper_repro.analysis.race import RegimeThresholds, disagreement_table, race_table, regime_ceiling
 from paper_repro.config import Profile
 from paper_repro.paths import repo_root
@@ -61,11 +62,9 @@ class Analysis:
 def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
     """Full-budget rows of TRL's default allocation (K = G = preferred G, mu = 1) per setting."""
     g = profile.grid.preferred_G
-    full = runs[(runs["budget_kind"] == "full") & np.isclose(runs["budget_flops"], profile.budget_flops)]
     parts = []
     for s in profile.all_settings():
-        rows = full[(full["model"] == s.policy) & (full["reward_system"] == s.reward_system)].copy()
-        rows["stage"], rows["setting"] = s.stage, s.name
+        rows = runs_of(runs, s, "full", profile.budget_flops)
         parts.append(rows[(rows["G"] == g) & (rows["K"] == g) & (rows["mu"] == 1)])
     return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
 
@@ -73,7 +72,8 @@ def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
 def _checked_runs(path: Path, profile: Profile) -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(f"no runs table at {path}: run the study first (make reproduce)")
-    header = path.read_text().split("\n", 1)[0].split(",")
+    with open(path) as fh:
+        header = fh.readline().rstrip("\n").split(",")
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ValueError(f"{path} lacks the columns the analysis reads: {', '.join(missing)}")
@@ -110,8 +110,8 @@ def analyse(
 
     frontier = frontier_table(full_rows)
     optima = optimum_table(full_rows, frontier, shared)
-    rho_star_tests = _rho_star_tests(distinct, classes)
-    fits = _fit_table(distinct)
+    rho_star_tests = _rho_star_tests(optima, classes)
+    fits = _fit_table(distinct, optima)
     disagreement, share = disagreement_table(frontier)
     race, gains = race_table(full_rows, pilot_rows, default_rows(profile, runs), shared, thresholds)
     ceiling = regime_ceiling(distinct, [*classes.rule_based, *classes.prm_style], thresholds)
@@ -129,33 +129,35 @@ def analyse(
                     claims, written)  # fmt: skip
 
 
-def _rho_star_tests(distinct: pd.DataFrame, classes: claim_tests.Classes) -> pd.DataFrame:
-    """Per distinct setting, its own rho* (native reward) tested against its class's paper value."""
+def _rho_star_tests(optima: pd.DataFrame, classes: claim_tests.Classes) -> pd.DataFrame:
+    """Per distinct setting, its own rho* of the native reward (``optima``'s) tested against its
+    class's paper value."""
+    native = optima[optima["target"] == "native_reward"].set_index("setting")
+    fields = [f.name for f in dataclasses.fields(Optimum)]
     out = []
     for names, x in (
         (classes.rule_based, claim_tests.RULE_BASED_RHO),
         (classes.prm_style, claim_tests.PRM_STYLE_RHO),
     ):
-        for name in names:
-            opt = fit_optimum(distinct[distinct["setting"] == name], "native_reward")
+        for name in (n for n in names if n in native.index):
+            opt = Optimum(**native.loc[name, fields].to_dict())
             out.append({"setting": name, "paper_value": x, "margin": claim_tests.MARGIN,
                         "verdict": equivalence_verdict(opt, x, claim_tests.MARGIN), **opt.as_dict()})  # fmt: skip
     return pd.DataFrame(out)
 
 
-def _fit_table(distinct: pd.DataFrame) -> pd.DataFrame:
+def _fit_table(distinct: pd.DataFrame, optima: pd.DataFrame) -> pd.DataFrame:
+    """Per distinct frontier: the AICc of each fitted form, the best, and whether it is flat (read
+    from ``optima``, which has already tested it)."""
+    flat = {(r.setting, r.target): str(r.reason).startswith("flat") for r in optima.itertuples()}
     out = []
     for setting, rows in distinct.groupby("setting", sort=False):
         for t in METRICS:
             data = rows.dropna(subset=[t, "rho"])
             if data["cell"].nunique() < 3:
                 continue
-            flat = fit_optimum(data, t).reason.startswith("flat")
-            scores = {
-                k: claim_tests.aicc(*claim_tests._rss(data, t, k))
-                for k in ("constant", "loglinear", "quadratic")
-            }
-            out.append({"setting": setting, "target": t, "runs": len(data), "flat": flat,
+            scores = claim_tests.aicc_by_form(data, t)
+            out.append({"setting": setting, "target": t, "runs": len(data), "flat": flat.get((setting, t)),
                         **{f"aicc_{k}": v for k, v in scores.items()}, "best_fit": min(scores, key=scores.get)})  # fmt: skip
     return pd.DataFrame(out)
 

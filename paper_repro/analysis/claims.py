@@ -325,9 +325,7 @@ def loglinear(runs: pd.DataFrame, names) -> Result:
             rows = _of(runs, [name]).dropna(subset=[target, "rho"])
             if fit_optimum(rows, target).reason.startswith(("flat", "too few", "no seed")):
                 continue
-            scores = {
-                kind: aicc(*_rss(rows, target, kind)) for kind in ("constant", "loglinear", "quadratic")
-            }
+            scores = aicc_by_form(rows, target)
             ranked = sorted(scores, key=scores.get)
             best, second = ranked[0], ranked[1]
             wins[best if scores[second] - scores[best] >= AICC_MARGIN else "tie"] += 1
@@ -342,6 +340,11 @@ def loglinear(runs: pd.DataFrame, names) -> Result:
         else "inconclusive"
     )
     return Result(wins["loglinear"] / n, verdict=verdict, note=", ".join(f"{k} {v}" for k, v in wins.items()))
+
+
+def aicc_by_form(rows: pd.DataFrame, target: str) -> dict[str, float]:
+    """AICc of the constant, log-linear and quadratic fits of ``target`` on rho over ``rows``."""
+    return {kind: aicc(*_rss(rows, target, kind)) for kind in ("constant", "loglinear", "quadratic")}
 
 
 def _rss(rows: pd.DataFrame, target: str, kind: str) -> tuple[float, int, int]:

@@ -52,6 +52,16 @@ def load_runs(path) -> pd.DataFrame:
     return numeric(frame[frame["status"] == "ok"])
 
 
+def runs_of(runs: pd.DataFrame, setting, budget_kind: str, budget_flops: float) -> pd.DataFrame:
+    """Every run of ``setting``'s policy and reward system at one budget, labelled with the
+    setting's stage and name (a run serves every setting that asks for the same experiment)."""
+    at_budget = (runs["budget_kind"] == budget_kind) & np.isclose(runs["budget_flops"], budget_flops)
+    mine = (runs["model"] == setting.policy) & (runs["reward_system"] == setting.reward_system)
+    rows = runs[at_budget & mine].copy()
+    rows["stage"], rows["setting"] = setting.stage, setting.name
+    return rows
+
+
 def setting_rows(
     runs: pd.DataFrame, settings: Sequence, budget_kind: str, budget_flops: float
 ) -> pd.DataFrame:
@@ -62,12 +72,8 @@ def setting_rows(
     (``cell == "default"``, no target rho) counts as the grid cell with its P, G, K, mu when the
     setting's grid has one, and is left out of the grid otherwise."""
     parts = []
-    at_budget = runs[(runs["budget_kind"] == budget_kind) & np.isclose(runs["budget_flops"], budget_flops)]
     for s in settings:
-        rows = at_budget[
-            (at_budget["model"] == s.policy) & (at_budget["reward_system"] == s.reward_system)
-        ].copy()
-        rows["stage"], rows["setting"] = s.stage, s.name
+        rows = runs_of(runs, s, budget_kind, budget_flops)
         alloc = list(zip(*(rows[k].astype(int) for k in ("P", "G", "K", "mu")), strict=True))
         rows["alloc"] = alloc
         grid = rows[rows["target_rho"].notna()]
