@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from paper_repro.config import STAGES, Profile, Resources
-from paper_repro.paths import repo_relative, repo_root
+from paper_repro.paths import in_repo, repo_relative, repo_root
 from paper_repro.results import results_dir
 from paper_repro.runner import pending
 from paper_repro.spec import RunSpec, default_cell_spec, seed_list, setting_specs
@@ -117,9 +117,7 @@ def study_jobs(
 
 def testbed_built(profile: Profile) -> bool:
     """The profile's testbed is on disk: every local policy and PRM checkpoint, and the base table."""
-    models = [*profile.policies.values(), profile.prm]
-    needed = [repo_root() / m / "config.json" for m in models if not Path(m).is_absolute()]
-    needed += [Path(m) / "config.json" for m in models if Path(m).is_absolute()]
+    needed = [in_repo(m) / "config.json" for m in (*profile.policies.values(), profile.prm)]
     return all(p.exists() for p in needed) and (results_dir(profile.name) / "base_models.csv").exists()
 
 
