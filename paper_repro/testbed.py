@@ -11,9 +11,12 @@ data/models/policy-XL``; stage A takes every policy unless its ``policies:`` lis
 
 - Policies are Qwen2 causal LMs pretrained with TRL's ``SFTTrainer`` on the arith ``pretrain``
   corpus, whose solutions carry injected step errors, so that they start with room to improve.
-- The PRM is a Qwen2 backbone, larger than the largest policy, with a 2-way token-classification
-  head read at step separators, the interface of Qwen2.5-Math-PRM: the solution's steps are joined
-  by ``<extra_0>`` and the probability of class 1 at each separator is that step's score.
+- The PRM is a likelihood-reading PRM (:mod:`paper_repro.rewards.likelihood_prm`): a Qwen2 LM,
+  larger than the largest policy, trained from scratch on step-labelled solutions the policies never
+  see, with the LM loss on the right steps only; a step's score is the probability of its least
+  likely token. It keeps the interface of Qwen2.5-Math-PRM: the solution's steps are joined by
+  ``<extra_0>`` and the class-1 probability of its two outputs at each separator is that step's
+  score. docs/CHOICES.md (*The PRM*) has the trials that led here.
 """
 
 from __future__ import annotations
@@ -21,10 +24,14 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from paper_repro.paths import repo_root
 from paper_repro.rewards.prm_scorer import STEP_TOKEN
 from paper_repro.tasks import arith
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 SPECIALS = (PAD, EOS, UNK, STEP_TOKEN)
@@ -63,9 +70,11 @@ POLICIES: dict[str, ModelSpec] = {
 # points); 3 layers at hidden 48 reach 0.35 and RL lifts them like M (docs/CHOICES.md, *Policy S*).
 # Greedy pass@1 is capped near (share of problems whose greedy solution works the steps) x accuracy,
 # so M and L end close on it; they differ in pass@8 and in what RL makes of them (docs/CHOICES.md).
-PRM = ModelSpec("prm", hidden=96, intermediate=256, layers=4, steps=250, learning_rate=1e-3)
-PRM_INIT = "L"  # the PRM grows from policy L: L's three layers plus one more
-PRM_ERROR_RATE = 0.3  # share of slipped steps in the PRM's step-labelled set
+# The PRM: one layer deeper than policy L, so it costs more per token than every policy (as
+# Qwen2.5-Math-PRM-7B does against the 1.5B-7B policies), trained from scratch on fresh step data.
+PRM = ModelSpec("prm", hidden=96, intermediate=256, layers=4, steps=1000, learning_rate=3e-3)
+PRM_ERROR_RATE = 0.3  # share of slipped steps in the PRM's step-labelled data
+PRM_DATA_SEED = 108  # the stream of fresh PRM training problems (disjoint from every split's prompts)
 
 
 def models_dir(root: str | Path | None = None) -> Path:
@@ -135,6 +144,18 @@ def qwen2_config(spec: ModelSpec, tokenizer, **extra):
     )
 
 
+def prm_config(spec: ModelSpec, tokenizer):
+    """The likelihood PRM's config: a Qwen2 LM's, plus the tokens that end a step (``<extra_0>``)
+    and the problem (the newline that ends an arith prompt)."""
+    return qwen2_config(
+        spec,
+        tokenizer,
+        architectures=["Qwen2LikelihoodPRM"],
+        step_token_id=tokenizer.convert_tokens_to_ids(STEP_TOKEN),
+        problem_end_token_id=tokenizer.convert_tokens_to_ids(_byte_level("\n")),
+    )
+
+
 # The smallest Qwen2 the pipeline runs end to end: random tiny policies and PRMs for tests and examples.
 TINY = ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
 PRM_LABELS = {0: "wrong", 1: "right"}  # the PRM's two classes: class 1 is a step judged right
@@ -150,25 +171,33 @@ def random_model(
 ):
     """A randomly initialised Qwen2 of ``spec`` over ``tokenizer`` (default :func:`build_tokenizer`),
     seeded with ``seed``: a causal LM (``head="lm"``, a policy) or the PRM's 2-way token classifier
-    (``head="prm"``); a policy's generation config pads and stops with the tokenizer's pad and eos.
+    (``head="prm"``: the testbed's likelihood PRM, :func:`prm_config`) or a 2-way token classifier
+    (``head="token-classification"``, the generic PRM interface); a policy's generation config pads
+    and stops with the tokenizer's pad and eos.
 
     ``attn_implementation="eager"`` for passes counted with FlopCounterMode, which cannot see the CPU
     sdpa kernel. :func:`pretrain_policy` and :func:`train_prm` start from this model."""
     import torch
     from transformers import Qwen2ForCausalLM, Qwen2ForTokenClassification
 
+    from paper_repro.rewards.likelihood_prm import Qwen2LikelihoodPRM
+
     tokenizer = tokenizer if tokenizer is not None else build_tokenizer()
     if head == "lm":
         cls, config = Qwen2ForCausalLM, qwen2_config(spec, tokenizer)
     elif head == "prm":
+        cls, config = Qwen2LikelihoodPRM, prm_config(spec, tokenizer)
+    elif head == "token-classification":
         labels = {"id2label": PRM_LABELS, "label2id": {v: k for k, v in PRM_LABELS.items()}}
         cls, config = Qwen2ForTokenClassification, qwen2_config(spec, tokenizer, num_labels=2, **labels)
     else:
-        raise ValueError(f"head must be 'lm' or 'prm', got {head!r}")
+        raise ValueError(f"head must be 'lm', 'prm' or 'token-classification', got {head!r}")
     torch.manual_seed(seed)
     model = cls(config)
     if attn_implementation is not None:
         model.config._attn_implementation = attn_implementation
+    if head == "prm":
+        model.register_for_auto_class("AutoModel")  # save_pretrained ships likelihood_prm.py
     if head == "lm":
         model.generation_config.pad_token_id = tokenizer.pad_token_id
         model.generation_config.eos_token_id = tokenizer.eos_token_id
@@ -272,9 +301,23 @@ def _save(model, tokenizer, out_dir: str | Path) -> None:
 # ---------------------------------------------------------------------------------------- the PRM
 
 
+def prm_training_records(n: int, exclude: set[str], seed: int = PRM_DATA_SEED) -> list[dict]:
+    """``n`` fresh step-labelled solutions for PRM training: problems of the ``prm`` split's
+    difficulty whose prompts are in no split (``exclude``), each solved with slips of every kind at
+    :data:`PRM_ERROR_RATE`. Free to generate, so training never repeats a solution."""
+    import itertools
+    import random
+
+    problems = arith.fresh_problems(seed, arith.SPLITS["prm"].difficulty, exclude)
+    rng = random.Random(seed + 1)
+    return list(itertools.islice(arith.step_labelled(problems, rng, PRM_ERROR_RATE), n))
+
+
 def prm_features(tokenizer, records: list[dict]) -> dict[str, list]:
-    """Token-classification features for step-labelled records: the problem, each step followed by
-    ``<extra_0>``; labels are the step verdicts at the separators and -100 elsewhere."""
+    """Language-model features for step-labelled records, in the PRM's input form (the problem, each
+    step followed by ``<extra_0>``): ``labels`` are the tokens of the *right* steps and their
+    separators, -100 on the problem and on every wrong step, so the PRM learns what a right next step
+    is (after an earlier slip too: the checker judges each step on the value the solution holds)."""
     sep = tokenizer.convert_tokens_to_ids(STEP_TOKEN)
     prompts = tokenizer([r["prompt"] for r in records], add_special_tokens=False)["input_ids"]
     flat_steps = [s for r in records for s in r["steps"]]
@@ -283,9 +326,9 @@ def prm_features(tokenizer, records: list[dict]) -> dict[str, list]:
     for record, prompt in zip(records, prompts, strict=True):
         ids, lab = list(prompt), [-100] * len(prompt)
         for _, verdict in zip(record["steps"], record["labels"], strict=True):
-            step = next(step_ids)
-            ids += [*step, sep]
-            lab += [-100] * len(step) + [int(verdict)]
+            step = [*next(step_ids), sep]
+            ids += step
+            lab += step if verdict else [-100] * len(step)
         input_ids.append(ids)
         labels.append(lab)
     return {"input_ids": input_ids, "labels": labels}
@@ -297,66 +340,157 @@ def train_prm(
     out_dir: str | Path,
     records: list[dict],
     *,
-    init_from: str | Path | None = None,
     seed: int = 0,
     steps: int | None = None,
 ) -> dict:
-    """Train the tiny PRM (Qwen2 backbone + 2-way token-classification head) on step-labelled
-    records with the ``transformers`` Trainer and save it to ``out_dir``.
-
-    ``init_from``: a policy checkpoint to grow the backbone from (see :func:`grow_backbone`), as real
-    PRMs start from a pretrained LM (Qwen2.5-Math-PRM-7B from Qwen2.5-Math-7B-Instruct). One label
-    per step is a thin signal: on this task neither a from-scratch nor a grown PRM gets far within
-    the notebook's budget (docs/CHOICES.md lists what we tried and the AUROCs measured)."""
+    """Train the testbed PRM from scratch on step-labelled ``records`` (one pass, ``steps`` x batch
+    of them) with the ``transformers`` Trainer and the LM loss of :func:`prm_features`, and save it to
+    ``out_dir`` as a :class:`~paper_repro.rewards.likelihood_prm.Qwen2LikelihoodPRM` with its
+    modelling code."""
     from datasets import Dataset
     from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
 
     steps = steps if steps is not None else spec.steps
-    data = Dataset.from_dict(prm_features(tokenizer, records))
+    data = Dataset.from_dict(prm_features(tokenizer, records[: steps * spec.batch_size]))
     model = random_model(spec, tokenizer, seed=seed, head="prm")
-    if init_from is not None:
-        grow_backbone(model, init_from)
     args = TrainingArguments(**_training_args(spec, steps, out_dir, seed))
     tokenizer.padding_side = "right"
-    collator = DataCollatorForTokenClassification(tokenizer)
+    collator = DataCollatorForTokenClassification(tokenizer)  # pads labels with -100
     trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator)
     seconds = _timed(trainer.train)
     tokenizer.padding_side = "left"
     _save(model, tokenizer, out_dir)
-    return _record(spec, steps, seed, seconds, trainer, model)
+    return {**_record(spec, steps, seed, seconds, trainer, model), "examples": len(data)}
 
 
-def grow_backbone(model, policy_dir: str | Path) -> None:
-    """Load a smaller policy's weights into ``model``'s backbone (embeddings, its first layers, final
-    norm). The extra layers on top start as the identity on the residual stream (zero output
-    projections), so the grown model begins computing exactly the policy's features."""
-    from transformers import AutoModelForCausalLM
+def load_prm(path: str | Path):
+    """The PRM at ``path`` as the study scores with it (:class:`PRMScorer`, its own modelling code)."""
+    from paper_repro.rewards.prm_scorer import PRMScorer
 
-    policy = AutoModelForCausalLM.from_pretrained(policy_dir)
-    if policy.config.hidden_size != model.config.hidden_size:
-        raise ValueError(
-            f"cannot grow a hidden-{model.config.hidden_size} backbone from a hidden-"
-            f"{policy.config.hidden_size} policy ({policy_dir})"
-        )
-    result = model.model.load_state_dict(policy.model.state_dict(), strict=False)
-    if result.unexpected_keys:
-        raise ValueError(f"{policy_dir} has weights the PRM backbone lacks: {result.unexpected_keys[:3]}")
-    for layer in model.model.layers[policy.config.num_hidden_layers :]:
-        layer.self_attn.o_proj.weight.data.zero_()
-        layer.mlp.down_proj.weight.data.zero_()
+    return PRMScorer.load(path, batch_size=128)
 
 
-def prm_auroc(model, tokenizer, records: list[dict]) -> tuple[float, int]:
+def prm_auroc(scorer, records: list[dict]) -> tuple[float, int]:
     """Step-level AUROC of the PRM's scores against the step verdicts, and the number of steps."""
-    from paper_repro.rewards.prm_scorer import PRMScorer, auroc
+    from paper_repro.rewards.prm_scorer import auroc
 
-    scorer = PRMScorer(model.eval(), tokenizer, batch_size=128)
+    scores, labels = _scored_steps(scorer, records)
+    return auroc(scores, labels), len(labels)
+
+
+def _scored_steps(scorer, records: list[dict]) -> tuple[list[float], list[bool]]:
     scores = scorer.step_scores([r["prompt"] for r in records], [r["steps"] for r in records])
     flat = [s for row in scores for s in row]
     labels = [bool(v) for r in records for v in r["labels"]]
     if len(flat) != len(labels):
         raise RuntimeError(f"PRM returned {len(flat)} step scores for {len(labels)} steps")
-    return auroc(flat, labels), len(labels)
+    return flat, labels
+
+
+PRM_POLICY_SAMPLES = 4  # sampled solutions per held-out prompt and base policy, for the PRM's error profile
+
+
+def policy_samples(policy_dir: str | Path, prompts_split: str = "heldout", n: int = PRM_POLICY_SAMPLES,
+                   seed: int = 0, tasks_dir=None, limit: int | None = None) -> list[dict]:  # fmt: skip
+    """Step-labelled solutions the base policy at ``policy_dir`` samples (temperature 1) on a split's
+    prompts: what the PRM scores during RL. Solutions without steps (shortcut answers) carry none."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from paper_repro import evaluate
+
+    examples = arith.load_split(prompts_split, tasks_dir)[:limit]
+    model = AutoModelForCausalLM.from_pretrained(policy_dir)
+    tokenizer = AutoTokenizer.from_pretrained(policy_dir)
+    config = evaluate.SampleConfig(n=n, temperature=1.0, seed=seed)
+    completions = evaluate.sample(model, tokenizer, [e.prompt for e in examples], config)
+    records = []
+    for example, texts in zip(examples, completions, strict=True):
+        problem = arith.record_to_problem(example.meta)
+        for text in texts:
+            steps = list(arith.parse_solution(text).step_texts)
+            labels = arith.step_verdicts(problem, text)
+            records.append({"prompt": example.prompt, "steps": steps, "labels": labels})
+    return records
+
+
+def prm_error_profile(scorer, prm_split: list[dict], root: Path, config: BuildConfig) -> pd.DataFrame:
+    """The PRM's step AUROC where it can err: on the whole ``prm`` split (no PRM training solution
+    is in it), its last ``prm_heldout`` share (the held-out set of the earlier PRMs), each slip kind
+    against the right steps, and the solutions each base policy samples. One row per view, with the
+    steps, wrong steps, AUROC and the share of wrong steps scored below 0.5 (caught) and of right
+    steps scored below 0.5 (false alarms)."""
+    import pandas as pd
+
+    cut = round(len(prm_split) * (1 - config.prm_heldout))
+    views: list[tuple[str, str, list[float], list[bool]]] = []
+    scores, labels = _scored_steps(scorer, prm_split)
+    views.append(("prm split", "all", scores, labels))
+    first_heldout = sum(len(r["labels"]) for r in prm_split[:cut])
+    views.append(("prm split, last 10%", "all", scores[first_heldout:], labels[first_heldout:]))
+    kinds = [k for r in prm_split for k in r["kinds"]]
+    right = [s for s, ok in zip(scores, labels, strict=True) if ok]
+    for kind in arith.SLIP_KINDS:
+        wrong = [s for s, ok, k in zip(scores, labels, kinds, strict=True) if not ok and k == kind]
+        views.append(("prm split", kind, right + wrong, [True] * len(right) + [False] * len(wrong)))
+    for size in config.sizes or [s for s in POLICIES if (root / POLICIES[s].name / "config.json").exists()]:
+        records = policy_samples(root / POLICIES[size].name, seed=config.seed, tasks_dir=config.tasks_dir,
+                                 limit=config.eval_limit)  # fmt: skip
+        s, lab = _scored_steps(scorer, records)
+        views.append((f"policy {size} samples", "all", s, lab))
+    return pd.DataFrame([_view_row(*v) for v in views])
+
+
+def _view_row(source: str, kind: str, scores: list[float], labels: list[bool]) -> dict:
+    import numpy as np
+
+    from paper_repro.rewards.prm_scorer import auroc
+
+    s, ok = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    return {
+        "source": source,
+        "error_kind": kind,
+        "steps": len(s),
+        "wrong_steps": int((~ok).sum()),
+        "auroc": auroc(s, ok),
+        "caught": float((s[~ok] < 0.5).mean()) if (~ok).any() else float("nan"),
+        "false_alarms": float((s[ok] < 0.5).mean()) if ok.any() else float("nan"),
+    }
+
+
+def prm_summary(profile: pd.DataFrame) -> dict:
+    """The PRM's row of ``base_models.csv``: its AUROC on the ``prm`` split (all of it held out), on
+    the split's last 10%, and on the base policies' own samples (pooled, weighted by steps)."""
+    whole = profile[(profile["source"] == "prm split") & (profile["error_kind"] == "all")].iloc[0]
+    tail = profile[profile["source"] == "prm split, last 10%"].iloc[0]
+    samples = profile[profile["source"].str.startswith("policy")]
+    pooled = (
+        (samples["auroc"] * samples["steps"]).sum() / samples["steps"].sum() if len(samples) else float("nan")
+    )
+    return {
+        "prm_auroc": whole["auroc"],
+        "prm_heldout_steps": int(whole["steps"]),
+        "prm_auroc_last10": tail["auroc"],
+        "prm_auroc_policy_samples": pooled,
+    }
+
+
+def write_error_profile(profile: pd.DataFrame, config: BuildConfig) -> Path:
+    """``prm_error_profile.csv`` beside ``base_models.csv``, written atomically."""
+    out = results_table(config).with_name("prm_error_profile.csv")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".csv.tmp")
+    profile.to_csv(tmp, index=False)
+    tmp.replace(out)
+    return out
+
+
+def results_table(config: BuildConfig) -> Path:
+    """Where the build writes ``base_models.csv`` (``prm_error_profile.csv`` goes beside it)."""
+    return (
+        Path(config.results_csv)
+        if config.results_csv
+        else repo_root() / "data/results/cpu-tiny/base_models.csv"
+    )
 
 
 # ---------------------------------------------------------------------------------------- building
@@ -370,7 +504,7 @@ class BuildConfig:
     tasks_dir: str | None = None  # None: the repo's data/tasks/arith
     results_csv: str | None = None  # None: data/results/cpu-tiny/base_models.csv
     sizes: tuple[str, ...] | None = None  # None: every size of POLICIES
-    prm: bool = True  # train the PRM (it grows from policy L: L must be built or already saved)
+    prm: bool = True  # train the PRM (from scratch; its error profile samples the built policies)
     steps_scale: float = 1.0
     error_rate: float = 0.05  # share of pretraining steps whose result carries a slip
     seed: int = 0
@@ -436,7 +570,7 @@ def build_all(config: BuildConfig = BuildConfig()):
     are kept. Returns the table (one row per model) that is also written to ``config.results_csv``.
     """
     import pandas as pd
-    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from paper_repro import provenance
 
@@ -460,33 +594,22 @@ def build_all(config: BuildConfig = BuildConfig()):
         )
         rows.append(_row(size, "policy", spec, record, model, metrics))
     if config.prm:
-        prm_records = splits["prm"]
-        cut = round(len(prm_records) * (1 - config.prm_heldout))
-        init = root / POLICIES[PRM_INIT].name
-        grown = PRM_INIT in config.sizes or (init / "config.json").exists()
-        record = train_prm(
-            PRM,
-            tokenizer,
-            root / PRM.name,
-            prm_records[:cut],
-            seed=config.seed,
-            steps=config.steps(PRM),
-            init_from=init if grown else None,
+        exclude = {r["prompt"] for records in splits.values() for r in records}
+        training = prm_training_records(
+            PRM.batch_size * config.steps(PRM), exclude, PRM_DATA_SEED + config.seed
         )
-        record["init"] = f"policy-{PRM_INIT}" if grown else "scratch"
-        prm = AutoModelForTokenClassification.from_pretrained(root / PRM.name)
-        auc, n_steps = prm_auroc(prm, AutoTokenizer.from_pretrained(root / PRM.name), prm_records[cut:])
-        metrics = {"prm_auroc": auc, "prm_heldout_steps": n_steps, "prm_init": record["init"]}
-        rows.append(_row("PRM", "prm", PRM, record, prm, metrics))
+        record = train_prm(
+            PRM, tokenizer, root / PRM.name, training, seed=config.seed, steps=config.steps(PRM)
+        )
+        prm = load_prm(root / PRM.name)
+        profile = prm_error_profile(prm, splits["prm"], root, config)
+        write_error_profile(profile, config)
+        rows.append(_row("PRM", "prm", PRM, record, prm.model, prm_summary(profile)))
     table = pd.DataFrame(rows)
     stamp = provenance.stamp()
     for key, value in stamp.items():
         table[key] = value
-    out = (
-        Path(config.results_csv)
-        if config.results_csv
-        else repo_root() / "data/results/cpu-tiny/base_models.csv"
-    )
+    out = results_table(config)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():  # keep the rows of the models this build did not make, in the table's order
         kept = pd.read_csv(out)

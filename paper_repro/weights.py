@@ -25,8 +25,16 @@ def weights_fingerprint(*models: str | None) -> str | None:
 
 
 def _weight_files(path: str) -> list[Path]:
+    """The files that fix what a checkpoint computes: its weights and any modelling code it ships
+    (the testbed PRM's ``likelihood_prm.py``, Qwen2.5-Math-PRM's remote code)."""
     folder = Path(path)
-    return sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return [
+        *sorted(folder.glob("*.safetensors")),
+        *sorted(folder.glob("*.bin")),
+        *sorted(folder.glob("*.py")),
+    ]
 
 
 def _files_stamp(path: str) -> tuple:

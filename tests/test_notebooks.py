@@ -166,11 +166,14 @@ def _mtimes() -> dict[str, float]:
 
 
 def check_testbed(tmp_path: Path) -> None:
-    """The whole testbed pipeline at a tiny scale: the table lists each model built, the PRM grows
-    from L, the checkpoints load with from_pretrained and the tokenizer keeps spaces and newlines; a
+    """The whole testbed pipeline at a tiny scale: the table lists each model built, the PRM's error
+    profile is written, the checkpoints load from their directories and the tokenizer keeps spaces
+    and newlines; a
     rebuild of S alone replaces S's row and keeps the others, provenance and all. The repo's own
     splits, checkpoints and base table are left alone."""
-    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from paper_repro.rewards.prm_scorer import PRMScorer
 
     before = _mtimes()
     models, tasks, base = tmp_path / "models", tmp_path / "tasks", tmp_path / "base.csv"
@@ -179,12 +182,14 @@ def check_testbed(tmp_path: Path) -> None:
     shown = shown_table(execute("00_embedded_models", tmp_path / "00_embedded_models.ipynb", params))
     assert [line.split()[1] for line in shown.splitlines()[1:4]] == ["S", "L", "PRM"]
     saved = pd.read_csv(base)
-    assert list(saved["model"]) == ["S", "L", "PRM"] and saved.iloc[-1]["prm_init"] == "policy-L"
+    assert list(saved["model"]) == ["S", "L", "PRM"]
+    profile = pd.read_csv(tmp_path / "prm_error_profile.csv")
+    assert {"prm split", "policy S samples", "policy L samples"} <= set(profile["source"])
     assert (tasks / "gsm_tiny.jsonl").exists()
     assert saved["git_sha"].notna().all() and 0 <= saved.loc[0, "gsm_pass1"] <= 1
     assert 0 <= saved.loc[2, "prm_auroc"] <= 1 and saved.loc[2, "prm_heldout_steps"] > 100
     assert AutoModelForCausalLM.from_pretrained(models / "policy-S").config.model_type == "qwen2"
-    assert AutoModelForTokenClassification.from_pretrained(models / "prm").config.num_labels == 2
+    assert type(PRMScorer.load(models / "prm").model).__name__ == "Qwen2LikelihoodPRM"
     tokenizer = AutoTokenizer.from_pretrained(models / "policy-S")
     text = "2, add 3?\n2+3=5\nanswer: 5"
     assert tokenizer.decode(tokenizer(text)["input_ids"]) == text

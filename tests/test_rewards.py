@@ -18,7 +18,7 @@ PROMPT = PROBLEM.prompt
 
 @pytest.fixture(scope="module")
 def scorer():
-    """A small random PRM with the Qwen2.5-Math-PRM interface (token classification at <extra_0>)."""
+    """A small random PRM of the testbed's kind (a likelihood PRM, two outputs per position)."""
     tokenizer = testbed.build_tokenizer()
     # eager attention: FlopCounterMode cannot see the CPU sdpa kernel
     model = testbed.random_model(tokenizer=tokenizer, head="prm", attn_implementation="eager")
@@ -107,6 +107,23 @@ def test_proxy_and_real_prm_are_charged_the_same_flops_the_prm_runs(systems, sco
         _call(systems["prm"], completions)
     assert counter.get_total_flops() == pytest.approx(real["executed"], rel=1e-9)
     assert real["useful"] < real["executed"]  # padding costs
+
+
+def test_a_token_classification_prm_is_priced_by_its_own_head():
+    """The generic PRM interface (a 2-way token-classification head, as the earlier testbed PRM had):
+    its forward is priced with a 2-wide head, not the vocabulary, and FlopCounterMode agrees."""
+    tokenizer = testbed.build_tokenizer()
+    model = testbed.random_model(
+        tokenizer=tokenizer, head="token-classification", attn_implementation="eager"
+    )
+    scorer = PRMScorer(model.eval(), tokenizer, batch_size=3)
+    assert scorer.shape.head == ((testbed.TINY.hidden, 2),)
+    steps = [["7+3=10", "10*2=20"], ["7+3=11"]]
+    cost = scorer.flop_cost([PROMPT] * 2, steps)
+    counter = flop_counter()
+    with counter:
+        scorer.step_scores([PROMPT] * 2, steps)
+    assert counter.get_total_flops() == pytest.approx(cost["executed"], rel=1e-9)
 
 
 def test_prm_reward_reads_the_scores_at_separators(systems, scorer):

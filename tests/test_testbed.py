@@ -35,22 +35,52 @@ def test_pass_at_k_estimator():
     assert math.isnan(evaluate.pass_at_k(np.zeros((0, 4), dtype=bool), 1))
 
 
-def test_prm_features_put_labels_on_separators_only():
+def test_prm_features_train_on_the_right_steps_only():
+    """The PRM's LM loss is on the tokens of the right steps and their separators: the problem and
+    every wrong step are masked, so the PRM learns what a right next step is."""
     tokenizer = testbed.build_tokenizer()
-    record = {"prompt": "2, add 3?\n", "steps": ["2+3=5", "5*2=11"], "labels": [True, False]}
+    record = {"prompt": "2, add 3, times 2, add 1?\n", "steps": ["2+3=5", "5*2=11", "11+1=12"],
+              "labels": [True, False, True]}  # fmt: skip
     feats = testbed.prm_features(tokenizer, [record])
     ids, labels = feats["input_ids"][0], feats["labels"][0]
-    sep = tokenizer.convert_tokens_to_ids(prm.STEP_TOKEN)
-    assert [i for i, t in enumerate(ids) if t == sep] == [i for i, lab in enumerate(labels) if lab != -100]
-    assert [lab for lab in labels if lab != -100] == [1, 0]
     assert tokenizer.decode(ids) == prm.prm_text(record["prompt"], record["steps"])
+    learned = tokenizer.decode([t for t, lab in zip(ids, labels, strict=True) if lab != -100])
+    assert learned == "2+3=5<extra_0>11+1=12<extra_0>"
+    assert all(lab in (-100, t) for t, lab in zip(ids, labels, strict=True))
+
+
+def test_prm_training_data_is_fresh_and_never_an_evaluation_prompt():
+    splits = arith.build_splits(0.05, testbed.PRM_ERROR_RATE)
+    taken = {r["prompt"] for records in splits.values() for r in records}
+    records = testbed.prm_training_records(2000, taken)
+    assert not {r["prompt"] for r in records} & taken
+    wrong = sum(not v for r in records for v in r["labels"]) / sum(len(r["labels"]) for r in records)
+    assert 0.2 < wrong < 0.45  # slips at PRM_ERROR_RATE, plus the steps an operation slip leaves right
+    kinds = {k for r in records for k in r["kinds"]}
+    assert kinds == {None, *arith.SLIP_KINDS}
+    assert records == testbed.prm_training_records(2000, taken)  # a seed fixes the stream
+
+
+def test_the_likelihood_prm_scores_a_step_by_its_least_likely_token():
+    """Hand-made logits: the score at each separator is exp of the smallest next-token log-prob of
+    its step (separator included); the problem's tokens never count; a step restarts the minimum."""
+    import torch
+
+    from paper_repro.rewards.likelihood_prm import step_probabilities
+
+    sep, end = 9, 8
+    ids = torch.tensor([[5, 8, 1, 2, 9, 3, 9]])  # problem "5 end", step "1 2 sep", step "3 sep"
+    logp = torch.log(torch.tensor([[1.0, 0.1, 0.9, 0.5, 0.8, 0.7, 0.95]]))
+    p = step_probabilities(logp, ids, sep, end)
+    assert p[0, 4].item() == pytest.approx(0.5) and p[0, 6].item() == pytest.approx(0.7)
+    assert p[0, 2].item() == pytest.approx(0.9)  # the step so far
 
 
 def test_random_model_is_seeded_and_speaks_the_tokenizers_ids(tmp_path):
     """The one builder of random tiny Qwen2s: a seed fixes the weights; a policy pads and stops
-    generating with the tokenizer's pad and eos; a PRM's two classes load back as a token classifier."""
+    generating with the tokenizer's pad and eos; a PRM loads back from its directory alone (its
+    modelling code ships with it) and gives two outputs per position."""
     import torch
-    from transformers import AutoModelForTokenClassification
 
     tokenizer = testbed.build_tokenizer()
     a, b, c = (testbed.random_model(tokenizer=tokenizer, seed=s) for s in (0, 0, 1))
@@ -59,11 +89,15 @@ def test_random_model_is_seeded_and_speaks_the_tokenizers_ids(tmp_path):
     assert a.generation_config.eos_token_id == tokenizer.eos_token_id
     assert a.generation_config.pad_token_id == tokenizer.pad_token_id
     testbed.random_model(tokenizer=tokenizer, head="prm").save_pretrained(tmp_path)
-    prm_model = AutoModelForTokenClassification.from_pretrained(tmp_path)
-    assert prm_model.config.id2label == testbed.PRM_LABELS
-    logits = prm_model(**tokenizer(["2+3=5<extra_0>"], return_tensors="pt")).logits
+    tokenizer.save_pretrained(tmp_path)
+    assert (tmp_path / "likelihood_prm.py").exists()
+    scorer = prm.PRMScorer.load(tmp_path)
+    assert type(scorer.model).__name__ == "Qwen2LikelihoodPRM" and scorer.format is prm.plain_format
+    logits = scorer.model(**tokenizer(["2+3=5<extra_0>"], return_tensors="pt")).logits
     assert logits.shape[-1] == 2
-    with pytest.raises(ValueError, match="head must be 'lm' or 'prm'"):
+    (scores,) = scorer.step_scores(["2, add 3?\n"], [["2+3=5", "5+1=6"]])
+    assert len(scores) == 2 and all(0 < s < 1 for s in scores)
+    with pytest.raises(ValueError, match="head must be 'lm', 'prm' or 'token-classification'"):
         testbed.random_model(head="value")
 
 
@@ -105,9 +139,14 @@ def test_committed_base_policies_increase_with_size(base_table):
     assert base_table.loc[["S", "M", "L"], "gsm_pass1"].is_monotonic_increasing
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (issue 3): the tiny PRM's held-out AUROC is below 0.80")
 def test_committed_prm_meets_the_auroc_target(base_table):
+    """The PRM ranks right steps above wrong ones: on the step-labelled split, on every kind of slip
+    and on what the base policies sample (docs/CHOICES.md, *The PRM*)."""
     assert base_table.loc["PRM", "prm_auroc"] >= 0.80
+    assert base_table.loc["PRM", "prm_auroc_policy_samples"] >= 0.80
+    profile = pd.read_csv(BASE_TABLE.with_name("prm_error_profile.csv"))
+    assert set(arith.SLIP_KINDS) <= set(profile["error_kind"])
+    assert (profile["auroc"] >= 0.80).all(), profile
 
 
 @pytest.mark.parametrize("size", ["S", "M", "L"])
@@ -124,14 +163,19 @@ def test_committed_greedy_pass1_is_reproducible(base_table, size):
     assert evaluate.pass_at_k(correct, 1) == pytest.approx(base_table.loc[size, "gsm_pass1"], abs=1e-9)
 
 
-def test_committed_prm_auroc_is_reproducible(base_table):
-    """The PRM's held-out step AUROC is re-measured from the committed checkpoint and shipped split."""
-    from transformers import AutoModelForTokenClassification, AutoTokenizer
+def test_committed_prm_ships_the_packages_modelling_code():
+    """The checkpoint runs the code it ships; it must be the package's, or the two have drifted apart
+    (rebuild the PRM, or copy paper_repro/rewards/likelihood_prm.py into it and rerun its runs)."""
+    shipped = (MODELS / testbed.PRM.name / "likelihood_prm.py").read_text()
+    assert shipped == (repo_root() / "paper_repro/rewards/likelihood_prm.py").read_text()
 
-    path = MODELS / testbed.PRM.name
+
+def test_committed_prm_auroc_is_reproducible(base_table):
+    """The PRM's step AUROC is re-measured from the committed checkpoint (loaded as the study loads
+    it) on the shipped ``prm`` split, none of which it was trained on."""
+    scorer = testbed.load_prm(MODELS / testbed.PRM.name)
     records = [e.to_record() for e in arith.load_split("prm")]
-    heldout = records[round(len(records) * (1 - testbed.BuildConfig().prm_heldout)) :]
-    model = AutoModelForTokenClassification.from_pretrained(path)
-    auc, n_steps = testbed.prm_auroc(model, AutoTokenizer.from_pretrained(path), heldout)
+    auc, n_steps = testbed.prm_auroc(scorer, records)
     assert n_steps == base_table.loc["PRM", "prm_heldout_steps"]
     assert auc == pytest.approx(base_table.loc["PRM", "prm_auroc"], abs=1e-6)
+    assert auc >= 0.80

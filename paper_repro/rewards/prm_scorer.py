@@ -2,8 +2,10 @@
 
 A solution's steps are joined by the separator token (``<extra_0>``), one after each step; the model
 returns two logits per position, and the softmax probability of class 1 ("step is right") at each
-separator is that step's score in ``[0, 1]``. The tiny PRM of the cpu-tiny testbed
-(:mod:`paper_repro.testbed`) is a ``Qwen2ForTokenClassification`` with exactly this interface.
+separator is that step's score in ``[0, 1]``. The PRM of the cpu-tiny testbed
+(:mod:`paper_repro.testbed`) is a likelihood-reading PRM with exactly this interface
+(:mod:`paper_repro.rewards.likelihood_prm`: its two outputs come from token log-likelihoods); a
+plain ``Qwen2ForTokenClassification`` with two labels loads and scores the same way.
 
 :class:`PRMScorer` runs either it or ``Qwen/Qwen2.5-Math-PRM-7B``. Its :meth:`~PRMScorer.flop_cost`
 prices exactly the forward it runs (the same tokenisation, the same batches), which is what both
@@ -82,16 +84,22 @@ def qwen_math_prm_format(tokenizer) -> Callable[[str, Sequence[str]], str]:
     return fmt
 
 
+def _config(local: Path) -> dict:
+    return json.loads((Path(local) / "config.json").read_text())
+
+
 def has_remote_code(local: Path) -> bool:
-    """A checkpoint with its own modelling code (Qwen2.5-Math-PRM's ``Qwen2ForProcessRewardModel``)."""
-    config = json.loads((Path(local) / "config.json").read_text())
+    """A checkpoint with its own modelling code: Qwen2.5-Math-PRM's ``Qwen2ForProcessRewardModel``
+    or the testbed's likelihood PRM (:mod:`paper_repro.rewards.likelihood_prm`)."""
+    config = _config(local)
     architectures = " ".join(config.get("architectures") or [])
     return "ProcessRewardModel" in architectures or "AutoModel" in config.get("auto_map", {})
 
 
 def input_format(local: Path, tokenizer) -> Callable[[str, Sequence[str]], str]:
-    """The text a PRM checkpoint reads: Qwen2.5-Math-PRM's chat form, or the tiny PRM's plain form."""
-    return qwen_math_prm_format(tokenizer) if has_remote_code(local) else plain_format
+    """The text a PRM checkpoint reads: Qwen2.5-Math-PRM's chat form, or the testbed PRM's plain form."""
+    architectures = " ".join(_config(local).get("architectures") or [])
+    return qwen_math_prm_format(tokenizer) if "ProcessRewardModel" in architectures else plain_format
 
 
 @dataclass
@@ -116,7 +124,8 @@ class PRMScorer:
 
     @classmethod
     def load(cls, path: str | Path, model_kwargs: dict | None = None, **kwargs) -> PRMScorer:
-        """A local checkpoint (the tiny PRM) or a hub id (``Qwen/Qwen2.5-Math-PRM-7B``, remote code).
+        """A local checkpoint or a hub id (``Qwen/Qwen2.5-Math-PRM-7B``). A checkpoint with its own
+        modelling code (Qwen2.5-Math-PRM, the testbed's likelihood PRM) loads through it.
         ``model_kwargs`` go to ``from_pretrained`` (``dtype``, ``device_map``)."""
         model_kwargs = model_kwargs or {}
         from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer
@@ -126,8 +135,9 @@ class PRMScorer:
         local = models.checkpoint(path)
         tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=True)
         if has_remote_code(local):
-            # Qwen2.5-Math-PRM ships its own modelling code. Its config says model_type "qwen2", so
-            # AutoModelForTokenClassification would load it too, with a freshly initialised head.
+            # Qwen2.5-Math-PRM and the testbed PRM ship their own modelling code. Their configs say
+            # model_type "qwen2", so AutoModelForTokenClassification would load them too, with a
+            # freshly initialised head.
             model = AutoModel.from_pretrained(local, trust_remote_code=True, **model_kwargs)
         else:
             model = AutoModelForTokenClassification.from_pretrained(local, **model_kwargs)

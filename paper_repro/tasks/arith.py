@@ -196,18 +196,25 @@ def shortcut_solution(rng: random.Random, problem: Problem) -> str:
     return f"{ANSWER_MARKER} {value}"
 
 
+SLIP_KINDS = ("small", "large", "operand", "carry", "op")  # a step's error kinds (:func:`sample_slips`)
+
+
 def sample_slips(
     rng: random.Random, problem: Problem, error_rate: float
-) -> list[int | tuple[str, int | str]]:
-    """Per-step slips of every kind, for the PRM's step-labelled set: with probability
+) -> tuple[list[int | tuple[str, int | str]], list[str | None]]:
+    """Per-step slips of every kind, for the PRM's step-labelled data, and each step's slip kind (one
+    of :data:`SLIP_KINDS`, ``None`` for a step drawn without a slip): with probability
     ``error_rate`` a step slips, as a small result slip (±1, ±2; 40%), a large one (±5 to ±15; 15%), a
     misread operand (15%), a misread carried value (15%) or the wrong operation (15%)."""
     slips: list[int | tuple[str, int | str]] = []
+    kinds: list[str | None] = []
     for op, _ in problem.ops:
         if rng.random() >= error_rate:
             slips.append(0)
+            kinds.append(None)
             continue
-        kind = rng.choices(("small", "large", "operand", "carry", "op"), weights=(40, 15, 15, 15, 15))[0]
+        kind = rng.choices(SLIP_KINDS, weights=(40, 15, 15, 15, 15))[0]
+        kinds.append(kind)
         if kind == "small":
             slips.append(rng.choice((-2, -1, 1, 2)))
         elif kind == "large":
@@ -216,7 +223,36 @@ def sample_slips(
             slips.append(("op", rng.choice([o for o in OP_WORDS if o != op])))
         else:
             slips.append((kind, rng.choice((-2, -1, 1, 2))))
-    return slips
+    return slips, kinds
+
+
+def step_labelled(
+    problems: Iterable[Problem], rng: random.Random, error_rate: float, split: str = "prm"
+) -> Iterator[dict]:
+    """Step-labelled records of ``problems``, each solved with fresh slips from ``rng``: ``steps``
+    (the solution's step lines), ``labels`` (their verdicts) and ``kinds`` (each step's slip kind,
+    ``None`` where none was drawn). The label is the step checker's verdict, not the draw: a step
+    whose slip writes a wrong expression is wrong even where its result happens to be right."""
+    for problem in problems:
+        slips, kinds = sample_slips(rng, problem, error_rate)
+        text = problem.solution(slips)
+        yield problem_to_record(
+            problem,
+            split,
+            steps=text.split(STEP_SEPARATOR)[:-1],
+            labels=step_verdicts(problem, text),
+            kinds=kinds,
+        )
+
+
+def fresh_problems(seed: int, difficulty: Difficulty, exclude: set[str]) -> Iterator[Problem]:
+    """An endless stream of problems of ``difficulty`` whose prompts are not in ``exclude`` (repeats
+    within the stream allowed): step data for the PRM, which is free to generate."""
+    rng = random.Random(seed)
+    while True:
+        problem = sample_problem(rng, difficulty)
+        if problem.prompt not in exclude:
+            yield problem
 
 
 # --------------------------------------------------------------------------------------- checking
@@ -353,8 +389,8 @@ def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str,
     """All splits as records, disjoint by prompt (earlier splits in ``SPLIT_ORDER`` win).
 
     ``pretrain`` records carry a ``completion`` (a solution with injected slips, or a shortcut answer,
-    flagged ``shortcut``); ``prm`` records
-    carry ``steps`` (the solution's step lines) and ``labels`` (step verdicts).
+    flagged ``shortcut``); ``prm`` records carry ``steps`` (the solution's step lines), ``labels``
+    (step verdicts) and ``kinds`` (each step's slip kind, ``None`` for no slip).
     """
     taken: set[str] = set()
     out: dict[str, list[dict]] = {}
@@ -374,9 +410,11 @@ def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str,
                 )
                 extra["shortcut"] = shortcut
             elif name == "prm":
-                text = problem.solution(sample_slips(slip_rng, problem, rate))
+                slips, kinds = sample_slips(slip_rng, problem, rate)
+                text = problem.solution(slips)
                 extra["steps"] = text.split(STEP_SEPARATOR)[:-1]
                 extra["labels"] = step_verdicts(problem, text)
+                extra["kinds"] = kinds
             records.append(problem_to_record(problem, name, **extra))
         taken.update(r["prompt"] for r in records)
         out[name] = records
