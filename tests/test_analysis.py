@@ -289,6 +289,8 @@ def test_every_table_and_figure_is_written(tmp_path):
         "disagreement",
         "race",
         "conventions",
+        "reward_hacking",
+        "reward_hacking_summary",
         "claims",
     ):
         assert (tmp_path / f"{name}.csv").exists(), name
@@ -296,9 +298,59 @@ def test_every_table_and_figure_is_written(tmp_path):
     for name in result.figures:
         assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 1000
         assert (tmp_path / "figures" / f"{name}.pdf").exists()
-    assert "rho_star_by_convention" in result.figures
+    assert {"rho_star_by_convention", "reward_change_vs_outcomes"} <= set(result.figures)
     race = result.race.set_index("setting")
     assert race.loc["M", "fresh_seeds"] == 2  # seeds 1 and 2: the pilots used seed 0
+
+
+# ------------------------------------------------------------------------------- reward hacking
+
+
+def _hacking_runs(shares: dict[str, float], n: int = 60, rng_seed: int = 0) -> pd.DataFrame:
+    """Runs of each reward system in ``shares``, a share of which truly game (reward up, gsm pass@1
+    and the judge down); the rest improve on every measure or only fall on one."""
+    rng = np.random.default_rng(rng_seed)
+    rows = []
+    for system, share in shares.items():
+        for i in range(n):
+            games = i < round(share * n)
+            d_reward = rng.uniform(0.05, 0.4)
+            d_gsm = -rng.uniform(0.01, 0.2) if games else rng.uniform(-0.05, 0.2)
+            d_judge = -rng.uniform(0.01, 0.2) if games else rng.uniform(0.01, 0.2)
+            rows.append({"run_id": f"{system}{i}", "reward_system": system, "setting": system, "cell": "r50",
+                         "seed": i, "native_reward": 0.3 + d_reward, "gsm_pass1": 0.3 + d_gsm,
+                         "judge_score": 0.3 + d_judge, "base_native_reward": 0.3, "base_gsm_pass1": 0.3,
+                         "base_judge_score": 0.3})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_a_run_games_only_when_its_reward_rises_and_both_checks_fall():
+    from paper_repro.analysis import hacking
+
+    runs = _hacking_runs({"prm": 0.25, "sparse": 0.0}, n=20)
+    runs.loc[len(runs)] = {**runs.iloc[0].to_dict(), "run_id": "nojudge", "judge_score": np.nan}
+    table = hacking.hacking_table(runs).set_index("run_id")
+    assert table["games"].sum() == 5 and not table.loc[[f"sparse{i}" for i in range(20)], "games"].any()
+    assert pd.isna(table.loc["nojudge", "games"]) and "no d_judge" in table.loc["nojudge", "status"]
+    assert (table["diverges"].fillna(False) >= table["games"].fillna(False)).all()
+    summary = hacking.hacking_summary(table.reset_index()).set_index("reward_system")
+    assert summary.loc["prm", "gaming_runs"] == 5 and summary.loc["prm", "classed"] == 20
+    assert summary.loc["prm", "share_ci_low"] < 0.25 < summary.loc["prm", "share_ci_high"]
+
+
+@pytest.mark.parametrize(
+    ("prm_share", "proxy_share", "verdict"),
+    [(0.6, 0.0, "held"), (0.0, 0.0, "not held"), (0.02, 0.05, "not held"), (0.15, 0.05, "inconclusive")],
+)
+def test_prm_games_more_can_return_every_verdict(prm_share, proxy_share, verdict):
+    from paper_repro.analysis import hacking
+
+    n = 40 if verdict == "inconclusive" else 200
+    table = hacking.hacking_table(_hacking_runs({"prm": prm_share, "proxy_prm": proxy_share}, n=n))
+    result = hacking.prm_games_more(table)
+    assert result.verdict == verdict, result
+    assert result.low <= prm_share - proxy_share <= result.high
+    assert hacking.prm_games_more(table[table["reward_system"] != "prm"]).verdict == "inconclusive"
 
 
 def test_regime_thresholds_sit_between_the_grids_cells():

@@ -11,6 +11,9 @@ it) and writes, beside them:
 - ``fits.csv``: constant, log-linear and quadratic fits by AICc per frontier;
 - ``disagreement.csv``, ``race.csv``;
 - ``conventions.csv``: rho* under the useful, executed, 6N and wall-time conventions;
+- ``reward_hacking.csv``: per run, the change from base in its training reward, gsm pass@1 and the
+  judge's score, and whether it games its reward (:mod:`paper_repro.analysis.hacking`);
+  ``reward_hacking_summary.csv`` per reward system;
 - ``claims.csv``: one row per claim, its verdict, its test and its power (:mod:`paper_repro.analysis.claims`);
 - ``compute_cards.csv``: the runs' compute cards, flattened (:mod:`paper_repro.analysis.cards`; runs
   recorded before the ledger wrote cards have none);
@@ -29,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis import cards, conventions, figures
+from paper_repro.analysis import cards, conventions, figures, hacking
 from paper_repro.analysis import claims as claim_tests
 from paper_repro.analysis.frontiers import frontier_table, load_runs, runs_of, setting_rows, shared_runs
 from paper_repro.analysis.optima import Optimum, equivalence_verdict, optimum_table
@@ -55,6 +58,8 @@ class Analysis:
     race: pd.DataFrame
     regime_ceiling: float
     conventions: pd.DataFrame
+    hacking: pd.DataFrame
+    hacking_summary: pd.DataFrame
     claims: pd.DataFrame
     figures: list[str]
 
@@ -117,16 +122,21 @@ def analyse(
     ceiling = regime_ceiling(distinct, [*classes.rule_based, *classes.prm_style], thresholds)
     groups = {name: (name,) for name in (*classes.rule_based, *classes.prm_style)}
     convention = conventions.convention_table(distinct, groups)
+    hacked = hacking.hacking_table(distinct)
+    hacked_summary = hacking.hacking_summary(hacked)
     claims = claim_tests.claims_table(distinct, frontier, race, gains, ceiling, classes, power_replicates)
-    claims = pd.concat([claims, _convention_claim(distinct, classes)], ignore_index=True)
+    claims = pd.concat([claims, _convention_claim(distinct, classes), _hacking_claim(hacked, distinct)],
+                       ignore_index=True)  # fmt: skip
     card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
     for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
                         ("fits", fits), ("disagreement", disagreement), ("race", race),
-                        ("conventions", convention), ("claims", claims), ("compute_cards", card_rows)):  # fmt: skip
+                        ("conventions", convention), ("reward_hacking", hacked),
+                        ("reward_hacking_summary", hacked_summary), ("claims", claims),
+                        ("compute_cards", card_rows)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
-    written = figures.all_figures(frontier, optima, disagreement, race, convention, profile, fig_dir)
+    written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir)
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
-                    claims, written)  # fmt: skip
+                    hacked, hacked_summary, claims, written)  # fmt: skip
 
 
 def _rho_star_tests(optima: pd.DataFrame, classes: claim_tests.Classes) -> pd.DataFrame:
@@ -185,4 +195,17 @@ def _convention_claim(distinct: pd.DataFrame, classes: claim_tests.Classes) -> p
         "seeds_per_cell": int(distinct.groupby(["setting", "cell"])["seed"].nunique().median()),
         "power_at_3_seeds": np.nan, "seeds_for_80pct_power": np.nan,
         "power_note": "as the rho* ~ x claims' power, under each convention",
+    }])  # fmt: skip
+
+
+def _hacking_claim(hacked: pd.DataFrame, distinct: pd.DataFrame) -> pd.DataFrame:
+    result = hacking.prm_games_more(hacked)
+    return pd.DataFrame([{
+        "claim": "the learned PRM is gamed more often than the exact checker at the same cost",
+        "kind": "our addition", "paper_value": "not reported by the paper", "our_value": result.value,
+        "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict, "note": result.note,
+        "test": hacking.PRM_GAMES_TEST,
+        "seeds_per_cell": int(distinct.groupby(["setting", "cell"])["seed"].nunique().median()),
+        "power_at_3_seeds": np.nan, "seeds_for_80pct_power": np.nan,
+        "power_note": "not simulated: the frontier model does not generate the runs' changes from base",
     }])  # fmt: skip

@@ -183,7 +183,33 @@ def rho_star_by_convention(conventions: pd.DataFrame, out_dir):
     return _save(fig, out_dir, "rho_star_by_convention")
 
 
-def all_figures(frontier, optima, disagreement, race, conventions, profile, out_dir) -> list[str]:
+def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
+    """Reward hacking: per run, the change from base in the reward it was trained on (x) against the
+    change in gsm pass@1 and in the judge's score (panels), coloured by reward system; runs that
+    game their reward (reward up, both others down) ringed in black. The lower-right quadrant of
+    both panels is where a reward is being gamed."""
+    plt, sns = _setup()
+    systems = list(hacking["reward_system"].unique())
+    palette = dict(zip(systems, sns.color_palette("colorblind", len(systems)), strict=False))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharex=True)
+    for ax, (column, label) in zip(
+        axes, (("d_gsm_pass1", "change in gsm pass@1"), ("d_judge", "change in judge score")), strict=True
+    ):
+        sns.scatterplot(data=hacking, x="d_reward", y=column, hue="reward_system", palette=palette, ax=ax,
+                        s=22, alpha=0.8, legend=ax is axes[-1])  # fmt: skip
+        gaming = hacking[hacking["games"].fillna(False).astype(bool)]
+        ax.scatter(gaming["d_reward"], gaming[column], s=70, facecolors="none", edgecolors="black", lw=0.8)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_xlabel("change in training (native) reward from base")
+        ax.set_ylabel(label)
+    axes[-1].legend(title="reward system", fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.suptitle(f"Reward hacking: {int(hacking['games'].fillna(False).sum())} of {len(hacking)} runs game "
+                 "their reward (ringed: reward up, pass@1 and judge down)", fontsize=9)  # fmt: skip
+    return _save(fig, out_dir, "reward_change_vs_outcomes")
+
+
+def all_figures(frontier, optima, disagreement, race, conventions, hacking, profile, out_dir) -> list[str]:
     """Every figure of the analysis; returns their names."""
     order = [s.name for s in profile.all_settings()]
     written = []
@@ -200,6 +226,9 @@ def all_figures(frontier, optima, disagreement, race, conventions, profile, out_
     if len(conventions):
         rho_star_by_convention(conventions, out_dir)
         written.append("rho_star_by_convention")
+    if len(hacking):
+        reward_change_vs_outcomes(hacking, out_dir)
+        written.append("reward_change_vs_outcomes")
     import matplotlib.pyplot as plt
 
     plt.close("all")

@@ -45,11 +45,41 @@ def numeric(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_runs(path) -> pd.DataFrame:
-    """The ``ok`` rows of a runs table, numbers parsed (the table is checked first)."""
+    """The current ``ok`` rows of a runs table (:func:`current`), numbers parsed (the table is
+    checked first)."""
     from paper_repro.results import RUN_COLUMNS, ResultTable
 
     frame = ResultTable(path, RUN_COLUMNS).frame()
-    return numeric(frame[frame["status"] == "ok"])
+    return numeric(current(frame[frame["status"] == "ok"]))
+
+
+def weights_of(spec_json: str) -> str | None:
+    """The weights fingerprint a run's recorded spec names (None for hub checkpoints)."""
+    import json
+
+    try:
+        return json.loads(spec_json).get("weights")
+    except (TypeError, ValueError):
+        return None
+
+
+def current(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` without the rows that rebuilt checkpoints superseded.
+
+    The runs table is append-only, so a rebuilt model (a new PRM, a retrained policy) leaves the rows
+    of its old weights in place, under other run ids. Per policy and reward system, only the rows
+    with the weights of the most recent run are current; the rest are kept in the table and left
+    out of the analysis."""
+    if runs.empty or "spec" not in runs:
+        return runs
+    weights = runs["spec"].map(lambda text: weights_of(text) or "")  # "": hub checkpoints, named by id
+    latest = (
+        runs.assign(_w=weights).sort_values("created_at").groupby(["model", "reward_system"])["_w"].last()
+    )
+    keep = [
+        w == latest.get((m, r)) for m, r, w in zip(runs["model"], runs["reward_system"], weights, strict=True)
+    ]
+    return runs[keep]
 
 
 def runs_of(runs: pd.DataFrame, setting, budget_kind: str, budget_flops: float) -> pd.DataFrame:
