@@ -86,7 +86,10 @@ def _run(trainer_cls: type, cfg: LedgerBench, workdir: str, **extra: Any) -> tup
 
 def matmul_peak_flops(n: int = 1024, repeats: int = 20) -> float:
     """Best achieved fp32 FLOP/s of an n x n x n matmul on this machine, now."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+    # its own generator: measuring the peak must not move the global RNG a run samples from (the first
+    # run of a process measured it and so sampled differently from the same spec run later)
+    generator = torch.Generator().manual_seed(0)
+    a, b = torch.randn(n, n, generator=generator), torch.randn(n, n, generator=generator)
     torch.mm(a, b)
     best = 0.0
     for _ in range(repeats):

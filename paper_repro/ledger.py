@@ -534,9 +534,18 @@ class LedgerGRPOTrainer(GRPOTrainer):
       ``LedgerConfig.card_path`` + ``.json`` / ``.md`` (default ``<output_dir>/compute_card``).
     """
 
-    def __init__(self, *args: Any, ledger: LedgerConfig | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, ledger: LedgerConfig | None = None, sampler: str = "hf", **kwargs: Any
+    ) -> None:
         check_trl_version()
+        from paper_repro.sampler import SAMPLERS
+
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
         super().__init__(*args, **kwargs)
+        # "lean": rollouts by paper_repro.sampler where it reproduces HF generate (else HF generate)
+        self.sampler = sampler
+        self.lean_fallback: str | None = None  # why the last rollout fell back to HF generate
         config = ledger or LedgerConfig()
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
         shape = ModelShape.from_config(base.config)
@@ -780,9 +789,12 @@ class LedgerGRPOTrainer(GRPOTrainer):
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
         self._sync()
         start = time.perf_counter()
-        completion_ids, logprobs = super()._generate_single_turn(
-            prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
-        )
+        if self._lean_reason(images, multimodal_fields, *args, **kwargs) is None:
+            completion_ids, logprobs = self._lean_generate(prompt_ids), None  # None: as TRL's HF path
+        else:
+            completion_ids, logprobs = super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
+            )
         self._sync()
         self.ledger.add_seconds("search", time.perf_counter() - start)
         if self.model.training:
@@ -799,6 +811,46 @@ class LedgerGRPOTrainer(GRPOTrainer):
                 gen_executed_tokens=work["executed"].tokens,
             )
         return completion_ids, logprobs
+
+    def _lean_reason(self, images, multimodal_fields, *args, **kwargs) -> str | None:
+        """Why this rollout goes through TRL's own path instead of the lean sampler (None: it does not)."""
+        from paper_repro.sampler import unsupported
+
+        if self.sampler != "lean":
+            return "sampler='hf'"
+        if self.use_vllm or self.use_transformers_continuous_batching:
+            return "vLLM or continuous batching"
+        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            return "DeepSpeed or FSDP"
+        if self._is_vlm or (images is not None and any(i is not None for i in images)) or multimodal_fields:
+            return "a vision-language model or multimodal inputs"
+        if args or any(kwargs.values()):
+            return "tool images"
+        reason = unsupported(self.accelerator.unwrap_model(self.model_wrapped), self.generation_config)
+        self.lean_fallback = reason
+        return reason
+
+    def _lean_generate(self, prompt_ids: list[list[int]]) -> list[list[int]]:
+        """TRL's HF-generate rollout (``_generate_single_turn``'s regular path) by the lean sampler:
+        the same model unwrapped the same way, the same ``GenerationConfig``, the same left padding, the
+        same completions (each up to its first EOS) from the same random state."""
+        from trl.models.utils import unwrap_model_for_generation
+
+        from paper_repro.sampler import generate_like
+
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as unwrapped_model,
+            torch.no_grad(),
+        ):
+            return generate_like(
+                unwrapped_model, self.generation_config, prompt_ids, pad_to_multiple_of=self.pad_to_multiple_of
+            )
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *a, **kw):
         if self.model.training:

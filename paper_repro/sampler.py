@@ -31,6 +31,7 @@ fall back to HF ``generate``.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -163,22 +164,60 @@ def _projection(module: Any) -> _Proj:
             ):
                 raise _Unsupported("LoRA dropout in training mode")
             a, b = lora_a[name], module.lora_B[name]
-            loras.append((a.weight, a.bias, b.weight, b.bias, module.scaling[name]))
+            loras.append((a.weight, a.bias, *_exact_scale(b.weight, b.bias, module.scaling[name])))
         return _Proj(base.weight, base.bias, tuple(loras))
     if type(module) is not torch.nn.Linear:
         raise _Unsupported(f"projection {type(module).__name__}")
     return _Proj(module.weight, module.bias)
 
 
-def _linear(x: torch.Tensor, p: _Proj) -> torch.Tensor:
-    y = F.linear(x, p.weight, p.bias)
+def _linear(x: torch.Tensor, p: _Proj, base: torch.Tensor | None = None) -> torch.Tensor:
+    """``p`` applied to ``x`` as PEFT computes it; ``base``: its base output, computed already."""
+    y = F.linear(x, p.weight, p.bias) if base is None else base
     if not p.loras:
         return y
     dtype = y.dtype
     for a_w, a_b, b_w, b_b, scaling in p.loras:
         xa = x if x.dtype == a_w.dtype else x.to(a_w.dtype)
-        y = y + F.linear(F.linear(xa, a_w, a_b), b_w, b_b) * scaling
+        if scaling is None:  # folded into b_w, exactly (a power of two)
+            y = y + F.linear(F.linear(xa, a_w, a_b), b_w, b_b)
+        else:
+            y = y + F.linear(F.linear(xa, a_w, a_b), b_w, b_b) * scaling
     return y.to(dtype)
+
+
+def _exact_scale(b_w: torch.Tensor, b_b: torch.Tensor | None, scaling: float) -> tuple[Any, ...]:
+    """``lora_B`` with a power-of-two ``scaling`` folded in: ``(B a) * 2^k == (2^k B) a`` bit for bit
+    (scaling by a power of two is exact in floating point, short of overflow), one op fewer per step."""
+    mantissa, _ = math.frexp(scaling)
+    if scaling > 0 and mantissa == 0.5 and b_b is None and torch.isfinite(b_w * scaling).all():
+        return b_w * scaling, None, None
+    return b_w, b_b, scaling
+
+
+@dataclass(frozen=True)
+class _Fused:
+    """Projections that read the same input, their base weights concatenated into one matmul (each
+    output column is the same dot product as in its own matmul; ``tests/test_sampler.py`` checks the
+    outputs are bit-identical), their LoRA adapters applied one by one."""
+
+    parts: tuple[_Proj, ...]
+    weight: torch.Tensor
+    bias: torch.Tensor | None
+    sizes: tuple[int, ...]
+
+    @classmethod
+    def of(cls, parts: Sequence[_Proj]) -> _Fused:
+        biases = [p.bias for p in parts]
+        if any(b is None for b in biases) and not all(b is None for b in biases):
+            biases = [p.weight.new_zeros(p.weight.shape[0]) if b is None else b for p, b in zip(parts, biases)]
+        bias = None if biases[0] is None else torch.cat(biases)
+        weight = torch.cat([p.weight for p in parts])
+        return cls(tuple(parts), weight, bias, tuple(p.weight.shape[0] for p in parts))
+
+    def __call__(self, x: torch.Tensor) -> list[torch.Tensor]:
+        bases = F.linear(x, self.weight, self.bias).split(self.sizes, dim=-1)
+        return [_linear(x, p, base) for p, base in zip(self.parts, bases)]
 
 
 @dataclass(frozen=True)
@@ -186,12 +225,9 @@ class _Layer:
     attn: Any  # the attention module (HF's attention functions read its attributes)
     in_norm: tuple[torch.Tensor, float]
     post_norm: tuple[torch.Tensor, float]
-    q: _Proj
-    k: _Proj
-    v: _Proj
+    qkv: _Fused
     o: _Proj
-    gate: _Proj
-    up: _Proj
+    gate_up: _Fused
     down: _Proj
     act: Any
 
@@ -216,7 +252,7 @@ def _rms(h: torch.Tensor, norm: tuple[torch.Tensor, float]) -> torch.Tensor:
 class _Decoder:
     """The model's forward as a flat function of its weights, with a concatenated KV cache."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, capacity: int) -> None:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
         lm = _base_model(model)
@@ -232,12 +268,9 @@ class _Decoder:
                 attn=layer.self_attn,
                 in_norm=_norm(layer.input_layernorm),
                 post_norm=_norm(layer.post_attention_layernorm),
-                q=_projection(layer.self_attn.q_proj),
-                k=_projection(layer.self_attn.k_proj),
-                v=_projection(layer.self_attn.v_proj),
+                qkv=_Fused.of([_projection(getattr(layer.self_attn, f"{n}_proj")) for n in "qkv"]),
                 o=_projection(layer.self_attn.o_proj),
-                gate=_projection(layer.mlp.gate_proj),
-                up=_projection(layer.mlp.up_proj),
+                gate_up=_Fused.of([_projection(layer.mlp.gate_proj), _projection(layer.mlp.up_proj)]),
                 down=_projection(layer.mlp.down_proj),
                 act=layer.mlp.act_fn,
             )
@@ -251,6 +284,8 @@ class _Decoder:
             self.attention = sdpa_attention_forward
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
+        self.capacity = capacity  # decode steps the cache has room for after the prompt
+        self.length = 0
 
     def forward(
         self, ids: torch.Tensor, position_ids: torch.Tensor, mask: torch.Tensor | None
@@ -265,25 +300,39 @@ class _Decoder:
         for i, layer in enumerate(self.layers):
             residual = h
             x = _rms(h, layer.in_norm)
-            q = _linear(x, layer.q).view(shape).transpose(1, 2)
-            k = _linear(x, layer.k).view(shape).transpose(1, 2)
-            v = _linear(x, layer.v).view(shape).transpose(1, 2)
+            q, k, v = (t.reshape(shape).transpose(1, 2) for t in layer.qkv(x))
             q = (q * cos) + (torch.cat((-q[..., half:], q[..., :half]), dim=-1) * sin)
             k = (k * cos) + (torch.cat((-k[..., half:], k[..., :half]), dim=-1) * sin)
-            if first:
-                self.keys.append(k)
-                self.values.append(v)
-            else:
-                k = self.keys[i] = torch.cat([self.keys[i], k], dim=-2)
-                v = self.values[i] = torch.cat([self.values[i], v], dim=-2)
+            k, v = self._cache(i, k, v, first)
             out, _ = self.attention(layer.attn, q, k, v, mask, dropout=0.0, scaling=layer.attn.scaling)
             out = out.reshape(*ids.shape, -1).contiguous()
             h = residual + _linear(out, layer.o)
             residual = h
             x = _rms(h, layer.post_norm)
-            h = residual + _linear(layer.act(_linear(x, layer.gate)) * _linear(x, layer.up), layer.down)
+            gate, up = layer.gate_up(x)
+            h = residual + _linear(layer.act(gate) * up, layer.down)
         h = _rms(h, self.final_norm)
         return _linear(h[:, -1:, :], self.head)[:, -1].to(copy=True, dtype=torch.float32)
+
+    def _cache(self, i: int, k: torch.Tensor, v: torch.Tensor, first: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append a step's keys and values to layer ``i``'s cache; return the cached ones so far.
+
+        The cache is preallocated for ``capacity`` positions and written in place (``DynamicCache``
+        concatenates, copying the whole cache every step); attention reads a view of the filled part,
+        which holds the same values as the concatenated tensor."""
+        if first:
+            rows, heads, width, dim = k.shape
+            shape = (rows, heads, width + self.capacity, dim)
+            self.keys.append(k.new_empty(shape))
+            self.values.append(v.new_empty(shape))
+            self.length = 0
+        start = self.length
+        end = start + k.shape[2]
+        self.keys[i][:, :, start:end] = k
+        self.values[i][:, :, start:end] = v
+        if i == len(self.layers) - 1:
+            self.length = end
+        return self.keys[i][:, :, :end], self.values[i][:, :, :end]
 
     def keep(self, rows: torch.Tensor) -> None:
         """Drop every cached row not in ``rows``."""
@@ -377,7 +426,7 @@ def lean_generate(
     if stats is not None:
         stats.rows, stats.prompt_width = rows, width
 
-    decoder = _Decoder(model)
+    decoder = _Decoder(model, capacity=max_new_tokens)
     position = (pad.cumsum(-1) - 1).masked_fill(pad == 0, 0)
     logits = decoder.forward(ids, position, decoder.mask(pad, width))
     position = position[:, -1:]
