@@ -335,9 +335,14 @@ class _Decoder:
         return self.keys[i][:, :, :end], self.values[i][:, :, :end]
 
     def keep(self, rows: torch.Tensor) -> None:
-        """Drop every cached row not in ``rows``."""
-        self.keys = [k[rows] for k in self.keys]
-        self.values = [v[rows] for v in self.values]
+        """Drop every cached row not in ``rows`` (copying the filled part only)."""
+        self.keys = [self._rows(k, rows) for k in self.keys]
+        self.values = [self._rows(v, rows) for v in self.values]
+
+    def _rows(self, cache: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        out = cache.new_empty((len(rows), *cache.shape[1:]))
+        out[:, :, : self.length] = cache[rows, :, : self.length]
+        return out
 
     def mask(self, pad: torch.Tensor, q_length: int) -> torch.Tensor | None:
         """The 4D mask HF builds from the 2D padding mask ``pad`` for ``q_length`` new positions: none
