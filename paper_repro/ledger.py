@@ -151,12 +151,15 @@ def generation_pass_work(
     num_generations: int,
     prefix_cache: bool,
     padded: bool,
+    sampler: Any = None,
 ) -> dict[str, Work]:
     """Useful and executed work of generating one completion per row.
 
     Rows come in groups of ``num_generations`` copies of one prompt (TRL's ``RepeatSampler``).
     With ``prefix_cache`` the first row of a group prefills the prompt, the others reuse it.
-    ``padded`` is HF ``generate``: left-padded prompts, every row decoding until the longest ends.
+    ``padded`` is HF ``generate``: left-padded prompts, every row decoding until the longest ends;
+    ``sampler`` (a :class:`paper_repro.sampler.LeanStats`): the lean sampler's padded batch, which
+    drops finished rows, each decode step running the rows it records.
     """
     useful = Work()
     for i, (p, c) in enumerate(zip(prompt_lengths, completion_lengths, strict=True)):
@@ -165,6 +168,9 @@ def generation_pass_work(
     if not padded:
         return {"useful": useful, "executed": useful}
     rows = len(prompt_lengths)
+    if sampler is not None:
+        executed = flops.padded_generation_work(rows, sampler.prompt_width, 0, sampler.decode_rows)
+        return {"useful": useful, "executed": executed}
     steps = max(completion_lengths, default=0)
     executed = flops.padded_generation_work(rows, max(prompt_lengths, default=0), steps)
     return {"useful": useful, "executed": executed}
@@ -789,8 +795,12 @@ class LedgerGRPOTrainer(GRPOTrainer):
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
         self._sync()
         start = time.perf_counter()
+        lean = None
         if self._lean_reason(images, multimodal_fields, *args, **kwargs) is None:
-            completion_ids, logprobs = self._lean_generate(prompt_ids), None  # None: as TRL's HF path
+            from paper_repro.sampler import LeanStats
+
+            lean = LeanStats()
+            completion_ids, logprobs = self._lean_generate(prompt_ids, lean), None  # None: as TRL's HF path
         else:
             completion_ids, logprobs = super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
@@ -801,7 +811,7 @@ class LedgerGRPOTrainer(GRPOTrainer):
             p_lens = [len(p) for p in prompt_ids]
             c_lens = [len(c) for c in completion_ids]
             padded = not (self.use_vllm or self.use_transformers_continuous_batching)
-            work = generation_pass_work(p_lens, c_lens, num_generations, self._prefix_cache, padded)
+            work = generation_pass_work(p_lens, c_lens, num_generations, self._prefix_cache, padded, lean)
             # vLLM runs merged weights; HF generate runs the unmerged adapters
             self.ledger.charge_generation(work, adapters_active=not self.use_vllm)
             self.ledger.count(
@@ -830,10 +840,11 @@ class LedgerGRPOTrainer(GRPOTrainer):
         self.lean_fallback = reason
         return reason
 
-    def _lean_generate(self, prompt_ids: list[list[int]]) -> list[list[int]]:
+    def _lean_generate(self, prompt_ids: list[list[int]], stats: Any) -> list[list[int]]:
         """TRL's HF-generate rollout (``_generate_single_turn``'s regular path) by the lean sampler:
         the same model unwrapped the same way, the same ``GenerationConfig``, the same left padding, the
-        same completions (each up to its first EOS) from the same random state."""
+        same completions (each up to its first EOS) from the same random state. Finished rows leave the
+        batch; ``stats`` records the rows each step ran, for the ``executed`` count."""
         from trl.models.utils import unwrap_model_for_generation
 
         from paper_repro.sampler import generate_like
@@ -849,8 +860,9 @@ class LedgerGRPOTrainer(GRPOTrainer):
             torch.no_grad(),
         ):
             return generate_like(
-                unwrapped_model, self.generation_config, prompt_ids, pad_to_multiple_of=self.pad_to_multiple_of
-            )
+                unwrapped_model, self.generation_config, prompt_ids, pad_to_multiple_of=self.pad_to_multiple_of,
+                compact=True, stats=stats,
+            )  # fmt: skip
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *a, **kw):
         if self.model.training:

@@ -41,6 +41,9 @@ import torch
 import torch.nn.functional as F
 
 SAMPLERS = ("hf", "lean")
+# With ``compact``, finished rows are dropped from the batch once at most this share of it is still
+# decoding (each drop copies the KV cache's filled part)
+COMPACT_AT = 0.75
 SUPPORTED_MODEL_TYPES = ("qwen2", "llama")
 # GenerationConfig fields the lean loop implements (or that do not change what generate computes here).
 _HANDLED = {
@@ -388,6 +391,20 @@ def _warpers(do_sample: bool, temperature, top_k, top_p, min_p) -> list[Any]:
     return out
 
 
+def _multinomial(probs: torch.Tensor, rows: int, alive: torch.Tensor) -> torch.Tensor:
+    """``torch.multinomial(probs, 1)`` for the batch's rows, drawing the random numbers of a batch of
+    ``rows`` rows (the whole batch, finished rows included, as HF generate's batch).
+
+    For one sample torch draws by the exponential trick: ``argmax(p / q)`` with ``q ~ Exp(1)`` of the
+    shape of ``p`` (ATen ``multinomial``, CPU and CUDA). Drawing ``q`` for all ``rows`` rows and using
+    those of the rows still decoding consumes the generator exactly as ``multinomial`` over the full
+    batch does, and gives each row the token it would get there."""
+    if probs.shape[0] == rows:
+        return torch.multinomial(probs, num_samples=1).squeeze(1)
+    q = probs.new_empty((rows, probs.shape[1])).exponential_(1)
+    return torch.argmax(probs / q[alive], dim=-1)
+
+
 @torch.no_grad()
 def lean_generate(
     model: Any,
@@ -410,8 +427,6 @@ def lean_generate(
 
     Prompts are left-padded with ``pad_token_id`` (to a multiple of ``pad_to_multiple_of``, as TRL
     pads them). ``compact`` (greedy only) drops finished rows from the batch."""
-    if compact and do_sample:
-        raise ValueError("compact drops finished rows, which changes what each multinomial draw samples")
     device = _base_model(model).lm_head.weight.device
     rows = len(prompt_ids)
     if rows == 0:
@@ -443,7 +458,7 @@ def lean_generate(
         for warper in warpers:
             scores = warper(None, scores)  # HF's warpers here read the scores only
         if do_sample:
-            tokens = torch.multinomial(F.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+            tokens = _multinomial(F.softmax(scores, dim=-1), rows, alive)
         else:
             tokens = torch.argmax(scores, dim=-1)
         tokens = tokens * unfinished + pad_token_id * (1 - unfinished)
@@ -451,7 +466,8 @@ def lean_generate(
         unfinished = unfinished & ~torch.isin(tokens, eos)
         if step + 1 == max_new_tokens or not bool(unfinished.any()):
             break
-        if compact and not bool(unfinished.all()):
+        left = int(unfinished.sum())
+        if compact and left < len(unfinished) and left <= COMPACT_AT * len(unfinished):
             keep = unfinished.nonzero().squeeze(1)
             alive, tokens, unfinished = alive[keep], tokens[keep], unfinished[keep]
             pad, position = pad[keep], position[keep]
