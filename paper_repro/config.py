@@ -123,8 +123,6 @@ class Resources:
     # how HF-path rollouts and evaluation decode: "lean" (paper_repro.sampler: HF generate's tokens
     # without its per-step overhead, falling back to HF generate where it cannot reproduce it) or "hf"
     sampler: str = "lean"
-    # "shared": the runs of one process load the base model, tokenizer and data once (paper_repro.trainer)
-    setup: str = "shared"
     cpus_per_task: int = 2
     mem_gb: int = 8
     timeout_min: int = 60  # per notebook job on SLURM
@@ -138,8 +136,6 @@ class Resources:
             raise ValueError(f"micro_batch must be positive, got {self.micro_batch}")
         if self.sampler not in ("hf", "lean"):
             raise ValueError(f"sampler must be 'hf' or 'lean', got {self.sampler!r}")
-        if self.setup not in ("per_run", "shared"):
-            raise ValueError(f"setup must be 'per_run' or 'shared', got {self.setup!r}")
         if not 0 < self.vllm_gpu_memory_utilization < 1:
             raise ValueError("vllm_gpu_memory_utilization must be in (0, 1)")
 
