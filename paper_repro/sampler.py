@@ -62,6 +62,9 @@ class LeanStats:
     rows: int = 0
     prompt_width: int = 0
     decode_rows: list[int] = field(default_factory=list)
+    # set to a list to collect each row's per-token log-probabilities of its tokens under the processed
+    # scores it was sampled from (what HF's ``output_scores`` gives, log-softmaxed), up to its first EOS
+    logprobs: list[list[float]] | None = None
 
 
 # ------------------------------------------------------------------------------------- support
@@ -451,6 +454,7 @@ def lean_generate(
     logits = decoder.forward(ids, position, decoder.mask(pad, width))
     position = position[:, -1:]
     out = torch.full((rows, max_new_tokens), pad_token_id, dtype=torch.long, device=device)
+    logprobs = torch.zeros((rows, max_new_tokens), dtype=torch.float32, device=device)
     alive = torch.arange(rows, device=device)  # the batch's rows (all of them unless compacting)
     unfinished = torch.ones(rows, dtype=torch.long, device=device)
     for step in range(max_new_tokens):
@@ -463,6 +467,9 @@ def lean_generate(
             tokens = torch.argmax(scores, dim=-1)
         tokens = tokens * unfinished + pad_token_id * (1 - unfinished)
         out[alive, step] = tokens
+        if stats is not None and stats.logprobs is not None:
+            chosen = F.log_softmax(scores, dim=-1).gather(1, tokens[:, None]).squeeze(1)
+            logprobs[alive, step] = chosen.to(logprobs.dtype)
         unfinished = unfinished & ~torch.isin(tokens, eos)
         if step + 1 == max_new_tokens or not bool(unfinished.any()):
             break
@@ -483,6 +490,8 @@ def lean_generate(
         hits = is_eos[r].nonzero()
         end = int(hits[0]) + 1 if len(hits) else max_new_tokens
         completions.append(out[r, :end].tolist())
+        if stats is not None and stats.logprobs is not None:
+            stats.logprobs.append(logprobs[r, :end].tolist())
     return completions
 
 
