@@ -197,7 +197,11 @@ def bench_runs(
             runtime = dataclasses.replace(spec.runtime, sampler=PATHS[path])
             return run_cell(dataclasses.replace(spec, runtime=runtime), root, threads=1, raise_errors=True)
 
-        specs = {(size, cell): setting_specs(profile, size, [seed], cells=[cell])[0] for size in sizes for cell in cells}
+        specs = {
+            (size, cell): setting_specs(profile, size, [seed], cells=[cell])[0]
+            for size in sizes
+            for cell in cells
+        }
         first = next(iter(specs.values()))
         run(first, "new", "warmup")  # imports, allocator, tokenizer caches: not any path's cost
         for (size, cell), spec in specs.items():

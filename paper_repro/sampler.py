@@ -80,7 +80,9 @@ def unsupported(model: Any, generation_config: Any = None) -> str | None:
     lm = _base_model(model)
     config = getattr(lm, "config", None)
     if config is None or getattr(config, "model_type", None) not in SUPPORTED_MODEL_TYPES:
-        return f"model type {getattr(config, 'model_type', None)!r} (lean sampler knows {SUPPORTED_MODEL_TYPES})"
+        return (
+            f"model type {getattr(config, 'model_type', None)!r} (lean sampler knows {SUPPORTED_MODEL_TYPES})"
+        )
     if getattr(config, "is_encoder_decoder", False):
         return "encoder-decoder model"
     if config._attn_implementation not in ("sdpa", "eager"):
@@ -132,7 +134,15 @@ class _Unsupported(ValueError):
 def _linears(lm: Any):
     for layer in lm.model.layers:
         attn, mlp = layer.self_attn, layer.mlp
-        yield from (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj, mlp.gate_proj, mlp.up_proj, mlp.down_proj)
+        yield from (
+            attn.q_proj,
+            attn.k_proj,
+            attn.v_proj,
+            attn.o_proj,
+            mlp.gate_proj,
+            mlp.up_proj,
+            mlp.down_proj,
+        )
     yield lm.lm_head
 
 
@@ -216,14 +226,17 @@ class _Fused:
     def of(cls, parts: Sequence[_Proj]) -> _Fused:
         biases = [p.bias for p in parts]
         if any(b is None for b in biases) and not all(b is None for b in biases):
-            biases = [p.weight.new_zeros(p.weight.shape[0]) if b is None else b for p, b in zip(parts, biases)]
+            biases = [
+                p.weight.new_zeros(p.weight.shape[0]) if b is None else b
+                for p, b in zip(parts, biases, strict=True)
+            ]
         bias = None if biases[0] is None else torch.cat(biases)
         weight = torch.cat([p.weight for p in parts])
         return cls(tuple(parts), weight, bias, tuple(p.weight.shape[0] for p in parts))
 
     def __call__(self, x: torch.Tensor) -> list[torch.Tensor]:
         bases = F.linear(x, self.weight, self.bias).split(self.sizes, dim=-1)
-        return [_linear(x, p, base) for p, base in zip(self.parts, bases)]
+        return [_linear(x, p, base) for p, base in zip(self.parts, bases, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -320,7 +333,9 @@ class _Decoder:
         h = _rms(h, self.final_norm)
         return _linear(h[:, -1:, :], self.head)[:, -1].to(copy=True, dtype=torch.float32)
 
-    def _cache(self, i: int, k: torch.Tensor, v: torch.Tensor, first: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    def _cache(
+        self, i: int, k: torch.Tensor, v: torch.Tensor, first: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Append a step's keys and values to layer ``i``'s cache; return the cached ones so far.
 
         The cache is preallocated for ``capacity`` positions and written in place (``DynamicCache``

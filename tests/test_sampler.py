@@ -26,7 +26,9 @@ def _prompts(rows: int, copies: int) -> list[list[int]]:
 
     tokenizer = AutoTokenizer.from_pretrained(models.checkpoint("data/models/policy-M"))
     examples = load_examples("arith/train")[: rows // copies]
-    return [tokenizer(e.prompt, add_special_tokens=False)["input_ids"] for e in examples for _ in range(copies)]
+    return [
+        tokenizer(e.prompt, add_special_tokens=False)["input_ids"] for e in examples for _ in range(copies)
+    ]
 
 
 def _policy(size: str, attn: str = "sdpa", lora: bool = True):
@@ -34,10 +36,14 @@ def _policy(size: str, attn: str = "sdpa", lora: bool = True):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(models.checkpoint(f"data/models/policy-{size}"), attn_implementation=attn)
+    model = AutoModelForCausalLM.from_pretrained(
+        models.checkpoint(f"data/models/policy-{size}"), attn_implementation=attn
+    )
     if not lora:
         return model.eval()
-    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0))
+    model = get_peft_model(
+        model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0)
+    )
     generator = torch.Generator().manual_seed(1)
     for name, param in model.named_parameters():
         if "lora_B" in name:
@@ -124,14 +130,16 @@ def test_the_ledgers_executed_count_is_what_the_lean_sampler_ran():
                       stats=stats)  # fmt: skip
     assert stats.decode_rows[-1] < stats.rows
     shape = ModelShape.from_config(model.get_base_model().config)
-    lora = LoRASpec(rank=4, target_modules=("down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"))
+    lora = LoRASpec(
+        rank=4, target_modules=("down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj")
+    )
     work = flops.padded_generation_work(stats.rows, stats.prompt_width, 0, stats.decode_rows)
     assert counter.get_total_flops() / flops.forward_flops(shape, work, lora) == pytest.approx(1.0, abs=0.02)
     # every row decoding to the end is HF generate's count
     full = [stats.rows] * len(stats.decode_rows)
-    assert flops.padded_generation_work(stats.rows, stats.prompt_width, 0, full) == flops.padded_generation_work(
-        stats.rows, stats.prompt_width, len(stats.decode_rows) + 1
-    )
+    assert flops.padded_generation_work(
+        stats.rows, stats.prompt_width, 0, full
+    ) == flops.padded_generation_work(stats.rows, stats.prompt_width, len(stats.decode_rows) + 1)
 
 
 def test_what_it_cannot_reproduce_falls_back_to_hf():
@@ -140,7 +148,9 @@ def test_what_it_cannot_reproduce_falls_back_to_hf():
     model = _policy("S")
     assert unsupported(model) is None
     assert unsupported(model, GenerationConfig(max_new_tokens=4, do_sample=True, top_p=0.9)) is None
-    assert "repetition_penalty" in unsupported(model, GenerationConfig(max_new_tokens=4, repetition_penalty=1.2))
+    assert "repetition_penalty" in unsupported(
+        model, GenerationConfig(max_new_tokens=4, repetition_penalty=1.2)
+    )
     assert "suppress_tokens" in unsupported(model, GenerationConfig(max_new_tokens=4, suppress_tokens=[3]))
     assert "beam" in unsupported(model, GenerationConfig(max_new_tokens=4, num_beams=2))
     dropout = _policy("S", lora=False)
@@ -159,13 +169,18 @@ def test_a_grpo_run_is_the_same_run_on_either_sampler(tmp_path):
     runs = {}
     for sampler in ("hf", "lean"):
         trainer = build_tiny_grpo(
-            tmp_path / sampler, LedgerConfig(kept=2), trainer_kwargs={"sampler": sampler}, max_completion_length=24
+            tmp_path / sampler,
+            LedgerConfig(kept=2),
+            trainer_kwargs={"sampler": sampler},
+            max_completion_length=24,
         )
         trainer.train()
         assert trainer.sampler == sampler and (sampler == "hf" or trainer.lean_fallback is None)
         runs[sampler] = trainer
     hf, lean = runs["hf"], runs["lean"]
-    assert [s["flops"]["useful"] for s in hf.ledger.steps] == [s["flops"]["useful"] for s in lean.ledger.steps]
+    assert [s["flops"]["useful"] for s in hf.ledger.steps] == [
+        s["flops"]["useful"] for s in lean.ledger.steps
+    ]
     assert [s["tokens"]["gen_completion_tokens"] for s in hf.ledger.steps if s["generated"]] == [
         s["tokens"]["gen_completion_tokens"] for s in lean.ledger.steps if s["generated"]
     ]
@@ -187,12 +202,20 @@ def test_evaluation_is_the_same_on_either_sampler():
 
     model = _policy("M", lora=False)
     tokenizer = AutoTokenizer.from_pretrained(models.checkpoint("data/models/policy-M"))
-    sets = EvalSets(*(load_examples(f"arith/{name}", limit=40) for name in ("heldout", "gsm_tiny", "math_tiny")))
+    sets = EvalSets(
+        *(load_examples(f"arith/{name}", limit=40) for name in ("heldout", "gsm_tiny", "math_tiny"))
+    )
     reward, judge = build_reward("dense", "arith"), build_judge("step_verifier", None, "arith")
     config = SampleConfig(max_new_tokens=96, batch_size=32)
     metrics = {
         sampler: evaluate_policy(
-            model, tokenizer, sets, reward, judge, grader("arith"), dataclasses.replace(config, sampler=sampler)
+            model,
+            tokenizer,
+            sets,
+            reward,
+            judge,
+            grader("arith"),
+            dataclasses.replace(config, sampler=sampler),
         )
         for sampler in ("hf", "lean")
     }
