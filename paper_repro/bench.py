@@ -1,9 +1,19 @@
-"""Benchmarks. ``python -m paper_repro.bench ledger`` (or ``make bench``):
+"""Benchmarks (``make bench`` runs both).
 
-Plain ``trl.GRPOTrainer`` against :class:`~paper_repro.ledger.LedgerGRPOTrainer` on the same tiny
-run (K = G, so both do the same work; same seed, so the same rollouts), alternating, several
-repeats. Prints the median wall-time ratio (target <= 1.03), and the achieved FLOP/s of generation
-and of the update against a matmul peak measured in the same process.
+``python -m paper_repro.bench ledger``: plain ``trl.GRPOTrainer`` against
+:class:`~paper_repro.ledger.LedgerGRPOTrainer` on the same tiny run (K = G, so both do the same work;
+same seed, so the same rollouts), alternating, several repeats. Prints the median wall-time ratio
+(target <= 1.03), and the achieved FLOP/s of generation and of the update against a matmul peak
+measured in the same process.
+
+``python -m paper_repro.bench run``: whole full-budget cpu-tiny runs (:func:`paper_repro.train.run_cell`)
+of stage A cells, a search-heavy and an update-heavy cell per policy size, on the old path (HF
+``generate`` for rollouts and evaluation: ``Resources.sampler="hf"``) and the new one (the lean
+sampler, :mod:`paper_repro.sampler`), alternating in one process on one torch thread, after a warm-up
+run. Prints, per cell and path, the median seconds of search, learning, reward, the rest of training,
+evaluation and set-up (the run's seconds outside training and evaluation), and the ratio old / new of
+the run's total. The two paths compute the same run (same tokens, same ledger, same metrics), which
+it checks.
 """
 
 from __future__ import annotations
@@ -86,7 +96,10 @@ def _run(trainer_cls: type, cfg: LedgerBench, workdir: str, **extra: Any) -> tup
 
 def matmul_peak_flops(n: int = 1024, repeats: int = 20) -> float:
     """Best achieved fp32 FLOP/s of an n x n x n matmul on this machine, now."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+    # its own generator: measuring the peak must not move the global RNG a run samples from (the first
+    # run of a process measured it and so sampled differently from the same spec run later)
+    generator = torch.Generator().manual_seed(0)
+    a, b = torch.randn(n, n, generator=generator), torch.randn(n, n, generator=generator)
     torch.mm(a, b)
     best = 0.0
     for _ in range(repeats):
@@ -130,14 +143,128 @@ def bench_ledger(cfg: LedgerBench) -> dict[str, Any]:
     }
 
 
+# --------------------------------------------------------------------------------- whole runs
+
+# Stage A cells of the committed study: r15 is the most search-heavy (K=2 of G=24), r85 the most
+# update-heavy (K=G, mu=2 for M and S; P=4, mu=2 for L)
+RUN_CELLS = ("r15", "r85")
+RUN_SIZES = ("S", "M", "L")
+PATHS = {"old": "hf", "new": "lean"}
+PARTS = ("search", "learning", "reward", "train_other", "evaluation", "setup", "total")
+# what both paths must agree on: the run itself (the executed count differs: the new sampler drops
+# finished rows)
+SAME = ("rounds", "steps", "C_total", "rho", "native_reward", "gsm_pass1", "math_pass1", "judge_score")
+
+
+def _breakdown(row: dict[str, Any]) -> dict[str, float]:
+    f = {k: float(row[k]) for k in ("seconds_search", "seconds_learning", "seconds_reward", "seconds_train",
+                                    "seconds_eval", "seconds_total")}  # fmt: skip
+    return {
+        "search": f["seconds_search"],
+        "learning": f["seconds_learning"],
+        "reward": f["seconds_reward"],
+        "train_other": f["seconds_train"] - f["seconds_search"] - f["seconds_learning"] - f["seconds_reward"],
+        "evaluation": f["seconds_eval"],
+        "setup": f["seconds_total"] - f["seconds_train"] - f["seconds_eval"],
+        "total": f["seconds_total"],
+    }
+
+
+def bench_runs(
+    sizes: tuple[str, ...] = RUN_SIZES, cells: tuple[str, ...] = RUN_CELLS, repeats: int = 1, seed: int = 0
+) -> dict[str, Any]:
+    """Old and new path on each (size, cell), alternating, ``repeats`` times each, one torch thread."""
+    import dataclasses
+    import shutil
+    from pathlib import Path
+
+    from paper_repro import study
+    from paper_repro.paths import repo_root
+    from paper_repro.spec import setting_specs
+    from paper_repro.train import run_cell
+
+    torch.set_num_threads(1)
+    profile = study.prepare("cpu-tiny")
+    committed = repo_root() / "data" / "results" / "cpu-tiny" / "base_metrics.csv"
+    out: dict[str, Any] = {"cells": {}, "torch_threads": 1, "repeats": repeats}
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def run(spec, path: str, tag: str) -> dict[str, Any]:
+            root = Path(tmp) / tag
+            root.mkdir()
+            if committed.exists():  # the base policy's metrics: evaluated once per study, not per run
+                shutil.copy(committed, root / "base_metrics.csv")
+            runtime = dataclasses.replace(spec.runtime, sampler=PATHS[path])
+            return run_cell(dataclasses.replace(spec, runtime=runtime), root, threads=1, raise_errors=True)
+
+        specs = {
+            (size, cell): setting_specs(profile, size, [seed], cells=[cell])[0]
+            for size in sizes
+            for cell in cells
+        }
+        first = next(iter(specs.values()))
+        run(first, "new", "warmup")  # imports, allocator, tokenizer caches: not any path's cost
+        for (size, cell), spec in specs.items():
+            seconds: dict[str, list[dict[str, float]]] = {p: [] for p in PATHS}
+            rows: dict[str, dict[str, Any]] = {}
+            for i in range(repeats):
+                order = ("old", "new") if i % 2 == 0 else ("new", "old")
+                for path in order:
+                    row = run(spec, path, f"{size}-{cell}-{path}-{i}")
+                    seconds[path].append(_breakdown(row))
+                    rows[path] = row
+            medians = {p: {k: statistics.median(b[k] for b in seconds[p]) for k in PARTS} for p in PATHS}
+            same = all(str(rows["old"][k]) == str(rows["new"][k]) for k in SAME)
+            out["cells"][f"{size}/{cell}"] = {
+                "P": spec.P, "G": spec.G, "K": spec.K, "mu": spec.mu, "rounds": int(rows["new"]["rounds"]),
+                "seconds": medians, "ratio": medians["old"]["total"] / medians["new"]["total"],
+                "same_run": same,
+            }  # fmt: skip
+    cells_out = out["cells"].values()
+    out["ratio_of_totals"] = sum(c["seconds"]["old"]["total"] for c in cells_out) / sum(
+        c["seconds"]["new"]["total"] for c in cells_out
+    )
+    out["median_ratio"] = statistics.median(c["ratio"] for c in cells_out)
+    return out
+
+
+def print_runs(result: dict[str, Any]) -> None:
+    head = " ".join(f"{k:>10}" for k in PARTS)
+    print(f"seconds per run, median of {result['repeats']}, one torch thread")
+    print(f"{'cell':<8} {'P G K mu':<12} {'path':<4} {head}")
+    for name, cell in result["cells"].items():
+        layout = f"{cell['P']} {cell['G']} {cell['K']} {cell['mu']}"
+        for path in PATHS:
+            vals = " ".join(f"{cell['seconds'][path][k]:10.2f}" for k in PARTS)
+            print(f"{name:<8} {layout:<12} {path:<4} {vals}")
+        same = "same run" if cell["same_run"] else "RUNS DIFFER"
+        print(f"{'':<8} {'':<12} old/new total {cell['ratio']:.2f}x  ({cell['rounds']} rounds; {same})")
+    print(
+        f"ratio old/new: {result['ratio_of_totals']:.2f}x over the summed runs, "
+        f"median over cells {result['median_ratio']:.2f}x"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m paper_repro.bench", description=__doc__)
-    parser.add_argument("which", choices=["ledger"])
-    parser.add_argument("--repeats", type=int, default=LedgerBench.repeats)
+    parser.add_argument("which", choices=["ledger", "run"])
+    parser.add_argument("--repeats", type=int, default=None, help="default: 5 (ledger), 1 (run)")
     parser.add_argument("--steps", type=int, default=LedgerBench.steps)
+    parser.add_argument("--sizes", default=",".join(RUN_SIZES), help="run: policy sizes")
+    parser.add_argument("--cells", default=",".join(RUN_CELLS), help="run: grid cells")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    result = bench_ledger(LedgerBench(repeats=args.repeats, steps=args.steps))
+    if args.which == "run":
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        runs = bench_runs(tuple(args.sizes.split(",")), tuple(args.cells.split(",")), args.repeats or 1)
+        if args.json:
+            print(json.dumps(runs, indent=2))
+        else:
+            print_runs(runs)
+        return 0 if all(c["same_run"] for c in runs["cells"].values()) else 1
+    result = bench_ledger(LedgerBench(repeats=args.repeats or LedgerBench.repeats, steps=args.steps))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

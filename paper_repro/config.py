@@ -120,6 +120,9 @@ class Resources:
     micro_batch: int | None = None  # rows per forward/backward on one device; None: the whole share
     gradient_checkpointing: bool = False
     vllm_gpu_memory_utilization: float = 0.3
+    # how HF-path rollouts and evaluation decode: "lean" (paper_repro.sampler: HF generate's tokens
+    # without its per-step overhead, falling back to HF generate where it cannot reproduce it) or "hf"
+    sampler: str = "lean"
     cpus_per_task: int = 2
     mem_gb: int = 8
     timeout_min: int = 60  # per notebook job on SLURM
@@ -131,6 +134,8 @@ class Resources:
             raise ValueError(f"{self.gpus} GPUs need an accelerate_config to launch with")
         if self.micro_batch is not None and self.micro_batch < 1:
             raise ValueError(f"micro_batch must be positive, got {self.micro_batch}")
+        if self.sampler not in ("hf", "lean"):
+            raise ValueError(f"sampler must be 'hf' or 'lean', got {self.sampler!r}")
         if not 0 < self.vllm_gpu_memory_utilization < 1:
             raise ValueError("vllm_gpu_memory_utilization must be in (0, 1)")
 

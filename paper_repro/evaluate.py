@@ -48,6 +48,9 @@ class SampleConfig:
     max_new_tokens: int = 128
     batch_size: int = 256  # sequences per generate call
     seed: int = 0
+    # "lean": paper_repro.sampler (HF generate's tokens; greedy drops finished rows and decodes every
+    # prompt in one batch), falling back to HF generate where it cannot reproduce it; "hf": HF generate
+    sampler: str = "hf"
 
     def __post_init__(self) -> None:
         if self.n < 1 or self.max_new_tokens < 1 or self.batch_size < 1:
@@ -56,11 +59,15 @@ class SampleConfig:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if self.temperature == 0 and self.n > 1:
             raise ValueError("greedy decoding (temperature 0) gives one completion; use n=1")
+        if self.sampler not in ("hf", "lean"):
+            raise ValueError(f"sampler must be 'hf' or 'lean', got {self.sampler!r}")
 
 
 def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> list[list[str]]:
     """``config.n`` completions for each prompt, as decoded text without special tokens."""
     import torch
+
+    from paper_repro.sampler import lean_generate, unsupported
 
     rows = [p for p in prompts for _ in range(config.n)]
     texts: list[str] = []
@@ -68,10 +75,25 @@ def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> li
     torch.manual_seed(config.seed)
     tokenizer.padding_side = "left"
     greedy = config.temperature == 0
+    lean = config.sampler == "lean" and unsupported(model) is None
     try:
         model.eval()
         with torch.inference_mode():
+            # HF's batches, so that each batch pads (and, sampling, draws) as HF's does; greedy draws
+            # no random numbers, and the lean sampler drops finished rows from the batch
             for start in range(0, len(rows), config.batch_size):
+                if lean:
+                    batch_rows = rows[start : start + config.batch_size]
+                    ids = tokenizer(batch_rows, add_special_tokens=False)["input_ids"]
+                    eos = tokenizer.eos_token_id
+                    completion_ids = lean_generate(
+                        model, ids, max_new_tokens=config.max_new_tokens, do_sample=not greedy,
+                        temperature=None if greedy else config.temperature, top_k=None, top_p=None,
+                        eos_token_ids=eos if isinstance(eos, list) else [eos],
+                        pad_token_id=tokenizer.pad_token_id, compact=greedy,
+                    )  # fmt: skip
+                    texts.extend(tokenizer.batch_decode(completion_ids, skip_special_tokens=True))
+                    continue
                 batch = tokenizer(
                     rows[start : start + config.batch_size],
                     return_tensors="pt",
@@ -153,6 +175,8 @@ def evaluate_policy(
     render = render or (lambda e: e.prompt)
     out: dict[str, float] = {}
     greedy = {}
+    # one generation per set: a batch of all three sets would pad every prompt to the longest math
+    # prompt, and evaluation batches are large enough to be bound by arithmetic, not per-step overhead
     for name, examples in (("heldout", sets.heldout), ("gsm", sets.gsm), ("math", sets.math)):
         prompts = [render(e) for e in examples]
         greedy[name] = [c[0] for c in sample(model, tokenizer, prompts, config)] if prompts else []
@@ -181,7 +205,10 @@ def evaluate_run(spec: RunSpec, parts: RunParts, model) -> dict[str, float]:
 
     render = (lambda e: format_prompt(parts.tokenizer, e)) if spec.train.chat_template else None
     config = SampleConfig(
-        max_new_tokens=spec.eval_max_new_tokens, batch_size=spec.eval_batch_size, seed=spec.seed
+        max_new_tokens=spec.eval_max_new_tokens,
+        batch_size=spec.eval_batch_size,
+        seed=spec.seed,
+        sampler=spec.runtime.sampler,
     )
     return evaluate_policy(
         model,

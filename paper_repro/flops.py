@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -278,15 +278,21 @@ def generation_work(prompt_tokens: int, completion_tokens: int, prefill: bool = 
     return first + Work(decode, causal_pairs(decode, past=prompt_tokens), decode)
 
 
-def padded_generation_work(rows: int, prompt_width: int, steps: int) -> Work:
+def padded_generation_work(
+    rows: int, prompt_width: int, steps: int, decode_rows: Sequence[int] | None = None
+) -> Work:
     """What HF ``generate`` executes for ``rows`` left-padded prompts of width ``prompt_width``
     decoding ``steps`` tokens: every row keeps decoding until the longest one ends, and eager
-    attention scores the full prefill square and every cached (padded) key."""
+    attention scores the full prefill square and every cached (padded) key. ``decode_rows``: the rows
+    each decode step really ran, for a sampler that drops finished rows (``paper_repro.sampler``);
+    default every row at each of the ``steps - 1`` decode steps."""
     prefill = Work(rows * prompt_width, rows * prompt_width * prompt_width, rows)
-    decode_steps = max(steps - 1, 0)
+    if decode_rows is None:
+        decode_rows = [rows] * max(steps - 1, 0)
     # decode step s (1-based) feeds one token per row against prompt_width + s keys
-    pairs = rows * (decode_steps * prompt_width + decode_steps * (decode_steps + 1) // 2)
-    return prefill + Work(rows * decode_steps, pairs, rows * decode_steps)
+    tokens = sum(decode_rows)
+    pairs = sum(n * (prompt_width + s) for s, n in enumerate(decode_rows, start=1))
+    return prefill + Work(tokens, pairs, tokens)
 
 
 def padded_batch_work(rows: int, width: int, head_tokens: int) -> Work:

@@ -151,12 +151,15 @@ def generation_pass_work(
     num_generations: int,
     prefix_cache: bool,
     padded: bool,
+    sampler: Any = None,
 ) -> dict[str, Work]:
     """Useful and executed work of generating one completion per row.
 
     Rows come in groups of ``num_generations`` copies of one prompt (TRL's ``RepeatSampler``).
     With ``prefix_cache`` the first row of a group prefills the prompt, the others reuse it.
-    ``padded`` is HF ``generate``: left-padded prompts, every row decoding until the longest ends.
+    ``padded`` is HF ``generate``: left-padded prompts, every row decoding until the longest ends;
+    ``sampler`` (a :class:`paper_repro.sampler.LeanStats`): the lean sampler's padded batch, which
+    drops finished rows, each decode step running the rows it records.
     """
     useful = Work()
     for i, (p, c) in enumerate(zip(prompt_lengths, completion_lengths, strict=True)):
@@ -165,6 +168,9 @@ def generation_pass_work(
     if not padded:
         return {"useful": useful, "executed": useful}
     rows = len(prompt_lengths)
+    if sampler is not None:
+        executed = flops.padded_generation_work(rows, sampler.prompt_width, 0, sampler.decode_rows)
+        return {"useful": useful, "executed": executed}
     steps = max(completion_lengths, default=0)
     executed = flops.padded_generation_work(rows, max(prompt_lengths, default=0), steps)
     return {"useful": useful, "executed": executed}
@@ -534,9 +540,18 @@ class LedgerGRPOTrainer(GRPOTrainer):
       ``LedgerConfig.card_path`` + ``.json`` / ``.md`` (default ``<output_dir>/compute_card``).
     """
 
-    def __init__(self, *args: Any, ledger: LedgerConfig | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, ledger: LedgerConfig | None = None, sampler: str = "hf", **kwargs: Any
+    ) -> None:
         check_trl_version()
+        from paper_repro.sampler import SAMPLERS
+
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
         super().__init__(*args, **kwargs)
+        # "lean": rollouts by paper_repro.sampler where it reproduces HF generate (else HF generate)
+        self.sampler = sampler
+        self.lean_fallback: str | None = None  # why the last rollout fell back to HF generate
         config = ledger or LedgerConfig()
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
         shape = ModelShape.from_config(base.config)
@@ -780,16 +795,23 @@ class LedgerGRPOTrainer(GRPOTrainer):
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
         self._sync()
         start = time.perf_counter()
-        completion_ids, logprobs = super()._generate_single_turn(
-            prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
-        )
+        lean = None
+        if self._lean_reason(images, multimodal_fields, *args, **kwargs) is None:
+            from paper_repro.sampler import LeanStats
+
+            lean = LeanStats()
+            completion_ids, logprobs = self._lean_generate(prompt_ids, lean), None  # None: as TRL's HF path
+        else:
+            completion_ids, logprobs = super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
+            )
         self._sync()
         self.ledger.add_seconds("search", time.perf_counter() - start)
         if self.model.training:
             p_lens = [len(p) for p in prompt_ids]
             c_lens = [len(c) for c in completion_ids]
             padded = not (self.use_vllm or self.use_transformers_continuous_batching)
-            work = generation_pass_work(p_lens, c_lens, num_generations, self._prefix_cache, padded)
+            work = generation_pass_work(p_lens, c_lens, num_generations, self._prefix_cache, padded, lean)
             # vLLM runs merged weights; HF generate runs the unmerged adapters
             self.ledger.charge_generation(work, adapters_active=not self.use_vllm)
             self.ledger.count(
@@ -799,6 +821,48 @@ class LedgerGRPOTrainer(GRPOTrainer):
                 gen_executed_tokens=work["executed"].tokens,
             )
         return completion_ids, logprobs
+
+    def _lean_reason(self, images, multimodal_fields, *args, **kwargs) -> str | None:
+        """Why this rollout goes through TRL's own path instead of the lean sampler (None: it does not)."""
+        from paper_repro.sampler import unsupported
+
+        if self.sampler != "lean":
+            return "sampler='hf'"
+        if self.use_vllm or self.use_transformers_continuous_batching:
+            return "vLLM or continuous batching"
+        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            return "DeepSpeed or FSDP"
+        if self._is_vlm or (images is not None and any(i is not None for i in images)) or multimodal_fields:
+            return "a vision-language model or multimodal inputs"
+        if args or any(kwargs.values()):
+            return "tool images"
+        reason = unsupported(self.accelerator.unwrap_model(self.model_wrapped), self.generation_config)
+        self.lean_fallback = reason
+        return reason
+
+    def _lean_generate(self, prompt_ids: list[list[int]], stats: Any) -> list[list[int]]:
+        """TRL's HF-generate rollout (``_generate_single_turn``'s regular path) by the lean sampler:
+        the same model unwrapped the same way, the same ``GenerationConfig``, the same left padding, the
+        same completions (each up to its first EOS) from the same random state. Finished rows leave the
+        batch; ``stats`` records the rows each step ran, for the ``executed`` count."""
+        from trl.models.utils import unwrap_model_for_generation
+
+        from paper_repro.sampler import generate_like
+
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as unwrapped_model,
+            torch.no_grad(),
+        ):
+            return generate_like(
+                unwrapped_model, self.generation_config, prompt_ids, pad_to_multiple_of=self.pad_to_multiple_of,
+                compact=True, stats=stats,
+            )  # fmt: skip
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *a, **kw):
         if self.model.training:

@@ -89,6 +89,7 @@ def build_trainer(spec: RunSpec, parts: RunParts, log_path: Path):
         processing_class=parts.tokenizer,
         peft_config=lora_config(spec),
         ledger=ledger_config(spec, log_path if main else None),
+        sampler=spec.runtime.sampler,
     )
 
 

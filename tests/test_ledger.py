@@ -158,8 +158,10 @@ def build_tiny_grpo(
     [
         dict(num_iterations=2),  # old-policy forward, K < G
         dict(beta=0.05),  # reference forward with adapters disabled
+        # rollouts by the lean sampler (paper_repro.sampler), finished rows leaving its batch
+        dict(num_iterations=2, max_completion_length=24, trainer_kwargs={"sampler": "lean"}),
     ],
-    ids=["mu2-old-forward", "beta-ref-forward"],
+    ids=["mu2-old-forward", "beta-ref-forward", "lean-sampler"],
 )
 def test_ledger_agrees_with_profiler(tmp_path, overrides):
     trainer = run_tiny_grpo(tmp_path, LedgerConfig(kept=2), measure=True, **overrides)

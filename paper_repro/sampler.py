@@ -1,0 +1,530 @@
+"""A lean sampler for small decoder-only policies: HF ``generate``'s sampling, without its per-step work.
+
+On the cpu-tiny policies (hidden size 64, three layers) a decode step is bound by Python and dispatch
+overhead, not arithmetic: HF ``generate`` spends most of a step in module calls, PEFT's LoRA wrappers,
+mask building and its generation loop. :func:`lean_generate` runs the same computation as a flat
+loop over the model's own weights:
+
+* the same ops on the same shapes, in the same order, as HF's Qwen2/Llama forward and PEFT's
+  unmerged LoRA layers (base linear, then ``lora_B(lora_A(x)) * scaling`` added), the model's own
+  rotary module and HF's own attention functions (sdpa or eager) with the masks HF builds (none when
+  a batch has no padding, as HF drops them), a KV cache grown by concatenation as ``DynamicCache``
+  grows it;
+* HF's sampling: float32 logits, HF's own warpers in HF's order (temperature, top-k, top-p, min-p),
+  ``softmax`` and one ``torch.multinomial`` over the whole batch per step (greedy: ``argmax``),
+  finished rows fed the pad token, stopping when every row has produced an EOS or at
+  ``max_new_tokens``.
+
+So on CPU it reproduces HF ``generate`` token for token from the same random state
+(``tests/test_sampler.py`` checks it on the shipped policies, with LoRA adapters, sampled and
+greedy), and consumes the global torch RNG exactly as HF does: one ``multinomial`` of the same shape
+per decode step. Sampled rows are never dropped from the batch (dropping them would change what each
+``multinomial`` draw is used for), so the ledger's ``executed`` count of HF generate (every row
+decoding until the longest ends) is still what runs. Greedy decoding draws nothing, so with
+``compact=True`` it drops finished rows from the batch: what is then executed is reported in
+:class:`LeanStats`.
+
+Anything it does not reproduce (another architecture, sliding windows, LoRA dropout or DoRA, a
+repetition penalty, suppressed tokens, beams ...) is refused by :func:`unsupported`, and the callers
+fall back to HF ``generate``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+SAMPLERS = ("hf", "lean")
+# With ``compact``, finished rows are dropped from the batch once at most this share of it is still
+# decoding (each drop copies the KV cache's filled part)
+COMPACT_AT = 0.75
+SUPPORTED_MODEL_TYPES = ("qwen2", "llama")
+# GenerationConfig fields the lean loop implements (or that do not change what generate computes here).
+_HANDLED = {
+    "max_new_tokens", "do_sample", "pad_token_id", "bos_token_id", "eos_token_id", "temperature", "top_p",
+    "top_k", "min_p", "repetition_penalty", "cache_implementation", "disable_compile", "use_cache",
+    "output_attentions", "output_hidden_states", "transformers_version", "return_dict_in_generate",
+    "output_scores", "output_logits", "num_return_sequences", "num_beams",
+}  # fmt: skip
+
+
+@dataclass
+class LeanStats:
+    """What one :func:`lean_generate` call ran: the prefill (rows x prompt width) and each decode step's
+    rows (every row while sampling; the unfinished rows with greedy ``compact``)."""
+
+    rows: int = 0
+    prompt_width: int = 0
+    decode_rows: list[int] = field(default_factory=list)
+    # set to a list to collect each row's per-token log-probabilities of its tokens under the processed
+    # scores it was sampled from (what HF's ``output_scores`` gives, log-softmaxed), up to its first EOS
+    logprobs: list[list[float]] | None = None
+
+
+# ------------------------------------------------------------------------------------- support
+
+
+def _base_model(model: Any) -> Any:
+    """The ``*ForCausalLM`` under a PEFT wrapper (or the model itself)."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def unsupported(model: Any, generation_config: Any = None) -> str | None:
+    """Why :func:`lean_generate` cannot reproduce HF ``generate`` for this model and config (None: it can)."""
+    lm = _base_model(model)
+    config = getattr(lm, "config", None)
+    if config is None or getattr(config, "model_type", None) not in SUPPORTED_MODEL_TYPES:
+        return (
+            f"model type {getattr(config, 'model_type', None)!r} (lean sampler knows {SUPPORTED_MODEL_TYPES})"
+        )
+    if getattr(config, "is_encoder_decoder", False):
+        return "encoder-decoder model"
+    if config._attn_implementation not in ("sdpa", "eager"):
+        return f"attention implementation {config._attn_implementation!r}"
+    layer_types = getattr(config, "layer_types", None) or ["full_attention"]
+    if any(t != "full_attention" for t in layer_types) or getattr(config, "use_sliding_window", False):
+        return "sliding-window attention"
+    if getattr(config, "pretraining_tp", 1) not in (None, 1):
+        return "pretraining_tp > 1"
+    inner = getattr(lm, "model", None)
+    if inner is None or not hasattr(inner, "layers") or not hasattr(lm, "lm_head"):
+        return "not a decoder-only *ForCausalLM layout"
+    try:
+        for module in _linears(lm):
+            _projection(module)
+    except _Unsupported as err:
+        return str(err)
+    if getattr(lm, "hf_device_map", None) and len(set(lm.hf_device_map.values())) > 1:
+        return "model split across devices"
+    if generation_config is not None:
+        return _unsupported_config(generation_config)
+    return None
+
+
+def _unsupported_config(gc: Any) -> str | None:
+    from transformers import GenerationConfig
+
+    default = GenerationConfig()
+    for key, value in gc.to_dict().items():
+        if key in _HANDLED or key.startswith("_"):
+            continue
+        if value != getattr(default, key, None):
+            return f"generation option {key}={value!r}"
+    if gc.repetition_penalty not in (None, 1.0):
+        return f"repetition_penalty={gc.repetition_penalty}"
+    if (gc.num_beams or 1) != 1 or (gc.num_return_sequences or 1) != 1:
+        return "beam search or several sequences per prompt"
+    if gc.return_dict_in_generate:
+        return "return_dict_in_generate"
+    if gc.max_new_tokens is None:
+        return "max_new_tokens unset"
+    return None
+
+
+class _Unsupported(ValueError):
+    pass
+
+
+def _linears(lm: Any):
+    for layer in lm.model.layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        yield from (
+            attn.q_proj,
+            attn.k_proj,
+            attn.v_proj,
+            attn.o_proj,
+            mlp.gate_proj,
+            mlp.up_proj,
+            mlp.down_proj,
+        )
+    yield lm.lm_head
+
+
+# ------------------------------------------------------------------------------------- weights
+
+
+@dataclass(frozen=True)
+class _Proj:
+    weight: torch.Tensor
+    bias: torch.Tensor | None
+    # (lora_A weight, lora_A bias, lora_B weight, lora_B bias, scaling) per active adapter
+    loras: tuple[tuple[Any, ...], ...] = ()
+
+
+def _projection(module: Any) -> _Proj:
+    """A linear layer (plain, or PEFT LoRA as PEFT computes it) as weights."""
+    lora_a = getattr(module, "lora_A", None)
+    if isinstance(lora_a, torch.nn.ModuleDict):
+        base = module.base_layer
+        if not isinstance(base, torch.nn.Linear):
+            raise _Unsupported(f"LoRA on {type(base).__name__}")
+        if module.disable_adapters or module.merged or not len(lora_a):
+            if module.disable_adapters and module.merged:
+                raise _Unsupported("merged adapters with adapters disabled")
+            return _Proj(base.weight, base.bias)
+        loras = []
+        for name in module.active_adapters:
+            if name not in lora_a:
+                continue
+            if name in getattr(module, "lora_variant", {}) or getattr(module, "use_dora", {}).get(name):
+                raise _Unsupported("a LoRA variant (DoRA ...)")
+            dropout = module.lora_dropout[name]
+            if not isinstance(dropout, torch.nn.Identity) and not (
+                isinstance(dropout, torch.nn.Dropout) and (dropout.p == 0 or not dropout.training)
+            ):
+                raise _Unsupported("LoRA dropout in training mode")
+            a, b = lora_a[name], module.lora_B[name]
+            loras.append((a.weight, a.bias, *_exact_scale(b.weight, b.bias, module.scaling[name])))
+        return _Proj(base.weight, base.bias, tuple(loras))
+    if type(module) is not torch.nn.Linear:
+        raise _Unsupported(f"projection {type(module).__name__}")
+    return _Proj(module.weight, module.bias)
+
+
+def _linear(x: torch.Tensor, p: _Proj, base: torch.Tensor | None = None) -> torch.Tensor:
+    """``p`` applied to ``x`` as PEFT computes it; ``base``: its base output, computed already."""
+    y = F.linear(x, p.weight, p.bias) if base is None else base
+    if not p.loras:
+        return y
+    dtype = y.dtype
+    for a_w, a_b, b_w, b_b, scaling in p.loras:
+        xa = x if x.dtype == a_w.dtype else x.to(a_w.dtype)
+        if scaling is None:  # folded into b_w, exactly (a power of two)
+            y = y + F.linear(F.linear(xa, a_w, a_b), b_w, b_b)
+        else:
+            y = y + F.linear(F.linear(xa, a_w, a_b), b_w, b_b) * scaling
+    return y.to(dtype)
+
+
+def _exact_scale(b_w: torch.Tensor, b_b: torch.Tensor | None, scaling: float) -> tuple[Any, ...]:
+    """``lora_B`` with a power-of-two ``scaling`` folded in: ``(B a) * 2^k == (2^k B) a`` bit for bit
+    (scaling by a power of two is exact in floating point, short of overflow), one op fewer per step."""
+    mantissa, _ = math.frexp(scaling)
+    if scaling > 0 and mantissa == 0.5 and b_b is None and torch.isfinite(b_w * scaling).all():
+        return b_w * scaling, None, None
+    return b_w, b_b, scaling
+
+
+@dataclass(frozen=True)
+class _Fused:
+    """Projections that read the same input, their base weights concatenated into one matmul (each
+    output column is the same dot product as in its own matmul; ``tests/test_sampler.py`` checks the
+    outputs are bit-identical), their LoRA adapters applied one by one."""
+
+    parts: tuple[_Proj, ...]
+    weight: torch.Tensor
+    bias: torch.Tensor | None
+    sizes: tuple[int, ...]
+
+    @classmethod
+    def of(cls, parts: Sequence[_Proj]) -> _Fused:
+        biases = [p.bias for p in parts]
+        if any(b is None for b in biases) and not all(b is None for b in biases):
+            biases = [
+                p.weight.new_zeros(p.weight.shape[0]) if b is None else b
+                for p, b in zip(parts, biases, strict=True)
+            ]
+        bias = None if biases[0] is None else torch.cat(biases)
+        weight = torch.cat([p.weight for p in parts])
+        return cls(tuple(parts), weight, bias, tuple(p.weight.shape[0] for p in parts))
+
+    def __call__(self, x: torch.Tensor) -> list[torch.Tensor]:
+        bases = F.linear(x, self.weight, self.bias).split(self.sizes, dim=-1)
+        return [_linear(x, p, base) for p, base in zip(self.parts, bases, strict=True)]
+
+
+@dataclass(frozen=True)
+class _Layer:
+    attn: Any  # the attention module (HF's attention functions read its attributes)
+    in_norm: tuple[torch.Tensor, float]
+    post_norm: tuple[torch.Tensor, float]
+    qkv: _Fused
+    o: _Proj
+    gate_up: _Fused
+    down: _Proj
+    act: Any
+
+
+def _norm(module: Any) -> tuple[torch.Tensor, float]:
+    eps = getattr(module, "variance_epsilon", None)
+    if eps is None:
+        eps = module.eps
+    return module.weight, eps
+
+
+def _rms(h: torch.Tensor, norm: tuple[torch.Tensor, float]) -> torch.Tensor:
+    # HF's Qwen2RMSNorm / LlamaRMSNorm, op for op
+    weight, eps = norm
+    dtype = h.dtype
+    h = h.to(torch.float32)
+    variance = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(variance + eps)
+    return weight * h.to(dtype)
+
+
+class _Decoder:
+    """The model's forward as a flat function of its weights, with a concatenated KV cache."""
+
+    def __init__(self, model: Any, capacity: int) -> None:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        lm = _base_model(model)
+        self.lm = lm
+        self.config = lm.config
+        inner = lm.model
+        self.embed = inner.embed_tokens.weight
+        self.rotary = inner.rotary_emb
+        self.final_norm = _norm(inner.norm)
+        self.head = _projection(lm.lm_head)
+        self.layers = [
+            _Layer(
+                attn=layer.self_attn,
+                in_norm=_norm(layer.input_layernorm),
+                post_norm=_norm(layer.post_attention_layernorm),
+                qkv=_Fused.of([_projection(getattr(layer.self_attn, f"{n}_proj")) for n in "qkv"]),
+                o=_projection(layer.self_attn.o_proj),
+                gate_up=_Fused.of([_projection(layer.mlp.gate_proj), _projection(layer.mlp.up_proj)]),
+                down=_projection(layer.mlp.down_proj),
+                act=layer.mlp.act_fn,
+            )
+            for layer in inner.layers[: self.config.num_hidden_layers]
+        ]
+        self.head_dim = self.layers[0].attn.head_dim
+        self.eager = self.config._attn_implementation == "eager"
+        if self.eager:
+            self.attention = sys.modules[type(self.layers[0].attn).__module__].eager_attention_forward
+        else:
+            self.attention = sdpa_attention_forward
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+        self.capacity = capacity  # decode steps the cache has room for after the prompt
+        self.length = 0
+
+    def forward(
+        self, ids: torch.Tensor, position_ids: torch.Tensor, mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        """Float32 logits of the last position of each row; appends the step's keys and values."""
+        h = F.embedding(ids, self.embed)
+        cos, sin = self.rotary(h, position_ids)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        shape = (*ids.shape, -1, self.head_dim)
+        first = not self.keys
+        half = self.head_dim // 2
+        for i, layer in enumerate(self.layers):
+            residual = h
+            x = _rms(h, layer.in_norm)
+            q, k, v = (t.reshape(shape).transpose(1, 2) for t in layer.qkv(x))
+            q = (q * cos) + (torch.cat((-q[..., half:], q[..., :half]), dim=-1) * sin)
+            k = (k * cos) + (torch.cat((-k[..., half:], k[..., :half]), dim=-1) * sin)
+            k, v = self._cache(i, k, v, first)
+            out, _ = self.attention(layer.attn, q, k, v, mask, dropout=0.0, scaling=layer.attn.scaling)
+            out = out.reshape(*ids.shape, -1).contiguous()
+            h = residual + _linear(out, layer.o)
+            residual = h
+            x = _rms(h, layer.post_norm)
+            gate, up = layer.gate_up(x)
+            h = residual + _linear(layer.act(gate) * up, layer.down)
+        h = _rms(h, self.final_norm)
+        return _linear(h[:, -1:, :], self.head)[:, -1].to(copy=True, dtype=torch.float32)
+
+    def _cache(
+        self, i: int, k: torch.Tensor, v: torch.Tensor, first: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append a step's keys and values to layer ``i``'s cache; return the cached ones so far.
+
+        The cache is preallocated for ``capacity`` positions and written in place (``DynamicCache``
+        concatenates, copying the whole cache every step); attention reads a view of the filled part,
+        which holds the same values as the concatenated tensor."""
+        if first:
+            rows, heads, width, dim = k.shape
+            shape = (rows, heads, width + self.capacity, dim)
+            self.keys.append(k.new_empty(shape))
+            self.values.append(v.new_empty(shape))
+            self.length = 0
+        start = self.length
+        end = start + k.shape[2]
+        self.keys[i][:, :, start:end] = k
+        self.values[i][:, :, start:end] = v
+        if i == len(self.layers) - 1:
+            self.length = end
+        return self.keys[i][:, :, :end], self.values[i][:, :, :end]
+
+    def keep(self, rows: torch.Tensor) -> None:
+        """Drop every cached row not in ``rows`` (copying the filled part only)."""
+        self.keys = [self._rows(k, rows) for k in self.keys]
+        self.values = [self._rows(v, rows) for v in self.values]
+
+    def _rows(self, cache: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        out = cache.new_empty((len(rows), *cache.shape[1:]))
+        out[:, :, : self.length] = cache[rows, :, : self.length]
+        return out
+
+    def mask(self, pad: torch.Tensor, q_length: int) -> torch.Tensor | None:
+        """The 4D mask HF builds from the 2D padding mask ``pad`` for ``q_length`` new positions: none
+        under sdpa when nothing is padded, boolean under sdpa, additive float under eager."""
+        padded = not bool(pad.all())
+        if not padded and not self.eager:
+            return None
+        kv = pad.shape[1]
+        allowed = pad.bool()[:, None, None, :]
+        if q_length > 1:
+            causal = torch.ones(q_length, kv, dtype=torch.bool, device=pad.device).tril(kv - q_length)
+            allowed = allowed & causal[None, None]
+        allowed = allowed.expand(pad.shape[0], 1, q_length, kv).contiguous()
+        if not self.eager:
+            return allowed
+        dtype = self.embed.dtype
+        return torch.where(allowed, torch.tensor(0.0, device=pad.device, dtype=dtype), torch.finfo(dtype).min)
+
+
+# ------------------------------------------------------------------------------------- sampling
+
+
+def _warpers(do_sample: bool, temperature, top_k, top_p, min_p) -> list[Any]:
+    """HF's sampling warpers, in the order HF's ``_get_logits_processor`` applies them."""
+    from transformers.generation.logits_process import (
+        MinPLogitsWarper,
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    if not do_sample:
+        return []
+    out = []
+    if temperature is not None and temperature != 1.0:
+        out.append(TemperatureLogitsWarper(temperature))
+    if top_k is not None and top_k != 0:
+        out.append(TopKLogitsWarper(top_k=top_k, min_tokens_to_keep=1))
+    if top_p is not None and top_p < 1.0:
+        out.append(TopPLogitsWarper(top_p=top_p, min_tokens_to_keep=1))
+    if min_p is not None:
+        out.append(MinPLogitsWarper(min_p=min_p, min_tokens_to_keep=1))
+    return out
+
+
+def _multinomial(probs: torch.Tensor, rows: int, alive: torch.Tensor) -> torch.Tensor:
+    """``torch.multinomial(probs, 1)`` for the batch's rows, drawing the random numbers of a batch of
+    ``rows`` rows (the whole batch, finished rows included, as HF generate's batch).
+
+    For one sample torch draws by the exponential trick: ``argmax(p / q)`` with ``q ~ Exp(1)`` of the
+    shape of ``p`` (ATen ``multinomial``, CPU and CUDA). Drawing ``q`` for all ``rows`` rows and using
+    those of the rows still decoding consumes the generator exactly as ``multinomial`` over the full
+    batch does, and gives each row the token it would get there."""
+    if probs.shape[0] == rows:
+        return torch.multinomial(probs, num_samples=1).squeeze(1)
+    q = probs.new_empty((rows, probs.shape[1])).exponential_(1)
+    return torch.argmax(probs / q[alive], dim=-1)
+
+
+@torch.no_grad()
+def lean_generate(
+    model: Any,
+    prompt_ids: Sequence[Sequence[int]],
+    *,
+    max_new_tokens: int,
+    eos_token_ids: Sequence[int],
+    pad_token_id: int,
+    do_sample: bool = True,
+    temperature: float | None = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    min_p: float | None = None,
+    compact: bool = False,
+    pad_to_multiple_of: int | None = None,
+    stats: LeanStats | None = None,
+) -> list[list[int]]:
+    """Completions of ``prompt_ids`` (one per row), each up to and including its first EOS, without
+    padding: what TRL's ``_generate_single_turn`` returns from HF ``generate`` for the same rows.
+
+    Prompts are left-padded with ``pad_token_id`` (to a multiple of ``pad_to_multiple_of``, as TRL
+    pads them). ``compact`` (greedy only) drops finished rows from the batch."""
+    device = _base_model(model).lm_head.weight.device
+    rows = len(prompt_ids)
+    if rows == 0:
+        return []
+    width = max(len(p) for p in prompt_ids)
+    if pad_to_multiple_of:
+        width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
+    ids = torch.full((rows, width), pad_token_id, dtype=torch.long)
+    pad = torch.zeros((rows, width), dtype=torch.long)
+    for r, p in enumerate(prompt_ids):
+        if len(p):
+            ids[r, width - len(p) :] = torch.as_tensor(list(p), dtype=torch.long)
+            pad[r, width - len(p) :] = 1
+    ids, pad = ids.to(device), pad.to(device)
+    warpers = _warpers(do_sample, temperature, top_k, top_p, min_p)
+    eos = torch.tensor(list(eos_token_ids), device=device)
+    if stats is not None:
+        stats.rows, stats.prompt_width = rows, width
+
+    decoder = _Decoder(model, capacity=max_new_tokens)
+    position = (pad.cumsum(-1) - 1).masked_fill(pad == 0, 0)
+    logits = decoder.forward(ids, position, decoder.mask(pad, width))
+    position = position[:, -1:]
+    out = torch.full((rows, max_new_tokens), pad_token_id, dtype=torch.long, device=device)
+    logprobs = torch.zeros((rows, max_new_tokens), dtype=torch.float32, device=device)
+    alive = torch.arange(rows, device=device)  # the batch's rows (all of them unless compacting)
+    unfinished = torch.ones(rows, dtype=torch.long, device=device)
+    for step in range(max_new_tokens):
+        scores = logits
+        for warper in warpers:
+            scores = warper(None, scores)  # HF's warpers here read the scores only
+        if do_sample:
+            tokens = _multinomial(F.softmax(scores, dim=-1), rows, alive)
+        else:
+            tokens = torch.argmax(scores, dim=-1)
+        tokens = tokens * unfinished + pad_token_id * (1 - unfinished)
+        out[alive, step] = tokens
+        if stats is not None and stats.logprobs is not None:
+            chosen = F.log_softmax(scores, dim=-1).gather(1, tokens[:, None]).squeeze(1)
+            logprobs[alive, step] = chosen.to(logprobs.dtype)
+        unfinished = unfinished & ~torch.isin(tokens, eos)
+        if step + 1 == max_new_tokens or not bool(unfinished.any()):
+            break
+        left = int(unfinished.sum())
+        if compact and left < len(unfinished) and left <= COMPACT_AT * len(unfinished):
+            keep = unfinished.nonzero().squeeze(1)
+            alive, tokens, unfinished = alive[keep], tokens[keep], unfinished[keep]
+            pad, position = pad[keep], position[keep]
+            decoder.keep(keep)
+        pad = torch.cat([pad, pad.new_ones((pad.shape[0], 1))], dim=-1)
+        position = position + 1
+        if stats is not None:
+            stats.decode_rows.append(int(tokens.shape[0]))
+        logits = decoder.forward(tokens[:, None], position, decoder.mask(pad, 1))
+    completions = []
+    is_eos = torch.isin(out, eos)
+    for r in range(rows):
+        hits = is_eos[r].nonzero()
+        end = int(hits[0]) + 1 if len(hits) else max_new_tokens
+        completions.append(out[r, :end].tolist())
+        if stats is not None and stats.logprobs is not None:
+            stats.logprobs.append(logprobs[r, :end].tolist())
+    return completions
+
+
+def generate_like(model: Any, generation_config: Any, prompt_ids, **kwargs: Any) -> list[list[int]]:
+    """:func:`lean_generate` with the sampling settings of a ``GenerationConfig`` (TRL's)."""
+    gc = generation_config
+    eos = gc.eos_token_id
+    eos = [eos] if isinstance(eos, int) else list(eos or [])
+    return lean_generate(
+        model,
+        prompt_ids,
+        max_new_tokens=gc.max_new_tokens,
+        eos_token_ids=eos,
+        pad_token_id=gc.pad_token_id,
+        do_sample=bool(gc.do_sample),
+        temperature=gc.temperature,
+        top_k=gc.top_k,
+        top_p=gc.top_p,
+        min_p=gc.min_p,
+        **kwargs,
+    )
