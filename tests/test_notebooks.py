@@ -179,8 +179,11 @@ def check_testbed(tmp_path: Path) -> None:
     models, tasks, base = tmp_path / "models", tmp_path / "tasks", tmp_path / "base.csv"
     params = dict(models_dir=str(models), tasks_dir=str(tasks), results_csv=str(base), sizes=["S", "L"],
                   steps_scale=0.005, pass_k=2, eval_limit=4)  # fmt: skip
-    shown = shown_table(execute("00_embedded_models", tmp_path / "00_embedded_models.ipynb", params))
+    copy = execute("00_embedded_models", tmp_path / "00_embedded_models.ipynb", params)
+    errors, (shown, profile_shown) = outputs(copy)
+    assert not errors, errors
     assert [line.split()[1] for line in shown.splitlines()[1:4]] == ["S", "L", "PRM"]
+    assert "policy L samples" in profile_shown
     saved = pd.read_csv(base)
     assert list(saved["model"]) == ["S", "L", "PRM"]
     profile = pd.read_csv(tmp_path / "prm_error_profile.csv")
