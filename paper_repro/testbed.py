@@ -170,10 +170,10 @@ def random_model(
     attn_implementation: str | None = None,
 ):
     """A randomly initialised Qwen2 of ``spec`` over ``tokenizer`` (default :func:`build_tokenizer`),
-    seeded with ``seed``: a causal LM (``head="lm"``, a policy) or the PRM's 2-way token classifier
-    (``head="prm"``: the testbed's likelihood PRM, :func:`prm_config`) or a 2-way token classifier
-    (``head="token-classification"``, the generic PRM interface); a policy's generation config pads
-    and stops with the tokenizer's pad and eos.
+    seeded with ``seed``: a causal LM (``head="lm"``, a policy), the testbed's likelihood PRM
+    (``head="prm"``, :func:`prm_config`) or a 2-way token classifier (``head="token-classification"``,
+    the generic PRM interface); a policy's generation config pads and stops with the tokenizer's pad
+    and eos.
 
     ``attn_implementation="eager"`` for passes counted with FlopCounterMode, which cannot see the CPU
     sdpa kernel. :func:`pretrain_policy` and :func:`train_prm` start from this model."""
@@ -426,7 +426,8 @@ def prm_error_profile(scorer, prm_split: list[dict], root: Path, config: BuildCo
     scores, labels = _scored_steps(scorer, prm_split)
     views.append(("prm split", "all", scores, labels))
     first_heldout = sum(len(r["labels"]) for r in prm_split[:cut])
-    views.append(("prm split, last 10%", "all", scores[first_heldout:], labels[first_heldout:]))
+    tail = f"prm split, last {config.prm_heldout:.0%}"
+    views.append((tail, "all", scores[first_heldout:], labels[first_heldout:]))
     kinds = [k for r in prm_split for k in r["kinds"]]
     right = [s for s, ok in zip(scores, labels, strict=True) if ok]
     for kind in arith.SLIP_KINDS:
@@ -459,9 +460,10 @@ def _view_row(source: str, kind: str, scores: list[float], labels: list[bool]) -
 
 def prm_summary(profile: pd.DataFrame) -> dict:
     """The PRM's row of ``base_models.csv``: its AUROC on the ``prm`` split (all of it held out), on
-    the split's last 10%, and on the base policies' own samples (pooled, weighted by steps)."""
+    the split's last ``prm_heldout`` share, and on the base policies' own samples (pooled, weighted
+    by steps)."""
     whole = profile[(profile["source"] == "prm split") & (profile["error_kind"] == "all")].iloc[0]
-    tail = profile[profile["source"] == "prm split, last 10%"].iloc[0]
+    tail = profile[profile["source"].str.startswith("prm split, last")].iloc[0]
     samples = profile[profile["source"].str.startswith("policy")]
     pooled = (
         (samples["auroc"] * samples["steps"]).sum() / samples["steps"].sum() if len(samples) else float("nan")
@@ -469,7 +471,7 @@ def prm_summary(profile: pd.DataFrame) -> dict:
     return {
         "prm_auroc": whole["auroc"],
         "prm_heldout_steps": int(whole["steps"]),
-        "prm_auroc_last10": tail["auroc"],
+        "prm_auroc_last10": tail["auroc"],  # the earlier PRMs' held-out set (the default share, 10%)
         "prm_auroc_policy_samples": pooled,
     }
 
