@@ -52,7 +52,8 @@ reproduce: $(STAMP)
 validate: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m paper_repro.validate --out data/results/cpu-tiny/flops_validation.csv
 
-# Regenerate the cpu-tiny testbed (splits, tokenizer, policies S/M/L, PRM, base_models.csv): ~12 min.
+# Regenerate the cpu-tiny testbed (splits, tokenizer, policies S/M/L, PRM, base_models.csv, the PRM's error
+# profile): 14 min on 2 cores (README).
 models: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/papermill notebooks/00_embedded_models.ipynb \
 		notebooks/executed/cpu-tiny/00_embedded_models.ipynb
