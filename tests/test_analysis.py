@@ -400,3 +400,23 @@ def test_the_analysis_reads_the_runs_compute_cards(tmp_path):
     cards = pd.read_csv(tmp_path / "compute_cards.csv")
     assert list(cards["run_id"]) == [run_id]
     assert cards["C_total_executed"].iloc[0] == 4e9 and cards["utilisation"].iloc[0] == 0.02
+
+
+def test_rows_of_superseded_weights_leave_the_analysis():
+    """A rebuilt checkpoint leaves its old rows in the append-only table under other run ids; per
+    policy and reward, only the rows with the most recent run's weights are current (hub runs,
+    which name no weights, stay)."""
+    import json
+
+    from paper_repro.analysis.frontiers import current
+
+    def row(run_id, model, reward, weights, created):
+        return {"run_id": run_id, "model": model, "reward_system": reward, "created_at": created,
+                "spec": json.dumps({"weights": weights})}  # fmt: skip
+
+    runs = pd.DataFrame([
+        row("old1", "M", "prm", "aaa", "2026-11-30T10:00"), row("old2", "M", "prm", "aaa", "2026-11-30T11:00"),
+        row("new1", "M", "prm", "bbb", "2026-12-01T10:00"), row("sp1", "M", "sparse", "ccc", "2026-11-30T09:00"),
+        row("hub1", "7B", "prm", None, "2026-11-30T09:00"), row("hub2", "7B", "prm", None, "2026-12-01T09:00"),
+    ])  # fmt: skip
+    assert sorted(current(runs)["run_id"]) == ["hub1", "hub2", "new1", "sp1"]
