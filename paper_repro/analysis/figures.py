@@ -217,18 +217,12 @@ def all_figures(frontier, optima, disagreement, race, conventions, hacking, prof
         for x in ("rho", "rho_time"):
             target_vs_rho_by_setting(frontier, st, out_dir, x=x, optima=optima, order=order)
             written.append(f"targets_vs_rho{'_time' if x == 'rho_time' else ''}_stage_{st}")
-    if len(disagreement):
-        argmax_cell_by_target(disagreement, out_dir)
-        written.append("argmax_cell_by_target")
-    if len(race):
-        race_pilot_vs_full_rho_star(race, out_dir)
-        written.append("race_pilot_vs_full_rho_star")
-    if len(conventions):
-        rho_star_by_convention(conventions, out_dir)
-        written.append("rho_star_by_convention")
-    if len(hacking):
-        reward_change_vs_outcomes(hacking, out_dir)
-        written.append("reward_change_vs_outcomes")
+    one_table = ((argmax_cell_by_target, disagreement), (race_pilot_vs_full_rho_star, race),
+                 (rho_star_by_convention, conventions), (reward_change_vs_outcomes, hacking))  # fmt: skip
+    for draw, table in one_table:  # each figure is saved under its function's name
+        if len(table):
+            draw(table, out_dir)
+            written.append(draw.__name__)
     import matplotlib.pyplot as plt
 
     plt.close("all")
