@@ -96,6 +96,9 @@ class LedgerConfig:
     # RL can outrun.
     round_ceiling_flops: float | None = None
     seed: int = 0  # for random down-sampling
+    # Max-variance down-sampling compares rewards rounded to this many decimals (None: exact): float
+    # noise in a learned reward then cannot change which completions are kept.
+    selection_decimals: int | None = None
     # The compute card: written to ``<card_path>.json`` and ``<card_path>.md`` at the end of training;
     # default ``<output_dir>/compute_card``. ``write_card=False`` writes none.
     card_path: str | Path | None = None
@@ -181,12 +184,18 @@ def generation_pass_work(
 # ---------------------------------------------------------------------------------------------
 
 
-def max_variance_subset(rewards: Sequence[float], k: int) -> list[int]:
+def max_variance_subset(rewards: Sequence[float], k: int, decimals: int | None = None) -> list[int]:
     """Indices of the k rewards with the largest variance: the best mix of the j highest and the
-    k - j lowest (PODS max-variance down-sampling, arXiv 2504.13818). Ties keep input order."""
+    k - j lowest (PODS max-variance down-sampling, arXiv 2504.13818). Ties keep input order.
+
+    ``decimals``: compare the rewards rounded to this many decimals, so that rewards a float's noise
+    apart (a learned PRM's scores differ by 1e-9 across machines) are ties, kept in input order,
+    rather than an order the noise decides."""
     n = len(rewards)
     if not 1 <= k <= n:
         raise ValueError(f"cannot keep {k} of {n} completions")
+    if decimals is not None:
+        rewards = [round(float(r), decimals) for r in rewards]
     order = sorted(range(n), key=lambda i: (rewards[i], i))
     best, best_var = None, -math.inf
     for j in range(k + 1):  # j from the top, k - j from the bottom
@@ -947,7 +956,8 @@ class LedgerGRPOTrainer(GRPOTrainer):
         for group_start in range(0, rows, g):
             group = rewards[group_start : group_start + g]
             if self.ledger.config.downsample == "max_variance":
-                chosen = max_variance_subset(torch.nan_to_num(group, nan=0.0).tolist(), k)
+                values = torch.nan_to_num(group, nan=0.0).tolist()
+                chosen = max_variance_subset(values, k, self.ledger.config.selection_decimals)
             else:
                 chosen = sorted(torch.randperm(g, generator=self._downsample_rng)[:k].tolist())
             keep.extend(group_start + i for i in chosen)

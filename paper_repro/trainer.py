@@ -179,6 +179,7 @@ def ledger_config(spec: RunSpec, log_path: Path | None):
         first_round_flops=spec.first_round_flops,
         round_ceiling_flops=round_ceiling(spec) if spec.train.budget_stop == "ceiling" else None,
         seed=spec.seed,
+        selection_decimals=spec.train.selection_decimals,
         # the compute card beside the step log: steps/<run_id>.card.json and .card.md
         card_path=log_path.with_suffix(".card") if log_path else None,
     )

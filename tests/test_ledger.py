@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 import statistics
 
 import pytest
@@ -54,6 +55,36 @@ def test_max_variance_keeps_both_ends():
     assert sorted(max_variance_subset([0.0, 0.1, 0.5, 0.9, 1.0], 2)) == [0, 4]
     with pytest.raises(ValueError):
         max_variance_subset([1.0], 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scores=st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=2, max_size=12),
+    noise_seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_max_variance_subset_with_decimals_ignores_float_noise(scores, noise_seed, data):
+    """A learned PRM's scores differ by ~1e-9 across machines: with ``decimals`` the kept subset is
+    the same for the noisy scores as for the exact ones (scores on the 1e-4 grid plus a 1e-9 jitter:
+    the jitter cannot cross a rounding boundary), and still a max-variance subset of the rounded ones."""
+    exact = [round(s, 4) for s in scores]
+    rng = random.Random(noise_seed)
+    noisy = [s + rng.uniform(-1e-9, 1e-9) for s in exact]
+    k = data.draw(st.integers(1, len(exact)))
+    chosen = max_variance_subset(noisy, k, decimals=4)
+    assert chosen == max_variance_subset(exact, k, decimals=4)
+    best = max(
+        statistics.pvariance([exact[i] for i in c]) for c in itertools.combinations(range(len(exact)), k)
+    )
+    assert statistics.pvariance([exact[i] for i in chosen]) == pytest.approx(best, abs=1e-12)
+
+
+def test_max_variance_subset_without_decimals_follows_the_noise():
+    """Why the rounding exists: exactly, a 1e-9 difference decides which of two tied scores is kept."""
+    assert max_variance_subset([0.5, 0.5 + 1e-9, 0.0], 2) == [1, 2]
+    assert max_variance_subset([0.5 + 1e-9, 0.5, 0.0], 2) == [0, 2]
+    assert max_variance_subset([0.5, 0.5 + 1e-9, 0.0], 2, decimals=4) == [0, 2]
+    assert max_variance_subset([0.5 + 1e-9, 0.5, 0.0], 2, decimals=4) == [0, 2]
 
 
 def test_group_advantages_are_trl_group_normalised():
