@@ -19,7 +19,7 @@ what it computes (its ``run_id``), so it runs once and serves both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,8 +64,14 @@ class TrainConfig:
     # "dearest" while the dearest round so far could (more of the budget spent, but completions that
     # grow under RL can take the last round past it).
     budget_stop: Literal["dearest", "ceiling"] = "dearest"
+    # Max-variance down-sampling compares rewards rounded to this many decimals (None: exact), so
+    # that float noise in a learned reward (1e-9 apart across machines) cannot change which
+    # completions are kept; equal rounded rewards keep input order (docs/CHOICES.md).
+    selection_decimals: int | None = None
 
     def __post_init__(self) -> None:
+        if self.selection_decimals is not None and self.selection_decimals < 0:
+            raise ValueError(f"selection_decimals must be >= 0 or None, got {self.selection_decimals}")
         if self.budget_stop not in ("dearest", "ceiling"):
             raise ValueError(f"budget_stop must be 'dearest' or 'ceiling', got {self.budget_stop!r}")
         if self.generation not in ("hf", "vllm"):
@@ -180,6 +186,23 @@ class StageDesign:
 
 
 @dataclass(frozen=True)
+class Margins:
+    """The claim tests' margins, fixed in the profile before the runs (docs/CHOICES.md, the claims)."""
+
+    rho: float = 0.10  # "rho* ~ x": the 90% interval of rho* inside [x - rho, x + rho]; "no difference"
+    gain: float = 0.02  # RACE's "no stable gain": TOST margin on the paired native-reward gain
+    agree_correlation: float = 0.8  # targets agree when their cell-mean profiles correlate this much
+    kappa_slight: float = 0.2  # pilot regimes no better than slight agreement below this kappa
+    aicc: float = 2.0  # a fitted form wins a frontier by this much AICc
+    gaming: float = 0.10  # the PRM's excess gaming share ruled out below this
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not value > 0:
+                raise ValueError(f"margin {name} must be positive, got {value}")
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     task: str
@@ -192,9 +215,12 @@ class Profile:
     expected_lengths: dict[str, int]
     train: TrainConfig
     budget_flops: float
-    pilot_fraction: float
+    pilot_fractions: tuple[float, ...]  # RACE pilot budgets as fractions of the full one; the first picks
     grid: Grid
-    seeds: int = 3
+    seeds: int = 3  # full-grid seeds per cell: 0 .. seeds - 1
+    pilot_seeds: tuple[int, ...] = (100,)  # RACE pilots' seeds, none of the grid's
+    fresh_seeds: tuple[int, ...] = (200, 201, 202)  # RACE's pick and the default, on neither's seeds
+    margins: Margins = field(default_factory=Margins)
     offline: bool = False
     testbed: bool = False  # its models and data are built by the repo (notebook 00), not downloaded
     source: str = ""  # the YAML file it was read from
@@ -207,18 +233,37 @@ class Profile:
         self._check_stages()
         if not self.budget_flops > 0:
             raise ValueError(f"profile {self.name}: budget must be positive, got {self.budget_flops}")
-        if not 0 < self.pilot_fraction <= 1:
+        if not self.pilot_fractions or not all(0 < f <= 1 for f in self.pilot_fractions):
             raise ValueError(
-                f"profile {self.name}: pilot_fraction must be in (0, 1], got {self.pilot_fraction}"
+                f"profile {self.name}: pilot_fractions must be in (0, 1], got {list(self.pilot_fractions)}"
             )
+        if len(set(self.pilot_fractions)) != len(self.pilot_fractions):
+            raise ValueError(f"profile {self.name}: pilot_fractions repeat: {list(self.pilot_fractions)}")
         missing = {"train", "heldout", "gsm", "math"} - set(self.data)
         if missing:
             raise ValueError(f"profile {self.name}: data is missing {sorted(missing)}")
-        if self.seeds < 1:
-            raise ValueError(f"profile {self.name}: seeds must be >= 1")
+        if self.seeds < 1 or not self.pilot_seeds or not self.fresh_seeds:
+            raise ValueError(f"profile {self.name}: the grid, the pilots and the fresh runs each need a seed")
+        self._check_seeds()
         unknown = sorted(set(self.resources) - set(self.policies) - {"prm"})
         if unknown:
             raise ValueError(f"profile {self.name}: resources for unknown policies {unknown}")
+
+    def _check_seeds(self) -> None:
+        """The grid's, the pilots' and the fresh runs' seeds are disjoint: RACE picks on seeds the
+        full grid does not use, and its pick is compared with the default on seeds neither used."""
+        groups = {
+            "grid": set(range(self.seeds)),
+            "pilot": set(self.pilot_seeds),
+            "fresh": set(self.fresh_seeds),
+        }
+        for a, b in (("grid", "pilot"), ("grid", "fresh"), ("pilot", "fresh")):
+            common = sorted(groups[a] & groups[b])
+            if common:
+                raise ValueError(f"profile {self.name}: seeds {common} are both {a} and {b} seeds")
+        for name, seeds in (("pilot", self.pilot_seeds), ("fresh", self.fresh_seeds)):
+            if len(set(seeds)) != len(seeds):
+                raise ValueError(f"profile {self.name}: {name} seeds repeat: {list(seeds)}")
 
     def _check_stages(self) -> None:
         unknown_stages = sorted(set(self.stages) - set(STAGES))
@@ -251,7 +296,8 @@ class Profile:
         return self.resources.get(policy, Resources())
 
     def quick_variant(self) -> Profile:
-        """The quick mode's profile: one seed, the budget scaled by :data:`QUICK_BUDGET_SCALE`, at most
+        """The quick mode's profile: one seed of each kind (grid, pilot, fresh) and the first pilot
+        fraction only, the budget scaled by :data:`QUICK_BUDGET_SCALE`, at most
         :data:`QUICK_EVAL_LIMIT` problems per evaluation set, and the budget stop on the estimate (its
         pilots are too small to surely buy one costliest round)."""
         from dataclasses import replace
@@ -261,13 +307,25 @@ class Profile:
             self,
             budget_flops=self.budget_flops * QUICK_BUDGET_SCALE,
             seeds=1,
+            pilot_seeds=self.pilot_seeds[:1],
+            fresh_seeds=self.fresh_seeds[:1],
+            pilot_fractions=self.pilot_fractions[:1],
             train=replace(self.train, budget_stop="dearest"),
             eval={**self.eval, "limit": QUICK_EVAL_LIMIT if limit is None else min(limit, QUICK_EVAL_LIMIT)},
         )
 
     @property
+    def pilot_fraction(self) -> float:
+        """The pilot fraction whose pick RACE runs at the full budget (the first of ``pilot_fractions``)."""
+        return self.pilot_fractions[0]
+
+    @property
     def pilot_budget_flops(self) -> float:
         return self.budget_flops * self.pilot_fraction
+
+    def pilot_budgets(self) -> dict[float, float]:
+        """Each pilot fraction's budget in FLOPs."""
+        return {f: self.budget_flops * f for f in self.pilot_fractions}
 
     def settings(self, stage: str) -> list[Setting]:
         """The settings of ``stage`` (one of :data:`STAGES`), in the profile's order."""
@@ -373,15 +431,40 @@ def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:
         expected_lengths={k: int(v) for k, v in raw["expected_lengths"].items()},
         train=train,
         budget_flops=float(budget["full_flops"]),
-        pilot_fraction=float(budget.get("pilot_fraction", 0.125)),
+        pilot_fractions=_pilot_fractions(budget),
         grid=grid,
-        seeds=int(raw.get("seeds", 3)),
+        **_seeds(raw.get("seeds", 3)),
+        margins=Margins(**_known(Margins, raw.get("margins", {}))),
         offline=bool(raw.get("offline", False)),
         testbed=bool(raw.get("testbed", False)),
         source=source,
         resources={str(k): Resources(**_known(Resources, v)) for k, v in raw.get("resources", {}).items()},
         estimate=Estimate(**_known(Estimate, raw.get("estimate", {}))),
     )
+
+
+def _pilot_fractions(budget: dict[str, Any]) -> tuple[float, ...]:
+    """``budget.pilot_fractions`` (a list; the first picks), or a single ``pilot_fraction``."""
+    if "pilot_fractions" in budget and "pilot_fraction" in budget:
+        raise ValueError("budget: give pilot_fractions or pilot_fraction, not both")
+    raw = budget.get("pilot_fractions", [budget.get("pilot_fraction", 0.125)])
+    return tuple(float(f) for f in (raw if isinstance(raw, list | tuple) else [raw]))
+
+
+def _seeds(raw: Any) -> dict[str, Any]:
+    """``seeds:`` of a profile: a count of grid seeds, or ``{grid: n, pilot: [...], fresh: [...]}``."""
+    if isinstance(raw, int):
+        return {"seeds": raw}
+    if not isinstance(raw, dict):
+        raise ValueError(f"seeds: a count or a mapping with grid, pilot and fresh, got {raw!r}")
+    unknown = sorted(set(raw) - {"grid", "pilot", "fresh"})
+    if unknown:
+        raise ValueError(f"seeds: unknown keys {unknown}; allowed: fresh, grid, pilot")
+    out: dict[str, Any] = {"seeds": int(raw.get("grid", 3))}
+    for key, name in (("pilot", "pilot_seeds"), ("fresh", "fresh_seeds")):
+        if key in raw:
+            out[name] = tuple(int(s) for s in raw[key])
+    return out
 
 
 def _stages(raw: dict[str, Any], policies: list[str]) -> dict[str, StageDesign]:
@@ -419,6 +502,7 @@ __all__ = [
     "STAGES",
     "Estimate",
     "Grid",
+    "Margins",
     "Profile",
     "Resources",
     "Setting",

@@ -25,7 +25,12 @@ HASH_EXCLUDES = ("stage", "setting", "cell", "target_rho", "predicted_rho", "fir
 # Fields added after results were recorded hash only when set away from their default, so the run ids
 # of earlier runs (which computed with those defaults) do not change.
 HASH_IF_SET = {"eval_heldout_limit": None, "weights": None}
-TRAIN_HASH_IF_SET = {"chat_template": False, "generation": "hf", "budget_stop": "dearest"}
+TRAIN_HASH_IF_SET = {
+    "chat_template": False,
+    "generation": "hf",
+    "budget_stop": "dearest",
+    "selection_decimals": None,
+}
 
 
 @dataclass(frozen=True)
@@ -155,8 +160,15 @@ def spec_for(
     )
 
 
-def budget_of(profile: Profile, budget_kind: BudgetKind) -> float:
-    return profile.budget_flops if budget_kind == "full" else profile.pilot_budget_flops
+def budget_of(profile: Profile, budget_kind: BudgetKind, fraction: float | None = None) -> float:
+    """The full budget, or a pilot budget (``fraction`` of the full one; None: the first pilot fraction)."""
+    if budget_kind == "full":
+        return profile.budget_flops
+    if fraction is not None and fraction not in profile.pilot_fractions:
+        raise ValueError(
+            f"pilot fraction {fraction} is not one of the profile's {list(profile.pilot_fractions)}"
+        )
+    return profile.budget_flops * (fraction if fraction is not None else profile.pilot_fraction)
 
 
 def seed_list(profile: Profile, seeds: int | Sequence[int] | None) -> list[int]:
@@ -175,12 +187,14 @@ def setting_specs(
     budget_kind: BudgetKind = "full",
     cells: Sequence[str] | None = None,
     quick: bool = False,
+    fraction: float | None = None,
 ) -> list[RunSpec]:
-    """The runs of one setting's grid at the full or pilot budget: every planned cell (or ``cells``,
-    or the quick subset) x ``seeds`` (a count from 0, or explicit seeds; None: the profile's).
-    A cell that is not in the setting's grid is refused with the grid's labels."""
+    """The runs of one setting's grid at the full or a pilot budget (``fraction``; None: the first):
+    every planned cell (or ``cells``, or the quick subset) x ``seeds`` (a count from 0, or explicit
+    seeds; None: the profile's). A cell that is not in the setting's grid is refused with the grid's
+    labels."""
     s = profile.setting(setting) if isinstance(setting, str) else setting
-    planned = plan_setting(profile, s, budget_of(profile, budget_kind))
+    planned = plan_setting(profile, s, budget_of(profile, budget_kind, fraction))
     grid = [c.label for c in planned.cells]
     if cells:
         unknown = [c for c in cells if c not in grid]
@@ -193,6 +207,26 @@ def setting_specs(
         if c.label in chosen
         for seed in seed_list(profile, seeds)
     ]
+
+
+def pilot_specs(profile: Profile, setting: Setting | str, quick: bool = False) -> list[RunSpec]:
+    """RACE's pilot grids of one setting: every pilot fraction's grid x the profile's pilot seeds."""
+    return [
+        spec
+        for fraction in profile.pilot_fractions
+        for spec in setting_specs(
+            profile, setting, profile.pilot_seeds, "pilot", quick=quick, fraction=fraction
+        )
+    ]
+
+
+def race_check_specs(profile: Profile, setting: Setting | str, pick: str | None) -> list[RunSpec]:
+    """RACE's check on fresh seeds: TRL's default allocation and (once the pilots have named it) the
+    pick, the full-grid cell ``pick``, each at the full budget on the profile's fresh seeds."""
+    s = profile.setting(setting) if isinstance(setting, str) else setting
+    defaults = [default_cell_spec(profile, s, seed) for seed in profile.fresh_seeds]
+    picks = setting_specs(profile, s, profile.fresh_seeds, "full", cells=[pick]) if pick else []
+    return defaults + picks
 
 
 def default_cell_spec(

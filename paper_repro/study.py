@@ -2,9 +2,9 @@
 
 - :func:`run_setting` (notebooks 10 and 20): every grid cell x seed of one setting at the full
   budget; returns the setting's frontier (cell means with 95% CIs).
-- :func:`run_race_pilots` (notebook 30): one setting's grid at the RACE pilot budget (one seed by
-  default), plus TRL's default allocation at the full budget (the fixed cell RACE is compared with);
-  returns the pilot frontier.
+- :func:`run_race_pilots` (notebook 30): one setting's grid at each RACE pilot budget on the
+  profile's pilot seeds, then RACE's pick (the first pilot budget's best cell) and TRL's default
+  allocation at the full budget on its fresh seeds; returns the pilot frontiers and that check.
 - Notebook 40 calls :func:`paper_repro.analysis.analyse`.
 
 A setting is named alone (``M``, ``dense``, ``prm``): the profile knows its stage. Runs go through
@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from paper_repro import runner
 from paper_repro.config import Profile, load_profile
-from paper_repro.spec import RunSpec, default_cell_spec, seed_list, setting_specs
+from paper_repro.results import RUN_COLUMNS
+from paper_repro.spec import RunSpec, pilot_specs, race_check_specs, setting_specs
 
 
 def prepare(profile: str | Profile, quick: bool = False) -> Profile:
@@ -56,22 +59,86 @@ def run_setting(
     return _frontier_of(specs, len(specs), results_root, threads, executed_notebook)
 
 
+@dataclass(frozen=True)
+class RacePilots:
+    """What notebook 30 shows: the pilot frontiers (one per pilot fraction), the cell the first
+    fraction's pilots pick, and the pick beside TRL's default at the full budget on fresh seeds."""
+
+    frontier: pd.DataFrame  # per pilot fraction and cell, with a ``pilot_fraction`` column
+    pick: str | None  # None: no pilot finished ok
+    check: pd.DataFrame  # per fresh seed: the pick's and the default's native reward
+
+
 def run_race_pilots(
     profile: str | Profile,
     setting: str,
-    pilot_seeds: int | Sequence[int] = 1,
-    default_seeds: int | Sequence[int] | None = None,
     quick: bool = False,
     results_root: str | Path | None = None,
     threads: int | None = None,
     executed_notebook: str = "",
-) -> pd.DataFrame:
-    """Run one setting's pilot grid and its default-allocation runs; return the pilot frontier."""
+) -> RacePilots:
+    """Run one setting's RACE pilots (every pilot fraction x the profile's pilot seeds), then TRL's
+    default allocation and the first fraction's pick at the full budget on the fresh seeds."""
+    from paper_repro.analysis.frontiers import frontier_table
+
     prof = prepare(profile, quick)
     s = prof.setting(setting)
-    pilots = setting_specs(prof, s, pilot_seeds, "pilot", quick=quick)
-    defaults = [default_cell_spec(prof, s, seed) for seed in seed_list(prof, default_seeds)]
-    return _frontier_of(pilots + defaults, len(pilots), results_root, threads, executed_notebook)
+    run = lambda specs: _rows_of(specs, results_root, threads, executed_notebook)  # noqa: E731
+    pilots = run(pilot_specs(prof, s, quick))
+    pilots["pilot_fraction"] = pilots["budget_flops"] / prof.budget_flops
+    frontiers = [
+        frontier_table(rows).assign(pilot_fraction=fraction)
+        for fraction, rows in pilots.groupby("pilot_fraction", sort=False)
+    ]
+    pick = race_pick(pilots[np.isclose(pilots["pilot_fraction"], prof.pilot_fraction)])
+    checks = race_check_specs(prof, s, pick)
+    fresh = run(checks).set_index("run_id")
+    n = len(prof.fresh_seeds)  # the defaults first, then the pick's runs
+    check = pd.DataFrame(
+        {
+            "default": [fresh["native_reward"].get(c.run_id, np.nan) for c in checks[:n]],
+            f"pick ({pick})": [fresh["native_reward"].get(c.run_id, np.nan) for c in checks[n:]] or np.nan,
+        },
+        index=pd.Index(prof.fresh_seeds, name="seed"),
+    )
+    return RacePilots(pd.concat(frontiers, ignore_index=True), pick, check)
+
+
+def race_pick(pilot_rows: pd.DataFrame) -> str | None:
+    """RACE's pick: the cell of the best mean native reward over the (first pilot budget's) ok pilot
+    rows; None when none has a native reward."""
+    from paper_repro.analysis.race import best_cell
+
+    if pilot_rows.empty or pilot_rows["native_reward"].isna().all():
+        return None
+    return str(best_cell(pilot_rows).name)
+
+
+def race_specs(
+    profile: Profile, setting, results_root: str | Path | None = None, quick: bool = False
+) -> tuple[list[RunSpec], int]:
+    """Every run of one setting's RACE notebook as far as the table says: its pilots, TRL's default on
+    the fresh seeds, and the pick's fresh runs once every first-budget pilot has a row; with the
+    number of pick runs not yet known (0 once they are)."""
+    from paper_repro.analysis.frontiers import numeric
+
+    pilots = pilot_specs(profile, setting, quick)
+    first = [p for p in pilots if np.isclose(p.budget_flops, profile.pilot_budget_flops)]
+    rows = runner.rows_for(first, results_root)
+    pick = None
+    if first and len(rows) == len(first):
+        frame = numeric(pd.DataFrame(rows, columns=RUN_COLUMNS))
+        pick = race_pick(frame[frame["status"] == "ok"])
+    return pilots + race_check_specs(profile, setting, pick), 0 if pick else len(profile.fresh_seeds)
+
+
+def _rows_of(specs: list[RunSpec], results_root, threads, executed_notebook) -> pd.DataFrame:
+    """Run ``specs`` (skipping finished ones); their ok rows, numbers parsed."""
+    from paper_repro.analysis.frontiers import numeric
+
+    rows = runner.run_specs(specs, results_root, threads=threads, executed_notebook=executed_notebook)
+    frame = numeric(pd.DataFrame(rows, columns=RUN_COLUMNS))
+    return frame[frame["status"] == "ok"]
 
 
 def _frontier_of(

@@ -20,7 +20,7 @@ from paper_repro.config import STAGES, Profile, Resources
 from paper_repro.paths import in_repo, repo_relative, repo_root
 from paper_repro.results import results_dir
 from paper_repro.runner import pending
-from paper_repro.spec import RunSpec, default_cell_spec, seed_list, setting_specs
+from paper_repro.spec import RunSpec, setting_specs
 
 # --------------------------------------------------------------------------------------------
 # The study: notebooks executed with papermill (`paper-repro run`)
@@ -52,6 +52,7 @@ class NotebookJob:
     resources: Resources = field(
         default_factory=Resources
     )  # what a SLURM job of it asks for (its policy size's)
+    unknown_runs: int = 0  # runs it will make that no spec names yet (RACE's pick, before its pilots)
 
     @property
     def source(self) -> Path:
@@ -94,17 +95,15 @@ def study_jobs(
                 params = {**common, name: s.name, **seed_param}
                 jobs.append(NotebookJob(step, book, params, out_dir / f"{book}__{s.name}.ipynb", tuple(specs),
                                         root, profile.resources_for(s.policy)))  # fmt: skip
-        elif step == "race":
+        elif step == "race":  # pilots, then the pick and the default on fresh seeds: seeds from the profile
+            from paper_repro.study import race_specs
+
             for s in run_profile.all_settings():
-                specs = setting_specs(run_profile, s, 1, "pilot", quick=quick)
-                specs += [default_cell_spec(run_profile, s, seed) for seed in seed_list(run_profile, seeds)]
+                specs, unknown = race_specs(run_profile, s, root, quick)
                 params = {**common, "setting": s.name}
-                if seeds is not None:
-                    params["default_seeds"] = seed_param["seeds"]
                 out = out_dir / f"{book}__{s.stage}_{s.name}.ipynb"
-                jobs.append(
-                    NotebookJob(step, book, params, out, tuple(specs), root, profile.resources_for(s.policy))
-                )
+                jobs.append(NotebookJob(step, book, params, out, tuple(specs), root,
+                                        profile.resources_for(s.policy), unknown))  # fmt: skip
         else:
             params = dict(common)
             if quick:  # a smoke run decides nothing: no power simulation
@@ -128,7 +127,7 @@ def job_done(job: NotebookJob) -> bool:
         return False
     if job.stage == "testbed":
         return job.output.exists()
-    return job.output.exists() and not pending(job.specs, job.results_root)
+    return job.output.exists() and not job.unknown_runs and not pending(job.specs, job.results_root)
 
 
 def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool = False) -> Path:
@@ -200,18 +199,28 @@ def run_study(
         raise ValueError(f"unknown executor {executor!r}; executors: local, slurm")
     todo = [j for j in jobs if not job_done(j)]
     all_specs = [(s, j.results_root) for j in todo for s in j.specs]
-    total = len({s.run_id for s, _ in all_specs})
+    total = len({s.run_id for s, _ in all_specs}) + sum(j.unknown_runs for j in todo)
     threads = max(1, (os.cpu_count() or 1) // max(1, n_jobs))
-    bar = tqdm(total=total, desc="runs", unit="run", disable=not progress or total == 0)
+    finished: set[Path] = set()  # executed notebooks: their runs not yet named by a spec are made
+
+    def missing() -> int:
+        roots = {r for _, r in all_specs}
+        named = sum(len(pending([s for s, r in all_specs if r == root], root)) for root in roots)
+        return named + sum(j.unknown_runs for j in todo if j.output not in finished)
+
+    skipped = total - missing()  # already in the table: the rate and ETA count only the runs made now
+    bar = tqdm(total=total, initial=skipped, desc="runs", unit="run", disable=not progress or total == 0)
+    bar.set_postfix_str(f"{skipped} skipped (already present)")
     written: list[Path] = []
 
-    def refresh() -> None:
-        roots = {r for _, r in all_specs}
-        bar.n = total - sum(len(pending([s for s, r in all_specs if r == root], root)) for root in roots)
+    def refresh(job: NotebookJob | None = None) -> None:
+        if job is not None:
+            finished.add(job.output)
+        bar.n = total - missing()
         bar.refresh()
 
     if executor == "local":
-        written = _run_local(todo, n_jobs, threads, refresh, bar)
+        written = _run_local(todo, n_jobs, threads, refresh, bar, skipped)
     else:  # stage by stage: each stage's notebooks are submitted together
         for stage in STUDY_STEPS:
             batch = [j for j in todo if j.stage == stage]
@@ -240,7 +249,9 @@ def dependencies(jobs: Sequence[NotebookJob]) -> dict[int, set[int]]:
     return deps
 
 
-def _run_local(jobs: list[NotebookJob], n_jobs: int, threads: int, refresh, bar) -> list[Path]:
+def _run_local(
+    jobs: list[NotebookJob], n_jobs: int, threads: int, refresh, bar, skipped: int = 0
+) -> list[Path]:
     """Execute ``jobs`` in local threads, ``n_jobs`` at a time, each once its dependencies are done;
     among the ready ones the job with the most budget still to spend goes first. The first failure
     stops new starts; the running ones finish, then it is raised."""
@@ -263,13 +274,14 @@ def _run_local(jobs: list[NotebookJob], n_jobs: int, threads: int, refresh, bar)
             if not running:
                 break
             stages = sorted({jobs[i].stage for i in running.values()}, key=STUDY_STEPS.index)
-            bar.set_postfix_str(f"stage {', '.join(stages)}")
+            bar.set_postfix_str(f"stage {', '.join(stages)}; {skipped} skipped (already present)")
             finished, _ = wait(running, timeout=2.0, return_when=FIRST_COMPLETED)
             refresh()
             for future in finished:
                 index = running.pop(future)
                 try:
                     done[index] = future.result()
+                    refresh(jobs[index])
                 except BaseException as exc:  # raised below, once the running jobs are done
                     error = error or exc
     if error is not None:
@@ -325,6 +337,7 @@ def _run_submitit(
                 continue
             try:
                 written[i] = handle.result()
+                refresh(job)
                 del pending_jobs[i]
             except Exception as err:
                 if attempt >= retries:

@@ -31,22 +31,33 @@ def paper_peaks(setting) -> float:
     return 0.445 if rewards.is_prm_based(setting.reward_system) else 0.72
 
 
-def write_runs(path, peak, noise=0.01, seeds=3, pilot_seeds=1, judge_peak=None, rng_seed=0, curvature=1.0):
-    """A runs table of ``PROFILE``'s grid: ``peak(setting)`` is the rho* of every target (None: flat),
-    ``judge_peak(setting)`` the judge's when it differs. Default cells (K = G = 8, mu = 1) are the
-    grid's r70 cell for rule-based rewards, so RACE has its comparison on seeds 1 and 2."""
+def write_runs(
+    path, peak, noise=0.01, seeds=3, pilot_seeds=1, fresh_seeds=2, judge_peak=None, rng_seed=0, curvature=1.0
+):
+    """A runs table of ``PROFILE``'s design: ``peak(setting)`` is the rho* of every target (None: flat),
+    ``judge_peak(setting)`` the judge's when it differs. The full grid on seeds 0..seeds-1 and on the
+    first ``fresh_seeds`` fresh seeds (where RACE's pick runs), the pilots at every pilot fraction on
+    the first ``pilot_seeds`` pilot seeds, and TRL's default cell (K = G = 8, mu = 1, P = 8) on the
+    fresh seeds: the grid's r70 cell for rule-based rewards, a run of its own for PRM-style ones."""
     rng = np.random.default_rng(rng_seed)
     table = ResultTable(path, RUN_COLUMNS)
     n = 0
-    for kind, budget, n_seeds in (
-        ("full", PROFILE.budget_flops, seeds),
-        ("pilot", PROFILE.pilot_budget_flops, pilot_seeds),
-    ):
+    fresh = list(PROFILE.fresh_seeds[:fresh_seeds])
+    budgets = [("full", PROFILE.budget_flops, [*range(seeds), *fresh])]
+    budgets += [("pilot", b, PROFILE.pilot_seeds[:pilot_seeds]) for b in PROFILE.pilot_budgets().values()]
+    for kind, budget, seed_list in budgets:
         for s in PROFILE.all_settings():
             prm_based = rewards.is_prm_based(s.reward_system)
-            for c in plan_setting(PROFILE, s, budget).cells:
-                for seed in range(n_seeds):
-                    rho = c.target_rho + rng.normal(0, 0.003)
+            cells = [
+                (c.label, c.target_rho, c.P, c.G, c.K, c.mu) for c in plan_setting(PROFILE, s, budget).cells
+            ]
+            if kind == "full" and prm_based:
+                cells.append(("default", None, 8, 8, 8, 1))
+            for label, target_rho, P, G, K, mu in cells:
+                for seed in seed_list:
+                    if label == "default" and seed not in fresh:
+                        continue
+                    rho = (target_rho if target_rho is not None else 0.4) + rng.normal(0, 0.003)
                     p = peak(s)
                     jp = judge_peak(s) if judge_peak else p
                     mean = {t: 0.5 - (curvature * (rho - p) ** 2 if p is not None else 0) for t in METRICS}
@@ -55,11 +66,11 @@ def write_runs(path, peak, noise=0.01, seeds=3, pilot_seeds=1, judge_peak=None, 
                     n += 1
                     row = {
                         "run_id": f"run{n:05d}", "profile": PROFILE.name, "stage": s.stage, "setting": s.name,
-                        "cell": c.label, "seed": seed, "budget_kind": kind, "budget_flops": budget,
-                        "target_rho": c.target_rho, "rho": rho, "rho_executed": rho, "rho_time": rho / 2,
+                        "cell": label, "seed": seed, "budget_kind": kind, "budget_flops": budget,
+                        "target_rho": target_rho, "rho": rho, "rho_executed": rho, "rho_time": rho / 2,
                         "C_total": budget * 0.99, "C_learning": budget * rho, "C_search": budget * 0.1,
                         "C_reward": budget * (0.6 - 0.5 * rho if prm_based else 0.0),
-                        "P": c.P, "G": c.G, "K": c.K, "mu": c.mu, "rounds": {"S": 40, "M": 20, "L": 10}[s.policy] * (1.5 - rho),
+                        "P": P, "G": G, "K": K, "mu": mu, "rounds": {"S": 40, "M": 20, "L": 10}[s.policy] * (1.5 - rho),
                         "steps": 10, "model": s.policy, "reward_system": s.reward_system,
                         **{t: mean[t] + rng.normal(0, noise) for t in METRICS},
                         **{f"base_{t}": 0.3 for t in METRICS}, "status": "ok", "git_sha": "abc", "versions": "{}",
@@ -268,11 +279,16 @@ def test_the_claims_table_carries_the_power_column(tmp_path):
     write_runs(tmp_path / "runs.csv", paper_peaks, noise=0.05)
     result = analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=4)
     c = result.claims.set_index("claim")
-    assert {"power_at_3_seeds", "seeds_for_80pct_power", "power_note"} <= set(result.claims.columns)
+    assert {"power_now", "seeds_for_80pct_power", "power_note"} <= set(result.claims.columns)
     assert c.loc[RULE, "power_note"].startswith("3 seeds:")
-    assert c.loc["RACE pilots name the full grid's regime (same-regime rate)", "power_note"].startswith(
-        "not simulated"
+    assert c.loc[RULE, "power_now"] == pytest.approx(
+        float(c.loc[RULE, "power_note"].split(",")[0].split(": ")[1])
     )
+    for fraction in ("1/8", "1/16"):
+        name = f"RACE pilots at {fraction} of the budget name the full grid's regime"
+        assert c.loc[name, "power_note"].startswith("not simulated")
+    assert c.loc[f"{RULE} (on gsm pass@1)", "kind"] == "our addition"
+    assert c.loc[f"{PRM} (on the judge's score)", "kind"] == "our addition"
     assert set(result.claims["verdict"]) <= {"held", "not held", "inconclusive"}
 
 
@@ -299,8 +315,10 @@ def test_every_table_and_figure_is_written(tmp_path):
         assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 1000
         assert (tmp_path / "figures" / f"{name}.pdf").exists()
     assert {"rho_star_by_convention", "reward_change_vs_outcomes"} <= set(result.figures)
-    race = result.race.set_index("setting")
-    assert race.loc["M", "fresh_seeds"] == 2  # seeds 1 and 2: the pilots used seed 0
+    race = result.race[result.race["pilot_fraction"] == PROFILE.pilot_fraction].set_index("setting")
+    assert race.loc["M", "fresh_seeds"] == 2 and race.loc["prm", "fresh_seeds"] == 2  # the fresh seeds
+    assert set(result.race["pilot_fraction"]) == set(PROFILE.pilot_fractions)
+    assert (result.frontiers["seeds"] == 3).all()  # the fresh seeds stay out of the grid
 
 
 # ------------------------------------------------------------------------------- reward hacking

@@ -65,13 +65,33 @@ class Analysis:
 
 
 def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
-    """Full-budget rows of TRL's default allocation (K = G = preferred G, mu = 1) per setting."""
-    g = profile.grid.preferred_G
+    """Full-budget rows of TRL's default allocation (K = G = preferred G, mu = 1, the grid's largest
+    P) per setting."""
+    g, p = profile.grid.preferred_G, max(profile.grid.P)
     parts = []
     for s in profile.all_settings():
         rows = runs_of(runs, s, "full", profile.budget_flops)
-        parts.append(rows[(rows["G"] == g) & (rows["K"] == g) & (rows["mu"] == 1)])
+        parts.append(rows[(rows["P"] == p) & (rows["G"] == g) & (rows["K"] == g) & (rows["mu"] == 1)])
     return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
+
+
+def study_rows(profile: Profile, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The study's rows by role, each labelled with its setting: ``grid`` (the full budget on the grid
+    seeds), ``fresh`` (full-budget grid cells on the fresh seeds: RACE's pick), ``fresh_default``
+    (TRL's default on the fresh seeds), and ``pilot <fraction>`` (each pilot grid on the pilot seeds).
+    A run on a seed of no role (an earlier design's) is left out."""
+    settings = profile.all_settings()
+    full = setting_rows(runs, settings, "full", profile.budget_flops)
+    defaults = default_rows(profile, runs)
+    out = {
+        "grid": full[full["seed"].isin(range(profile.seeds))],
+        "fresh": full[full["seed"].isin(profile.fresh_seeds)],
+        "fresh_default": defaults[defaults["seed"].isin(profile.fresh_seeds)],
+    }
+    for fraction, budget in profile.pilot_budgets().items():
+        pilot = setting_rows(runs, settings, "pilot", budget)
+        out[f"pilot {fraction}"] = pilot[pilot["seed"].isin(profile.pilot_seeds)]
+    return out
 
 
 def _checked_runs(path: Path, profile: Profile) -> pd.DataFrame:
@@ -100,7 +120,8 @@ def analyse(
     fig_dir = Path(figures_dir) if figures_dir is not None else repo_root() / "figures" / profile.name
     runs = _checked_runs(root / "runs.csv", profile)
     settings = profile.all_settings()
-    full_rows = setting_rows(runs, settings, "full", profile.budget_flops)
+    rows = study_rows(profile, runs)
+    full_rows = rows["grid"]
     if full_rows.empty:
         raise ValueError(
             f"{root / 'runs.csv'} holds no full-budget run of the {profile.name} grid at budget "
@@ -108,25 +129,28 @@ def analyse(
             f"with quick=True (paper-repro run --quick does this)."
         )
     full_rows = conventions.with_rho_6n(full_rows, root / "steps")
-    pilot_rows = setting_rows(runs, settings, "pilot", profile.pilot_budget_flops)
+    pilots = {f: rows[f"pilot {f}"] for f in profile.pilot_fractions}
     shared = shared_runs(full_rows, [s.name for s in settings])
     classes = claim_tests.Classes.of(profile, shared)
     distinct = full_rows[~full_rows["setting"].isin(shared)]
 
     frontier = frontier_table(full_rows)
     optima = optimum_table(full_rows, frontier, shared)
-    rho_star_tests = _rho_star_tests(optima, classes)
+    margins = profile.margins
+    rho_star_tests = _rho_star_tests(optima, classes, margins.rho)
     fits = _fit_table(distinct, optima)
     disagreement, share = disagreement_table(frontier)
-    race, gains = race_table(full_rows, pilot_rows, default_rows(profile, runs), shared, thresholds)
+    race, gains = race_table(full_rows, pilots, rows["fresh"], rows["fresh_default"], shared, thresholds)
     ceiling = regime_ceiling(distinct, [*classes.rule_based, *classes.prm_style], thresholds)
     groups = {name: (name,) for name in (*classes.rule_based, *classes.prm_style)}
     convention = conventions.convention_table(distinct, groups)
     hacked = hacking.hacking_table(distinct)
     hacked_summary = hacking.hacking_summary(hacked)
-    claims = claim_tests.claims_table(distinct, frontier, race, gains, ceiling, classes, power_replicates)
-    claims = pd.concat([claims, _convention_claim(distinct, classes), _hacking_claim(hacked, distinct)],
-                       ignore_index=True)  # fmt: skip
+    claims = claim_tests.claims_table(
+        distinct, frontier, race, gains, ceiling, classes, power_replicates, margins
+    )
+    claims = pd.concat([claims, _convention_claim(distinct, classes, margins),
+                        _hacking_claim(hacked, distinct, margins.gaming)], ignore_index=True)  # fmt: skip
     card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
     for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
                         ("fits", fits), ("disagreement", disagreement), ("race", race),
@@ -139,7 +163,7 @@ def analyse(
                     hacked, hacked_summary, claims, written)  # fmt: skip
 
 
-def _rho_star_tests(optima: pd.DataFrame, classes: claim_tests.Classes) -> pd.DataFrame:
+def _rho_star_tests(optima: pd.DataFrame, classes: claim_tests.Classes, margin: float) -> pd.DataFrame:
     """Per distinct setting, its own rho* of the native reward (``optima``'s) tested against its
     class's paper value."""
     native = optima[optima["target"] == "native_reward"].set_index("setting")
@@ -151,8 +175,8 @@ def _rho_star_tests(optima: pd.DataFrame, classes: claim_tests.Classes) -> pd.Da
     ):
         for name in (n for n in names if n in native.index):
             opt = Optimum(**native.loc[name, fields].to_dict())
-            out.append({"setting": name, "paper_value": x, "margin": claim_tests.MARGIN,
-                        "verdict": equivalence_verdict(opt, x, claim_tests.MARGIN), **opt.as_dict()})  # fmt: skip
+            out.append({"setting": name, "paper_value": x, "margin": margin,
+                        "verdict": equivalence_verdict(opt, x, margin), **opt.as_dict()})  # fmt: skip
     return pd.DataFrame(out)
 
 
@@ -172,13 +196,19 @@ def _fit_table(distinct: pd.DataFrame, optima: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _convention_claim(distinct: pd.DataFrame, classes: claim_tests.Classes) -> pd.DataFrame:
+def _convention_claim(distinct: pd.DataFrame, classes: claim_tests.Classes, margins) -> pd.DataFrame:
     rows = []
     for convention, column in conventions.CONVENTIONS.items():
         view = distinct.assign(rho=distinct[column])
         for claim, verdict in (
-            ("rule-based", claim_tests.near(view, classes.rule_based, claim_tests.RULE_BASED_RHO).verdict),
-            ("PRM-style", claim_tests.near(view, classes.prm_style, claim_tests.PRM_STYLE_RHO).verdict),
+            (
+                "rule-based",
+                claim_tests.near(view, classes.rule_based, claim_tests.RULE_BASED_RHO, margins).verdict,
+            ),
+            (
+                "PRM-style",
+                claim_tests.near(view, classes.prm_style, claim_tests.PRM_STYLE_RHO, margins).verdict,
+            ),
         ):
             rows.append({"claim": claim, "convention": convention, "verdict": verdict})
     table = pd.DataFrame(rows)
@@ -193,19 +223,19 @@ def _convention_claim(distinct: pd.DataFrame, classes: claim_tests.Classes) -> p
                  "decided; not held if a claim is held under one and not held under another; inconclusive "
                  "otherwise (our_value: share of conventions agreeing with useful)"),
         "seeds_per_cell": int(distinct.groupby(["setting", "cell"])["seed"].nunique().median()),
-        "power_at_3_seeds": np.nan, "seeds_for_80pct_power": np.nan,
+        "power_now": np.nan, "seeds_for_80pct_power": np.nan,
         "power_note": "as the rho* ~ x claims' power, under each convention",
     }])  # fmt: skip
 
 
-def _hacking_claim(hacked: pd.DataFrame, distinct: pd.DataFrame) -> pd.DataFrame:
-    result = hacking.prm_games_more(hacked)
+def _hacking_claim(hacked: pd.DataFrame, distinct: pd.DataFrame, margin: float) -> pd.DataFrame:
+    result = hacking.prm_games_more(hacked, margin=margin)
     return pd.DataFrame([{
         "claim": "the learned PRM is gamed more often than the exact checker at the same cost",
         "kind": "our addition", "paper_value": "not reported by the paper", "our_value": result.value,
         "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict, "note": result.note,
-        "test": hacking.PRM_GAMES_TEST,
+        "test": hacking.prm_games_test(margin),
         "seeds_per_cell": int(distinct.groupby(["setting", "cell"])["seed"].nunique().median()),
-        "power_at_3_seeds": np.nan, "seeds_for_80pct_power": np.nan,
+        "power_now": np.nan, "seeds_for_80pct_power": np.nan,
         "power_note": "not simulated: the frontier model does not generate the runs' changes from base",
     }])  # fmt: skip

@@ -4,15 +4,20 @@ Every verdict comes from a test fixed here, in code, before the numbers were loo
 column states it. Each test can return ``held``, ``not held`` and ``inconclusive``, and a flat world
 (no optimum anywhere) can never produce ``held`` on a rho* claim: a frontier that is statistically
 flat has no identified rho* (:mod:`paper_repro.analysis.optima`), and an unidentified rho* is
-inconclusive. The margins are stated here, once:
+inconclusive. The margins are the profile's (``margins:``, :class:`paper_repro.config.Margins`, fixed
+before the runs; the defaults are cpu-tiny's):
 
-- ``MARGIN`` (0.10): "rho* ~ x" holds when the 90% interval of rho* lies inside ``[x - 0.10, x + 0.10]``
+- ``rho`` (0.10): "rho* ~ x" holds when the 90% interval of rho* lies inside ``[x - 0.10, x + 0.10]``
   (two one-sided tests at 5%); the same margin decides "no difference" between two optima;
-- ``GAIN_MARGIN`` (0.02): RACE's "no stable gain", a TOST on native reward;
-- ``AGREE_CORRELATION`` (0.8): targets agree on a setting when their cell-mean profiles correlate
+- ``gain`` (0.02): RACE's "no stable gain", a TOST on native reward;
+- ``agree_correlation`` (0.8): targets agree on a setting when their cell-mean profiles correlate
   at least this much and the cell x target interaction is not significant;
-- ``KAPPA_SLIGHT`` (0.2): pilot-grid agreement no better than slight (Landis and Koch);
-- ``AICC_MARGIN`` (2): a fitted form wins a frontier when its AICc beats the runner-up by this much.
+- ``kappa_slight`` (0.2): pilot-grid agreement no better than slight (Landis and Koch);
+- ``aicc`` (2): a fitted form wins a frontier when its AICc beats the runner-up by this much.
+
+The paper states its rho* claims on the native reward. Because native rewards differ in scale and a
+learned PRM's can be gamed, the reward-system claims are also tested on gsm pass@1 and on the judge
+(rows marked *our addition*).
 
 Settings are classed by the reward registry (:mod:`paper_repro.rewards`), never listed here:
 *rule-based* settings are those whose reward is free (stage A's sizes and stage B's sparse,
@@ -35,14 +40,10 @@ import pandas as pd
 
 from paper_repro import rewards
 from paper_repro.analysis.optima import NAN, equivalence_verdict, fit_optimum, standardised
-from paper_repro.config import Profile
+from paper_repro.config import Margins, Profile
 from paper_repro.results import METRICS
 
-MARGIN = 0.10
-GAIN_MARGIN = 0.02
-AGREE_CORRELATION = 0.8
-KAPPA_SLIGHT = 0.2
-AICC_MARGIN = 2.0
+DEFAULT = Margins()
 DRAWS = 4000  # parametric draws of fitted coefficients (fixed seed)
 RULE_BASED_RHO, PRM_STYLE_RHO = 0.72, 0.445  # the paper's values, as the summary reports them
 
@@ -82,6 +83,14 @@ class Result:
     note: str = ""
 
 
+TARGET_WORDS = {
+    "native_reward": "the native reward",
+    "gsm_pass1": "gsm pass@1",
+    "math_pass1": "math pass@1",
+    "judge_score": "the judge's score",
+}
+
+
 def _of(runs: pd.DataFrame, names) -> pd.DataFrame:
     return runs[runs["setting"].isin(list(names))]
 
@@ -89,13 +98,13 @@ def _of(runs: pd.DataFrame, names) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------- rho* ~ x
 
 
-def near(runs: pd.DataFrame, names, x: float) -> Result:
-    """Each distinct setting's rho* of the native reward tested for equivalence with ``x``; the class
+def near(runs: pd.DataFrame, names, x: float, m: Margins = DEFAULT, target: str = "native_reward") -> Result:
+    """Each distinct setting's rho* of ``target`` tested for equivalence with ``x``; the class
     verdict is the majority's (more than half of the settings held, or more than half not held)."""
     verdicts, stars = [], []
     for name in names:
-        opt = fit_optimum(_of(runs, [name]), "native_reward")
-        verdicts.append(equivalence_verdict(opt, x, MARGIN))
+        opt = fit_optimum(_of(runs, [name]), target)
+        verdicts.append(equivalence_verdict(opt, x, m.rho))
         if opt.identified:
             stars.append(opt.rho_star)
     if not verdicts:
@@ -107,11 +116,11 @@ def near(runs: pd.DataFrame, names, x: float) -> Result:
     return Result(float(np.median(stars)) if stars else NAN, verdict=verdict, note=note)
 
 
-def near_test(x: float) -> str:
+def near_test(x: float, m: Margins = DEFAULT, target: str = "native_reward") -> str:
     return (
-        f"per distinct setting of the class, rho* of the native reward from the quadratic in realised rho "
-        f"over all runs (Fieller intervals): a setting is held if its 90% interval lies inside "
-        f"[{x - MARGIN:.3g}, {x + MARGIN:.3g}], not held if its 95% interval excludes {x}, inconclusive "
+        f"per distinct setting of the class, rho* of {TARGET_WORDS[target]} from the quadratic in realised "
+        f"rho over all runs (Fieller intervals): a setting is held if its 90% interval lies inside "
+        f"[{x - m.rho:.3g}, {x + m.rho:.3g}], not held if its 95% interval excludes {x}, inconclusive "
         f"otherwise and when rho* is not identified (flat frontier, lack of fit, no bounded interval); "
         f"the claim is held if more than half of the settings are held, not held if more than half are "
         f"not held, inconclusive otherwise (our_value: median rho* of the identified settings)"
@@ -135,13 +144,19 @@ def _vertex_draws(params: np.ndarray, cov: np.ndarray, pairs, seed: int = 0) -> 
     return np.column_stack(vertices)[ok], float(1 - ok.mean())
 
 
-def lower(runs: pd.DataFrame, rule: tuple[str, ...], prm: tuple[str, ...]) -> Result:
+def lower(
+    runs: pd.DataFrame,
+    rule: tuple[str, ...],
+    prm: tuple[str, ...],
+    m: Margins = DEFAULT,
+    target: str = "native_reward",
+) -> Result:
     """PRM-style rho* minus rule-based rho*, on the same policy and a rho range both reach: one
-    model of the standardised native reward with a setting intercept, a shared quadratic and a
+    model of the standardised ``target`` with a setting intercept, a shared quadratic and a
     PRM-style offset on both its terms; the difference's interval from parametric draws."""
     from paper_repro.analysis.optima import OLS, f_test
 
-    rows = _of(runs, (*rule, *prm)).dropna(subset=["native_reward", "rho"])
+    rows = _of(runs, (*rule, *prm)).dropna(subset=[target, "rho"])
     if not len(_of(rows, rule)) or not len(_of(rows, prm)):
         return Result(note="settings missing")
     reach = rows.groupby("setting")["rho"].agg(["min", "max"])
@@ -152,7 +167,7 @@ def lower(runs: pd.DataFrame, rule: tuple[str, ...], prm: tuple[str, ...]) -> Re
         return Result(
             note=f"fewer than three cells with replicated seeds each in the common range {lo:.2f}-{hi:.2f}"
         )
-    y = standardised(rows, "native_reward", "setting").to_numpy(float)
+    y = standardised(rows, target, "setting").to_numpy(float)
     rho = rows["rho"].to_numpy(float)
     is_prm = rows["setting"].isin(prm).to_numpy(float)
     intercepts = pd.get_dummies(rows["setting"], dtype=float).to_numpy()
@@ -172,7 +187,7 @@ def lower(runs: pd.DataFrame, rule: tuple[str, ...], prm: tuple[str, ...]) -> Re
     lo90, hi90 = np.percentile(diff, [5, 95])
     if hi95 < 0:
         verdict = "held"
-    elif lo95 > 0 or (lo90 >= -MARGIN and hi90 <= MARGIN):
+    elif lo95 > 0 or (lo90 >= -m.rho and hi90 <= m.rho):
         verdict = "not held"
     else:
         verdict = "inconclusive"
@@ -180,24 +195,25 @@ def lower(runs: pd.DataFrame, rule: tuple[str, ...], prm: tuple[str, ...]) -> Re
     return Result(float(estimate), float(lo95), float(hi95), verdict, note)
 
 
-LOWER_TEST = (
-    "PRM-style minus rule-based rho* of the native reward, on the settings of the middle policy and the "
-    "rho range all of them reach: one OLS model of the standardised reward (setting intercepts, a "
-    "shared quadratic in rho, a PRM-style offset on both terms), the difference's interval from "
-    f"{DRAWS} parametric draws of the coefficients: held if the 95% interval lies below 0; not held if it "
-    f"lies above 0 or the 90% interval lies inside [-{MARGIN}, {MARGIN}] (no difference); inconclusive "
-    "otherwise, and when the frontier is flat or more than 5% of the draws have no maximum"
-)
+def lower_test(m: Margins = DEFAULT, target: str = "native_reward") -> str:
+    return (
+        f"PRM-style minus rule-based rho* of {TARGET_WORDS[target]}, on the settings of the middle policy "
+        "and the rho range all of them reach: one OLS model of the standardised score (setting intercepts, "
+        "a shared quadratic in rho, a PRM-style offset on both terms), the difference's interval from "
+        f"{DRAWS} parametric draws of the coefficients: held if the 95% interval lies below 0; not held if "
+        f"it lies above 0 or the 90% interval lies inside [-{m.rho}, {m.rho}] (no difference); "
+        "inconclusive otherwise, and when the frontier is flat or more than 5% of the draws have no maximum"
+    )
 
 
 # ---------------------------------------------------------------------------------------- targets
 
 
-def disagree(runs: pd.DataFrame, names) -> Result:
+def disagree(runs: pd.DataFrame, names, m: Margins = DEFAULT) -> Result:
     """Per setting, the cell x target interaction on standardised, run-paired scores (an F test of
     cell x target terms over run effects), Holm-adjusted over settings; targets agree on a setting
     when the interaction is not significant and every pair of targets' cell-mean profiles
-    correlates at least ``AGREE_CORRELATION``."""
+    correlates at least ``m.agree_correlation``."""
     from statsmodels.stats.multitest import multipletests
 
     pvalues, agree = [], []
@@ -223,7 +239,7 @@ def disagree(runs: pd.DataFrame, names) -> Result:
         profiles = pd.DataFrame(z.reshape(len(rows), n_targets)).groupby(cell_of[::n_targets]).mean()
         with np.errstate(invalid="ignore", divide="ignore"):
             corr = np.corrcoef(profiles.to_numpy().T)
-        agree.append(bool(np.nanmin(corr) >= AGREE_CORRELATION) if np.isfinite(corr).any() else False)
+        agree.append(bool(np.nanmin(corr) >= m.agree_correlation) if np.isfinite(corr).any() else False)
     if not pvalues:
         return Result(note="no setting with three cells and replicated seeds")
     significant = multipletests(np.nan_to_num(pvalues, nan=1.0), method="holm")[0]
@@ -258,16 +274,17 @@ def _within_run_f_test(z: np.ndarray, terms: np.ndarray, runs_of: np.ndarray) ->
     return f_test(reduced, full)
 
 
-DISAGREE_TEST = (
-    "per distinct setting, the four targets standardised and stacked by run; an F test of cell x target "
-    "terms over run effects (OLS), Holm-adjusted over settings: held if the interaction is "
-    "significant in a majority of settings; not held if in a majority it is not and every pair of "
-    f"targets' cell-mean profiles correlates >= {AGREE_CORRELATION}; inconclusive otherwise "
-    "(our_value: share of settings with a significant interaction)"
-)
+def disagree_test(m: Margins = DEFAULT) -> str:
+    return (
+        "per distinct setting, the four targets standardised and stacked by run; an F test of cell x "
+        "target terms over run effects (OLS), Holm-adjusted over settings: held if the interaction is "
+        "significant in a majority of settings; not held if in a majority it is not and every pair of "
+        f"targets' cell-mean profiles correlates >= {m.agree_correlation}; inconclusive otherwise "
+        "(our_value: share of settings with a significant interaction)"
+    )
 
 
-def pass1_vs_judge(runs: pd.DataFrame, names) -> Result:
+def pass1_vs_judge(runs: pd.DataFrame, names, m: Margins = DEFAULT) -> Result:
     """Over the process-level settings whose gsm pass@1 and judge frontiers both have an identified
     rho*: pass@1's rho* minus the judge's, bounded by the extremes of the two Fieller intervals (a
     conservative interval for the difference: wider than any joint one)."""
@@ -285,7 +302,7 @@ def pass1_vs_judge(runs: pd.DataFrame, names) -> Result:
         if diff_low > 0 and interior:
             agree += 1
         elif diff_high < 0 or (
-            p1.ci90_low - judge.ci90_high >= -MARGIN and p1.ci90_high - judge.ci90_low <= MARGIN
+            p1.ci90_low - judge.ci90_high >= -m.rho and p1.ci90_high - judge.ci90_low <= m.rho
         ):
             disagree_n += 1
     n = len(considered)
@@ -295,12 +312,12 @@ def pass1_vs_judge(runs: pd.DataFrame, names) -> Result:
     return Result(agree / n, verdict=verdict, note=f"settings considered: {', '.join(considered)}")
 
 
-def pass1_test(names) -> str:
+def pass1_test(names, m: Margins = DEFAULT) -> str:
     return (
         f"settings {', '.join(names)} whose gsm pass@1 and judge frontiers both have an identified rho*: a "
         "setting agrees when the 95% intervals put pass@1's rho* above the judge's (every value of one "
         "above every value of the other) and the judge's optimum is interior; it disagrees when they put "
-        f"it below, or both 90% intervals lie within {MARGIN} of each other; held if a majority agree, "
+        f"it below, or both 90% intervals lie within {m.rho} of each other; held if a majority agree, "
         "not held if a majority disagree, inconclusive otherwise (our_value: share that agree)"
     )
 
@@ -316,9 +333,9 @@ def aicc(rss: float, n: int, k: int) -> float:
     return n * np.log(rss / n) + 2 * p + 2 * p * (p + 1) / (n - p - 1)
 
 
-def loglinear(runs: pd.DataFrame, names) -> Result:
+def loglinear(runs: pd.DataFrame, names, m: Margins = DEFAULT) -> Result:
     """Over the frontiers (distinct setting x target) that are not flat: constant, log-linear and
-    quadratic in rho by AICc over all runs; a form wins when it beats the runner-up by ``AICC_MARGIN``."""
+    quadratic in rho by AICc over all runs; a form wins when it beats the runner-up by ``m.aicc``."""
     wins: dict[str, int] = {"constant": 0, "loglinear": 0, "quadratic": 0, "tie": 0}
     for name in names:
         for target in METRICS:
@@ -328,7 +345,7 @@ def loglinear(runs: pd.DataFrame, names) -> Result:
             scores = aicc_by_form(rows, target)
             ranked = sorted(scores, key=scores.get)
             best, second = ranked[0], ranked[1]
-            wins[best if scores[second] - scores[best] >= AICC_MARGIN else "tie"] += 1
+            wins[best if scores[second] - scores[best] >= m.aicc else "tie"] += 1
     n = sum(wins.values())
     if n == 0:
         return Result(note="no frontier that is not flat")
@@ -357,20 +374,21 @@ def _rss(rows: pd.DataFrame, target: str, kind: str) -> tuple[float, int, int]:
     return float(np.sum((X @ coef - y) ** 2)), len(y), X.shape[1]
 
 
-LOGLINEAR_TEST = (
-    "over every frontier (distinct setting x target) that is not flat: constant, log-linear (a + b log "
-    f"rho) and quadratic fits over all runs, compared by AICc; a form wins a frontier when it beats the "
-    f"runner-up by >= {AICC_MARGIN}, else the frontier is a tie: held if log-linear wins a majority; not "
-    "held if other forms win a majority; inconclusive otherwise, and when no frontier is not flat "
-    "(our_value: share log-linear wins; its power is simulated from the fitted quadratics, so it says how "
-    "often the test decides when the truth is quadratic)"
-)
+def loglinear_test(m: Margins = DEFAULT) -> str:
+    return (
+        "over every frontier (distinct setting x target) that is not flat: constant, log-linear (a + b log "
+        "rho) and quadratic fits over all runs, compared by AICc; a form wins a frontier when it beats the "
+        f"runner-up by >= {m.aicc}, else the frontier is a tie: held if log-linear wins a majority; not "
+        "held if other forms win a majority; inconclusive otherwise, and when no frontier is not flat "
+        "(our_value: share log-linear wins; its power is simulated from the fitted quadratics, so it says "
+        "how often the test decides when the truth is quadratic)"
+    )
 
 
 # ---------------------------------------------------------------------------------------- RACE
 
 
-def same_regime(race: pd.DataFrame, ceiling: float) -> Result:
+def same_regime(race: pd.DataFrame, ceiling: float, m: Margins = DEFAULT) -> Result:
     """Cohen's kappa of the pilots' regime against the full grid's, over the distinct settings."""
     from statsmodels.stats.inter_rater import cohens_kappa
 
@@ -387,7 +405,7 @@ def same_regime(race: pd.DataFrame, ceiling: float) -> Result:
     lo, hi = float(k.kappa_low), float(k.kappa_upp)
     if lo > 0 and (np.isnan(ceiling) or rate >= ceiling):
         verdict = "held"
-    elif hi < KAPPA_SLIGHT:
+    elif hi < m.kappa_slight:
         verdict = "not held"
     else:
         verdict = "inconclusive"
@@ -395,16 +413,17 @@ def same_regime(race: pd.DataFrame, ceiling: float) -> Result:
     return Result(float(k.kappa), lo, hi, verdict, note)
 
 
-SAME_REGIME_TEST = (
-    "Cohen's kappa (statsmodels) of the pilot grid's regime against the full grid's over the distinct "
-    "settings, with its 95% interval: held if the interval lies above 0 and the same-regime rate reaches "
-    "the ceiling the full grid's own seed noise allows (the rate at which two disjoint halves of its "
-    f"seeds name the same regime); not held if the interval's upper bound is below {KAPPA_SLIGHT} (no "
-    "better than slight agreement); inconclusive otherwise (our_value: kappa)"
-)
+def same_regime_test(m: Margins = DEFAULT) -> str:
+    return (
+        "Cohen's kappa (statsmodels) of the pilot grid's regime against the full grid's over the distinct "
+        "settings, with its 95% interval: held if the interval lies above 0 and the same-regime rate "
+        "reaches the ceiling the full grid's own seed noise allows (the rate at which two disjoint halves "
+        f"of its seeds name the same regime); not held if the interval's upper bound is below "
+        f"{m.kappa_slight} (no better than slight agreement); inconclusive otherwise (our_value: kappa)"
+    )
 
 
-def no_race_gain(gains: np.ndarray) -> Result:
+def no_race_gain(gains: np.ndarray, m: Margins = DEFAULT) -> Result:
     """TOST of the RACE pick against TRL's default allocation on seeds the pilots did not use
     (paired per setting and seed)."""
     from scipy import stats
@@ -415,10 +434,10 @@ def no_race_gain(gains: np.ndarray) -> Result:
         return Result(note=f"{len(gains)} fresh-seed pairs (the test needs at least 3)")
     d = DescrStatsW(gains)
     if d.std_mean == 0:  # every pair identical (the pick is the default cell itself): no noise to test
-        inside = abs(d.mean) < GAIN_MARGIN
+        inside = abs(d.mean) < m.gain
         verdict = "held" if inside else "not held" if d.mean > 0 else "inconclusive"
         return Result(float(d.mean), float(d.mean), float(d.mean), verdict, f"{len(gains)} identical pairs")
-    p_tost = float(d.ttost_mean(-GAIN_MARGIN, GAIN_MARGIN)[0])
+    p_tost = float(d.ttost_mean(-m.gain, m.gain)[0])
     lo, hi = d.tconfint_mean(alpha=0.05)
     t_one = stats.t.ppf(0.95, len(gains) - 1) * d.std_mean
     if p_tost < 0.05:
@@ -433,12 +452,14 @@ def no_race_gain(gains: np.ndarray) -> Result:
     return Result(float(d.mean), float(lo), float(hi), verdict, note)
 
 
-NO_GAIN_TEST = (
-    "native reward of RACE's pick (the full-grid cell the pilots chose) minus TRL's default allocation "
-    "(K = G, mu = 1), paired per distinct setting and seed, on seeds the pilots did not use: held if a "
-    f"TOST with margin +-{GAIN_MARGIN} rejects (the 90% interval lies inside it); not held if the 95% "
-    "interval lies above 0 (a stable gain); inconclusive otherwise, and with fewer than 3 pairs"
-)
+def no_gain_test(m: Margins = DEFAULT) -> str:
+    return (
+        "native reward of RACE's pick (the full-grid cell the first pilot budget's pilots chose) minus TRL's "
+        "default allocation (K = G, mu = 1), both run at the full budget on fresh seeds (neither the "
+        "pilots' nor the grid's), paired per distinct setting and seed: held if a TOST with margin "
+        f"+-{m.gain} rejects (the 90% interval lies inside it); not held if the 95% interval lies above 0 "
+        "(a stable gain); inconclusive otherwise, and with fewer than 3 pairs"
+    )
 
 
 # ---------------------------------------------------------------------------------------- planner
@@ -470,6 +491,13 @@ FEWER_TEST = (
 # ---------------------------------------------------------------------------------------- the table
 
 
+def fraction_words(fraction: float) -> str:
+    """``0.125`` -> ``1/8``: a pilot budget as a fraction of the full one."""
+    from fractions import Fraction
+
+    return str(Fraction(fraction).limit_denominator(1000))
+
+
 def claims_table(
     runs: pd.DataFrame,
     frontier: pd.DataFrame,
@@ -478,43 +506,56 @@ def claims_table(
     ceiling: float,
     classes: Classes,
     replicates: int | None = None,
+    margins: Margins = DEFAULT,
 ) -> pd.DataFrame:
-    """One row per claim. ``runs``: the full-budget runs of the distinct settings; ``race``: the RACE
-    table (its distinct settings are used); ``gains``: RACE's fresh-seed gains; ``replicates``:
-    simulated studies per seed count for the power column (None: the power module's default; 0: no
-    power column)."""
+    """One row per claim. ``runs``: the full-budget grid runs of the distinct settings; ``race``: the
+    RACE table (one row per setting and pilot fraction; its distinct settings are used, its first
+    fraction is the paper's pilot); ``gains``: RACE's fresh-seed gains; ``replicates``: simulated
+    studies per seed count for the power column (None: the power module's default; 0: no power
+    column); ``margins``: the profile's."""
     from paper_repro.analysis import power
 
-    c = classes
+    c, m = classes, margins
     distinct = [*c.rule_based, *c.prm_style]
     middle_rule = tuple(s for s in c.middle if s in c.rule_based)
     middle_prm = tuple(s for s in c.middle if s in c.prm_style)
     race = race[~race["setting"].isin(c.shared)] if len(race) else race
-    claims = [
-        ("rule-based rewards: rho* ~ 0.72", "paper claim", "0.72",
-         lambda r: near(r, c.rule_based, RULE_BASED_RHO), near_test(RULE_BASED_RHO)),
-        ("PRM-style rewards: rho* ~ 0.44-0.45", "paper claim", "0.44-0.45",
-         lambda r: near(r, c.prm_style, PRM_STYLE_RHO), near_test(PRM_STYLE_RHO)),
-        ("PRM-style rho* is lower than rule-based rho*", "paper claim", "0.44-0.45 < 0.72",
-         lambda r: lower(r, middle_rule, middle_prm), LOWER_TEST),
+    fractions = list(dict.fromkeys(race["pilot_fraction"])) if len(race) else []
+    claims = []
+    for target in ("native_reward", "gsm_pass1", "judge_score"):
+        ours = target != "native_reward"
+        on = f" (on {TARGET_WORDS[target]})" if ours else ""
+        kind = "our addition" if ours else "paper claim"
+        claims += [
+            (f"rule-based rewards: rho* ~ 0.72{on}", kind, "0.72",
+             lambda r, t=target: near(r, c.rule_based, RULE_BASED_RHO, m, t), near_test(RULE_BASED_RHO, m, target)),
+            (f"PRM-style rewards: rho* ~ 0.44-0.45{on}", kind, "0.44-0.45",
+             lambda r, t=target: near(r, c.prm_style, PRM_STYLE_RHO, m, t), near_test(PRM_STYLE_RHO, m, target)),
+            (f"PRM-style rho* is lower than rule-based rho*{on}", kind, "0.44-0.45 < 0.72",
+             lambda r, t=target: lower(r, middle_rule, middle_prm, m, t), lower_test(m, target)),
+        ]  # fmt: skip
+    claims += [
         ("evaluation targets disagree on the best allocation", "paper claim", "qualitative",
-         lambda r: disagree(r, distinct), DISAGREE_TEST),
+         lambda r: disagree(r, distinct, m), disagree_test(m)),
         ("dense/PRM rewards: pass@1 prefers a high-update cell, the judge a mid-update cell", "paper claim",
-         "a180 (pass@1) vs a100 (judge)", lambda r: pass1_vs_judge(r, c.process), pass1_test(c.process)),
-        ("RACE pilots name the full grid's regime (same-regime rate)", "paper claim", "1.0",
-         None, SAME_REGIME_TEST),
+         "a180 (pass@1) vs a100 (judge)", lambda r: pass1_vs_judge(r, c.process, m), pass1_test(c.process, m)),
+    ]  # fmt: skip
+    fixed = {}
+    for i, fraction in enumerate(fractions):
+        name = f"RACE pilots at {fraction_words(fraction)} of the budget name the full grid's regime"
+        claims.append((name, "paper claim" if i == 0 else "our addition", "1.0" if i == 0 else "not tested by the paper",
+                       None, same_regime_test(m)))  # fmt: skip
+        fixed[name] = same_regime(race[race["pilot_fraction"] == fraction], ceiling, m)
+    claims += [
         ("RACE gives no stable held-out gain over a fixed default allocation", "paper claim", "no stable gain",
-         None, NO_GAIN_TEST),
+         None, no_gain_test(m)),
         ("log-linear in rho is the best non-trivial fit", "paper claim", "log-linear best",
-         lambda r: loglinear(r, distinct), LOGLINEAR_TEST),
+         lambda r: loglinear(r, distinct, m), loglinear_test(m)),
         ("larger policies buy fewer updates and rollouts at equal FLOPs", "consistency check", "qualitative",
          None, FEWER_TEST),
     ]  # fmt: skip
-    fixed = {
-        "RACE pilots name the full grid's regime (same-regime rate)": same_regime(race, ceiling),
-        "RACE gives no stable held-out gain over a fixed default allocation": no_race_gain(gains),
-        "larger policies buy fewer updates and rollouts at equal FLOPs": fewer_updates(frontier, c.sizes),
-    }
+    fixed["RACE gives no stable held-out gain over a fixed default allocation"] = no_race_gain(gains, m)
+    fixed["larger policies buy fewer updates and rollouts at equal FLOPs"] = fewer_updates(frontier, c.sizes)
     truth = power.fitted_frontiers(runs, distinct) if replicates != 0 else []
     seeds_now = int(runs.groupby(["setting", "cell"])["seed"].nunique().median()) if len(runs) else 0
     rows = []
@@ -523,27 +564,29 @@ def claims_table(
         rec = {"claim": claim, "kind": kind, "paper_value": paper, "our_value": result.value,
                "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict,
                "note": result.note, "test": text, "seeds_per_cell": seeds_now}  # fmt: skip
-        rec.update(_power_columns(test, truth, replicates))
+        rec.update(_power_columns(test, truth, replicates, seeds_now))
         rows.append(rec)
     return pd.DataFrame(rows)
 
 
-def _power_columns(test, truth, replicates) -> dict:
+def _power_columns(test, truth, replicates, seeds_now: int) -> dict:
+    """The power at the study's seeds per cell and the seeds that reach 80% (:mod:`.power`)."""
     from paper_repro.analysis import power
 
     if test is None:
         reason = "not simulated: the test reads the pilot grid or the planner, which the frontier model does not generate"
-        return {"power_at_3_seeds": NAN, "seeds_for_80pct_power": NAN, "power_note": reason}
+        return {"power_now": NAN, "seeds_for_80pct_power": NAN, "power_note": reason}
     if not truth:
-        return {"power_at_3_seeds": NAN, "seeds_for_80pct_power": NAN, "power_note": "not computed"}
+        return {"power_now": NAN, "seeds_for_80pct_power": NAN, "power_note": "not computed"}
     kwargs = {} if replicates is None else {"replicates": replicates}
-    powers = power.power(lambda r: test(r).verdict, truth, **kwargs)
+    counts = tuple(sorted({*power.SEEDS, seeds_now} - {0}))
+    powers = power.power(lambda r: test(r).verdict, truth, seeds=counts, through=seeds_now, **kwargs)
     needed = power.seeds_needed(powers)
     note = ", ".join(f"{n} seeds: {p:.2f}" for n, p in powers.items())
     if needed is None:
         note += f"; not decidable at 80% power with up to {max(power.SEEDS)} seeds per cell"
     return {
-        "power_at_3_seeds": powers.get(3, NAN),
+        "power_now": powers.get(seeds_now, NAN),
         "seeds_for_80pct_power": float(needed or NAN),
         "power_note": note,
     }

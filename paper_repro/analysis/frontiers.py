@@ -53,31 +53,34 @@ def load_runs(path) -> pd.DataFrame:
     return numeric(current(frame[frame["status"] == "ok"]))
 
 
-def weights_of(spec_json: str) -> str | None:
-    """The weights fingerprint a run's recorded spec names (None for hub checkpoints)."""
+def generation_of(spec_json: str) -> str:
+    """What a run's recorded spec shares with every run of the same study generation: the weights
+    fingerprint it names ("" for hub checkpoints) and its training configuration."""
     import json
 
     try:
-        return json.loads(spec_json).get("weights")
+        spec = json.loads(spec_json)
     except (TypeError, ValueError):
-        return None
+        return ""
+    return json.dumps([spec.get("weights") or "", spec.get("train", {})], sort_keys=True)
 
 
 def current(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` without the rows that rebuilt checkpoints superseded.
+    """``runs`` without the rows that a newer generation of the study superseded.
 
-    The runs table is append-only, so a rebuilt model (a new PRM, a retrained policy) leaves the rows
-    of its old weights in place, under other run ids. Per policy and reward system, only the rows
-    with the weights of the most recent run are current; the rest are kept in the table and left
-    out of the analysis."""
+    The runs table is append-only, so a rebuilt model (a new PRM, a retrained policy) or a changed
+    training configuration (a new down-sampling rule) leaves the older rows in place, under other
+    run ids. Per policy and reward system, only the rows with the weights and training configuration
+    of the most recent run are current; the rest are kept in the table and left out of the analysis."""
     if runs.empty or "spec" not in runs:
         return runs
-    weights = runs["spec"].map(lambda text: weights_of(text) or "")  # "": hub checkpoints, named by id
+    generation = runs["spec"].map(generation_of)
     latest = (
-        runs.assign(_w=weights).sort_values("created_at").groupby(["model", "reward_system"])["_w"].last()
+        runs.assign(_g=generation).sort_values("created_at").groupby(["model", "reward_system"])["_g"].last()
     )
     keep = [
-        w == latest.get((m, r)) for m, r, w in zip(runs["model"], runs["reward_system"], weights, strict=True)
+        g == latest.get((m, r))
+        for m, r, g in zip(runs["model"], runs["reward_system"], generation, strict=True)
     ]
     return runs[keep]
 

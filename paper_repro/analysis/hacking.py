@@ -21,7 +21,7 @@ import pandas as pd
 from paper_repro.analysis.claims import Result
 
 CHANGES = {"d_reward": "native_reward", "d_gsm_pass1": "gsm_pass1", "d_judge": "judge_score"}
-GAMING_MARGIN = 0.10  # "not held": the PRM's excess gaming share is shown below 10 points
+GAMING_MARGIN = 0.10  # the default margin: "not held" when the PRM's excess gaming share is shown below it
 KEYS = ("run_id", "stage", "setting", "reward_system", "model", "cell", "seed", "rho")
 
 
@@ -70,11 +70,13 @@ def hacking_summary(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def prm_games_more(table: pd.DataFrame, learned: str = "prm", exact: str = "proxy_prm") -> Result:
+def prm_games_more(
+    table: pd.DataFrame, learned: str = "prm", exact: str = "proxy_prm", margin: float = GAMING_MARGIN
+) -> Result:
     """Is the learned PRM gamed more often than the exact checker at the same cost? The difference
     of the two gaming shares with its Newcombe 95% interval: held if the interval lies above 0, not
-    held if its upper bound is below :data:`GAMING_MARGIN`, inconclusive otherwise (and when either
-    system has no classed runs)."""
+    held if its upper bound is below ``margin``, inconclusive otherwise (and when either system has
+    no classed runs)."""
     from statsmodels.stats.proportion import confint_proportions_2indep
 
     a = table.loc[table["reward_system"] == learned, "games"].dropna()
@@ -83,15 +85,16 @@ def prm_games_more(table: pd.DataFrame, learned: str = "prm", exact: str = "prox
         return Result(note=f"no classed runs of {learned if a.empty else exact}")
     diff = a.mean() - b.mean()
     low, high = confint_proportions_2indep(int(a.sum()), len(a), int(b.sum()), len(b), method="newcomb")
-    verdict = "held" if low > 0 else "not held" if high < GAMING_MARGIN else "inconclusive"
+    verdict = "held" if low > 0 else "not held" if high < margin else "inconclusive"
     note = f"{learned}: {int(a.sum())}/{len(a)} runs game; {exact}: {int(b.sum())}/{len(b)}"
     return Result(float(diff), float(low), float(high), verdict, note)
 
 
-PRM_GAMES_TEST = (
-    "a run games its reward when its native (training) reward rises from base while gsm pass@1 and the "
-    "judge's score both fall; the share of gaming runs of prm minus that of proxy_prm (same policy, cells "
-    "and seeds, same cost), with its Newcombe 95% interval: held if the interval lies above 0, not held if "
-    f"its upper bound is below {GAMING_MARGIN} (any excess gaming is small), inconclusive otherwise "
-    "(our_value: the difference of shares)"
-)
+def prm_games_test(margin: float = GAMING_MARGIN) -> str:
+    return (
+        "a run games its reward when its native (training) reward rises from base while gsm pass@1 and the "
+        "judge's score both fall; the share of gaming runs of prm minus that of proxy_prm (same policy, cells "
+        "and seeds, same cost), with its Newcombe 95% interval: held if the interval lies above 0, not held if "
+        f"its upper bound is below {margin} (any excess gaming is small), inconclusive otherwise "
+        "(our_value: the difference of shares)"
+    )

@@ -75,15 +75,17 @@ def power(
     seeds: Sequence[int] = SEEDS,
     replicates: int = REPLICATES,
     seed: int = 0,
+    through: int = 0,
 ) -> dict[int, float]:
     """The share of simulated studies in which ``test`` (runs -> verdict) decides, per seed count;
-    stops at the first count that reaches :data:`TARGET_POWER`."""
+    stops at the first count that reaches :data:`TARGET_POWER` and is at least ``through`` (the
+    study's own count, whose power is always reported)."""
     rng = np.random.default_rng(seed)
     out: dict[int, float] = {}
     for n in seeds:
         decided = sum(test(simulate(frontiers, n, rng)) in ("held", "not held") for _ in range(replicates))
         out[n] = decided / replicates
-        if out[n] >= TARGET_POWER:
+        if out[n] >= TARGET_POWER and n >= through:
             break
     return out
 

@@ -12,11 +12,12 @@ near 0.16, 0.31, 0.50, 0.69 and 0.84 (0.6 lies between r50 and r70), and the PRM
 spend a share of 0.56, 0.45, 0.32 and 0.20 on the PRM (0.25 lies between r50 and r70). A threshold
 on a cell would make a regime depend on which side of it seed noise puts that cell.
 
-**RACE** classifies each setting from its pilot grid (the same cells at the pilot budget) and picks
-the pilot's best cell for the full-budget run. :func:`race_table` compares, per setting, the pilot
-regime with the full grid's; the RACE pick's native reward with TRL's default allocation (K = G,
-mu = 1, at the full budget) **on seeds the pilots did not use**, paired by seed; and the pilots'
-FLOPs with the full grid's. :func:`regime_ceiling` is the same-regime rate the full grid's own seed
+**RACE** classifies each setting from its pilot grid (the same cells at a pilot budget, on seeds the
+full grid does not use) and picks the pilot's best cell for the full-budget run. :func:`race_table`
+compares, per setting and pilot budget, the pilot regime with the full grid's; for the first pilot
+budget (the paper's 1/8), the RACE pick's native reward with TRL's default allocation (K = G,
+mu = 1, at the full budget), both run **on fresh seeds** that neither the pilots nor the full grid
+used, paired by seed; and the pilots' FLOPs with the full grid's. :func:`regime_ceiling` is the same-regime rate the full grid's own seed
 noise allows: how often two disjoint halves of its seeds name the same regime.
 """
 
@@ -62,8 +63,9 @@ def disagreement_table(frontier: pd.DataFrame) -> tuple[pd.DataFrame, float]:
     return table, share
 
 
-def _best(rows: pd.DataFrame) -> pd.Series:
-    """The argmax cell of the native reward over ``rows`` (cell means), with its rho and reward share."""
+def best_cell(rows: pd.DataFrame) -> pd.Series:
+    """The argmax cell of the native reward over ``rows`` (cell means), with its rho and reward share:
+    RACE's pick from its pilots, and the full grid's best cell."""
     g = rows.assign(reward_share=rows["C_reward"] / rows["C_total"]).groupby("cell")
     means = g[["native_reward", "rho", "reward_share"]].mean()
     return means.loc[means["native_reward"].idxmax()].rename(means["native_reward"].idxmax())
@@ -80,59 +82,80 @@ def regime_ceiling(full_rows: pd.DataFrame, names, thresholds: RegimeThresholds)
             continue
         for half in combinations(seeds, len(seeds) // 2):
             a, b = rows[rows["seed"].isin(half)], rows[~rows["seed"].isin(half)]
-            regimes = [thresholds.classify(x["rho"], x["reward_share"]) for x in (_best(a), _best(b))]
+            regimes = [thresholds.classify(x["rho"], x["reward_share"]) for x in (best_cell(a), best_cell(b))]
             same.append(regimes[0] == regimes[1])
     return float(np.mean(same)) if same else float("nan")
 
 
 def race_table(
     full_rows: pd.DataFrame,
-    pilot_rows: pd.DataFrame,
-    default_rows: pd.DataFrame,
+    pilots: dict[float, pd.DataFrame],
+    fresh_rows: pd.DataFrame,
+    fresh_defaults: pd.DataFrame,
     shared: dict[str, str],
     thresholds: RegimeThresholds = RegimeThresholds(),
 ) -> tuple[pd.DataFrame, np.ndarray]:
-    """One row per setting with both grids, and the fresh-seed gains of RACE's pick over the default
-    (one per distinct setting and seed the pilots did not use)."""
+    """One row per setting with both grids and pilot fraction (``pilots``: fraction -> its pilot rows;
+    the first fraction's pick is the one run on fresh seeds), and the fresh-seed gains of that pick
+    over TRL's default (one per distinct setting and fresh seed). ``fresh_rows``: full-budget grid
+    cells on the fresh seeds; ``fresh_defaults``: the default allocation on them."""
     out, gains = [], []
+    first = next(iter(pilots), None)
     for (stage, setting), fr in full_rows.groupby(["stage", "setting"], sort=False):
-        pr = pilot_rows[(pilot_rows["stage"] == stage) & (pilot_rows["setting"] == setting)]
-        if pr.empty or fr["native_reward"].isna().all():
+        if fr["native_reward"].isna().all():
             continue
-        fb, pb = _best(fr), _best(pr)
-        d = default_rows[(default_rows["stage"] == stage) & (default_rows["setting"] == setting)]
-        fresh = sorted(set(d["seed"]) - set(pr["seed"]))
-        pick = fr[(fr["cell"] == pb.name) & fr["seed"].isin(fresh)].set_index("seed")["native_reward"]
-        default = d[d["seed"].isin(fresh)].groupby("seed")["native_reward"].mean()
-        paired = (pick - default).dropna()
-        if setting not in shared:
-            gains.extend(paired.tolist())
-        rec = {
-            "stage": stage,
-            "setting": setting,
-            "pilot_best_cell": pb.name,
-            "pilot_rho_star": pb["rho"],
-            "pilot_regime": thresholds.classify(pb["rho"], pb["reward_share"]),
-            "pilot_seeds": int(pr["seed"].nunique()),
-            "full_best_cell": fb.name,
-            "full_rho_star": fb["rho"],
-            "full_regime": thresholds.classify(fb["rho"], fb["reward_share"]),
-            "fresh_seeds": len(paired),
-            "race_pick_native_reward": pick.mean() if len(pick) else float("nan"),
-            "default_native_reward": default.mean() if len(default) else float("nan"),
-            "race_gain_vs_default": paired.mean() if len(paired) else float("nan"),
-            "oracle_native_reward": fb["native_reward"],
-            "pilot_flops": pr["C_total"].sum(),
-            "full_grid_flops": fr["C_total"].sum(),
-            "same_runs_as": shared.get(setting, ""),
-        }
-        rec["same_regime"] = rec["pilot_regime"] == rec["full_regime"]
-        full_pick = fr[fr["cell"] == pb.name]["native_reward"].mean()
-        rec["race_regret_vs_oracle"] = rec["oracle_native_reward"] - full_pick
-        rec["pilot_flops_fraction"] = (
-            rec["pilot_flops"] / rec["full_grid_flops"] if rec["full_grid_flops"] else float("nan")
-        )
-        rec["rho_threshold"] = thresholds.rho_threshold
-        rec["reward_threshold"] = thresholds.reward_threshold
-        out.append(rec)
+        fb = best_cell(fr)
+        for fraction, pilot_rows in pilots.items():
+            pr = pilot_rows[(pilot_rows["stage"] == stage) & (pilot_rows["setting"] == setting)]
+            if pr.empty or pr["native_reward"].isna().all():
+                continue
+            pb = best_cell(pr)
+            rec = {
+                "stage": stage,
+                "setting": setting,
+                "pilot_fraction": fraction,
+                "pilot_best_cell": pb.name,
+                "pilot_rho_star": pb["rho"],
+                "pilot_regime": thresholds.classify(pb["rho"], pb["reward_share"]),
+                "pilot_seeds": int(pr["seed"].nunique()),
+                "full_best_cell": fb.name,
+                "full_rho_star": fb["rho"],
+                "full_regime": thresholds.classify(fb["rho"], fb["reward_share"]),
+                "full_seeds": int(fr["seed"].nunique()),
+            }
+            rec["same_regime"] = rec["pilot_regime"] == rec["full_regime"]
+            if fraction == first:
+                paired = _fresh_pairs(fresh_rows, fresh_defaults, stage, setting, pb.name, set(pr["seed"]))
+                if setting not in shared:
+                    gains.extend(paired["gain"].tolist())
+                rec.update({
+                    "fresh_seeds": len(paired),
+                    "race_pick_native_reward": paired["pick"].mean() if len(paired) else float("nan"),
+                    "default_native_reward": paired["default"].mean() if len(paired) else float("nan"),
+                    "race_gain_vs_default": paired["gain"].mean() if len(paired) else float("nan"),
+                })  # fmt: skip
+            rec["oracle_native_reward"] = fb["native_reward"]
+            rec["race_regret_vs_oracle"] = (
+                fb["native_reward"] - fr[fr["cell"] == pb.name]["native_reward"].mean()
+            )
+            rec["pilot_flops"] = pr["C_total"].sum()
+            rec["full_grid_flops"] = fr["C_total"].sum()
+            rec["pilot_flops_fraction"] = (
+                rec["pilot_flops"] / rec["full_grid_flops"] if rec["full_grid_flops"] else float("nan")
+            )
+            rec["same_runs_as"] = shared.get(setting, "")
+            rec["rho_threshold"] = thresholds.rho_threshold
+            rec["reward_threshold"] = thresholds.reward_threshold
+            out.append(rec)
     return pd.DataFrame(out), np.asarray(gains, dtype=float)
+
+
+def _fresh_pairs(fresh_rows, fresh_defaults, stage, setting, pick, pilot_seeds) -> pd.DataFrame:
+    """Per fresh seed (none the pilots used): the pick's native reward, the default's, and the gain."""
+    mine = lambda rows: rows[(rows["stage"] == stage) & (rows["setting"] == setting)]  # noqa: E731
+    f, d = mine(fresh_rows), mine(fresh_defaults)
+    f, d = f[~f["seed"].isin(pilot_seeds)], d[~d["seed"].isin(pilot_seeds)]
+    pick_by_seed = f[f["cell"] == pick].groupby("seed")["native_reward"].mean()
+    default_by_seed = d.groupby("seed")["native_reward"].mean()
+    pairs = pd.DataFrame({"pick": pick_by_seed, "default": default_by_seed}).dropna()
+    return pairs.assign(gain=pairs["pick"] - pairs["default"])

@@ -1,0 +1,149 @@
+"""The study told in sentences generated from its tables: what notebook 40 and the README print.
+
+No number is typed here: every sentence is filled from a row of ``claims.csv``, ``race.csv``,
+``optima.csv``, ``disagreement.csv``, ``conventions.csv`` or ``reward_hacking_summary.csv``, so the
+text changes when the tables do. :func:`claim_paragraphs` gives, per claim, the verdict, the estimate
+and its interval, the test, and what would change it (the power column); :func:`figure_readings`
+gives one line per figure.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from paper_repro.analysis.claims import fraction_words
+
+TARGET = "native_reward"
+
+
+def _num(value, digits: int = 3) -> str:
+    return f"{float(value):.{digits}g}"
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def estimate_sentence(row: pd.Series) -> str:
+    """Our value, its interval when there is one, and the test's note."""
+    note = str(row["note"]) if isinstance(row.get("note"), str) and row["note"] else ""
+    if not _finite(row["our_value"]):
+        return f"There is no estimate ({note})." if note else "There is no estimate."
+    text = f"Our estimate is {_num(row['our_value'])}"
+    if _finite(row["ci_low"]) and _finite(row["ci_high"]):
+        text += f" (95% interval {_num(row['ci_low'])} to {_num(row['ci_high'])})"
+    return text + (f"; {note}." if note else ".")
+
+
+def power_sentence(row: pd.Series) -> str:
+    """What would change the verdict: how often the test decides at this study's seeds, and how many
+    seeds per cell would make it decide 80% of the time."""
+    n = int(row["seeds_per_cell"]) if _finite(row["seeds_per_cell"]) else 0
+    if not _finite(row.get("power_now")):
+        return f"Power: {row['power_note']}."
+    p = float(row["power_now"])
+    text = f"In studies simulated from the fitted frontiers with {n} seeds per cell, this test decides {p:.0%} of the time"
+    needed = row.get("seeds_for_80pct_power")
+    if p >= 0.8:
+        return text + ": a rerun on new seeds would most likely decide it again."
+    if _finite(needed):
+        return text + f"; about {int(needed)} seeds per cell would make it decide 80% of the time."
+    return (
+        text
+        + "; even 40 seeds per cell would not make it decide 80% of the time (its effect is small against the seed noise)."
+    )
+
+
+def claim_paragraphs(claims: pd.DataFrame) -> list[str]:
+    """One Markdown paragraph per claim: the claim and its verdict, the paper's value, our estimate
+    with its interval, the test, and the power."""
+    out = []
+    for _, row in claims.iterrows():
+        source = (
+            f"The paper reports {row['paper_value']}."
+            if row["kind"] == "paper claim"
+            else f"This is {row['kind']} ({row['paper_value']})."
+        )
+        out.append(
+            f"**{row['claim']}: {row['verdict']}.** {source} {estimate_sentence(row)} "
+            f"*Test:* {row['test']}. {power_sentence(row)}"
+        )
+    return out
+
+
+def verdict_counts(claims: pd.DataFrame) -> str:
+    """``k held, m not held, j inconclusive`` over the paper's claims."""
+    paper = claims[claims["kind"] == "paper claim"]["verdict"].value_counts()
+    return ", ".join(f"{int(paper.get(v, 0))} {v}" for v in ("held", "not held", "inconclusive"))
+
+
+def _optimum_phrase(row: pd.Series) -> str:
+    if row["status"] in ("interior", "boundary") and _finite(row["rho_star"]):
+        interval = ""
+        if _finite(row["ci95_low"]) and _finite(row["ci95_high"]):
+            interval = f", 95% interval {_num(row['ci95_low'], 2)} to {_num(row['ci95_high'], 2)}"
+        return f"{row['setting']} rho* {_num(row['rho_star'], 2)} ({row['status']}{interval})"
+    return f"{row['setting']} not identified ({row['reason']})"
+
+
+def figure_readings(
+    optima: pd.DataFrame,
+    disagreement: pd.DataFrame,
+    race: pd.DataFrame,
+    conventions: pd.DataFrame,
+    hacking_summary: pd.DataFrame,
+    frontier: pd.DataFrame,
+) -> dict[str, str]:
+    """One line per figure (by its file name), read off the tables it draws."""
+    native = optima[(optima["target"] == TARGET) & (optima["same_runs_as"].fillna("") == "")]
+    readings = {}
+    for stage, names in (("A", ("A",)), ("BD", ("B", "D"))):
+        rows = native[native["stage"].isin(names)]
+        if rows.empty:
+            continue
+        optimum = "; ".join(_optimum_phrase(r) for _, r in rows.iterrows())
+        readings[f"targets_vs_rho_stage_{stage}"] = f"Native reward's fitted optimum per setting: {optimum}."
+        f = frontier[frontier["stage"].isin(names)]
+        ratio = (f["rho_time"] / f["rho"]).median() if len(f) else float("nan")
+        readings[f"targets_vs_rho_time_stage_{stage}"] = (
+            f"The same frontiers against rho counted in wall time: per cell, the time share of the update "
+            f"is {_num(ratio, 2)} times its FLOP share (median over cells)."
+        )
+    if len(disagreement):
+        n = len(disagreement)
+        k = int(disagreement["targets_disagree"].sum())
+        readings["argmax_cell_by_target"] = (
+            f"The four targets' best cells differ in {k} of {n} settings (the claims table tests whether "
+            "that is more than seed noise)."
+        )
+    if len(race):
+        parts = []
+        for fraction, rows in race[race["same_runs_as"].fillna("") == ""].groupby(
+            "pilot_fraction", sort=False
+        ):
+            parts.append(
+                f"at {fraction_words(fraction)} of the budget the pilots name the full grid's regime in "
+                f"{int(rows['same_regime'].sum())} of {len(rows)} distinct settings"
+            )
+        readings["race_pilot_vs_full_rho_star"] = "RACE: " + "; ".join(parts) + "."
+    if len(conventions):
+        useful = conventions[conventions["convention"] == "useful"].set_index("group")["status"]
+        identified = int(useful.isin(["interior", "boundary"]).sum())
+        readings["rho_star_by_convention"] = (
+            f"Under the useful convention rho* is identified for {identified} of {len(useful)} groups; the "
+            "other conventions move each estimate by the shift shown."
+        )
+    if len(hacking_summary):
+        parts = [
+            f"{r['reward_system']} {int(r['gaming_runs'])} of {int(r['classed'])}"
+            for _, r in hacking_summary.iterrows()
+        ]
+        readings["reward_change_vs_outcomes"] = (
+            "Runs that game their reward, per reward system: " + ", ".join(parts) + "."
+        )
+    return readings
