@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from paper_repro.preflight import check_spec
+from paper_repro.quiet import quiet_libraries
 from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
 from paper_repro.spec import RunSpec
 from paper_repro.train import run_cell
@@ -58,7 +59,8 @@ def run_specs(
             run_cell(spec, results_root, executed_notebook, threads)
             bar.update()
     else:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        context = get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=quiet_libraries) as pool:
             futures = [pool.submit(run_cell, s, results_root, executed_notebook, threads) for s in todo]
             for future in as_completed(futures):
                 future.result()
