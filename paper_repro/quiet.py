@@ -22,8 +22,13 @@ def quiet_libraries() -> None:
         # tqdm.auto imported in a kernel without ipywidgets (transformers and datasets import it);
         # no widget bar is wanted: the progress bars are off and the runner reports in plain text
         (TqdmWarning, "IProgress not found", ""),
-        # TRL reads transformers' deprecated alias of `is_activation_checkpointing` in every run
-        (FutureWarning, "`is_gradient_checkpointing` is deprecated", r"transformers\."),
+        # TRL calls transformers' deprecated aliases of `is_activation_checkpointing` (in every run)
+        # and of `activation_checkpointing_enable`/`_disable` (in a run with checkpointing on)
+        (
+            FutureWarning,
+            r"`(is_gradient_checkpointing|gradient_checkpointing_(en|dis)able)` is deprecated",
+            r"transformers\.",
+        ),
     ):
         warnings.filterwarnings("ignore", message=message, category=category, module=module)
     # after the filters: importing transformers and datasets imports tqdm.auto, which warns
