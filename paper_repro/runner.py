@@ -2,14 +2,16 @@
 
 :func:`run_specs` skips every spec whose ``ok`` row is already in the table (so a sweep killed at any
 point and rerun finishes only what is missing), refuses bad input before any compute, runs the rest
-with a progress bar, and returns the rows in spec order. With ``jobs > 1`` each worker is a fresh
-process with ``threads`` torch threads (default: the machine's cores divided among the jobs); rows
-are appended by the workers themselves, under the table's file lock.
+(with a progress bar on a terminal), says in one line how many it ran and skipped, and returns the
+rows in spec order. With ``jobs > 1`` each worker is a fresh process with ``threads`` torch threads
+(default: the machine's cores divided among the jobs); rows are appended by the workers themselves,
+under the table's file lock.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from paper_repro.preflight import check_spec
+from paper_repro.quiet import quiet_libraries
 from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
 from paper_repro.spec import RunSpec
 from paper_repro.train import run_cell
@@ -45,26 +48,41 @@ def run_specs(
     executed_notebook: str = "",
     progress: bool = True,
 ) -> list[dict[str, Any]]:
-    """Run every spec that has no ``ok`` row yet; return the rows of all specs (existing ones too)."""
-    from tqdm import tqdm  # plain text: a notebook has no widgets, and an empty bar is not shown
+    """Run every spec that has no ``ok`` row yet; return the rows of all specs (existing ones too).
+    With ``progress``: a progress bar on a terminal (in a notebook each update would be one more
+    output), then :func:`run_summary`'s line."""
+    from tqdm import tqdm
 
     todo = pending(specs, results_root)
     for spec in todo:  # refuse bad input before any compute
         check_spec(spec)
     threads = threads or max(1, (os.cpu_count() or 1) // max(1, jobs))
-    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress or not todo)
+    on_terminal = progress and sys.stderr.isatty()
+    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not on_terminal or not todo)
+    made = []
     if jobs <= 1:
         for spec in todo:
-            run_cell(spec, results_root, executed_notebook, threads)
+            made.append(run_cell(spec, results_root, executed_notebook, threads))
             bar.update()
     else:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        context = get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=quiet_libraries) as pool:
             futures = [pool.submit(run_cell, s, results_root, executed_notebook, threads) for s in todo]
             for future in as_completed(futures):
-                future.result()
+                made.append(future.result())
                 bar.update()
     bar.close()
+    if progress:
+        print(run_summary(made, len({s.run_id for s in specs}) - len(todo)))
     return rows_for(specs, results_root)
+
+
+def run_summary(made: Sequence[dict[str, Any]], skipped: int) -> str:
+    """One line on what :func:`run_specs` did: the runs it made (and how many of them failed) and the
+    ones it skipped because their ``ok`` row was already in the table."""
+    failed = sum(row.get("status") == "failed" for row in made)
+    line = f"{len(made)} runs done, {skipped} skipped (already present)"
+    return f"{line}; {failed} failed (their error is in runs.csv)" if failed else line
 
 
 def rows_for(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> list[dict[str, Any]]:

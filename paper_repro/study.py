@@ -29,8 +29,9 @@ from paper_repro.spec import RunSpec, pilot_specs, race_check_specs, setting_spe
 
 def prepare(profile: str | Profile, quick: bool = False) -> Profile:
     """A profile (loaded by name or path; its quick variant with ``quick``), with its environment set:
-    an offline profile never touches the network, and no library progress bar fills a notebook."""
-    from paper_repro.testbed import quiet_progress_bars
+    an offline profile never touches the network, and no library progress bar or known library
+    warning fills a notebook."""
+    from paper_repro.quiet import quiet_libraries
 
     if not isinstance(profile, Profile):
         profile = load_profile(profile)
@@ -39,7 +40,7 @@ def prepare(profile: str | Profile, quick: bool = False) -> Profile:
     if profile.offline:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
-    quiet_progress_bars()
+    quiet_libraries()
     return profile
 
 

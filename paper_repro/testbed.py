@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from paper_repro.paths import repo_root
+from paper_repro.quiet import quiet_libraries, quiet_trainer
 from paper_repro.rewards.prm_scorer import STEP_TOKEN
 from paper_repro.tasks import arith
 
@@ -224,7 +225,9 @@ def pretrain_policy(
     data = Dataset.from_dict(tokenize_pairs(tokenizer, records))
     model = random_model(spec, tokenizer, seed=seed)
     args = SFTConfig(**_training_args(spec, steps, out_dir, seed), completion_only_loss=True)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+    trainer = quiet_trainer(
+        SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+    )
     seconds = _timed(trainer.train)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
@@ -356,7 +359,7 @@ def train_prm(
     args = TrainingArguments(**_training_args(spec, steps, out_dir, seed))
     tokenizer.padding_side = "right"
     collator = DataCollatorForTokenClassification(tokenizer)  # pads labels with -100
-    trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator)
+    trainer = quiet_trainer(Trainer(model=model, args=args, train_dataset=data, data_collator=collator))
     seconds = _timed(trainer.train)
     tokenizer.padding_side = "left"
     _save(model, tokenizer, out_dir)
@@ -571,12 +574,12 @@ def build_all(config: BuildConfig = BuildConfig()):
     replace the same models' rows in an existing table, whose other rows (with their own provenance)
     are kept. Returns the table (one row per model) that is also written to ``config.results_csv``.
     """
+    quiet_libraries()  # before transformers is imported: importing it warns in a kernel without widgets
     import pandas as pd
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from paper_repro import provenance
 
-    quiet_progress_bars()
     root = models_dir(config.models_dir)
     root.mkdir(parents=True, exist_ok=True)
     splits = arith.build_splits(config.error_rate, PRM_ERROR_RATE)
@@ -623,15 +626,6 @@ def build_all(config: BuildConfig = BuildConfig()):
     table.to_csv(tmp, index=False)
     tmp.replace(out)
     return table
-
-
-def quiet_progress_bars() -> None:
-    """Turn off the datasets/transformers progress bars, which would fill an executed notebook."""
-    import datasets
-    import transformers
-
-    datasets.disable_progress_bars()
-    transformers.utils.logging.disable_progress_bar()
 
 
 def _row(label: str, role: str, spec: ModelSpec, record: dict, model, metrics: dict) -> dict:

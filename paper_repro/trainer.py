@@ -71,17 +71,19 @@ def load_parts(spec: RunSpec) -> RunParts:
 
 def build_trainer(spec: RunSpec, parts: RunParts, log_path: Path):
     """The ledger-wrapped ``GRPOTrainer`` of ``spec``: LoRA on the base policy, trained until the
-    budget is spent (the ledger's stop), its per-step log written to ``log_path``."""
+    budget is spent (the ledger's stop), its per-step log written to ``log_path``; it prints no log
+    dicts (they stay in ``state.log_history`` and the step log)."""
     from accelerate import PartialState
     from datasets import Dataset
 
     from paper_repro.evaluate import columns_of
     from paper_repro.ledger import LedgerGRPOTrainer
+    from paper_repro.quiet import quiet_trainer
 
     prompts = [train_prompt(spec, e) for e in parts.train_examples]
     dataset = Dataset.from_dict({"prompt": prompts, **columns_of(parts.train_examples)})
     main = PartialState().is_main_process
-    return LedgerGRPOTrainer(
+    trainer = LedgerGRPOTrainer(
         model=parts.model,
         reward_funcs=parts.reward,
         args=grpo_config(spec, layout_for(spec)),
@@ -91,6 +93,7 @@ def build_trainer(spec: RunSpec, parts: RunParts, log_path: Path):
         ledger=ledger_config(spec, log_path if main else None),
         sampler=spec.runtime.sampler,
     )
+    return quiet_trainer(trainer)
 
 
 def layout_for(spec: RunSpec) -> BatchLayout:

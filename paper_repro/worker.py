@@ -14,6 +14,7 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
+    from paper_repro.quiet import quiet_libraries
     from paper_repro.spec import spec_from_json
     from paper_repro.train import run_cell
 
@@ -22,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", required=True, help="the results directory")
     parser.add_argument("--executed", default="", help="the notebook that asked for the run")
     args = parser.parse_args(argv)
+    quiet_libraries()  # its output lands in the notebook that launched it
     spec = spec_from_json(Path(args.spec).read_text())
     row = run_cell(spec, args.results, executed_notebook=args.executed)
     return 0 if row.get("status") in ("ok", "worker") else 1

@@ -1,5 +1,6 @@
 """Figures, one function per figure, named by what it shows. Each takes analysis tables (never raw
-runs), draws with seaborn, writes PNG and PDF to ``out_dir`` and returns the figure."""
+runs), draws with seaborn, writes PNG and PDF to ``out_dir`` and returns the figure.
+:func:`preview_png` makes the small copy of a saved PNG that a notebook embeds."""
 
 from __future__ import annotations
 
@@ -227,3 +228,19 @@ def all_figures(frontier, optima, disagreement, race, conventions, hacking, prof
 
     plt.close("all")
     return written
+
+
+def preview_png(path: str | Path, max_width: int = 1200, colors: int = 64) -> bytes:
+    """A small copy of the saved PNG at ``path`` for a notebook to embed: at most ``max_width`` pixels
+    wide and ``colors`` colours (a few tens of kB where the 150-dpi file is a few hundred). The file
+    itself is left as it is."""
+    import io
+
+    from PIL import Image
+
+    image = Image.open(path).convert("RGB")
+    if image.width > max_width:
+        image = image.resize((max_width, round(image.height * max_width / image.width)), Image.LANCZOS)
+    out = io.BytesIO()
+    image.quantize(colors=colors).save(out, format="PNG", optimize=True)
+    return out.getvalue()
