@@ -128,10 +128,14 @@ def argmax_cell_by_target(disagreement: pd.DataFrame, out_dir):
 
 
 def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
-    """Each setting's rho* from the pilot grid against the full grid's, with the regime threshold."""
+    """Each setting's rho* from the pilot grid (marker: the pilot budget) against the full grid's,
+    with the regime threshold."""
     plt, sns = _setup()
+    from paper_repro.analysis.claims import fraction_words
+
     fig, ax = plt.subplots(figsize=(4.5, 4.2))
-    sns.scatterplot(data=race, x="full_rho_star", y="pilot_rho_star", hue="setting", style="same_regime",
+    data = race.assign(pilot_budget=race["pilot_fraction"].map(fraction_words))
+    sns.scatterplot(data=data, x="full_rho_star", y="pilot_rho_star", hue="setting", style="pilot_budget",
                     s=70, ax=ax)  # fmt: skip
     ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--")
     if len(race):

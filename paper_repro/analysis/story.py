@@ -147,3 +147,22 @@ def figure_readings(
             "Runs that game their reward, per reward system: " + ", ".join(parts) + "."
         )
     return readings
+
+
+def story(analysis) -> str:
+    """The claims in Markdown, from an :class:`paper_repro.analysis.Analysis`: a count of the
+    paper's verdicts, then one paragraph per claim."""
+    claims = analysis.claims
+    seeds = int(claims["seeds_per_cell"].max()) if len(claims) else 0
+    head = (
+        f"Of the paper's claims, {verdict_counts(claims)}, with {seeds} seed{'s' * (seeds != 1)} per "
+        "full-budget cell. "
+        "Each verdict below comes from the test stated with it, fixed in code before the runs."
+    )
+    return "\n\n".join([head, *claim_paragraphs(claims)])
+
+
+def readings(analysis) -> dict[str, str]:
+    """:func:`figure_readings` of an :class:`paper_repro.analysis.Analysis`."""
+    a = analysis
+    return figure_readings(a.optima, a.disagreement, a.race, a.conventions, a.hacking_summary, a.frontiers)
