@@ -27,17 +27,19 @@ def test_readme_ledger_example_runs(tmp_path, monkeypatch, capsys):
 
 
 def test_readme_results_block_is_generated_from_the_committed_tables():
-    from paper_repro.analysis.report import END, START, results_block
+    from paper_repro.analysis import report
     from paper_repro.paths import repo_root
 
     readme = (repo_root() / "README.md").read_text()
     claims = repo_root() / "data/results/cpu-tiny/claims.csv"
     if not claims.exists():
         pytest.skip("no committed claims table yet")
-    block = readme[readme.index(START) : readme.index(END) + len(END)]
-    assert block == results_block("cpu-tiny"), (
-        "README results are stale: python -m paper_repro.analysis.report"
-    )
+    for start, end, make in (
+        (report.START, report.END, report.results_block),
+        (report.SUMMARY_START, report.SUMMARY_END, report.summary_block),
+    ):
+        block = readme[readme.index(start) : readme.index(end) + len(end)]
+        assert block == make("cpu-tiny"), "README results are stale: python -m paper_repro.analysis.report"
 
 
 def test_the_committed_study_is_the_code_as_it_stands():

@@ -1,7 +1,13 @@
-"""The README's results block, generated from the committed result tables (never typed).
+"""The README's generated blocks, from the committed result tables (never typed).
 
-``python -m paper_repro.analysis.report`` rewrites the block between ``<!-- results:start -->`` and
-``<!-- results:end -->`` in README.md from ``data/results/cpu-tiny/{claims,race,optima}.csv``;
+``python -m paper_repro.analysis.report`` rewrites two blocks of README.md:
+
+- between ``<!-- summary:start -->`` and ``<!-- summary:end -->``: the reproducibility report's
+  verdict lists (what reproduced, what did not, what stays open) from ``claims.csv``;
+- between ``<!-- results:start -->`` and ``<!-- results:end -->``: the claims with their intervals
+  and power, RACE per pilot budget, reward hacking and the best cells, from
+  ``data/results/cpu-tiny/{claims,race,reward_hacking_summary,optima}.csv``.
+
 ``tests/test_readme.py`` fails when the README and the tables disagree.
 """
 
@@ -15,6 +21,7 @@ import pandas as pd
 from paper_repro.paths import repo_root
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
+SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"
 
 
 def _fmt(value) -> str:
@@ -33,16 +40,18 @@ def results_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
         " each verdict's test is in that table's `test` column, the simulation behind the power in"
         " `power_note`.*",
         "",
-        "| claim | paper | ours | 95% interval | verdict | seeds per cell for 80% power |",
-        "|---|---|---|---|---|---|",
+        "| claim | kind | paper | ours | 95% interval | verdict | power at this study's seeds | seeds per cell for 80% power |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for _, c in claims.iterrows():
         interval = "" if pd.isna(c["ci_low"]) else f"{_fmt(c['ci_low'])} – {_fmt(c['ci_high'])}"
         lines.append(
-            f"| {c['claim']} | {c['paper_value']} | {_fmt(c['our_value'])} | {interval} | **{c['verdict']}** "
-            f"| {_power(c)} |"
+            f"| {c['claim']} | {c['kind']} | {c['paper_value']} | {_fmt(c['our_value'])} | {interval} "
+            f"| **{c['verdict']}** | {_fmt(c.get('power_now', float('nan')))} | {_power(c)} |"
         )
     lines += ["", *_decidable(claims)]
+    lines += _race_lines(results)
+    lines += _hacking_lines(results)
     optima = results / "optima.csv"
     if optima.exists():
         o = pd.read_csv(optima)
@@ -63,6 +72,79 @@ def results_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
     if (root / figure).exists():
         lines += ["", f"![targets against rho, stages B and D]({figure})"]
     lines.append(END)
+    return "\n".join(lines)
+
+
+def _race_lines(results: Path) -> list[str]:
+    """RACE per pilot budget: the same-regime rate and kappa over the distinct settings, against the
+    ceiling the full grid's own seed noise allows."""
+    from paper_repro.analysis.claims import fraction_words
+
+    path = results / "race.csv"
+    if not path.exists():
+        return []
+    race = pd.read_csv(path)
+    race = race[race["same_runs_as"].fillna("") == ""]
+    claims = pd.read_csv(results / "claims.csv").set_index("claim")
+    lines = ["", "RACE per pilot budget (distinct settings; kappa of the pilots' regime against the full grid's):", "",
+             "| pilot budget | pilot seeds | pilots' share of the full grid's FLOPs | same regime | kappa | 95% interval | verdict |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for fraction, rows in race.groupby("pilot_fraction", sort=False):
+        words = fraction_words(fraction)
+        name = f"RACE pilots at {words} of the budget name the full grid's regime"
+        c = claims.loc[name] if name in claims.index else None
+        kappa = "" if c is None else _fmt(c["our_value"])
+        interval = "" if c is None or pd.isna(c["ci_low"]) else f"{_fmt(c['ci_low'])} – {_fmt(c['ci_high'])}"
+        verdict = "" if c is None else f"**{c['verdict']}**"
+        lines.append(
+            f"| {words} | {int(rows['pilot_seeds'].median())} | {_fmt(float(rows['pilot_flops_fraction'].median()))} "
+            f"| {int(rows['same_regime'].sum())} of {len(rows)} | {kappa} | {interval} | {verdict} |"
+        )
+    note = claims["note"].get(next((n for n in claims.index if n.startswith("RACE pilots at")), ""), "")
+    if isinstance(note, str) and "ceiling" in note:
+        lines += ["", f"The ceiling: {note.split('; ', 1)[-1]}."]
+    return lines
+
+
+def _hacking_lines(results: Path) -> list[str]:
+    path = results / "reward_hacking_summary.csv"
+    if not path.exists():
+        return []
+    h = pd.read_csv(path)
+    lines = ["", "Reward hacking (full-budget runs; a run games its reward when the reward rises from base while gsm "
+             "pass@1 and the judge both fall):", "",
+             "| reward system | runs | gaming | 95% interval of the share | diverging | mean change: reward / gsm pass@1 / judge |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for _, r in h.iterrows():
+        lines.append(
+            f"| {r['reward_system']} | {int(r['classed'])} | {int(r['gaming_runs'])} "
+            f"| {_fmt(r['share_ci_low'])} – {_fmt(r['share_ci_high'])} | {int(r['diverging_runs'])} "
+            f"| {_fmt(r['mean_d_reward'])} / {_fmt(r['mean_d_gsm_pass1'])} / {_fmt(r['mean_d_judge'])} |"
+        )
+    return lines
+
+
+def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
+    """The verdict lists of the README's reproducibility report, from ``claims.csv``."""
+    root = root or repo_root()
+    claims = pd.read_csv(root / "data" / "results" / profile / "claims.csv")
+    seeds = int(claims["seeds_per_cell"].max())
+
+    def listed(kind: str, verdict: str) -> str:
+        rows = claims[(claims["kind"] == kind) & (claims["verdict"] == verdict)]
+        return "; ".join(rows["claim"]) if len(rows) else "none"
+
+    lines = [
+        SUMMARY_START,
+        f"*Generated by `python -m paper_repro.analysis.report` from `data/results/{profile}/claims.csv`"
+        f" ({seeds} seeds per full-budget cell).*",
+        "",
+        f"- **Reproduced (held):** {listed('paper claim', 'held')}.",
+        f"- **Did not reproduce (not held):** {listed('paper claim', 'not held')}.",
+        f"- **Undecided (inconclusive at this power):** {listed('paper claim', 'inconclusive')}.",
+        f"- **Our additions, held:** {listed('our addition', 'held')}; **not held:** {listed('our addition', 'not held')}.",
+        SUMMARY_END,
+    ]
     return "\n".join(lines)
 
 
@@ -91,16 +173,21 @@ def _decidable(claims: pd.DataFrame) -> list[str]:
     return out
 
 
+def _replace(text: str, start: str, end: str, block: str) -> str:
+    if start not in text or end not in text:
+        raise ValueError(f"README.md has no {start} ... {end} block")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return head + block + tail
+
+
 def update_readme(profile: str = "cpu-tiny", root: Path | None = None) -> bool:
-    """Rewrite the README's results block; returns True when it changed."""
+    """Rewrite the README's generated blocks; returns True when one changed."""
     root = root or repo_root()
     readme = root / "README.md"
     text = readme.read_text()
-    if START not in text or END not in text:
-        raise ValueError(f"README.md has no {START} ... {END} block")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    new = head + results_block(profile, root) + tail
+    new = _replace(text, START, END, results_block(profile, root))
+    new = _replace(new, SUMMARY_START, SUMMARY_END, summary_block(profile, root))
     if new != text:
         readme.write_text(new)
         return True
