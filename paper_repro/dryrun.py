@@ -149,6 +149,12 @@ def dry_run(
             est.gpu_hours_train += hours_train
             est.gpu_hours_eval += hours_eval
             est.wall_hours += (hours_train + hours_eval) / layout.processes
+        if stage == "race":  # the pick is named by the pilots' results, so it cannot be priced before them
+            picks = len(profile.all_settings()) * len(profile.fresh_seeds)
+            est.notes.append(
+                f"RACE's picks: up to {picks} more full-budget runs (each setting's picked cell on its "
+                f"{len(profile.fresh_seeds)} fresh seeds), named by the pilots' results and not priced here"
+            )
         estimates.append(est)
     hub = hub_status()
     problems = [] if hub else check_hub_ids(profile)
