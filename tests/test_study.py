@@ -119,3 +119,28 @@ def test_quick_mode_is_one_seed_a_quarter_budget_and_a_short_evaluation():
         short = load_examples(ref, limit=quick_spec.eval_limit)
         assert len(short) == QUICK_EVAL_LIMIT < len(everything) and short == everything[: len(short)]
     assert quick_spec.eval_max_new_tokens == full_spec.eval_max_new_tokens
+
+
+def test_race_names_its_pick_once_every_first_budget_pilot_has_a_row(tmp_path):
+    """Before the pilots, RACE's notebook counts its pick's runs as unknown; once every pilot of the
+    first budget has a row, the pick is the best mean native reward over the pilot seeds, and its
+    runs (and the default's) are on the fresh seeds, none of the grid's or the pilots'."""
+    from paper_repro.results import RUN_COLUMNS
+    from paper_repro.spec import pilot_specs
+
+    profile = load_profile("cpu-tiny")
+    specs, unknown = study.race_specs(profile, "dense", tmp_path)
+    assert unknown == len(profile.fresh_seeds) and not any(
+        s.budget_kind == "full" and s.cell != "default" for s in specs
+    )
+    table = ResultTable(tmp_path / "runs.csv", RUN_COLUMNS)
+    first = [s for s in pilot_specs(profile, "dense") if s.budget_flops == profile.pilot_budget_flops]
+    reward = {"r15": 0.2, "r30": 0.6, "r50": 0.3, "r70": 0.1, "r85": 0.0}
+    for s in first:
+        table.append({"run_id": s.run_id, "profile": s.profile, "status": "ok", "cell": s.cell, "rho": 0.5,
+                      "C_reward": 0.0, "C_total": 1.0, "native_reward": reward[s.cell] + 0.01 * (s.seed % 3)})  # fmt: skip
+    specs, unknown = study.race_specs(profile, "dense", tmp_path)
+    picked = [s for s in specs if s.budget_kind == "full" and s.cell != "default"]
+    assert unknown == 0 and {s.cell for s in picked} == {"r30"}
+    assert {s.seed for s in picked} == set(profile.fresh_seeds)
+    assert not {s.seed for s in specs} & set(range(profile.seeds))
