@@ -319,6 +319,9 @@ def test_every_table_and_figure_is_written(tmp_path):
     assert race.loc["M", "fresh_seeds"] == 2 and race.loc["prm", "fresh_seeds"] == 2  # the fresh seeds
     assert set(result.race["pilot_fraction"]) == set(PROFILE.pilot_fractions)
     assert (result.frontiers["seeds"] == 3).all()  # the fresh seeds stay out of the grid
+    loso = result.claims.set_index("claim")["leave_one_seed_out"]
+    assert loso[RULE].startswith(("the same without any one seed", "changes without seed"))
+    assert loso["the rho* verdicts are robust to the FLOP convention"] == "not recomputed"
 
 
 # ------------------------------------------------------------------------------- reward hacking
@@ -438,3 +441,16 @@ def test_rows_of_superseded_weights_leave_the_analysis():
         row("hub1", "7B", "prm", None, "2026-11-30T09:00"), row("hub2", "7B", "prm", None, "2026-12-01T09:00"),
     ])  # fmt: skip
     assert sorted(current(runs)["run_id"]) == ["hub1", "hub2", "new1", "sp1"]
+
+
+def test_leave_one_seed_out_finds_a_verdict_that_rests_on_one_seed(tmp_path):
+    """The paper's world with one wild seed: with it, the rule-based rho* is not pinned down; without
+    it, it is, so the claims table says the verdict changes when that seed is dropped."""
+    write_runs(tmp_path / "runs.csv", paper_peaks, noise=0.01)
+    frame = pd.read_csv(tmp_path / "runs.csv")
+    wild = (frame["seed"] == 1) & (frame["budget_kind"] == "full")
+    frame.loc[wild, "native_reward"] += np.random.default_rng(1).normal(0, 0.5, int(wild.sum()))
+    frame.to_csv(tmp_path / "runs.csv", index=False)
+    claims_ = analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=0).claims
+    row = claims_.set_index("claim").loc[RULE]
+    assert row["verdict"] != "held" and "seed 1: held" in row["leave_one_seed_out"], row["leave_one_seed_out"]

@@ -151,6 +151,8 @@ def analyse(
     )
     claims = pd.concat([claims, _convention_claim(distinct, classes, margins),
                         _hacking_claim(hacked, distinct, margins.gaming)], ignore_index=True)  # fmt: skip
+    loso = _leave_one_seed_out(full_rows, shared, classes, margins, pilots, rows, thresholds, claims)
+    claims["leave_one_seed_out"] = claims["claim"].map(loso).fillna("not recomputed")
     card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
     for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
                         ("fits", fits), ("disagreement", disagreement), ("race", race),
@@ -161,6 +163,35 @@ def analyse(
     written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir)
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
                     hacked, hacked_summary, claims, written)  # fmt: skip
+
+
+def _leave_one_seed_out(
+    full_rows, shared, classes, margins, pilots, rows, thresholds, claims
+) -> dict[str, str]:
+    """Per claim of the claims table proper, whether its verdict survives dropping any one grid seed:
+    the table recomputed (without power) on the grid less each seed in turn, RACE's rows included."""
+    names = [*classes.rule_based, *classes.prm_style]
+    verdict = dict(zip(claims["claim"], claims["verdict"], strict=True))
+    changed: dict[str, list[str]] = {}
+    seeds = sorted(full_rows["seed"].unique())
+    if len(seeds) < 3:
+        return {}
+    for seed in seeds:
+        kept = full_rows[full_rows["seed"] != seed]
+        distinct = kept[~kept["setting"].isin(shared)]
+        race, gains = race_table(kept, pilots, rows["fresh"], rows["fresh_default"], shared, thresholds)
+        ceiling = regime_ceiling(distinct, names, thresholds)
+        table = claim_tests.claims_table(
+            distinct, frontier_table(kept), race, gains, ceiling, classes, 0, margins
+        )
+        for claim, v in zip(table["claim"], table["verdict"], strict=True):
+            changed.setdefault(claim, [])
+            if v != verdict.get(claim):
+                changed[claim].append(f"seed {seed}: {v}")
+    return {
+        claim: "the same without any one seed" if not moves else f"changes without {'; '.join(moves)}"
+        for claim, moves in changed.items()
+    }
 
 
 def _rho_star_tests(optima: pd.DataFrame, classes: claim_tests.Classes, margin: float) -> pd.DataFrame:

@@ -69,9 +69,15 @@ def claim_paragraphs(claims: pd.DataFrame) -> list[str]:
             if row["kind"] == "paper claim"
             else f"This is {row['kind']} ({row['paper_value']})."
         )
+        loso = row.get("leave_one_seed_out")
+        robust = (
+            f" Dropping one grid seed at a time: {loso}."
+            if isinstance(loso, str) and loso != "not recomputed"
+            else ""
+        )
         out.append(
             f"**{row['claim']}: {row['verdict']}.** {source} {estimate_sentence(row)} "
-            f"*Test:* {row['test']}. {power_sentence(row)}"
+            f"*Test:* {row['test']}. {power_sentence(row)}{robust}"
         )
     return out
 
