@@ -190,9 +190,9 @@ def setting_specs(
     fraction: float | None = None,
 ) -> list[RunSpec]:
     """The runs of one setting's grid at the full or a pilot budget (``fraction``; None: the first):
-    every planned cell (or ``cells``, or the quick subset) x ``seeds`` (a count from 0, or explicit
-    seeds; None: the profile's). A cell that is not in the setting's grid is refused with the grid's
-    labels."""
+    every planned cell (or ``cells``, or the quick subset) that surely buys one round
+    (:func:`buys_a_round`) x ``seeds`` (a count from 0, or explicit seeds; None: the profile's). A
+    cell that is not in the setting's grid is refused with the grid's labels."""
     s = profile.setting(setting) if isinstance(setting, str) else setting
     planned = plan_setting(profile, s, budget_of(profile, budget_kind, fraction))
     grid = [c.label for c in planned.cells]
@@ -201,12 +201,22 @@ def setting_specs(
         if unknown:
             raise ValueError(f"cells {unknown} are not in the grid of setting {s.name} ({', '.join(grid)})")
     chosen = cells or (QUICK_CELLS if quick else grid)
-    return [
-        spec_for(profile, s, c, seed, budget_kind)
+    surely = [
+        c
         for c in planned.cells
-        if c.label in chosen
-        for seed in seed_list(profile, seeds)
+        if c.label in chosen and buys_a_round(spec_for(profile, s, c, 0, budget_kind))
     ]
+    return [spec_for(profile, s, c, seed, budget_kind) for c in surely for seed in seed_list(profile, seeds)]
+
+
+def buys_a_round(spec: RunSpec) -> bool:
+    """Whether the run's budget surely buys one round: always with the ``dearest`` budget stop; with
+    ``ceiling``, when the costliest round it could meet fits the budget. A grid cell that does not is
+    left out of that budget's grid (a small pilot budget cannot buy the costliest rounds of the
+    most update-heavy cells), as a target the planner cannot realise is."""
+    from paper_repro.preflight import round_ceiling
+
+    return spec.train.budget_stop != "ceiling" or round_ceiling(spec) <= spec.budget_flops
 
 
 def pilot_specs(profile: Profile, setting: Setting | str, quick: bool = False) -> list[RunSpec]:
