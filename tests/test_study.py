@@ -144,3 +144,22 @@ def test_race_names_its_pick_once_every_first_budget_pilot_has_a_row(tmp_path):
     assert unknown == 0 and {s.cell for s in picked} == {"r30"}
     assert {s.seed for s in picked} == set(profile.fresh_seeds)
     assert not {s.seed for s in specs} & set(range(profile.seeds))
+
+
+def test_every_run_of_the_study_surely_buys_a_round():
+    """The preflight check refuses a run whose budget cannot surely buy one costliest round (the
+    ``ceiling`` stop); the study never asks for one: such cells leave that budget's grid (at 1/16,
+    L's r85 and the PRM settings' r70), and every other planned cell stays."""
+    from paper_repro.allocation import plan_setting
+    from paper_repro.preflight import round_ceiling
+
+    profile = load_profile("cpu-tiny")
+    specs = [s for job in sweep.study_jobs(profile) for s in job.specs]
+    assert specs and all(round_ceiling(s) <= s.budget_flops for s in specs)
+    sixteenth = {(s.setting, s.cell) for s in specs if s.budget_flops == profile.budget_flops / 16}
+    assert ("L", "r85") not in sixteenth and ("prm", "r70") not in sixteenth and ("S", "r85") in sixteenth
+    for s in profile.all_settings():  # the full budget keeps every planned cell
+        planned = {c.label for c in plan_setting(profile, s).cells}
+        assert planned == {
+            x.cell for x in specs if x.setting == s.name and x.budget_kind == "full" and x.seed == 0
+        }
