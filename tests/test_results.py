@@ -189,3 +189,28 @@ def test_a_failed_attempt_is_kept_and_a_retry_appended_once(tmp_path):
     assert table.append({"run_id": "a", "status": "ok", "value": 1.0})
     assert not table.append({"run_id": "a", "status": "ok", "value": 2.0})
     assert [(r["status"], r["value"]) for r in table.rows()] == [("failed", "nan"), ("ok", "1.0")]
+
+
+def test_recheck_samples_current_ok_runs_of_each_kind():
+    import pandas as pd
+
+    from paper_repro.recheck import SAMPLE, sample
+
+    rows = [{"run_id": f"{k}{i}", "reward_system": k, "budget_kind": "full", "status": "ok"}
+            for k in ("prm", "proxy_prm", "structured", "sparse") for i in range(8)]  # fmt: skip
+    rows += [
+        {"run_id": f"p{i}", "reward_system": "sparse", "budget_kind": "pilot", "status": "ok"}
+        for i in range(8)
+    ]
+    rows += [{"run_id": "bad", "reward_system": "prm", "budget_kind": "full", "status": "failed"}]
+    frame = pd.DataFrame(rows)
+    current = set(frame["run_id"]) - {"prm0"}  # a superseded run is not rerun
+    picked = sample(frame, current)
+    assert picked.groupby("reward_system").size().to_dict() == {
+        "prm": 6,
+        "proxy_prm": 2,
+        "structured": 2,
+        "sparse": 2,
+    }
+    assert len(picked) == sum(SAMPLE.values()) and not {"bad", "prm0"} & set(picked["run_id"])
+    assert (picked[picked["reward_system"] == "sparse"]["budget_kind"] == "pilot").all()

@@ -1,0 +1,75 @@
+"""``python -m paper_repro.recheck``: is the committed study bit-reproducible on this machine?
+
+Reruns a random sample of the committed runs of a profile's current study (by default 6 ``prm``
+runs, 2 each of ``proxy_prm`` and ``structured``, 2 RACE pilots) into an empty scratch table, and
+compares every metric, FLOP count, round and step count with the committed row. The sampled specs
+are the study's own (:func:`paper_repro.sweep.study_jobs`), so a run is rerun exactly as the study
+asked for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+
+import pandas as pd
+
+from paper_repro import runner, study, sweep
+from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir
+
+COMPARED = (*METRICS, "C_search", "C_learning", "C_reward", "C_total", "rounds", "steps")
+SAMPLE = {"prm": 6, "proxy_prm": 2, "structured": 2, "pilot": 2}
+
+
+def sample(committed: pd.DataFrame, ids: set[str], seed: int = 0) -> pd.DataFrame:
+    """The sampled committed rows: per reward system of :data:`SAMPLE` its full-budget runs, and
+    ``pilot`` RACE pilots, among the current study's run ids."""
+    rows = committed[committed["run_id"].isin(ids) & (committed["status"] == "ok")]
+    parts = []
+    for kind, n in SAMPLE.items():
+        pool = (
+            rows[rows["budget_kind"] == "pilot"]
+            if kind == "pilot"
+            else rows[(rows["reward_system"] == kind) & (rows["budget_kind"] == "full")]
+        )
+        parts.append(pool.sample(min(n, len(pool)), random_state=seed))
+    return pd.concat(parts)
+
+
+def recheck(
+    profile_name: str = "cpu-tiny", scratch: str | None = None, jobs: int = 2, seed: int = 0
+) -> pd.DataFrame:
+    """Rerun the sample into ``scratch`` (a new temporary folder by default); one row per run with
+    ``differs`` and the columns that differ."""
+    profile = study.prepare(profile_name)
+    by_id = {s.run_id: s for job in sweep.study_jobs(profile) for s in job.specs}
+    committed = ResultTable(results_dir(profile.name) / "runs.csv", RUN_COLUMNS).frame()
+    picked = sample(committed, set(by_id), seed)
+    scratch = scratch or tempfile.mkdtemp(prefix="recheck-")
+    rows = pd.DataFrame(runner.run_specs([by_id[r] for r in picked["run_id"]], scratch, jobs=jobs, threads=1))
+    old = picked.set_index("run_id")[list(COMPARED)].astype(float)
+    new = rows.set_index("run_id")[list(COMPARED)].astype(float).loc[old.index]
+    unequal = old.ne(new) & ~(old.isna() & new.isna())
+    out = picked.set_index("run_id")[["setting", "cell", "seed", "budget_kind"]].copy()
+    out["differs"] = unequal.any(axis=1)
+    out["columns"] = [", ".join(c for c in COMPARED if unequal.loc[i, c]) for i in out.index]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="cpu-tiny")
+    parser.add_argument(
+        "--scratch", default=None, help="where the reruns' table goes (default: a temporary folder)"
+    )
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0, help="the sample's random seed")
+    args = parser.parse_args(argv)
+    table = recheck(args.profile, args.scratch, args.jobs, args.seed)
+    print(f"{int(table['differs'].sum())} of {len(table)} rerun rows differ from the committed ones")
+    print(table.to_string())
+    return 1 if table["differs"].any() else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
