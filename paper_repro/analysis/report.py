@@ -103,7 +103,9 @@ def _race_lines(results: Path) -> list[str]:
         )
     note = claims["note"].get(next((n for n in claims.index if n.startswith("RACE pilots at")), ""), "")
     if isinstance(note, str) and "ceiling" in note:
-        lines += ["", f"The ceiling: {note.split('; ', 1)[-1]}."]
+        ceiling = note.split()[-1]
+        lines += ["", "The same-regime rate the full grid's own seed noise allows (two disjoint halves of its seeds "
+                  f"naming the same regime, over every split): {ceiling}."]  # fmt: skip
     return lines
 
 
