@@ -130,7 +130,7 @@ def check_stage_notebook(notebook: str, study: dict) -> None:
     kind = "pilot" if notebook == "30_race_pilots" else "full"
     for e in executions:
         assert e["error"] is None, e["error"]
-        table = shown_table(Path(e["copy"]))
+        table = shown_table(Path(e["copy"]), 2 if notebook == "30_race_pilots" else 1)
         made = runs[runs["executed_notebook"] == e["copy"]]
         assert len(made) and (made["status"] == "ok").all(), made[["setting", "cell", "status"]]
         cells = set(made.loc[made["budget_kind"] == kind, "cell"])
