@@ -275,6 +275,20 @@ def test_power_grows_with_seeds_and_says_how_many_are_needed():
     assert power.seeds_needed({3: 0.1, 10: 0.85}) == 10 and power.seeds_needed({3: 0.1}) is None
 
 
+def test_simulated_runs_share_their_targets_noise():
+    """A run gives every target, so the simulation draws a run's noises jointly: the covariance it
+    is given comes back from its runs (and independent draws are uncorrelated)."""
+    cells = tuple((f"r{c}", c / 100) for c in (16, 31, 50, 69, 84))
+    truth = [power.Frontier("M", t, (0.5, 0.1, -0.1), 0.1, cells) for t in ("native_reward", "gsm_pass1")]
+    cov = {"M": np.array([[0.01, 0.009], [0.009, 0.01]])}
+    rng = np.random.default_rng(0)
+    joint = power.simulate(truth, 400, rng, cov)
+    assert joint["native_reward"].corr(joint["gsm_pass1"]) == pytest.approx(0.9, abs=0.03)
+    assert power.noise_covariances(joint, truth)["M"] == pytest.approx(cov["M"], abs=0.001)
+    alone = power.simulate(truth, 400, rng)
+    assert abs(alone["native_reward"].corr(alone["gsm_pass1"])) < 0.08
+
+
 def test_the_claims_table_carries_the_power_column(tmp_path):
     write_runs(tmp_path / "runs.csv", paper_peaks, noise=0.05)
     result = analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=4)

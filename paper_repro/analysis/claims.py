@@ -25,8 +25,8 @@ structured, dense), *PRM-style* those charged the PRM's forward (proxy_prm, prm)
 (the pass@1-vs-judge claim) those that read the problem's steps or the PRM. A setting whose runs are
 another setting's (stage B's ``sparse`` is stage A's middle policy) is counted once.
 
-The **power** column: from each frontier's fitted quadratic and its residual SD, studies with ``n``
-seeds per cell are simulated and the same test is run on each (:mod:`paper_repro.analysis.power`);
+The **power** column: from each frontier's fitted quadratic and the covariance of its residuals
+across a run's targets, studies with ``n`` seeds per cell are simulated and the same test is run on each (:mod:`paper_repro.analysis.power`);
 ``seeds_for_80pct_power`` is the smallest ``n`` (of :data:`paper_repro.analysis.power.SEEDS`) at
 which the test decides (held or not held) in at least 80% of them.
 """
@@ -491,9 +491,6 @@ FEWER_TEST = (
 # ---------------------------------------------------------------------------------------- the table
 
 
-DISAGREE_CLAIM = "evaluation targets disagree on the best allocation"
-
-
 def fraction_words(fraction: float) -> str:
     """``0.125`` -> ``1/8``: a pilot budget as a fraction of the full one."""
     from fractions import Fraction
@@ -538,7 +535,7 @@ def claims_table(
              lambda r, t=target: lower(r, middle_rule, middle_prm, m, t), lower_test(m, target)),
         ]  # fmt: skip
     claims += [
-        (DISAGREE_CLAIM, "paper claim", "qualitative",
+        ("evaluation targets disagree on the best allocation", "paper claim", "qualitative",
          lambda r: disagree(r, distinct, m), disagree_test(m)),
         ("dense/PRM rewards: pass@1 prefers a high-update cell, the judge a mid-update cell", "paper claim",
          "a180 (pass@1) vs a100 (judge)", lambda r: pass1_vs_judge(r, c.process, m), pass1_test(c.process, m)),
@@ -560,6 +557,7 @@ def claims_table(
     fixed["RACE gives no stable held-out gain over a fixed default allocation"] = no_race_gain(gains, m)
     fixed["larger policies buy fewer updates and rollouts at equal FLOPs"] = fewer_updates(frontier, c.sizes)
     truth = power.fitted_frontiers(runs, distinct) if replicates != 0 else []
+    covariances = power.noise_covariances(runs, truth) if truth else None
     seeds_now = int(runs.groupby(["setting", "cell"])["seed"].nunique().median()) if len(runs) else 0
     rows = []
     for claim, kind, paper, test, text in claims:
@@ -567,18 +565,12 @@ def claims_table(
         rec = {"claim": claim, "kind": kind, "paper_value": paper, "our_value": result.value,
                "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict,
                "note": result.note, "test": text, "seeds_per_cell": seeds_now}  # fmt: skip
-        rec.update(_power_columns(test, truth, replicates, seeds_now, claim == DISAGREE_CLAIM))
+        rec.update(_power_columns(test, truth, replicates, seeds_now, covariances))
         rows.append(rec)
     return pd.DataFrame(rows)
 
 
-PAIRED_CAVEAT = (
-    "a lower bound: the simulation draws each target's seed noise independently, while this test pairs "
-    "the targets within a run and removes the noise they share"
-)
-
-
-def _power_columns(test, truth, replicates, seeds_now: int, test_pairs_targets: bool = False) -> dict:
+def _power_columns(test, truth, replicates, seeds_now: int, covariances=None) -> dict:
     """The power at the study's seeds per cell and the seeds that reach 80% (:mod:`.power`)."""
     from paper_repro.analysis import power
 
@@ -589,13 +581,13 @@ def _power_columns(test, truth, replicates, seeds_now: int, test_pairs_targets: 
         return {"power_now": NAN, "seeds_for_80pct_power": NAN, "power_note": "not computed"}
     kwargs = {} if replicates is None else {"replicates": replicates}
     counts = tuple(sorted({*power.SEEDS, seeds_now} - {0}))
-    powers = power.power(lambda r: test(r).verdict, truth, seeds=counts, through=seeds_now, **kwargs)
+    powers = power.power(
+        lambda r: test(r).verdict, truth, seeds=counts, through=seeds_now, covariances=covariances, **kwargs
+    )
     needed = power.seeds_needed(powers)
     note = ", ".join(f"{n} seeds: {p:.2f}" for n, p in powers.items())
     if needed is None:
         note += f"; not decidable at 80% power with up to {max(power.SEEDS)} seeds per cell"
-    if test_pairs_targets:
-        note += f"; {PAIRED_CAVEAT}"
     return {
         "power_now": powers.get(seeds_now, NAN),
         "seeds_for_80pct_power": float(needed or NAN),

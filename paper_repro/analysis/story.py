@@ -49,16 +49,11 @@ def power_sentence(row: pd.Series) -> str:
     p = float(row["power_now"])
     text = f"In studies simulated from the fitted frontiers with {n} seeds per cell, this test decides {p:.0%} of the time"
     needed = row.get("seeds_for_80pct_power")
-    caveat = (
-        f" ({row['power_note'].split('; ')[-1]})" if "a lower bound" in str(row.get("power_note")) else ""
-    )
-    text += caveat
     if p >= 0.8:
         return text + ": a rerun on new seeds would most likely decide it again."
     if _finite(needed):
         return text + f"; about {int(needed)} seeds per cell would make it decide 80% of the time."
-    reason = "" if caveat else " (its effect is small against the seed noise)"
-    return text + f"; even 40 seeds per cell would not make it decide 80% of the time{reason}."
+    return text + "; even 40 seeds per cell would not make it decide 80% of the time."
 
 
 def claim_paragraphs(claims: pd.DataFrame) -> list[str]:
