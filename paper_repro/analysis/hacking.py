@@ -18,10 +18,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.claims import Result
+from paper_repro.analysis.claims import DEFAULT, Result
 
 CHANGES = {"d_reward": "native_reward", "d_gsm_pass1": "gsm_pass1", "d_judge": "judge_score"}
-GAMING_MARGIN = 0.10  # the default margin: "not held" when the PRM's excess gaming share is shown below it
+GAMING_MARGIN = (
+    DEFAULT.gaming
+)  # "not held" when the PRM's excess gaming share is shown below it (the profile's margins.gaming)
 KEYS = ("run_id", "stage", "setting", "reward_system", "model", "cell", "seed", "rho")
 
 
