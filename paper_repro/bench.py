@@ -8,12 +8,15 @@ measured in the same process.
 
 ``python -m paper_repro.bench run``: whole full-budget cpu-tiny runs (:func:`paper_repro.train.run_cell`)
 of stage A cells, a search-heavy and an update-heavy cell per policy size, on the old path (HF
-``generate`` for rollouts and evaluation: ``Resources.sampler="hf"``) and the new one (the lean
-sampler, :mod:`paper_repro.sampler`), alternating in one process on one torch thread, after a warm-up
-run. Prints, per cell and path, the median seconds of search, learning, reward, the rest of training,
-evaluation and set-up (the run's seconds outside training and evaluation), and the ratio old / new of
-the run's total. The two paths compute the same run (same tokens, same ledger, same metrics), which
-it checks.
+``generate`` for rollouts and evaluation, TRL's padded update: ``Resources.sampler="hf"``,
+``TrainConfig.generation="hf"``, ``update_layout="padded"``) and the new one (the profile's: the fused
+decoder of :mod:`paper_repro.sampler` for rollouts, the lean sampler for evaluation, the update over
+length buckets of :mod:`paper_repro.buckets`), alternating in one process on one torch thread, after
+a warm-up run. Prints, per cell and path, the median seconds of search, learning, reward, the rest of
+training, evaluation and set-up (the run's seconds outside training and evaluation), and the ratio
+old / new of the run's total. The new path computes the same runs to float rounding, so the two
+paths' rollouts part after a few tokens: each path's rounds, useful FLOPs and native reward are
+printed beside its seconds (the budget, not the path, sets the rounds, up to one round).
 """
 
 from __future__ import annotations
@@ -149,11 +152,21 @@ def bench_ledger(cfg: LedgerBench) -> dict[str, Any]:
 # update-heavy (K=G, mu=2 for M and S; P=4, mu=2 for L)
 RUN_CELLS = ("r15", "r85")
 RUN_SIZES = ("S", "M", "L")
-PATHS = {"old": "hf", "new": "lean"}
+PATHS = ("old", "new")
 PARTS = ("search", "learning", "reward", "train_other", "evaluation", "setup", "total")
-# what both paths must agree on: the run itself (the executed count differs: the new sampler drops
-# finished rows)
-SAME = ("rounds", "steps", "C_total", "rho", "native_reward", "gsm_pass1", "math_pass1", "judge_score")
+# printed beside each path's seconds: what the run bought with its budget
+RUN_FACTS = ("rounds", "C_total", "rho", "native_reward")
+
+
+def old_path(spec):
+    """``spec`` on the path before the throughput work: HF generate, TRL's padded update."""
+    import dataclasses
+
+    return dataclasses.replace(
+        spec,
+        train=dataclasses.replace(spec.train, generation="hf", update_layout="padded"),
+        runtime=dataclasses.replace(spec.runtime, sampler="hf"),
+    )
 
 
 def _breakdown(row: dict[str, Any]) -> dict[str, float]:
@@ -174,7 +187,6 @@ def bench_runs(
     sizes: tuple[str, ...] = RUN_SIZES, cells: tuple[str, ...] = RUN_CELLS, repeats: int = 1, seed: int = 0
 ) -> dict[str, Any]:
     """Old and new path on each (size, cell), alternating, ``repeats`` times each, one torch thread."""
-    import dataclasses
     import shutil
     from pathlib import Path
 
@@ -194,8 +206,7 @@ def bench_runs(
             root.mkdir()
             if committed.exists():  # the base policy's metrics: evaluated once per study, not per run
                 shutil.copy(committed, root / "base_metrics.csv")
-            runtime = dataclasses.replace(spec.runtime, sampler=PATHS[path])
-            return run_cell(dataclasses.replace(spec, runtime=runtime), root, threads=1, raise_errors=True)
+            return run_cell(old_path(spec) if path == "old" else spec, root, threads=1, raise_errors=True)
 
         specs = {
             (size, cell): setting_specs(profile, size, [seed], cells=[cell])[0]
@@ -214,11 +225,10 @@ def bench_runs(
                     seconds[path].append(_breakdown(row))
                     rows[path] = row
             medians = {p: {k: statistics.median(b[k] for b in seconds[p]) for k in PARTS} for p in PATHS}
-            same = all(str(rows["old"][k]) == str(rows["new"][k]) for k in SAME)
             out["cells"][f"{size}/{cell}"] = {
-                "P": spec.P, "G": spec.G, "K": spec.K, "mu": spec.mu, "rounds": int(rows["new"]["rounds"]),
+                "P": spec.P, "G": spec.G, "K": spec.K, "mu": spec.mu,
+                "runs": {p: {k: float(rows[p][k]) for k in RUN_FACTS} for p in PATHS},
                 "seconds": medians, "ratio": medians["old"]["total"] / medians["new"]["total"],
-                "same_run": same,
             }  # fmt: skip
     cells_out = out["cells"].values()
     out["ratio_of_totals"] = sum(c["seconds"]["old"]["total"] for c in cells_out) / sum(
@@ -237,8 +247,12 @@ def print_runs(result: dict[str, Any]) -> None:
         for path in PATHS:
             vals = " ".join(f"{cell['seconds'][path][k]:10.2f}" for k in PARTS)
             print(f"{name:<8} {layout:<12} {path:<4} {vals}")
-        same = "same run" if cell["same_run"] else "RUNS DIFFER"
-        print(f"{'':<8} {'':<12} old/new total {cell['ratio']:.2f}x  ({cell['rounds']} rounds; {same})")
+        facts = "; ".join(
+            f"{p}: {r['rounds']:.0f} rounds, C_total {r['C_total']:.3g}, rho {r['rho']:.3f}, "
+            f"native {r['native_reward']:.3f}"
+            for p, r in cell["runs"].items()
+        )
+        print(f"{'':<8} {'':<12} old/new total {cell['ratio']:.2f}x  ({facts})")
     print(
         f"ratio old/new: {result['ratio_of_totals']:.2f}x over the summed runs, "
         f"median over cells {result['median_ratio']:.2f}x"
@@ -263,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(runs, indent=2))
         else:
             print_runs(runs)
-        return 0 if all(c["same_run"] for c in runs["cells"].values()) else 1
+        return 0
     result = bench_ledger(LedgerBench(repeats=args.repeats or LedgerBench.repeats, steps=args.steps))
     if args.json:
         print(json.dumps(result, indent=2))

@@ -58,7 +58,13 @@ class TrainConfig:
     beta: float = 0.0  # KL coefficient; != 0 adds a reference forward (C_learning)
     dtype: Literal["float32", "bfloat16"] = "float32"
     chat_template: bool = False  # prompts as chat turns through the tokenizer's template (Instruct models)
-    generation: Literal["hf", "vllm"] = "hf"  # rollouts by HF generate, or TRL's vLLM colocate mode
+    # rollouts by HF generate (or its bit-exact lean reproduction, Resources.sampler), by TRL's vLLM
+    # colocate mode, or by the lean sampler's fused decoder: the same policy and sampling distribution
+    # with other float roundings, LoRA merged (paper_repro/sampler.py; docs/CHOICES.md, throughput)
+    generation: Literal["hf", "vllm", "fused"] = "hf"
+    # TRL's policy forwards as its one padded batch, or over length buckets with each row's tokens
+    # moved to the row's start: the same log-probabilities to float rounding (paper_repro/buckets.py)
+    update_layout: Literal["padded", "bucketed"] = "padded"
     # When the ledger stops a run: "ceiling" while the costliest possible round (longest prompt,
     # every completion at max_completion_length) could pass the budget, so C_total never does;
     # "dearest" while the dearest round so far could (more of the budget spent, but completions that
@@ -74,8 +80,10 @@ class TrainConfig:
             raise ValueError(f"selection_decimals must be >= 0 or None, got {self.selection_decimals}")
         if self.budget_stop not in ("dearest", "ceiling"):
             raise ValueError(f"budget_stop must be 'dearest' or 'ceiling', got {self.budget_stop!r}")
-        if self.generation not in ("hf", "vllm"):
-            raise ValueError(f"generation must be 'hf' or 'vllm', got {self.generation!r}")
+        if self.generation not in ("hf", "vllm", "fused"):
+            raise ValueError(f"generation must be 'hf', 'vllm' or 'fused', got {self.generation!r}")
+        if self.update_layout not in ("padded", "bucketed"):
+            raise ValueError(f"update_layout must be 'padded' or 'bucketed', got {self.update_layout!r}")
         if self.lora_rank < 1 or self.lora_alpha <= 0:
             raise ValueError(f"LoRA rank and alpha must be positive, got {self.lora_rank}, {self.lora_alpha}")
         if not self.learning_rate > 0:

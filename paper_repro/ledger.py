@@ -131,6 +131,9 @@ def real_rows_work(mask: torch.Tensor, head_tokens: int | None = None) -> Work:
     )
 
 
+UPDATE_LAYOUTS = ("padded", "bucketed")
+
+
 def forward_pass_work(
     attention_mask: torch.Tensor, logits_to_keep: int, compact_head: bool
 ) -> dict[str, Work]:
@@ -313,9 +316,16 @@ class FlopLedger:
     def add_seconds(self, component: str, seconds: float) -> None:
         self._current.seconds[component] += seconds
 
-    def charge_generation(self, work: dict[str, Work], adapters_active: bool = True) -> None:
+    def charge_generation(
+        self, work: dict[str, Work], adapters_active: bool = True, merged_executed: float | None = None
+    ) -> None:
+        """``merged_executed``: the rollout ran merged weights, merging them cost this many FLOPs; the
+        executed count then has no adapter matmuls per token, plus the merge."""
         lora = self.train.lora if adapters_active else None
-        self.charge("search", {c: flops.forward_flops(self.policy, work[c], lora) for c in CONVENTIONS})
+        cost = {c: flops.forward_flops(self.policy, work[c], lora) for c in CONVENTIONS}
+        if merged_executed is not None:
+            cost["executed"] = flops.forward_flops(self.policy, work["executed"], None) + merged_executed
+        self.charge("search", cost)
         self._current.generated = True
 
     def charge_forward(self, work: dict[str, Work], adapters_active: bool) -> None:
@@ -550,16 +560,26 @@ class LedgerGRPOTrainer(GRPOTrainer):
     """
 
     def __init__(
-        self, *args: Any, ledger: LedgerConfig | None = None, sampler: str = "hf", **kwargs: Any
+        self,
+        *args: Any,
+        ledger: LedgerConfig | None = None,
+        sampler: str = "hf",
+        update_layout: str = "padded",
+        **kwargs: Any,
     ) -> None:
         check_trl_version()
         from paper_repro.sampler import SAMPLERS
 
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+        if update_layout not in UPDATE_LAYOUTS:
+            raise ValueError(f"update_layout must be one of {UPDATE_LAYOUTS}, got {update_layout!r}")
         super().__init__(*args, **kwargs)
-        # "lean": rollouts by paper_repro.sampler where it reproduces HF generate (else HF generate)
+        # "lean": rollouts by paper_repro.sampler where it reproduces HF generate (else HF generate);
+        # "fused": by its fused decoder (the same model and distribution, other roundings)
         self.sampler = sampler
+        # "bucketed": TRL's policy forwards over length buckets (paper_repro.buckets)
+        self.update_layout = update_layout
         self.lean_fallback: str | None = None  # why the last rollout fell back to HF generate
         config = ledger or LedgerConfig()
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
@@ -821,8 +841,15 @@ class LedgerGRPOTrainer(GRPOTrainer):
             c_lens = [len(c) for c in completion_ids]
             padded = not (self.use_vllm or self.use_transformers_continuous_batching)
             work = generation_pass_work(p_lens, c_lens, num_generations, self._prefix_cache, padded, lean)
-            # vLLM runs merged weights; HF generate runs the unmerged adapters
-            self.ledger.charge_generation(work, adapters_active=not self.use_vllm)
+            if lean is not None and self.sampler == "fused":
+                # the fused decoder runs merged weights: the adapters' matmuls are executed once, in the
+                # merge, not per token; the useful count is the policy's, adapters included, as HF's
+                from paper_repro.sampler import merge_flops
+
+                self.ledger.charge_generation(work, adapters_active=True, merged_executed=merge_flops(self.model))
+            else:
+                # vLLM runs merged weights; HF generate runs the unmerged adapters
+                self.ledger.charge_generation(work, adapters_active=not self.use_vllm)
             self.ledger.count(
                 gen_rows=len(p_lens),
                 gen_prompt_tokens=sum(p_lens),
@@ -835,7 +862,7 @@ class LedgerGRPOTrainer(GRPOTrainer):
         """Why this rollout goes through TRL's own path instead of the lean sampler (None: it does not)."""
         from paper_repro.sampler import unsupported
 
-        if self.sampler != "lean":
+        if self.sampler == "hf":
             return "sampler='hf'"
         if self.use_vllm or self.use_transformers_continuous_batching:
             return "vLLM or continuous batching"
@@ -845,7 +872,9 @@ class LedgerGRPOTrainer(GRPOTrainer):
             return "a vision-language model or multimodal inputs"
         if args or any(kwargs.values()):
             return "tool images"
-        reason = unsupported(self.accelerator.unwrap_model(self.model_wrapped), self.generation_config)
+        reason = unsupported(
+            self.accelerator.unwrap_model(self.model_wrapped), self.generation_config, fused=self.sampler == "fused"
+        )
         self.lean_fallback = reason
         return reason
 
@@ -870,13 +899,18 @@ class LedgerGRPOTrainer(GRPOTrainer):
         ):
             return generate_like(
                 unwrapped_model, self.generation_config, prompt_ids, pad_to_multiple_of=self.pad_to_multiple_of,
-                compact=True, stats=stats,
+                compact=True, stats=stats, fused=self.sampler == "fused",
             )  # fmt: skip
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *a, **kw):
+        compact = input_ids.device.type in ("cuda", "xpu")
+        plan = self._bucket_plan(input_ids, attention_mask, logits_to_keep, a, kw)
         if self.model.training:
-            compact = input_ids.device.type in ("cuda", "xpu")
             work = forward_pass_work(attention_mask, logits_to_keep, compact_head=compact)
+            if plan is not None:
+                completion = work["useful"].head_tokens
+                work["executed"] = plan.executed_work(head_all_positions=not compact, completion_tokens=completion)
+                self.ledger.count(update_buckets=len(plan.buckets))
             if torch.is_grad_enabled():  # the loss pass: its backward follows
                 self.ledger.charge_training_pass(work)
                 self.ledger.count(
@@ -888,9 +922,35 @@ class LedgerGRPOTrainer(GRPOTrainer):
                 reference = self._is_reference(model)
                 self.ledger.charge_forward(work, adapters_active=not reference)
                 self.ledger.count(**{f"{'ref' if reference else 'old'}_forward_rows": input_ids.size(0)})
-        return super()._get_per_token_logps_and_entropies(
-            model, input_ids, attention_mask, logits_to_keep, *a, **kw
-        )
+        if plan is None:
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, *a, **kw
+            )
+        from paper_repro.buckets import bucketed_logps
+
+        entropy = bool(kw.get("compute_entropy", False))
+
+        def forward(ids: torch.Tensor, labels: torch.Tensor):
+            with self.accelerator.autocast():
+                out = model(input_ids=ids, labels=labels, fused_lm_head=True)
+            return out.log_probs, out.entropy if entropy else None
+
+        logps, entropies = bucketed_logps(forward, input_ids, attention_mask, logits_to_keep, plan)
+        return logps, entropies, None
+
+    def _bucket_plan(self, input_ids, attention_mask, logits_to_keep, args: tuple, kwargs: dict):
+        """The length buckets of this forward (:mod:`paper_repro.buckets`), or None for TRL's own padded
+        forward: another layout asked for, or inputs beyond text rows (images, token types, an MoE aux
+        loss), or rows that are not TRL's left-padded prompt and right-padded completion."""
+        if self.update_layout != "bucketed":
+            return None
+        batch_size = kwargs.get("batch_size", args[0] if args else None)
+        extra = {k: v for k, v in kwargs.items() if k not in ("batch_size", "compute_entropy")}
+        if len(args) > 1 or any(v is not None and v is not False for v in extra.values()):
+            return None
+        from paper_repro.buckets import plan_buckets
+
+        return plan_buckets(attention_mask, logits_to_keep, max_rows=batch_size)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         self._sync()

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-SAMPLERS = ("hf", "lean")
+SAMPLERS = ("hf", "lean", "fused")
 # With ``compact``, finished rows are dropped from the batch once at most this share of it is still
 # decoding (each drop copies the KV cache's filled part)
 COMPACT_AT = 0.75

@@ -30,6 +30,7 @@ TRAIN_HASH_IF_SET = {
     "generation": "hf",
     "budget_stop": "dearest",
     "selection_decimals": None,
+    "update_layout": "padded",
 }
 
 

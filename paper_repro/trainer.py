@@ -91,7 +91,8 @@ def build_trainer(spec: RunSpec, parts: RunParts, log_path: Path):
         processing_class=parts.tokenizer,
         peft_config=lora_config(spec),
         ledger=ledger_config(spec, log_path if main else None),
-        sampler=spec.runtime.sampler,
+        sampler="fused" if spec.train.generation == "fused" else spec.runtime.sampler,
+        update_layout=spec.train.update_layout,
     )
     return quiet_trainer(trainer)
 

@@ -191,8 +191,13 @@ def build_tiny_grpo(
         dict(beta=0.05),  # reference forward with adapters disabled
         # rollouts by the lean sampler (paper_repro.sampler), finished rows leaving its batch
         dict(num_iterations=2, max_completion_length=24, trainer_kwargs={"sampler": "lean"}),
+        # the fused decoder (merged weights) and the update over length buckets (paper_repro.buckets)
+        dict(
+            num_iterations=2, max_completion_length=24,
+            trainer_kwargs={"sampler": "fused", "update_layout": "bucketed"},
+        ),  # fmt: skip
     ],
-    ids=["mu2-old-forward", "beta-ref-forward", "lean-sampler"],
+    ids=["mu2-old-forward", "beta-ref-forward", "lean-sampler", "fused-bucketed"],
 )
 def test_ledger_agrees_with_profiler(tmp_path, overrides):
     trainer = run_tiny_grpo(tmp_path, LedgerConfig(kept=2), measure=True, **overrides)
@@ -204,6 +209,8 @@ def test_ledger_agrees_with_profiler(tmp_path, overrides):
     kind = "old_forward_rows" if overrides.get("num_iterations", 1) > 1 else "ref_forward_rows"
     assert tokens[kind] == tokens["gen_rows"]  # the extra forward runs on all G, before down-sampling
     assert tokens["kept_rows"] == tokens["gen_rows"] / 2
+    if overrides.get("trainer_kwargs", {}).get("update_layout") == "bucketed":
+        assert trainer.lean_fallback is None and tokens["update_buckets"] > 0  # both new paths ran
     # the round ceiling the trainer prices itself bounds every round it ran
     assert max(trainer.ledger.rounds) <= trainer.price_round_ceiling()["C_total"]
 
