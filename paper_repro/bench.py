@@ -9,9 +9,9 @@ measured in the same process.
 ``python -m paper_repro.bench run``: whole full-budget cpu-tiny runs (:func:`paper_repro.train.run_cell`)
 of stage A cells, a search-heavy and an update-heavy cell per policy size, on the old path (HF
 ``generate`` for rollouts and evaluation, TRL's padded update: ``Resources.sampler="hf"``,
-``TrainConfig.generation="hf"``, ``update_layout="padded"``) and the new one (the profile's: the fused
-decoder of :mod:`paper_repro.sampler` for rollouts, the lean sampler for evaluation, the update over
-length buckets of :mod:`paper_repro.buckets`), alternating in one process on one torch thread, after
+``TrainConfig.generation="hf"``, ``update_layout="padded"``, ``eval_decoding="exact"``) and the new one
+(the profile's: the fused decoder of :mod:`paper_repro.sampler` for rollouts and evaluation, the
+update over length buckets of :mod:`paper_repro.buckets`), alternating in one process on one torch thread, after
 a warm-up run. Prints, per cell and path, the median seconds of search, learning, reward, the rest of
 training, evaluation and set-up (the run's seconds outside training and evaluation), and the ratio
 old / new of the run's total. The new path computes the same runs to float rounding, so the two
@@ -164,6 +164,7 @@ def old_path(spec):
 
     return dataclasses.replace(
         spec,
+        eval_decoding="exact",
         train=dataclasses.replace(spec.train, generation="hf", update_layout="padded"),
         runtime=dataclasses.replace(spec.runtime, sampler="hf"),
     )
@@ -191,21 +192,27 @@ def bench_runs(
     from pathlib import Path
 
     from paper_repro import study
+    from paper_repro.evaluate import base_metrics
     from paper_repro.paths import repo_root
     from paper_repro.spec import setting_specs
     from paper_repro.train import run_cell
+    from paper_repro.trainer import load_parts
 
     torch.set_num_threads(1)
     profile = study.prepare("cpu-tiny")
     committed = repo_root() / "data" / "results" / "cpu-tiny" / "base_metrics.csv"
     out: dict[str, Any] = {"cells": {}, "torch_threads": 1, "repeats": repeats}
     with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base"
+        base.mkdir()
+        if committed.exists():
+            shutil.copy(committed, base / "base_metrics.csv")
 
         def run(spec, path: str, tag: str) -> dict[str, Any]:
             root = Path(tmp) / tag
             root.mkdir()
-            if committed.exists():  # the base policy's metrics: evaluated once per study, not per run
-                shutil.copy(committed, root / "base_metrics.csv")
+            # the base policy's metrics: evaluated once per study, not per run
+            shutil.copy(base / "base_metrics.csv", root / "base_metrics.csv")
             return run_cell(old_path(spec) if path == "old" else spec, root, threads=1, raise_errors=True)
 
         specs = {
@@ -213,6 +220,9 @@ def bench_runs(
             for size in sizes
             for cell in cells
         }
+        for spec in {s.policy: s for s in specs.values()}.values():  # each path's base metrics, untimed
+            for path_spec in (spec, old_path(spec)):
+                base_metrics(path_spec, load_parts(path_spec), base)
         first = next(iter(specs.values()))
         run(first, "new", "warmup")  # imports, allocator, tokenizer caches: not any path's cost
         for (size, cell), spec in specs.items():

@@ -36,7 +36,7 @@ BASE_COLUMNS = ("base_id", "model", "reward_system", *METRICS, "seconds", "git_s
                 "created_at")  # fmt: skip
 # What the base policy's metrics depend on: its weights, the reward, the judge and the sets.
 BASE_KEY = ("model", "reward_system", "prm", "task", "data", "eval_limit", "eval_max_new_tokens", "judge",
-            "weights", "eval_heldout_limit")  # fmt: skip
+            "weights", "eval_heldout_limit", "eval_decoding")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,8 @@ class SampleConfig:
     batch_size: int = 256  # sequences per generate call
     seed: int = 0
     # "lean": paper_repro.sampler (HF generate's tokens; greedy drops finished rows and decodes every
-    # prompt in one batch), falling back to HF generate where it cannot reproduce it; "hf": HF generate
+    # prompt in one batch), falling back to HF generate where it cannot reproduce it; "hf": HF generate;
+    # "fused": the lean sampler's fused decoder (HF's model, other roundings), else HF generate
     sampler: str = "hf"
 
     def __post_init__(self) -> None:
@@ -59,8 +60,8 @@ class SampleConfig:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if self.temperature == 0 and self.n > 1:
             raise ValueError("greedy decoding (temperature 0) gives one completion; use n=1")
-        if self.sampler not in ("hf", "lean"):
-            raise ValueError(f"sampler must be 'hf' or 'lean', got {self.sampler!r}")
+        if self.sampler not in ("hf", "lean", "fused"):
+            raise ValueError(f"sampler must be 'hf', 'lean' or 'fused', got {self.sampler!r}")
 
 
 def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> list[list[str]]:
@@ -75,7 +76,8 @@ def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> li
     torch.manual_seed(config.seed)
     tokenizer.padding_side = "left"
     greedy = config.temperature == 0
-    lean = config.sampler == "lean" and unsupported(model) is None
+    fused = config.sampler == "fused"
+    lean = config.sampler in ("lean", "fused") and unsupported(model, fused=fused) is None
     try:
         model.eval()
         with torch.inference_mode():
@@ -90,7 +92,7 @@ def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> li
                         model, ids, max_new_tokens=config.max_new_tokens, do_sample=not greedy,
                         temperature=None if greedy else config.temperature, top_k=None, top_p=None,
                         eos_token_ids=eos if isinstance(eos, list) else [eos],
-                        pad_token_id=tokenizer.pad_token_id, compact=greedy,
+                        pad_token_id=tokenizer.pad_token_id, compact=greedy, fused=fused,
                     )  # fmt: skip
                     texts.extend(tokenizer.batch_decode(completion_ids, skip_special_tokens=True))
                     continue
@@ -208,7 +210,7 @@ def evaluate_run(spec: RunSpec, parts: RunParts, model) -> dict[str, float]:
         max_new_tokens=spec.eval_max_new_tokens,
         batch_size=spec.eval_batch_size,
         seed=spec.seed,
-        sampler=spec.runtime.sampler,
+        sampler="fused" if spec.eval_decoding == "fused" else spec.runtime.sampler,
     )
     return evaluate_policy(
         model,

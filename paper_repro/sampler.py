@@ -536,18 +536,17 @@ class _FusedDecoder:
             # (rows, kv, rep * width, dim): each key head's query heads, then positions
             q = qk[:, :, :heads].reshape(rows, width, kv, rep, dim).permute(0, 2, 3, 1, 4)
             q = q.reshape(rows, kv, rep * width, dim)
-            if first:
-                self.keys.append(qk.new_empty((rows, kv, width + self.capacity, dim)))
+            if first:  # keys stored transposed, (rows, kv, dim, positions): the score matmul reads them so
+                self.keys.append(qk.new_empty((rows, kv, dim, width + self.capacity)))
                 self.values.append(qk.new_empty((rows, kv, width + self.capacity, dim)))
-            self.keys[i][:, :, start:end] = qk[:, :, heads:].transpose(1, 2)
+            self.keys[i][:, :, :, start:end] = qk[:, :, heads:].permute(0, 2, 3, 1)
             self.values[i][:, :, start:end] = qkv[:, :, heads + kv :].transpose(1, 2)
-            keys, values = self.keys[i][:, :, :end], self.values[i][:, :, :end]
-            scores = torch.matmul(q, keys.transpose(-1, -2))
+            scores = torch.matmul(q, self.keys[i][:, :, :, :end])
             if width == 1:
                 scores = scores + mask
             else:
                 scores = (scores.view(rows, kv, rep, width, end) + mask).view(rows, kv, rep * width, end)
-            out = torch.matmul(F.softmax(scores, dim=-1), values)  # (rows, kv, rep * width, dim)
+            out = torch.matmul(F.softmax(scores, dim=-1), self.values[i][:, :, :end])  # (rows, kv, rep * width, dim)
             out = out.view(rows, kv, rep, width, dim).permute(0, 3, 1, 2, 4).reshape(rows * width, heads * dim)
             h = h.reshape(rows * width, hidden)
             h = torch.addmm(h, out, layer.o) if layer.o_bias is None else h + F.linear(out, layer.o.t(), layer.o_bias)
@@ -562,13 +561,15 @@ class _FusedDecoder:
 
     def keep(self, rows: torch.Tensor) -> None:
         """Drop every cached row not in ``rows`` (copying the filled part only)."""
-        self.keys = [_kept(k, rows, self.length) for k in self.keys]
+        self.keys = [_kept(k.transpose(2, 3), rows, self.length).transpose(2, 3) for k in self.keys]
         self.values = [_kept(v, rows, self.length) for v in self.values]
         self.additive = self.additive[rows]
 
 
 def _kept(cache: torch.Tensor, rows: torch.Tensor, length: int) -> torch.Tensor:
-    out = cache.new_empty((len(rows), *cache.shape[1:]))
+    """``cache[rows]`` of a (rows, heads, positions, ...) cache, its first ``length`` positions copied,
+    in the memory layout of ``cache`` (a transposed view stays one)."""
+    out = torch.empty_like(cache[: len(rows)])
     out[:, :, :length] = cache[rows, :, :length]
     return out
 

@@ -24,7 +24,7 @@ BudgetKind = Literal["full", "pilot"]
 HASH_EXCLUDES = ("stage", "setting", "cell", "target_rho", "predicted_rho", "first_round_flops", "runtime")
 # Fields added after results were recorded hash only when set away from their default, so the run ids
 # of earlier runs (which computed with those defaults) do not change.
-HASH_IF_SET = {"eval_heldout_limit": None, "weights": None}
+HASH_IF_SET = {"eval_heldout_limit": None, "weights": None, "eval_decoding": "exact"}
 TRAIN_HASH_IF_SET = {
     "chat_template": False,
     "generation": "hf",
@@ -67,6 +67,9 @@ class RunSpec:
     predicted_rho: float = float("nan")
     first_round_flops: float | None = None
     eval_heldout_limit: int | None = None  # held-out prompts for the native reward (None: eval_limit)
+    # greedy evaluation by HF generate's computation ("exact": HF generate or its bit-exact lean
+    # reproduction, Resources.sampler) or by the lean sampler's fused decoder (other roundings)
+    eval_decoding: str = "exact"
     # sha256 of the local checkpoints' weight files (policy, PRM): a rebuilt testbed is a new run.
     # Hub ids are named by their id alone.
     weights: str | None = None
@@ -81,6 +84,8 @@ class RunSpec:
             raise ValueError(f"P, G, K and mu must be positive, got {self.P}, {self.G}, {self.K}, {self.mu}")
         if self.K > self.G:
             raise ValueError(f"K={self.K} completions kept cannot exceed G={self.G} generated")
+        if self.eval_decoding not in ("exact", "fused"):
+            raise ValueError(f"eval_decoding must be 'exact' or 'fused', got {self.eval_decoding!r}")
         if self.budget_kind not in ("full", "pilot"):
             raise ValueError(f"budget_kind must be 'full' or 'pilot', got {self.budget_kind!r}")
 
@@ -152,6 +157,7 @@ def spec_for(
         eval_limit=profile.eval.get("limit"),
         eval_max_new_tokens=int(profile.eval.get("max_new_tokens", 128)),
         eval_batch_size=int(profile.eval.get("batch_size", 256)),
+        eval_decoding=str(profile.eval.get("decoding", "exact")),
         judge=profile.judge,
         predicted_rho=cell.predicted_rho,
         first_round_flops=cell.round_cost.C_total,
