@@ -1,32 +1,36 @@
 """A lean sampler for small decoder-only policies: HF ``generate``'s sampling, without its per-step work.
 
-On the cpu-tiny policies (hidden size 64, three layers) a decode step is bound by Python and dispatch
-overhead, not arithmetic: HF ``generate`` spends most of a step in module calls, PEFT's LoRA wrappers,
-mask building and its generation loop. :func:`lean_generate` runs the same computation as a flat
-loop over the model's own weights:
+On the cpu-tiny policies (hidden size 48-96, three layers) a decode step is bound by Python and
+dispatch overhead and by tiny matmuls, not arithmetic: HF ``generate`` spends most of a step in module
+calls, PEFT's LoRA wrappers, mask building and its generation loop. :func:`lean_generate` runs the
+model as a flat loop over its own weights, with one of two decoders:
 
-* the same ops on the same shapes, in the same order, as HF's Qwen2/Llama forward and PEFT's
-  unmerged LoRA layers (base linear, then ``lora_B(lora_A(x)) * scaling`` added), the model's own
-  rotary module and HF's own attention functions (sdpa or eager) with the masks HF builds (none when
-  a batch has no padding, as HF drops them), a KV cache grown by concatenation as ``DynamicCache``
-  grows it;
-* HF's sampling: float32 logits, HF's own warpers in HF's order (temperature, top-k, top-p, min-p),
-  ``softmax`` and one ``torch.multinomial`` over the whole batch per step (greedy: ``argmax``),
-  finished rows fed the pad token, stopping when every row has produced an EOS or at
-  ``max_new_tokens``.
+* :class:`_Decoder` (the default) runs HF's computation bit for bit: the same ops on the same shapes,
+  in the same order, as HF's Qwen2/Llama forward and PEFT's unmerged LoRA layers (base linear, then
+  ``lora_B(lora_A(x)) * scaling`` added), the model's own rotary module and HF's own attention
+  functions (sdpa or eager) with the masks HF builds (none when a batch has no padding, as HF drops
+  them), over a preallocated KV cache holding what ``DynamicCache`` holds. Sampling is HF's: float32
+  logits, HF's warpers in HF's order (temperature, top-k, top-p, min-p), ``softmax`` and one
+  ``torch.multinomial`` over the whole batch per step (greedy: ``argmax``), finished rows fed the pad
+  token, stopping when every row has produced an EOS or at ``max_new_tokens``. So on CPU it
+  reproduces HF ``generate`` token for token from the same random state, and consumes the global
+  torch RNG as HF does (``tests/test_sampler.py`` checks both on the shipped policies, with LoRA
+  adapters, sampled and greedy).
+* :class:`_FusedDecoder` (``fused=True``) computes the same model with other roundings and about a
+  fifth of the ops: LoRA merged into the weights, one matmul for q/k/v and one for gate/up, rotary
+  on queries and keys at once, attention as two batched matmuls over the cache. It samples each
+  token by inverting the cumulative distribution at one uniform draw per row (:func:`_inverse_cdf`),
+  the distribution ``multinomial`` draws from. Its tokens are HF's distribution, not HF's draws:
+  ``tests/test_sampler.py`` checks greedy outputs identical to HF generate, sampled tokens' log-
+  probabilities within 1e-4 of an HF forward, and the draws against HF's processed probabilities.
 
-So on CPU it reproduces HF ``generate`` token for token from the same random state
-(``tests/test_sampler.py`` checks it on the shipped policies, with LoRA adapters, sampled and
-greedy), and consumes the global torch RNG exactly as HF does: one ``multinomial`` of the same shape
-per decode step. Sampled rows are never dropped from the batch (dropping them would change what each
-``multinomial`` draw is used for), so the ledger's ``executed`` count of HF generate (every row
-decoding until the longest ends) is still what runs. Greedy decoding draws nothing, so with
-``compact=True`` it drops finished rows from the batch: what is then executed is reported in
-:class:`LeanStats`.
+With ``compact=True`` finished rows leave the batch once few enough are still decoding; the random
+numbers of the whole batch are still drawn each step, so no row's tokens change. What each step
+then runs is reported in :class:`LeanStats`, which the ledger's ``executed`` count reads.
 
-Anything it does not reproduce (another architecture, sliding windows, LoRA dropout or DoRA, a
-repetition penalty, suppressed tokens, beams ...) is refused by :func:`unsupported`, and the callers
-fall back to HF ``generate``.
+Anything it does not reproduce (another architecture, sliding windows, LoRA dropout or DoRA, LoRA
+biases for the fused decoder, a repetition penalty, suppressed tokens, beams ...) is refused by
+:func:`unsupported`, and the callers fall back to HF ``generate``.
 """
 
 from __future__ import annotations
@@ -99,8 +103,9 @@ def unsupported(model: Any, generation_config: Any = None, fused: bool = False) 
     try:
         for module in _linears(lm):
             projection = _projection(module)
-            if fused:
-                _merged(projection)
+            # (lora_A weight, lora_A bias, lora_B weight, lora_B bias, scaling): _merged merges no biases
+            if fused and any(lora[1] is not None or lora[3] is not None for lora in projection.loras):
+                raise _Unsupported("LoRA adapters with biases")
     except _Unsupported as err:
         return str(err)
     if getattr(lm, "hf_device_map", None) and len(set(lm.hf_device_map.values())) > 1:
@@ -426,8 +431,7 @@ class _FusedDecoder:
     """The model's forward as few ops as it takes: the same model (the same weights, adapters, rotary
     embedding, grouped-query attention and norms), computed with other roundings than HF's. The LoRA
     adapters are merged into the weights, each layer's q/k/v and gate/up projections are one matmul,
-    the RMS norms are ``F.rms_norm``, the attention scale is folded into the rotary tables of the
-    queries, rotary is applied to queries and keys at once, and attention over the preallocated cache
+    the attention scale is folded into the rotary tables of the queries, rotary is applied to queries and keys at once, and attention over the preallocated cache
     is two batched matmuls and a softmax with an additive padding mask (no repeated keys). On the
     cpu-tiny policies a decode step is dispatch-bound, and this is about a fifth of the ops of
     :class:`_Decoder`.
@@ -614,13 +618,19 @@ def _multinomial(probs: torch.Tensor, rows: int, alive: torch.Tensor) -> torch.T
     return torch.argmax(probs / q[alive], dim=-1)
 
 
-def _inverse_cdf(probs: torch.Tensor) -> torch.Tensor:
-    """One token per row drawn from ``probs`` by inverting its cumulative sum at a uniform draw: the
-    categorical distribution ``multinomial`` draws from (to float rounding), for one uniform number per
-    row where ``multinomial`` draws one exponential per row and vocabulary entry. A token of
-    probability 0 (filtered by top-k or top-p) has an empty interval and is never drawn."""
+def _inverse_cdf(probs: torch.Tensor, rows: int | None = None, alive: torch.Tensor | None = None) -> torch.Tensor:
+    """One token per row of ``probs`` (the batch's rows ``alive`` of ``rows``; default all) drawn by inverting its
+    cumulative sum at a uniform draw: the categorical distribution ``multinomial`` draws from (to float
+    rounding), for one uniform number per row where ``multinomial`` draws one exponential per row and
+    vocabulary entry. Uniforms are drawn for all ``rows`` rows, finished ones included, so dropping
+    finished rows from the batch changes no row's draw. A token of probability 0 (filtered by top-k
+    or top-p) has an empty interval and is never drawn (on CPU, where the cumulative sum is a
+    sequential, monotone sum)."""
     cumulative = probs.cumsum(dim=-1)
-    u = torch.rand((probs.shape[0], 1), dtype=cumulative.dtype, device=probs.device) * cumulative[:, -1:]
+    u = torch.rand((probs.shape[0] if rows is None else rows, 1), dtype=cumulative.dtype, device=probs.device)
+    if alive is not None and rows != probs.shape[0]:
+        u = u[alive]
+    u = u * cumulative[:, -1:]
     return torch.searchsorted(cumulative, u, right=True).squeeze(1).clamp_(max=probs.shape[1] - 1)
 
 
@@ -681,7 +691,7 @@ def lean_generate(
         for warper in warpers:
             scores = warper(None, scores)  # HF's warpers here read the scores only
         if do_sample and fused:
-            tokens = _inverse_cdf(F.softmax(scores, dim=-1))
+            tokens = _inverse_cdf(F.softmax(scores, dim=-1), rows, alive)
         elif do_sample:
             tokens = _multinomial(F.softmax(scores, dim=-1), rows, alive)
         else:
