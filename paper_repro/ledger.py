@@ -846,7 +846,9 @@ class LedgerGRPOTrainer(GRPOTrainer):
                 # merge, not per token; the useful count is the policy's, adapters included, as HF's
                 from paper_repro.sampler import merge_flops
 
-                self.ledger.charge_generation(work, adapters_active=True, merged_executed=merge_flops(self.model))
+                self.ledger.charge_generation(
+                    work, adapters_active=True, merged_executed=merge_flops(self.model)
+                )
             else:
                 # vLLM runs merged weights; HF generate runs the unmerged adapters
                 self.ledger.charge_generation(work, adapters_active=not self.use_vllm)
@@ -873,7 +875,9 @@ class LedgerGRPOTrainer(GRPOTrainer):
         if args or any(kwargs.values()):
             return "tool images"
         reason = unsupported(
-            self.accelerator.unwrap_model(self.model_wrapped), self.generation_config, fused=self.sampler == "fused"
+            self.accelerator.unwrap_model(self.model_wrapped),
+            self.generation_config,
+            fused=self.sampler == "fused",
         )
         self.lean_fallback = reason
         return reason
@@ -909,7 +913,9 @@ class LedgerGRPOTrainer(GRPOTrainer):
             work = forward_pass_work(attention_mask, logits_to_keep, compact_head=compact)
             if plan is not None:
                 completion = work["useful"].head_tokens
-                work["executed"] = plan.executed_work(head_all_positions=not compact, completion_tokens=completion)
+                work["executed"] = plan.executed_work(
+                    head_all_positions=not compact, completion_tokens=completion
+                )
                 self.ledger.count(update_buckets=len(plan.buckets))
             if torch.is_grad_enabled():  # the loss pass: its backward follows
                 self.ledger.charge_training_pass(work)

@@ -461,7 +461,10 @@ class _FusedDecoder:
             q, k, v = (_merged(_projection(getattr(a, f"{n}_proj"))) for n in "qkv")
             biases = [b for _, b in (q, k, v)]
             if any(b is None for b in biases) and not all(b is None for b in biases):
-                biases = [w.new_zeros(w.shape[0]) if b is None else b for (w, _), b in zip((q, k, v), biases)]
+                biases = [
+                    w.new_zeros(w.shape[0]) if b is None else b
+                    for (w, _), b in zip((q, k, v), biases, strict=True)
+                ]
             qkv_bias = None if biases[0] is None else torch.cat(biases)
             o_w, o_b = _merged(_projection(a.o_proj))
             g_w, g_b = _merged(_projection(m.gate_proj))
@@ -550,14 +553,26 @@ class _FusedDecoder:
                 scores = scores + mask
             else:
                 scores = (scores.view(rows, kv, rep, width, end) + mask).view(rows, kv, rep * width, end)
-            out = torch.matmul(F.softmax(scores, dim=-1), self.values[i][:, :, :end])  # (rows, kv, rep * width, dim)
-            out = out.view(rows, kv, rep, width, dim).permute(0, 3, 1, 2, 4).reshape(rows * width, heads * dim)
+            out = torch.matmul(
+                F.softmax(scores, dim=-1), self.values[i][:, :, :end]
+            )  # (rows, kv, rep * width, dim)
+            out = (
+                out.view(rows, kv, rep, width, dim).permute(0, 3, 1, 2, 4).reshape(rows * width, heads * dim)
+            )
             h = h.reshape(rows * width, hidden)
-            h = torch.addmm(h, out, layer.o) if layer.o_bias is None else h + F.linear(out, layer.o.t(), layer.o_bias)
+            h = (
+                torch.addmm(h, out, layer.o)
+                if layer.o_bias is None
+                else h + F.linear(out, layer.o.t(), layer.o_bias)
+            )
             x = _rms(h, layer.post_norm)
             gate, up = F.linear(x, layer.gate_up, layer.gate_up_bias).split(self.intermediate, dim=-1)
             act = layer.act(gate) * up
-            h = torch.addmm(h, act, layer.down) if layer.down_bias is None else h + F.linear(act, layer.down.t(), layer.down_bias)
+            h = (
+                torch.addmm(h, act, layer.down)
+                if layer.down_bias is None
+                else h + F.linear(act, layer.down.t(), layer.down_bias)
+            )
             h = h.view(rows, width, hidden)
         self.length = end
         last = _rms(h[:, -1], self.final_norm)
@@ -618,7 +633,9 @@ def _multinomial(probs: torch.Tensor, rows: int, alive: torch.Tensor) -> torch.T
     return torch.argmax(probs / q[alive], dim=-1)
 
 
-def _inverse_cdf(probs: torch.Tensor, rows: int | None = None, alive: torch.Tensor | None = None) -> torch.Tensor:
+def _inverse_cdf(
+    probs: torch.Tensor, rows: int | None = None, alive: torch.Tensor | None = None
+) -> torch.Tensor:
     """One token per row of ``probs`` (the batch's rows ``alive`` of ``rows``; default all) drawn by inverting its
     cumulative sum at a uniform draw: the categorical distribution ``multinomial`` draws from (to float
     rounding), for one uniform number per row where ``multinomial`` draws one exponential per row and

@@ -6,7 +6,13 @@ import pytest
 import torch
 
 from paper_repro import flops
-from paper_repro.buckets import ATTENTION_WIDTH, BUCKET_OVERHEAD_TOKENS, bucketed_logps, plan_buckets, real_spans
+from paper_repro.buckets import (
+    ATTENTION_WIDTH,
+    BUCKET_OVERHEAD_TOKENS,
+    bucketed_logps,
+    plan_buckets,
+    real_spans,
+)
 from paper_repro.paths import repo_root
 
 
@@ -40,9 +46,7 @@ def test_plan_costs_no_more_than_one_bucket_or_one_bucket_per_row():
     _, mask, keep = trl_batch(rows=64, prompt_width=30, completion_width=64, seed=3)
 
     def cost(plan):
-        return sum(
-            len(r) * w * (1 + w / ATTENTION_WIDTH) + BUCKET_OVERHEAD_TOKENS for r, w in plan.buckets
-        )
+        return sum(len(r) * w * (1 + w / ATTENTION_WIDTH) + BUCKET_OVERHEAD_TOKENS for r, w in plan.buckets)
 
     plan = plan_buckets(mask, keep)
     lengths = mask.sum(1).double()
@@ -54,7 +58,7 @@ def test_plan_costs_no_more_than_one_bucket_or_one_bucket_per_row():
 
 
 def test_layouts_that_are_not_trls_fall_back():
-    ids, mask, keep = trl_batch()
+    _, mask, keep = trl_batch()
     holed = mask.clone()
     holed[0, -keep + 2] = 0  # a hole inside row 0's completion
     assert real_spans(holed, keep) is None and plan_buckets(holed, keep) is None
@@ -87,7 +91,9 @@ def policy():
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(repo_root() / "data" / "models" / "policy-S")
     add_fused_lm_head(model, outputs=("log_probs", "entropy"))  # as TRL's GRPOTrainer does
-    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0))
+    model = get_peft_model(
+        model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0)
+    )
     for name, p in model.named_parameters():
         if "lora_B" in name:
             torch.nn.init.normal_(p, std=0.05)

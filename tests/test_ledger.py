@@ -193,9 +193,10 @@ def build_tiny_grpo(
         dict(num_iterations=2, max_completion_length=24, trainer_kwargs={"sampler": "lean"}),
         # the fused decoder (merged weights) and the update over length buckets (paper_repro.buckets)
         dict(
-            num_iterations=2, max_completion_length=24,
+            num_iterations=2,
+            max_completion_length=24,
             trainer_kwargs={"sampler": "fused", "update_layout": "bucketed"},
-        ),  # fmt: skip
+        ),
     ],
     ids=["mu2-old-forward", "beta-ref-forward", "lean-sampler", "fused-bucketed"],
 )
