@@ -63,8 +63,9 @@ class TrainConfig:
     # with other float roundings, LoRA merged (paper_repro/sampler.py; docs/CHOICES.md, throughput)
     generation: Literal["hf", "vllm", "fused"] = "hf"
     # TRL's policy forwards as its one padded batch, or over length buckets with each row's tokens
-    # moved to the row's start: the same log-probabilities to float rounding (paper_repro/buckets.py)
-    update_layout: Literal["padded", "bucketed"] = "padded"
+    # moved to the row's start: the same log-probabilities to float rounding (paper_repro/buckets.py);
+    # "fused": over the same buckets, by a flat forward of the policy's weights (paper_repro/fused_update.py)
+    update_layout: Literal["padded", "bucketed", "fused"] = "padded"
     # When the ledger stops a run: "ceiling" while the costliest possible round (longest prompt,
     # every completion at max_completion_length) could pass the budget, so C_total never does;
     # "dearest" while the dearest round so far could (more of the budget spent, but completions that
@@ -82,8 +83,10 @@ class TrainConfig:
             raise ValueError(f"budget_stop must be 'dearest' or 'ceiling', got {self.budget_stop!r}")
         if self.generation not in ("hf", "vllm", "fused"):
             raise ValueError(f"generation must be 'hf', 'vllm' or 'fused', got {self.generation!r}")
-        if self.update_layout not in ("padded", "bucketed"):
-            raise ValueError(f"update_layout must be 'padded' or 'bucketed', got {self.update_layout!r}")
+        if self.update_layout not in ("padded", "bucketed", "fused"):
+            raise ValueError(
+                f"update_layout must be 'padded', 'bucketed' or 'fused', got {self.update_layout!r}"
+            )
         if self.lora_rank < 1 or self.lora_alpha <= 0:
             raise ValueError(f"LoRA rank and alpha must be positive, got {self.lora_rank}, {self.lora_alpha}")
         if not self.learning_rate > 0:

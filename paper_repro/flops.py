@@ -279,14 +279,20 @@ def generation_work(prompt_tokens: int, completion_tokens: int, prefill: bool = 
 
 
 def padded_generation_work(
-    rows: int, prompt_width: int, steps: int, decode_rows: Sequence[int] | None = None
+    rows: int,
+    prompt_width: int,
+    steps: int,
+    decode_rows: Sequence[int] | None = None,
+    prefill_rows: int | None = None,
 ) -> Work:
     """What HF ``generate`` executes for ``rows`` left-padded prompts of width ``prompt_width``
     decoding ``steps`` tokens: every row keeps decoding until the longest one ends, and eager
     attention scores the full prefill square and every cached (padded) key. ``decode_rows``: the rows
     each decode step really ran, for a sampler that drops finished rows (``paper_repro.sampler``);
-    default every row at each of the ``steps - 1`` decode steps."""
-    prefill = Work(rows * prompt_width, rows * prompt_width * prompt_width, rows)
+    default every row at each of the ``steps - 1`` decode steps. ``prefill_rows``: the rows the
+    prefill ran, for a sampler that prefills each distinct prompt once (default ``rows``)."""
+    n = rows if prefill_rows is None else prefill_rows
+    prefill = Work(n * prompt_width, n * prompt_width * prompt_width, n)
     if decode_rows is None:
         decode_rows = [rows] * max(steps - 1, 0)
     # decode step s (1-based) feeds one token per row against prompt_width + s keys

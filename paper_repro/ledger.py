@@ -56,7 +56,7 @@ import time
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -131,7 +131,7 @@ def real_rows_work(mask: torch.Tensor, head_tokens: int | None = None) -> Work:
     )
 
 
-UPDATE_LAYOUTS = ("padded", "bucketed")
+UPDATE_LAYOUTS = ("padded", "bucketed", "fused")
 
 
 def forward_pass_work(
@@ -175,7 +175,9 @@ def generation_pass_work(
         return {"useful": useful, "executed": useful}
     rows = len(prompt_lengths)
     if sampler is not None:
-        executed = flops.padded_generation_work(rows, sampler.prompt_width, 0, sampler.decode_rows)
+        executed = flops.padded_generation_work(
+            rows, sampler.prompt_width, 0, sampler.decode_rows, sampler.prefill_rows or rows
+        )
         return {"useful": useful, "executed": executed}
     steps = max(completion_lengths, default=0)
     executed = flops.padded_generation_work(rows, max(prompt_lengths, default=0), steps)
@@ -332,8 +334,11 @@ class FlopLedger:
         lora = self.train.lora if adapters_active else None
         self.charge("learning", {c: flops.forward_flops(self.policy, work[c], lora) for c in CONVENTIONS})
 
-    def charge_training_pass(self, work: dict[str, Work]) -> None:
-        self.charge("learning", {c: flops.train_flops(self.policy, work[c], self.train) for c in CONVENTIONS})
+    def charge_training_pass(self, work: dict[str, Work], executed_train: TrainSpec | None = None) -> None:
+        """A loss pass (forward and backward); ``executed_train``: how the executed pass trained where
+        that differs from the planner's ``self.train`` (no head recompute in backward)."""
+        trains = {"useful": self.train, "executed": executed_train or self.train}
+        self.charge("learning", {c: flops.train_flops(self.policy, work[c], trains[c]) for c in CONVENTIONS})
 
     def reduce_step(self, reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Sum the open step's FLOPs and token counts over processes (``reduce_sum``: an all-reduce,
@@ -578,8 +583,10 @@ class LedgerGRPOTrainer(GRPOTrainer):
         # "lean": rollouts by paper_repro.sampler where it reproduces HF generate (else HF generate);
         # "fused": by its fused decoder (the same model and distribution, other roundings)
         self.sampler = sampler
-        # "bucketed": TRL's policy forwards over length buckets (paper_repro.buckets)
+        # "bucketed": TRL's policy forwards over length buckets (paper_repro.buckets); "fused": over
+        # the same buckets by paper_repro.fused_update's forward instead of HF's and TRL's fused head
         self.update_layout = update_layout
+        self.fused_update_fallback: str | None = None  # why the last "fused" forward ran HF's instead
         self.lean_fallback: str | None = None  # why the last rollout fell back to HF generate
         config = ledger or LedgerConfig()
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
@@ -909,16 +916,21 @@ class LedgerGRPOTrainer(GRPOTrainer):
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *a, **kw):
         compact = input_ids.device.type in ("cuda", "xpu")
         plan = self._bucket_plan(input_ids, attention_mask, logits_to_keep, a, kw)
+        fused = None
+        if plan is not None and self.update_layout == "fused":
+            fused = self._fused_forward(model)
         if self.model.training:
             work = forward_pass_work(attention_mask, logits_to_keep, compact_head=compact)
             if plan is not None:
                 completion = work["useful"].head_tokens
                 work["executed"] = plan.executed_work(
-                    head_all_positions=not compact, completion_tokens=completion
+                    head_all_positions=not compact and fused is None, completion_tokens=completion
                 )
                 self.ledger.count(update_buckets=len(plan.buckets))
             if torch.is_grad_enabled():  # the loss pass: its backward follows
-                self.ledger.charge_training_pass(work)
+                # the fused forward's head keeps its logits for backward: no recompute there
+                executed_train = None if fused is None else replace(self.ledger.train, head_recompute=False)
+                self.ledger.charge_training_pass(work, executed_train)
                 self.ledger.count(
                     loss_rows=input_ids.size(0),
                     loss_tokens=work["useful"].tokens,
@@ -935,6 +947,9 @@ class LedgerGRPOTrainer(GRPOTrainer):
         from paper_repro.buckets import bucketed_logps
 
         entropy = bool(kw.get("compute_entropy", False))
+        if fused is not None:
+            logps, entropies = bucketed_logps(fused, input_ids, attention_mask, logits_to_keep, plan)
+            return logps, entropies if entropy else None, None
 
         def forward(ids: torch.Tensor, labels: torch.Tensor):
             with self.accelerator.autocast():
@@ -944,11 +959,22 @@ class LedgerGRPOTrainer(GRPOTrainer):
         logps, entropies = bucketed_logps(forward, input_ids, attention_mask, logits_to_keep, plan)
         return logps, entropies, None
 
+    def _fused_forward(self, model):
+        """:mod:`paper_repro.fused_update`'s forward of ``model``, or None (HF's forward over the same
+        buckets) where it cannot compute it; ``fused_update_fallback`` says why."""
+        from paper_repro.fused_update import FusedUpdateForward, unsupported
+
+        why = unsupported(model)
+        self.fused_update_fallback = why
+        if why is not None:
+            return None
+        return FusedUpdateForward(model, self.temperature, head_in_float32=bool(self.args.cast_lm_head_to_fp32))
+
     def _bucket_plan(self, input_ids, attention_mask, logits_to_keep, args: tuple, kwargs: dict):
         """The length buckets of this forward (:mod:`paper_repro.buckets`), or None for TRL's own padded
         forward: another layout asked for, or inputs beyond text rows (images, token types, an MoE aux
         loss), or rows that are not TRL's left-padded prompt and right-padded completion."""
-        if self.update_layout != "bucketed":
+        if self.update_layout == "padded":
             return None
         batch_size = kwargs.get("batch_size", args[0] if args else None)
         extra = {k: v for k, v in kwargs.items() if k not in ("batch_size", "compute_entropy")}

@@ -65,6 +65,7 @@ class LeanStats:
 
     rows: int = 0
     prompt_width: int = 0
+    prefill_rows: int = 0  # rows the prefill ran: each distinct prompt once on the fused decoder
     decode_rows: list[int] = field(default_factory=list)
     # set to a list to collect each row's per-token log-probabilities of its tokens under the processed
     # scores it was sampled from (what HF's ``output_scores`` gives, log-softmaxed), up to its first EOS
@@ -411,6 +412,28 @@ def merge_flops(model: Any) -> float:
     return total
 
 
+def rotary_tables(
+    rotary: Any, embed: torch.Tensor, positions: int, heads: int, kv_heads: int, scaling: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's rotary cos and sin (``rotary``: its rotary module) of positions ``0 .. positions - 1``,
+    ``(positions, heads + kv_heads, head_dim)``, for queries and keys at once: the queries' carry the
+    attention scale ``scaling``, and the sines carry ``rotate_half``'s signs, so that
+    ``rotate_half(x) * sin`` is ``x.roll(head_dim // 2) * sin``."""
+    ids = torch.arange(positions, device=embed.device)[None]
+    with torch.no_grad():
+        cos, sin = rotary(embed[:1][None], ids)
+    cos, sin = cos[0].float(), sin[0].float()
+    head_dim = cos.shape[-1]
+    sign = torch.ones(head_dim, device=cos.device)
+    sign[: head_dim // 2] = -1
+    scale = torch.ones(heads + kv_heads, device=cos.device)
+    scale[:heads] = scaling
+    dtype = embed.dtype
+    return (cos[:, None, :] * scale[None, :, None]).to(dtype), (
+        sin[:, None, :] * sign * scale[None, :, None]
+    ).to(dtype)
+
+
 @dataclass(frozen=True)
 class _FusedLayer:
     in_norm: tuple[torch.Tensor, float]
@@ -488,22 +511,6 @@ class _FusedDecoder:
         self.cos: torch.Tensor | None = None  # (positions, heads + kv_heads, head_dim) rotary tables
         self.sin: torch.Tensor | None = None
 
-    def _tables(self, positions: int) -> None:
-        """Rotary cos and sin of every position, per query and key head; the queries' carry the
-        attention scale, the sines carry ``rotate_half``'s signs (so ``rotate_half(x) * sin`` is
-        ``x.roll(half) * sin``)."""
-        ids = torch.arange(positions, device=self.embed.device)[None]
-        cos, sin = self.rotary(self.embed[:1][None], ids)
-        cos, sin = cos[0].float(), sin[0].float()
-        half = self.head_dim // 2
-        sign = torch.ones(self.head_dim, device=cos.device)
-        sign[:half] = -1
-        scale = torch.ones(self.heads + self.kv_heads, device=cos.device)
-        scale[: self.heads] = self.scaling
-        dtype = self.embed.dtype
-        self.cos = (cos[:, None, :] * scale[None, :, None]).to(dtype)
-        self.sin = (sin[:, None, :] * sign * scale[None, :, None]).to(dtype)
-
     def mask(self, pad: torch.Tensor, q_length: int) -> torch.Tensor:
         """The padding of the rows so far (``pad``: 1 real, 0 padding), as this decoder reads it."""
         return pad
@@ -513,7 +520,9 @@ class _FusedDecoder:
         rows, width = ids.shape
         first = not self.keys
         if first:
-            self._tables(width + self.capacity)
+            self.cos, self.sin = rotary_tables(
+                self.rotary, self.embed, width + self.capacity, self.heads, self.kv_heads, self.scaling
+            )
             minimum = torch.finfo(self.embed.dtype).min
             self.additive = self.embed.new_zeros((rows, width + self.capacity))
             self.additive[:, :width].masked_fill_(pad == 0, minimum)
@@ -575,17 +584,18 @@ class _FusedDecoder:
         return F.linear(last, *self.head).float()
 
     def keep(self, rows: torch.Tensor) -> None:
-        """Drop every cached row not in ``rows`` (copying the filled part only)."""
-        self.keys = [_kept(k.transpose(2, 3), rows, self.length).transpose(2, 3) for k in self.keys]
+        """Keep the cached rows ``rows`` (copying the filled part only): dropping finished rows, or
+        repeating a shared prompt's prefill for each of its rows."""
+        self.keys = [_kept(k, rows, self.length, axis=3) for k in self.keys]
         self.values = [_kept(v, rows, self.length) for v in self.values]
         self.additive = self.additive[rows]
 
 
-def _kept(cache: torch.Tensor, rows: torch.Tensor, length: int) -> torch.Tensor:
-    """``cache[rows]`` of a (rows, heads, positions, ...) cache, its first ``length`` positions copied,
-    in the memory layout of ``cache`` (a transposed view stays one)."""
-    out = torch.empty_like(cache[: len(rows)])
-    out[:, :, :length] = cache[rows, :, :length]
+def _kept(cache: torch.Tensor, rows: torch.Tensor, length: int, axis: int = 2) -> torch.Tensor:
+    """``cache[rows]`` (rows dropped, or repeated) of a ``(rows, ...)`` cache whose positions run along
+    ``axis``, its first ``length`` positions copied."""
+    out = cache.new_empty((len(rows), *cache.shape[1:]))
+    out.narrow(axis, 0, length).copy_(cache.narrow(axis, 0, length)[rows])
     return out
 
 
@@ -680,9 +690,15 @@ def lean_generate(
     width = max(len(p) for p in prompt_ids)
     if pad_to_multiple_of:
         width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
-    ids = torch.full((rows, width), pad_token_id, dtype=torch.long)
-    pad = torch.zeros((rows, width), dtype=torch.long)
-    for r, p in enumerate(prompt_ids):
+    prefill, repeat = list(prompt_ids), None
+    if fused:  # each distinct prompt is prefilled once, its cache then repeated for each of its rows
+        first: dict[tuple[int, ...], int] = {}
+        inverse = [first.setdefault(tuple(p), len(first)) for p in prompt_ids]
+        if len(first) < rows:
+            prefill, repeat = [list(p) for p in first], torch.tensor(inverse, device=device)
+    ids = torch.full((len(prefill), width), pad_token_id, dtype=torch.long)
+    pad = torch.zeros((len(prefill), width), dtype=torch.long)
+    for r, p in enumerate(prefill):
         if len(p):
             ids[r, width - len(p) :] = torch.as_tensor(list(p), dtype=torch.long)
             pad[r, width - len(p) :] = 1
@@ -690,12 +706,15 @@ def lean_generate(
     warpers = _warpers(do_sample, temperature, top_k, top_p, min_p)
     eos = torch.tensor(list(eos_token_ids), device=device)
     if stats is not None:
-        stats.rows, stats.prompt_width = rows, width
+        stats.rows, stats.prompt_width, stats.prefill_rows = rows, width, len(prefill)
 
     decoder = (_FusedDecoder if fused else _Decoder)(model, capacity=max_new_tokens)
     position = (pad.cumsum(-1) - 1).masked_fill(pad == 0, 0)
     logits = decoder.forward(ids, position, decoder.mask(pad, width))
     position = position[:, -1:]
+    if repeat is not None:
+        decoder.keep(repeat)
+        logits, pad, position = logits[repeat], pad[repeat], position[repeat]
     out = torch.full((rows, max_new_tokens), pad_token_id, dtype=torch.long, device=device)
     logprobs = torch.zeros((rows, max_new_tokens), dtype=torch.float32, device=device)
     alive = torch.arange(rows, device=device)  # the batch's rows (all of them unless compacting)

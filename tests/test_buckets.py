@@ -136,3 +136,137 @@ def test_bucketed_logps_entropies_and_gradients_are_trls(policy, max_rows):
     for name, g0 in grads[0].items():
         g1 = grads[1][name]
         assert torch.allclose(g1, g0, atol=1e-5 + 1e-3 * float(g0.abs().max())), name
+
+
+# ------------------------------------------------------------------ the fused update forward
+
+
+def _fused(model, ids, mask, keep, max_rows=None):
+    from paper_repro.fused_update import FusedUpdateForward
+
+    return bucketed_logps(
+        FusedUpdateForward(model), ids, mask, keep, plan_buckets(mask, keep, max_rows=max_rows)
+    )
+
+
+def _against_trls_padded(model, forward, ids, mask, keep, atol=2e-4):
+    """``forward``'s log-probabilities, entropies and gradients against TRL's padded forward."""
+    completion = mask[:, -keep:].bool()
+    grads, outs = [], []
+    for fn in (_padded, forward):
+        model.zero_grad()
+        logps, entropy = fn(model, ids, mask, keep)
+        (logps * completion).sum().backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+        outs.append((logps.detach(), entropy.detach()))
+    (lp0, e0), (lp1, e1) = outs
+    assert lp1.shape == lp0.shape == e1.shape == (ids.shape[0], keep)
+    assert torch.allclose(lp1[completion], lp0[completion], atol=atol, rtol=0)
+    assert torch.allclose(e1[completion], e0[completion], atol=atol, rtol=0)
+    assert bool((lp1[~completion] == 0).all()) and bool((e1[~completion] == 0).all())
+    assert grads[0].keys() == grads[1].keys() and grads[0]  # the same parameters get gradients
+    for name, g0 in grads[0].items():
+        assert torch.allclose(grads[1][name], g0, atol=1e-5 + 1e-3 * float(g0.abs().max())), name
+
+
+@pytest.mark.parametrize("max_rows", [None, 5])
+def test_fused_forward_logps_entropies_and_gradients_are_trls(policy, max_rows):
+    ids, mask, keep = trl_batch(rows=24, prompt_width=14, completion_width=24, seed=2)
+    _against_trls_padded(policy, lambda *a: _fused(*a, max_rows=max_rows), ids, mask, keep)
+
+
+def _lora_policy(model_type, targets, alpha, temperature=1.0):
+    """A random ``model_type`` policy (HF's Qwen2 or Llama) with TRL's fused head and LoRA adapters on
+    ``targets`` whose B is not zero."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from trl.trainer.utils import add_fused_lm_head
+
+    torch.manual_seed(3)
+    config = AutoConfig.for_model(
+        model_type, vocab_size=50, hidden_size=32, intermediate_size=72, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+    )  # fmt: skip
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    add_fused_lm_head(model, temperature=temperature, outputs=("log_probs", "entropy"))
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=alpha, target_modules=targets, lora_dropout=0.0))
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.1)
+    return model
+
+
+@pytest.mark.parametrize(
+    "model_type, targets, alpha",
+    [
+        ("llama", "all-linear", 8),
+        ("qwen2", ["q_proj", "v_proj", "down_proj"], 6),  # adapters on some projections; scaling 1.5
+    ],
+)
+def test_fused_forward_on_other_models_and_adapters(model_type, targets, alpha):
+    model = _lora_policy(model_type, targets, alpha)
+    ids, mask, keep = trl_batch(rows=12, prompt_width=10, completion_width=16, seed=4)
+    _against_trls_padded(model, _fused, ids, mask, keep)
+
+
+def test_fused_forward_divides_by_the_temperature_and_follows_disabled_adapters():
+    from paper_repro.fused_update import FusedUpdateForward
+
+    model = _lora_policy("qwen2", "all-linear", 8, temperature=0.7)
+    ids, mask, keep = trl_batch(rows=10, prompt_width=10, completion_width=12, seed=5)
+    completion = mask[:, -keep:].bool()
+    plan = plan_buckets(mask, keep)
+    with torch.no_grad():
+        for disabled in (False, True):
+            if disabled:
+                model.base_model.disable_adapter_layers()  # as TRL's reference forward, via disable_adapter()
+            lp0, _ = _padded(model, ids, mask, keep)
+            lp1, _ = bucketed_logps(FusedUpdateForward(model, temperature=0.7), ids, mask, keep, plan)
+            assert torch.allclose(lp1[completion], lp0[completion], atol=2e-4, rtol=0)
+            wrong, _ = bucketed_logps(FusedUpdateForward(model), ids, mask, keep, plan)
+            assert not torch.allclose(wrong[completion], lp0[completion], atol=1e-2, rtol=0)
+        model.base_model.enable_adapter_layers()
+
+
+def test_the_fused_lora_linear_backward_is_its_forwards_gradient():
+    from paper_repro.fused_update import _LoRALinear
+
+    g = torch.Generator().manual_seed(0)
+
+    def t(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_()
+
+    spans = ((0, 4, 3), (4, 5, 2), (4, 5, 1))  # two adapters on the second projection
+    inputs = (t(2, 5, 6), t(9, 6), t(9), t(6, 6), t(4, 3), t(5, 2), t(5, 1))
+
+    def fn(x, w, b, a, *bs):
+        return _LoRALinear.apply(x, w, b, a, spans, *bs)
+
+    assert torch.autograd.gradcheck(fn, inputs)
+
+
+def test_what_the_fused_forward_cannot_compute_is_refused():
+    from peft import LoraConfig, get_peft_model
+
+    from paper_repro.fused_update import FusedUpdateForward, unsupported
+    from paper_repro.testbed import random_model
+
+    dropout = get_peft_model(random_model(), LoraConfig(r=4, target_modules="all-linear", lora_dropout=0.1))
+    dropout.train()
+    assert "dropout" in unsupported(dropout)
+    with pytest.raises(ValueError, match="cannot compute"):
+        FusedUpdateForward(dropout)
+    biased = get_peft_model(random_model(), LoraConfig(r=4, target_modules="all-linear", lora_bias=True))
+    assert "biases" in unsupported(biased)
+    assert unsupported(get_peft_model(random_model(), LoraConfig(r=4, target_modules="all-linear"))) is None
+
+
+def test_fused_forward_under_activation_checkpointing_is_trls():
+    """With the policy's activation checkpointing on (TRL's default), the fused forward replays each
+    layer in backward as HF does, and its gradients are still TRL's."""
+    model = _lora_policy("qwen2", "all-linear", 8)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+    model.enable_input_require_grads()
+    model.train()
+    ids, mask, keep = trl_batch(rows=12, prompt_width=10, completion_width=16, seed=6)
+    _against_trls_padded(model, _fused, ids, mask, keep)

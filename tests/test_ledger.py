@@ -197,8 +197,16 @@ def build_tiny_grpo(
             max_completion_length=24,
             trainer_kwargs={"sampler": "fused", "update_layout": "bucketed"},
         ),
+        # ... and over the buckets by the fused update forward (paper_repro.fused_update), with the
+        # reference forward of disabled adapters
+        dict(
+            num_iterations=2,
+            beta=0.05,
+            max_completion_length=24,
+            trainer_kwargs={"sampler": "fused", "update_layout": "fused"},
+        ),
     ],
-    ids=["mu2-old-forward", "beta-ref-forward", "lean-sampler", "fused-bucketed"],
+    ids=["mu2-old-forward", "beta-ref-forward", "lean-sampler", "fused-bucketed", "fused-fused"],
 )
 def test_ledger_agrees_with_profiler(tmp_path, overrides):
     trainer = run_tiny_grpo(tmp_path, LedgerConfig(kept=2), measure=True, **overrides)
@@ -210,8 +218,9 @@ def test_ledger_agrees_with_profiler(tmp_path, overrides):
     kind = "old_forward_rows" if overrides.get("num_iterations", 1) > 1 else "ref_forward_rows"
     assert tokens[kind] == tokens["gen_rows"]  # the extra forward runs on all G, before down-sampling
     assert tokens["kept_rows"] == tokens["gen_rows"] / 2
-    if overrides.get("trainer_kwargs", {}).get("update_layout") == "bucketed":
+    if overrides.get("trainer_kwargs", {}).get("update_layout") in ("bucketed", "fused"):
         assert trainer.lean_fallback is None and tokens["update_buckets"] > 0  # both new paths ran
+        assert trainer.fused_update_fallback is None
     # the round ceiling the trainer prices itself bounds every round it ran
     assert max(trainer.ledger.rounds) <= trainer.price_round_ceiling()["C_total"]
 

@@ -152,6 +152,27 @@ def test_the_ledgers_executed_count_is_what_the_lean_sampler_ran():
     ) == flops.padded_generation_work(stats.rows, stats.prompt_width, len(stats.decode_rows) + 1)
 
 
+def test_the_ledgers_executed_count_is_what_the_fused_decoder_ran():
+    """FlopCounterMode around the fused decoder on groups of rows sharing a prompt (each distinct
+    prompt prefilled once), finished rows leaving the batch, against the executed work the ledger
+    charges from its record: the base model's matmuls per position, plus the merge."""
+    model = _policy("M", "eager")
+    prompts = _prompts(32, 4)
+    stats = LeanStats()
+    counter = flop_counter()
+    torch.manual_seed(0)
+    with counter:
+        lean_generate(model, prompts, max_new_tokens=48, eos_token_ids=[EOS], pad_token_id=PAD, compact=True,
+                      stats=stats, fused=True)  # fmt: skip
+    assert stats.prefill_rows == 8 and stats.rows == 32 and stats.decode_rows[-1] < stats.rows
+    shape = ModelShape.from_config(model.get_base_model().config)
+    work = flops.padded_generation_work(
+        stats.rows, stats.prompt_width, 0, stats.decode_rows, stats.prefill_rows
+    )
+    expected = flops.forward_flops(shape, work, None) + merge_flops(model)
+    assert counter.get_total_flops() / expected == pytest.approx(1.0, abs=0.02)
+
+
 def test_what_it_cannot_reproduce_falls_back_to_hf():
     from transformers import GenerationConfig
 
@@ -321,6 +342,7 @@ def test_fused_greedy_is_hf_generate(size, lora):
             got, logprobs, _, stats = _lean(model, prompts, 0, compact, fused=True, **greedy)
             assert got == ref
             assert _max_error(logprobs, ref_logprobs) < 1e-4
+            assert stats.prefill_rows == len(set(map(tuple, prompts)))  # a shared prompt prefilled once
         if len(set(map(len, prompts))) > 1:
             assert min(map(len, ref)) < max(map(len, ref))  # rows did finish at different steps
             assert stats.decode_rows[-1] < stats.rows  # and left the batch
