@@ -968,7 +968,9 @@ class LedgerGRPOTrainer(GRPOTrainer):
         self.fused_update_fallback = why
         if why is not None:
             return None
-        return FusedUpdateForward(model, self.temperature, head_in_float32=bool(self.args.cast_lm_head_to_fp32))
+        return FusedUpdateForward(
+            model, self.temperature, head_in_float32=bool(self.args.cast_lm_head_to_fp32)
+        )
 
     def _bucket_plan(self, input_ids, attention_mask, logits_to_keep, args: tuple, kwargs: dict):
         """The length buckets of this forward (:mod:`paper_repro.buckets`), or None for TRL's own padded
