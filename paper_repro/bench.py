@@ -11,7 +11,8 @@ of stage A cells, a search-heavy and an update-heavy cell per policy size, on th
 ``generate`` for rollouts and evaluation, TRL's padded update: ``Resources.sampler="hf"``,
 ``TrainConfig.generation="hf"``, ``update_layout="padded"``, ``eval_decoding="exact"``) and the new one
 (the profile's: the fused decoder of :mod:`paper_repro.sampler` for rollouts and evaluation, the
-update over length buckets of :mod:`paper_repro.buckets`), alternating in one process on one torch thread, after
+update over the length buckets of :mod:`paper_repro.buckets` by the forward of
+:mod:`paper_repro.fused_update`), alternating in one process on one torch thread, after
 a warm-up run. Prints, per cell and path, the median seconds of search, learning, reward, the rest of
 training, evaluation and set-up (the run's seconds outside training and evaluation), and the ratio
 old / new of the run's total. The new path computes the same runs to float rounding, so the two

@@ -16,9 +16,11 @@ adapters unmerged and trainable, in fewer and larger ops, and autograd takes the
   HF's ``sdpa`` runs, forward and backward;
 * the LM head scores the completion positions only, and the log-probabilities are a ``log_softmax``
   over the whole vocabulary (50 entries on the cpu-tiny policies). TRL's fused head tiles the
-  vocabulary in chunks of 32,768 columns, and off Triton it allocates a fresh
-  ``(positions, 32768)`` buffer for each tile, whose pages the CPU then faults in: 2.5-3 ms per tile
-  product that takes 0.1 ms in a reused buffer, twice per bucket.
+  vocabulary in chunks of 32,768 columns and, off Triton, allocates a fresh ``(positions, 32768)``
+  buffer on each call (forward, and again in backward): its head product took 2.5-3 ms in a run,
+  against 0.12 ms into a buffer as wide as the vocabulary (a fresh 8192-column buffer already costs
+  3.0 ms, a 4096-column one 0.12 ms: by all appearances pages mapped and faulted in anew past glibc's
+  mmap threshold).
 
 It takes the same tokens in the same contexts as TRL's forward: the log-probabilities, entropies and
 LoRA gradients match TRL's padded forward to float rounding (``tests/test_buckets.py``). The entropy

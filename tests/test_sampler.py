@@ -127,9 +127,12 @@ def test_lean_sampler_reproduces_hf_generate(size, attn, sampling):
             assert stats.decode_rows[-1] < stats.rows  # and left the batch
 
 
-def test_the_ledgers_executed_count_is_what_the_lean_sampler_ran():
-    """FlopCounterMode (eager attention) around the lean sampler, finished rows leaving the batch,
-    against the executed work the ledger charges from the sampler's record."""
+@pytest.mark.parametrize("fused", [False, True], ids=["exact", "fused"])
+def test_the_ledgers_executed_count_is_what_the_lean_sampler_ran(fused):
+    """FlopCounterMode (eager attention) around the lean sampler on groups of rows sharing a prompt,
+    finished rows leaving the batch, against the executed work the ledger charges from the sampler's
+    record. The fused decoder prefills each distinct prompt once and runs the base model's matmuls
+    per position, plus the merge."""
     model = _policy("M", "eager")
     prompts = _prompts(32, 4)
     stats = LeanStats()
@@ -137,40 +140,26 @@ def test_the_ledgers_executed_count_is_what_the_lean_sampler_ran():
     torch.manual_seed(0)
     with counter:
         lean_generate(model, prompts, max_new_tokens=48, eos_token_ids=[EOS], pad_token_id=PAD, compact=True,
-                      stats=stats)  # fmt: skip
-    assert stats.decode_rows[-1] < stats.rows
+                      stats=stats, fused=fused)  # fmt: skip
+    assert stats.decode_rows[-1] < stats.rows == 32
+    assert stats.prefill_rows == (8 if fused else 32)
     shape = ModelShape.from_config(model.get_base_model().config)
     lora = LoRASpec(
         rank=4, target_modules=("down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj")
     )
-    work = flops.padded_generation_work(stats.rows, stats.prompt_width, 0, stats.decode_rows)
-    assert counter.get_total_flops() / flops.forward_flops(shape, work, lora) == pytest.approx(1.0, abs=0.02)
+    work = flops.padded_generation_work(
+        stats.rows, stats.prompt_width, 0, stats.decode_rows, stats.prefill_rows
+    )
+    if fused:
+        expected = flops.forward_flops(shape, work, None) + merge_flops(model)
+    else:
+        expected = flops.forward_flops(shape, work, lora)
+    assert counter.get_total_flops() / expected == pytest.approx(1.0, abs=0.02)
     # every row decoding to the end is HF generate's count
     full = [stats.rows] * len(stats.decode_rows)
     assert flops.padded_generation_work(
         stats.rows, stats.prompt_width, 0, full
     ) == flops.padded_generation_work(stats.rows, stats.prompt_width, len(stats.decode_rows) + 1)
-
-
-def test_the_ledgers_executed_count_is_what_the_fused_decoder_ran():
-    """FlopCounterMode around the fused decoder on groups of rows sharing a prompt (each distinct
-    prompt prefilled once), finished rows leaving the batch, against the executed work the ledger
-    charges from its record: the base model's matmuls per position, plus the merge."""
-    model = _policy("M", "eager")
-    prompts = _prompts(32, 4)
-    stats = LeanStats()
-    counter = flop_counter()
-    torch.manual_seed(0)
-    with counter:
-        lean_generate(model, prompts, max_new_tokens=48, eos_token_ids=[EOS], pad_token_id=PAD, compact=True,
-                      stats=stats, fused=True)  # fmt: skip
-    assert stats.prefill_rows == 8 and stats.rows == 32 and stats.decode_rows[-1] < stats.rows
-    shape = ModelShape.from_config(model.get_base_model().config)
-    work = flops.padded_generation_work(
-        stats.rows, stats.prompt_width, 0, stats.decode_rows, stats.prefill_rows
-    )
-    expected = flops.forward_flops(shape, work, None) + merge_flops(model)
-    assert counter.get_total_flops() / expected == pytest.approx(1.0, abs=0.02)
 
 
 def test_what_it_cannot_reproduce_falls_back_to_hf():
