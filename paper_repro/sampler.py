@@ -18,7 +18,8 @@ model as a flat loop over its own weights, with one of two decoders:
   adapters, sampled and greedy).
 * :class:`_FusedDecoder` (``fused=True``) computes the same model with other roundings and far fewer
   ops: LoRA merged into the weights, one matmul for q/k/v and one for gate/up, rotary
-  on queries and keys at once, attention as two batched matmuls over the cache. It samples each
+  on queries and keys at once, attention as two batched matmuls over the cache, and each distinct
+  prompt prefilled once for all the rows that share it (TRL's G rows per prompt). It samples each
   token by inverting the cumulative distribution at one uniform draw per row (:func:`_inverse_cdf`),
   the distribution ``multinomial`` draws from. Its tokens are HF's distribution, not HF's draws:
   ``tests/test_sampler.py`` checks greedy outputs identical to HF generate, sampled tokens' log-
@@ -428,10 +429,9 @@ def rotary_tables(
     sign[: head_dim // 2] = -1
     scale = torch.ones(heads + kv_heads, device=cos.device)
     scale[:heads] = scaling
-    dtype = embed.dtype
-    return (cos[:, None, :] * scale[None, :, None]).to(dtype), (
-        sin[:, None, :] * sign * scale[None, :, None]
-    ).to(dtype)
+    cos = cos[:, None, :] * scale[None, :, None]
+    sin = sin[:, None, :] * sign * scale[None, :, None]
+    return cos.to(embed.dtype), sin.to(embed.dtype)
 
 
 @dataclass(frozen=True)
@@ -681,8 +681,9 @@ def lean_generate(
     Prompts are left-padded with ``pad_token_id`` (to a multiple of ``pad_to_multiple_of``, as TRL
     pads them). ``compact`` drops finished rows from the batch (their random numbers are still drawn).
     ``fused``: decode by :class:`_FusedDecoder` (the same model with other roundings; a decode step of
-    192 rows of policy S about 3.3 instead of 4.9 ms) instead of :class:`_Decoder` (HF's computation,
-    bit for bit)."""
+    192 rows of policy S about 3.3 instead of 4.9 ms), each distinct prompt prefilled once and its
+    cache copied to each of its rows (``stats.prefill_rows``), instead of :class:`_Decoder` (HF's
+    computation, bit for bit, every row its own prefill)."""
     device = _base_model(model).lm_head.weight.device
     rows = len(prompt_ids)
     if rows == 0:
