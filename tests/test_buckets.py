@@ -270,3 +270,23 @@ def test_fused_forward_under_activation_checkpointing_is_trls():
     model.train()
     ids, mask, keep = trl_batch(rows=12, prompt_width=10, completion_width=16, seed=6)
     _against_trls_padded(model, _fused, ids, mask, keep)
+
+
+def test_fused_forward_of_a_bfloat16_policy_with_float32_adapters():
+    """A bfloat16 policy with float32 adapters (PEFT's default for a half-precision base) takes the
+    fused forward's mixed-dtype path: TRL's log-probabilities to bfloat16 rounding, every adapter
+    trained."""
+    model = _lora_policy("qwen2", "all-linear", 8).to(torch.bfloat16)
+    for name, p in model.named_parameters():
+        if "lora" in name:
+            p.data = p.data.float()
+    ids, mask, keep = trl_batch(rows=12, prompt_width=10, completion_width=16, seed=4)
+    completion = mask[:, -keep:].bool()
+    with torch.no_grad():
+        lp0, _ = _padded(model, ids, mask, keep)
+    lp1, _ = _fused(model, ids, mask, keep)
+    assert lp1.dtype == torch.float32
+    assert torch.allclose(lp1[completion], lp0[completion].float(), atol=2e-2, rtol=0)
+    (lp1 * completion).sum().backward()
+    adapters = [p for n, p in model.named_parameters() if "lora" in n]
+    assert adapters and all(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in adapters)
