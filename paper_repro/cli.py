@@ -199,7 +199,7 @@ def _analyse_command(args: argparse.Namespace) -> int:
     from paper_repro.analysis.race import RegimeThresholds
 
     profile = study.prepare(args.profile, args.quick)
-    thresholds = RegimeThresholds(args.rho_threshold, args.reward_threshold)
+    thresholds = RegimeThresholds(args.rho_threshold)
     result = analyse(profile, args.results, args.figures, thresholds, args.power_replicates)
     columns = ["claim", "verdict", "our_value", "ci_low", "ci_high", "seeds_for_80pct_power"]
     import pandas as pd
@@ -207,6 +207,27 @@ def _analyse_command(args: argparse.Namespace) -> int:
     with pd.option_context("display.width", 200, "display.max_colwidth", 70):
         print(result.claims[columns].to_string(index=False))
     print(f"tables in {args.results or 'data/results/' + profile.name}; figures: {', '.join(result.figures)}")
+    return 0
+
+
+def _design_command(args: argparse.Namespace) -> int:
+    from paper_repro import study
+    from paper_repro.analysis import simulate_design
+
+    profile = study.prepare(args.profile, args.quick)
+    variants = {f"{n} seeds": (n, 1.0) for n in args.more_seeds}
+    variants.update({f"{r} recipes per cell": (profile.seeds, float(r) ** 0.5) for r in args.recipes})
+    table = simulate_design(profile, args.results, args.recipe_sd, args.seed_sd, args.amplitude, args.replicates, variants,
+                   progress=lambda step: print(f"simulating {step}", flush=True))  # fmt: skip
+    import pandas as pd
+
+    now = table[table["design"] == "committed"]
+    worst = now.groupby("claim", sort=False).agg(
+        wrong_max=("wrong", "max"), agreement_min=("agreement", "min")
+    )
+    with pd.option_context("display.width", 200, "display.max_colwidth", 90):
+        print(worst.to_string())
+    print(f"design.csv in {args.results or 'data/results/' + profile.name}: {len(table)} rows")
     return 0
 
 
@@ -372,13 +393,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--rho-threshold",
         type=float,
         default=0.6,
-        help="RACE: rho at the best cell at or above is update-heavy",
+        help="RACE: every cell that could be best at or above is update-heavy, every one below search-heavy",
     )
-    a.add_argument("--reward-threshold", type=float, default=0.25,
-                   help="RACE: C_reward / C_total at the best cell at or above is reward-heavy")  # fmt: skip
     a.add_argument("--power-replicates", type=int, default=None,
                    help="simulated studies per seed count for the power column (default: 50; 0: none)")  # fmt: skip
     a.set_defaults(func=_analyse_command)
+
+    d = command(
+        "design",
+        "operating characteristics: how often each claim's test is wrong, simulated before any run",
+        "Simulate the study's design (its settings, cells and seeds) under known truths (flat, peaks at "
+        "0.45 and 0.72, a plateau, monotone, the paper's world), with the seed noise and recipe effect the "
+        "committed runs show (or the values given), run the claims' own tests, and write design.csv beside "
+        "runs.csv: per truth and claim the share held / not held / inconclusive / heterogeneous, the wrong "
+        "share, the two-draw agreement and the rho* interval coverage.",
+    )
+    d.add_argument("--profile", required=True, help=profile_help)
+    d.add_argument("--results", default=None, help="directory of runs.csv (default: data/results/<profile>)")
+    d.add_argument("--quick", action="store_true", help="the quick (smoke) study's design")
+    d.add_argument("--recipe-sd", type=float, default=None,
+                   help="the recipe effect's SD (default: estimated from the committed runs)")  # fmt: skip
+    d.add_argument("--seed-sd", type=float, default=None,
+                   help="one seed SD for every cell (default: each cell's, from the committed runs)")  # fmt: skip
+    d.add_argument("--amplitude", type=float, default=None,
+                   help="the truths' height (default: the committed frontiers' median range)")  # fmt: skip
+    d.add_argument("--replicates", type=_positive_int, default=None,
+                   help="study pairs per truth (default: 200)")  # fmt: skip
+    d.add_argument("--more-seeds", type=_positive_int, nargs="*", default=[],
+                   help="also simulate the design with these seeds per cell")  # fmt: skip
+    d.add_argument("--recipes", type=_positive_int, nargs="*", default=[],
+                   help="also simulate r recipes averaged per cell (recipe SD / sqrt(r))")  # fmt: skip
+    d.set_defaults(func=_design_command)
     return parser
 
 

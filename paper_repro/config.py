@@ -200,16 +200,20 @@ class StageDesign:
 class Margins:
     """The claim tests' margins, fixed in the profile before the runs (docs/CHOICES.md, the claims)."""
 
-    rho: float = 0.10  # "rho* ~ x": the 90% interval of rho* inside [x - rho, x + rho]; "no difference"
+    rho: float = 0.10  # "rho* ~ x": every cell that could be best inside [x - rho, x + rho]
     gain: float = 0.02  # RACE's "no stable gain": TOST margin on the paired native-reward gain
     agree_correlation: float = 0.8  # targets agree when their cell-mean profiles correlate this much
     kappa_slight: float = 0.2  # pilot regimes no better than slight agreement below this kappa
     aicc: float = 2.0  # a fitted form wins a frontier by this much AICc
     gaming: float = 0.10  # the PRM's excess gaming share ruled out below this
+    recipe_sd: float | None = None  # a cell's recipe effect beyond seed noise; None: the study's own estimate
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if not value > 0:
+            if name == "recipe_sd":
+                if value is not None and not value >= 0:
+                    raise ValueError(f"margin recipe_sd must be >= 0 (or null: estimated), got {value}")
+            elif not value > 0:
                 raise ValueError(f"margin {name} must be positive, got {value}")
 
 

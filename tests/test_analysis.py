@@ -18,8 +18,8 @@ import pytest
 
 from paper_repro import rewards
 from paper_repro.allocation import plan_setting
-from paper_repro.analysis import analyse, claims, power
-from paper_repro.analysis.optima import equivalence_verdict, fieller, fit_optimum
+from paper_repro.analysis import analyse, claims, design
+from paper_repro.analysis.optima import Cells, best_set, fieller, fit_optimum, isotonic, unimodal, window_verdict
 from paper_repro.analysis.race import RegimeThresholds
 from paper_repro.config import load_profile
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable
@@ -108,14 +108,14 @@ def test_a_flat_world_holds_no_rho_star_claim(tmp_path, rng_seed):
 
 
 def test_every_optimum_at_045_refutes_072_and_holds_0445(tmp_path):
-    result = analysed(tmp_path, lambda s: 0.45, noise=0.005)
+    result = analysed(tmp_path, lambda s: 0.45, noise=0.005, curvature=4, seeds=5)
     v = verdicts(result)
     assert v[RULE] == "not held" and v[PRM] == "held"
     assert v[LOWER] == "not held"  # equal optima: no difference, by the equivalence margin
 
 
 def test_the_papers_world_holds_both_optima_and_lower(tmp_path):
-    result = analysed(tmp_path, paper_peaks, noise=0.005)
+    result = analysed(tmp_path, paper_peaks, noise=0.005, curvature=4, seeds=5)
     v = verdicts(result)
     assert v[RULE] == "held" and v[PRM] == "held" and v[LOWER] == "held"
     tests = result.rho_star_tests.set_index("setting")
@@ -152,31 +152,73 @@ def _frontier(peak, noise=0.02, seeds=5, rng_seed=0, curvature=1.0):
     return pd.DataFrame(rows)
 
 
-def test_fieller_intervals_cover_the_true_vertex_at_their_level():
-    hits = 0
+def test_the_best_set_covers_the_best_cell_at_its_level():
+    misses = 0
     for i in range(200):
-        opt = fit_optimum(_frontier(0.55, noise=0.03, seeds=3, rng_seed=i), "y")
-        hits += (not opt.identified) or opt.ci95_low <= 0.55 <= opt.ci95_high
-    assert 0.90 <= hits / 200 <= 0.99
+        data = _frontier(0.55, noise=0.03, seeds=5, rng_seed=i)
+        cells = Cells.of(data, "y")
+        misses += not best_set(cells)[list(cells.names).index("r50")]  # r50 (0.50) is the true best
+    assert misses / 200 <= 0.05
 
 
-def test_boundary_and_flat_frontiers_are_said_so():
-    rising = fit_optimum(_frontier(peak=2.0, curvature=0.2), "y")
-    assert rising.status == "boundary" and rising.rho_star == pytest.approx(0.84)
-    assert rising.ci95_low >= 0.84  # the data say only that rho* is at or beyond the top edge
+def test_the_recipe_effect_widens_the_best_set():
+    cells = Cells.of(_frontier(0.84, noise=0.001, curvature=3), "y")
+    assert [c for c, k in zip(cells.names, best_set(cells), strict=True) if k] == ["r84"]
+    assert best_set(cells, recipe_sd=0.2).all()
+    assert best_set(Cells.of(_frontier(None, noise=0.05), "y")).sum() >= 4
+
+
+def test_unimodal_fit_is_scipys_isotonic_fit_on_its_best_split():
+    """The vectorised fit against scipy.optimize.isotonic_regression, tried on every split."""
+    from scipy.optimize import isotonic_regression
+
+    rng = np.random.default_rng(0)
+    for k in (1, 2, 3, 5, 7):
+        y, w = rng.normal(size=(30, k)), rng.integers(1, 10, size=k).astype(float)
+        assert isotonic(y, w) == pytest.approx(np.array([isotonic_regression(r, weights=w).x for r in y]))
+        for row, fit in zip(y, unimodal(y, w), strict=True):
+            sse = []
+            for m in range(k + 1):
+                up = isotonic_regression(row[:m], weights=w[:m]).x if m else np.zeros(0)
+                down = isotonic_regression(row[m:], weights=w[m:], increasing=False).x if m < k else np.zeros(0)
+                sse.append(float(np.sum(w * (row - np.concatenate([up, down])) ** 2)))
+            assert float(np.sum(w * (row - fit) ** 2)) == pytest.approx(min(sse))
+
+
+def test_boundary_interior_and_flat_frontiers_are_said_so():
+    rising = fit_optimum(_frontier(peak=2.0, curvature=0.2, noise=0.005), "y")
+    assert rising.status == "boundary" and "highest" in rising.reason
+    assert rising.rho_star == pytest.approx(0.84) and rising.ci95_high <= 0.84  # never beyond the grid
     flat = fit_optimum(_frontier(peak=None), "y")
-    assert flat.status == "not identified" and flat.reason.startswith("flat") and np.isnan(flat.rho_star)
-    assert equivalence_verdict(flat, 0.5, 0.1) == "inconclusive"
+    assert flat.status == "not identified" and np.isnan(flat.rho_star)
     interior = fit_optimum(_frontier(peak=0.5, noise=0.005), "y")
-    assert interior.status == "interior" and equivalence_verdict(interior, 0.5, 0.1) == "held"
-    assert equivalence_verdict(interior, 0.8, 0.1) == "not held"
+    assert interior.status == "interior" and interior.ci95_low <= 0.5 <= interior.ci95_high
+    assert interior.best_cells == "r50"
 
 
-def test_subset_selection_keeps_the_cells_that_could_be_best():
-    from paper_repro.analysis.optima import best_cells
+def test_the_window_rule_returns_every_verdict():
+    assert window_verdict(np.array([0.68, 0.7]), 0.72, 0.1) == "held"
+    assert window_verdict(np.array([0.31, 0.5]), 0.72, 0.1) == "not held"
+    assert window_verdict(np.array([0.5, 0.68]), 0.72, 0.1) == "inconclusive"
 
-    assert best_cells(_frontier(0.84, noise=0.001, curvature=3), "y") == ["r84"]
-    assert len(best_cells(_frontier(None, noise=0.05), "y")) >= 4
+
+def test_settings_whose_best_sets_do_not_overlap_are_heterogeneous():
+    rng = np.random.default_rng(0)
+    cells = [0.16, 0.31, 0.5, 0.69, 0.84]
+
+    def setting(name, peak):
+        return pd.DataFrame([{"setting": name, "cell": f"r{round(c * 100)}", "rho": c, "seed": s,
+                              **{t: 0.5 - 3 * (c - peak) ** 2 + rng.normal(0, 0.003) for t in METRICS}}
+                             for c in cells for s in range(5)])  # fmt: skip
+
+    runs = pd.concat([setting("a", 0.16), setting("b", 0.84)], ignore_index=True)
+    m = claims.DEFAULT
+    result = claims.near(runs, ["a", "b"], 0.72, m)
+    assert result.verdict == "heterogeneous" and np.isnan(result.value), result
+    assert result.unanimous == "" and "a vs b" in result.note
+    alike = pd.concat([setting("a", 0.69), setting("b", 0.72)], ignore_index=True)
+    held = claims.near(alike, ["a", "b"], 0.72, m)
+    assert held.verdict == "held" and held.value == pytest.approx(0.69, abs=0.01)
 
 
 # ------------------------------------------------------------------------------- every verdict
@@ -235,19 +277,6 @@ def test_no_race_gain_can_return_every_verdict():
     assert "needs at least 3" in claims.no_race_gain(np.array([0.01, 0.02])).note
 
 
-def test_same_regime_can_return_every_verdict():
-    def race(pilot, full):
-        return pd.DataFrame({"pilot_regime": pilot, "full_regime": full,
-                             "same_regime": [p == f for p, f in zip(pilot, full, strict=True)]})  # fmt: skip
-
-    both = ["search-heavy", "update-heavy"] * 8
-    assert claims.same_regime(race(both, both), 1.0).verdict == "held"
-    assert claims.same_regime(race(both, both[1:] + both[:1]), 1.0).verdict == "not held"
-    assert claims.same_regime(race(both[:4], both[:3] + both[:1]), 1.0).verdict == "inconclusive"
-    one = ["update-heavy"] * 5
-    assert "kappa is undefined" in claims.same_regime(race(one, one), 1.0).note
-
-
 def test_conventions_robustness_can_return_every_verdict():
     from paper_repro.analysis.conventions import robustness
 
@@ -263,30 +292,15 @@ def test_conventions_robustness_can_return_every_verdict():
 # ------------------------------------------------------------------------------- power
 
 
-def test_power_grows_with_seeds_and_says_how_many_are_needed():
-    truth = [power.Frontier("M", "native_reward", (0.5 - 0.72**2, 2 * 0.72, -1.0), 0.05,
-                            tuple((f"r{c}", c / 100) for c in (16, 31, 50, 69, 84)))]  # fmt: skip
-
-    def decide(runs):
-        return claims.near(runs, ["M"], 0.72).verdict
-
-    powers = power.power(decide, truth, seeds=(3, 40), replicates=20)
-    assert powers[40] > powers[3]
-    assert power.seeds_needed({3: 0.1, 10: 0.85}) == 10 and power.seeds_needed({3: 0.1}) is None
-
-
-def test_simulated_runs_share_their_targets_noise():
-    """A run gives every target, so the simulation draws a run's noises jointly: the covariance it
-    is given comes back from its runs (and independent draws are uncorrelated)."""
+def test_power_grows_with_seeds_in_the_design_simulator():
     cells = tuple((f"r{c}", c / 100) for c in (16, 31, 50, 69, 84))
-    truth = [power.Frontier("M", t, (0.5, 0.1, -0.1), 0.1, cells) for t in ("native_reward", "gsm_pass1")]
-    cov = {"M": np.array([[0.01, 0.009], [0.009, 0.01]])}
-    rng = np.random.default_rng(0)
-    joint = power.simulate(truth, 400, rng, cov)
-    assert joint["native_reward"].corr(joint["gsm_pass1"]) == pytest.approx(0.9, abs=0.03)
-    assert power.noise_covariances(joint, truth)["M"] == pytest.approx(cov["M"], abs=0.001)
-    alone = power.simulate(truth, 400, rng)
-    assert abs(alone["native_reward"].corr(alone["gsm_pass1"])) < 0.08
+    layout = design.Layout({"M": cells}, seeds=3)
+    noise = design.Noise(recipe_sd=0.0, default=0.05, seed_sd={})
+    tests = {"near": lambda r, e: claims.near(r, ["M"], 0.72, claims.DEFAULT, estimate=e)}
+    truth = design.truths(("prm",), amplitude=0.3)["peak at 0.72"]
+    powers = design.power_table(layout, noise, truth, tests, seeds=(3, 40), replicates=20)
+    assert powers["near"][40] > powers["near"][3]
+    assert claims.seeds_needed({3: 0.1, 10: 0.85}) == 10 and claims.seeds_needed({3: 0.1}) is None
 
 
 def test_the_claims_table_carries_the_power_column(tmp_path):
@@ -303,7 +317,8 @@ def test_the_claims_table_carries_the_power_column(tmp_path):
         assert c.loc[name, "power_note"].startswith("not simulated")
     assert c.loc[f"{RULE} (on gsm pass@1)", "kind"] == "our addition"
     assert c.loc[f"{PRM} (on the judge's score)", "kind"] == "our addition"
-    assert set(result.claims["verdict"]) <= {"held", "not held", "inconclusive"}
+    assert set(result.claims["verdict"]) <= {"held", "not held", "inconclusive", "heterogeneous"}
+    assert c.loc[RULE, "oc_note"].startswith("not simulated: no design.csv")
 
 
 # ------------------------------------------------------------------------------- tables, figures, input
@@ -392,8 +407,8 @@ def test_regime_thresholds_sit_between_the_grids_cells():
     th = RegimeThresholds()
     targets = PROFILE.grid.targets
     assert not any(abs(th.rho_threshold - t) < PROFILE.grid.tolerance for t in targets)
-    assert th.classify(0.7, 0.0) == "update-heavy" and th.classify(0.5, 0.1) == "search-heavy"
-    assert th.classify(0.7, 0.3) == "reward-heavy"
+    assert th.classify([0.7, 0.84]) == "update-heavy" and th.classify([0.16, 0.5]) == "search-heavy"
+    assert th.classify([0.5, 0.7]) == "unresolved"
 
 
 def test_bad_input_is_refused_with_what_is_missing(tmp_path):

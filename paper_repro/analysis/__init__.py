@@ -4,17 +4,20 @@
 it) and writes, beside them:
 
 - ``frontiers.csv``: per setting and cell, every target's mean with a 95% interval over seeds;
-- ``optima.csv``: per setting and target, rho* of the fitted frontier with its status (interior,
-  boundary, not identified), Fieller intervals, flatness and lack-of-fit tests, the cells that could
-  be best, and the argmax cell as a description (:mod:`paper_repro.analysis.optima`);
-- ``rho_star_tests.csv``: per distinct setting, the equivalence test of its rho* against the paper's;
+- ``optima.csv``: per setting and target, the cells that could be best at 95% (the decision), rho*
+  of the unimodal fit with its seed-bootstrap interval and status (interior, boundary, not
+  identified), and as descriptions the quadratic's vertex with Fieller's interval, the F test of the
+  cells and the argmax cell (:mod:`paper_repro.analysis.optima`);
+- ``rho_star_tests.csv``: per distinct setting, its best set tested against its class's paper value;
 - ``fits.csv``: constant, log-linear and quadratic fits by AICc per frontier;
 - ``disagreement.csv``, ``race.csv``;
 - ``conventions.csv``: rho* under the useful, executed, 6N and wall-time conventions;
 - ``reward_hacking.csv``: per run, the change from base in its training reward, gsm pass@1 and the
   judge's score, and whether it games its reward (:mod:`paper_repro.analysis.hacking`);
   ``reward_hacking_summary.csv`` per reward system;
-- ``claims.csv``: one row per claim, its verdict, its test and its power (:mod:`paper_repro.analysis.claims`);
+- ``claims.csv``: one row per claim, its verdict, its test, its operating characteristics (from
+  ``design.csv``, written by ``paper-repro design``: :mod:`paper_repro.analysis.design`) and its
+  power (:mod:`paper_repro.analysis.claims`);
 - ``compute_cards.csv``: the runs' compute cards, flattened (:mod:`paper_repro.analysis.cards`; runs
   recorded before the ledger wrote cards have none);
 
@@ -25,7 +28,6 @@ in the per-setting tables with ``same_runs_as`` and count once in every claim.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +37,7 @@ import pandas as pd
 from paper_repro.analysis import cards, conventions, figures, hacking
 from paper_repro.analysis import claims as claim_tests
 from paper_repro.analysis.frontiers import frontier_table, load_runs, runs_of, setting_rows, shared_runs
-from paper_repro.analysis.optima import Optimum, equivalence_verdict, optimum_table
+from paper_repro.analysis.optima import optimum_table, window_verdict
 from paper_repro.analysis.race import RegimeThresholds, disagreement_table, race_table, regime_ceiling
 from paper_repro.config import Profile
 from paper_repro.paths import repo_root
@@ -134,21 +136,22 @@ def analyse(
     classes = claim_tests.Classes.of(profile, shared)
     distinct = full_rows[~full_rows["setting"].isin(shared)]
 
-    frontier = frontier_table(full_rows)
-    optima = optimum_table(full_rows, frontier, shared)
     margins = profile.margins
-    rho_star_tests = _rho_star_tests(optima, classes, margins.rho)
+    frontier = frontier_table(full_rows)
+    tau = claim_tests.Frontiers(distinct).recipe_sd(margins)  # the recipe effect the best sets allow for
+    optima = optimum_table(full_rows, frontier, shared, tau)
+    rho_star_tests = _rho_star_tests(distinct, classes, margins)
     fits = _fit_table(distinct, optima)
     disagreement, share = disagreement_table(frontier)
-    race, gains = race_table(full_rows, pilots, rows["fresh"], rows["fresh_default"], shared, thresholds)
-    ceiling = regime_ceiling(distinct, [*classes.rule_based, *classes.prm_style], thresholds)
+    race, gains = race_table(full_rows, pilots, rows["fresh"], rows["fresh_default"], shared, thresholds, tau)
+    ceiling = regime_ceiling(distinct, [*classes.rule_based, *classes.prm_style], thresholds, tau)
     groups = {name: (name,) for name in (*classes.rule_based, *classes.prm_style)}
-    convention = conventions.convention_table(distinct, groups)
+    convention = conventions.convention_table(distinct, groups, tau)
     hacked = hacking.hacking_table(distinct)
     hacked_summary = hacking.hacking_summary(hacked)
-    claims = claim_tests.claims_table(
-        distinct, frontier, race, gains, ceiling, classes, power_replicates, margins
-    )
+    design_table = _committed_design(root)
+    powers = _powers(distinct, classes, margins, power_replicates)
+    claims = claim_tests.claims_table(distinct, frontier, race, gains, classes, margins, design_table, powers)
     claims = pd.concat([claims, _convention_claim(distinct, classes, margins),
                         _hacking_claim(hacked, distinct, margins.gaming)], ignore_index=True)  # fmt: skip
     loso = _leave_one_seed_out(full_rows, shared, classes, margins, pilots, rows, thresholds, claims)
@@ -165,12 +168,63 @@ def analyse(
                     hacked, hacked_summary, claims, written)  # fmt: skip
 
 
+def simulate_design(
+    profile: Profile,
+    results_root: str | Path | None = None,
+    recipe_sd: float | None = None,
+    seed_sd: float | None = None,
+    amplitude: float | None = None,
+    replicates: int | None = None,
+    variants: dict[str, tuple[int, float]] | None = None,
+    progress=None,
+) -> pd.DataFrame:
+    """The study's operating characteristics (``paper-repro design``): the frontier claims' own tests
+    on simulated studies of ``profile``'s design under known truths, with the noise the committed runs
+    show (or the values given), written to ``design.csv`` beside the runs. Its cells are the committed
+    runs' realised rhos, or the grid's targets before any run."""
+    from paper_repro.analysis import design as sim
+
+    root = results_dir(profile.name, results_root)
+    path = root / "runs.csv"
+    runs = _checked_runs(path, profile) if path.exists() else None
+    grid = study_rows(profile, runs)["grid"] if runs is not None else None
+    if grid is not None and grid.empty:
+        grid = None
+    shared = (
+        shared_runs(grid, [s.name for s in profile.all_settings()]) if grid is not None else _shared(profile)
+    )
+    classes = claim_tests.Classes.of(profile, shared)
+    names = [*classes.rule_based, *classes.prm_style]
+    if grid is not None:
+        layout = sim.Layout.from_runs(grid, names, profile.seeds)
+    else:
+        cells = tuple((f"r{round(100 * t):02d}", float(t)) for t in profile.grid.targets)
+        layout = sim.Layout(dict.fromkeys(names, cells), profile.seeds)
+    model = sim.noise_model(grid, names, recipe_sd, seed_sd, amplitude)
+    kwargs = {} if replicates is None else {"replicates": replicates}
+    table = sim.design_table(layout, model, classes, profile.margins, variants, progress=progress, **kwargs)
+    write_table(root / "design.csv", table)
+    return table
+
+
+def _shared(profile: Profile) -> dict[str, str]:
+    """Settings that ask for an earlier setting's experiment (the same policy and reward system)."""
+    seen: dict[tuple[str, str], str] = {}
+    out = {}
+    for s in profile.all_settings():
+        key = (s.policy, s.reward_system)
+        if key in seen:
+            out[s.name] = seen[key]
+        else:
+            seen[key] = s.name
+    return out
+
+
 def _leave_one_seed_out(
     full_rows, shared, classes, margins, pilots, rows, thresholds, claims
 ) -> dict[str, str]:
     """Per claim of the claims table proper, whether its verdict survives dropping any one grid seed:
     the table recomputed (without power) on the grid less each seed in turn, RACE's rows included."""
-    names = [*classes.rule_based, *classes.prm_style]
     verdict = dict(zip(claims["claim"], claims["verdict"], strict=True))
     changed: dict[str, list[str]] = {}
     seeds = sorted(full_rows["seed"].unique())
@@ -179,11 +233,11 @@ def _leave_one_seed_out(
     for seed in seeds:
         kept = full_rows[full_rows["seed"] != seed]
         distinct = kept[~kept["setting"].isin(shared)]
-        race, gains = race_table(kept, pilots, rows["fresh"], rows["fresh_default"], shared, thresholds)
-        ceiling = regime_ceiling(distinct, names, thresholds)
-        table = claim_tests.claims_table(
-            distinct, frontier_table(kept), race, gains, ceiling, classes, 0, margins
-        )
+        race, gains = race_table(
+            kept, pilots, rows["fresh"], rows["fresh_default"], shared, thresholds,
+            claim_tests.Frontiers(distinct).recipe_sd(margins),
+        )  # fmt: skip
+        table = claim_tests.claims_table(distinct, frontier_table(kept), race, gains, classes, margins)
         for claim, v in zip(table["claim"], table["verdict"], strict=True):
             changed.setdefault(claim, [])
             if v != verdict.get(claim):
@@ -194,27 +248,53 @@ def _leave_one_seed_out(
     }
 
 
-def _rho_star_tests(optima: pd.DataFrame, classes: claim_tests.Classes, margin: float) -> pd.DataFrame:
-    """Per distinct setting, its own rho* of the native reward (``optima``'s) tested against its
-    class's paper value."""
-    native = optima[optima["target"] == "native_reward"].set_index("setting")
-    fields = [f.name for f in dataclasses.fields(Optimum)]
+def _committed_design(root: Path) -> pd.DataFrame | None:
+    """The operating characteristics committed beside the runs (``design.csv``), if any."""
+    path = root / "design.csv"
+    return pd.read_csv(path) if path.exists() else None
+
+
+def _powers(distinct: pd.DataFrame, classes, margins, replicates: int | None) -> dict | None:
+    """Per frontier claim, the share of simulated studies that decide per seed count: the committed
+    frontiers' unimodal fits as the truth, with their seed noise and the recipe effect they show
+    (:func:`paper_repro.analysis.design.power_table`); None with ``replicates == 0``."""
+    from paper_repro.analysis import design
+
+    if replicates == 0 or distinct.empty:
+        return None
+    names = [*classes.rule_based, *classes.prm_style]
+    seeds = int(distinct.groupby(["setting", "cell"])["seed"].nunique().median())
+    layout = design.Layout.from_runs(distinct, names, seeds)
+    noise = design.Noise.from_runs(distinct, names)
+    tests = {c.name: c.test for c in claim_tests.frontier_claims(classes, margins)}
+    counts = tuple(sorted({*design.SEEDS, seeds}))
+    kwargs = {} if replicates is None else {"replicates": replicates}
+    return design.power_table(layout, noise, design.fitted_truth(distinct, names), tests, counts, **kwargs)
+
+
+def _rho_star_tests(distinct: pd.DataFrame, classes: claim_tests.Classes, margins) -> pd.DataFrame:
+    """Per distinct setting, the cells that could be best for its native reward tested against its
+    class's paper value (the per-setting verdicts behind the class claims)."""
     out = []
     for names, x in (
         (classes.rule_based, claim_tests.RULE_BASED_RHO),
         (classes.prm_style, claim_tests.PRM_STYLE_RHO),
     ):
-        for name in (n for n in names if n in native.index):
-            opt = Optimum(**native.loc[name, fields].to_dict())
-            out.append({"setting": name, "paper_value": x, "margin": margin,
-                        "verdict": equivalence_verdict(opt, x, margin), **opt.as_dict()})  # fmt: skip
+        for name in names:
+            best = claim_tests.setting_best(distinct, name, "native_reward", margins)
+            if not len(best.rhos):
+                continue
+            out.append({"setting": name, "paper_value": x, "margin": margins.rho, "best_cells": best.cells,
+                        "best_low": best.span[0], "best_high": best.span[1],
+                        "verdict": window_verdict(best.rhos, x, margins.rho), "rho_star": best.star,
+                        "ci95_low": best.low, "ci95_high": best.high, "status": best.status})  # fmt: skip
     return pd.DataFrame(out)
 
 
 def _fit_table(distinct: pd.DataFrame, optima: pd.DataFrame) -> pd.DataFrame:
     """Per distinct frontier: the AICc of each fitted form, the best, and whether it is flat (read
     from ``optima``, which has already tested it)."""
-    flat = {(r.setting, r.target): str(r.reason).startswith("flat") for r in optima.itertuples()}
+    flat = {(r.setting, r.target): not r.p_flat < 0.05 for r in optima.itertuples()}
     out = []
     for setting, rows in distinct.groupby("setting", sort=False):
         for t in METRICS:
@@ -234,11 +314,15 @@ def _convention_claim(distinct: pd.DataFrame, classes: claim_tests.Classes, marg
         for claim, verdict in (
             (
                 "rule-based",
-                claim_tests.near(view, classes.rule_based, claim_tests.RULE_BASED_RHO, margins).verdict,
+                claim_tests.near(
+                    view, classes.rule_based, claim_tests.RULE_BASED_RHO, margins, estimate=False
+                ).verdict,
             ),
             (
                 "PRM-style",
-                claim_tests.near(view, classes.prm_style, claim_tests.PRM_STYLE_RHO, margins).verdict,
+                claim_tests.near(
+                    view, classes.prm_style, claim_tests.PRM_STYLE_RHO, margins, estimate=False
+                ).verdict,
             ),
         ):
             rows.append({"claim": claim, "convention": convention, "verdict": verdict})

@@ -33,18 +33,29 @@ which the test decides (held or not held) in at least 80% of them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from paper_repro import rewards
-from paper_repro.analysis.optima import NAN, equivalence_verdict, fit_optimum, standardised
+from paper_repro.analysis.optima import (
+    ALPHA,
+    SAME_RHO,
+    Cells,
+    best_set,
+    fit_optimum,
+    overlap,
+    recipe_sd_estimate,
+    window_verdict,
+)
+from paper_repro.analysis.verdict import NAN, Result
 from paper_repro.config import Margins, Profile
 from paper_repro.results import METRICS
 
 DEFAULT = Margins()
-DRAWS = 4000  # parametric draws of fitted coefficients (fixed seed)
+TARGET_POWER = 0.8  # the power column's "seeds for 80%"
 RULE_BASED_RHO, PRM_STYLE_RHO = 0.72, 0.445  # the paper's values, as the summary reports them
 
 
@@ -74,15 +85,6 @@ class Classes:
         )
 
 
-@dataclass(frozen=True)
-class Result:
-    value: float = NAN
-    low: float = NAN
-    high: float = NAN
-    verdict: str = "inconclusive"
-    note: str = ""
-
-
 TARGET_WORDS = {
     "native_reward": "the native reward",
     "gsm_pass1": "gsm pass@1",
@@ -95,53 +97,193 @@ def _of(runs: pd.DataFrame, names) -> pd.DataFrame:
     return runs[runs["setting"].isin(list(names))]
 
 
+# ---------------------------------------------------------------------------------------- per setting
+
+
+@dataclass(frozen=True)
+class SettingBest:
+    """One setting's frontier of one target: the realised rhos of its cells that could be best, and
+    (when estimated) rho* with its interval."""
+
+    setting: str
+    cells: str  # the best set's cells, in order of rho
+    rhos: np.ndarray  # their realised rho
+    star: float = NAN
+    low: float = NAN
+    high: float = NAN
+    status: str = ""
+
+    @property
+    def span(self) -> tuple[float, float]:
+        return (float(self.rhos.min()), float(self.rhos.max())) if len(self.rhos) else (NAN, NAN)
+
+    def words(self) -> str:
+        return f"{self.setting} {{{self.cells}}}"
+
+
+class Frontiers:
+    """A runs table with each (setting, target) frontier summarised once (:class:`Cells`): the claim
+    tests read it many times per table, and the design simulator thousands of times."""
+
+    def __init__(self, runs: pd.DataFrame) -> None:
+        self.runs = runs
+        self._cells: dict[tuple[str, str], Cells] | None = None
+        self._recipe_sd: float | None = None
+
+    @classmethod
+    def of(cls, runs: pd.DataFrame | Frontiers) -> Frontiers:
+        return runs if isinstance(runs, Frontiers) else cls(runs)
+
+    def cells(self, setting: str, target: str) -> Cells:
+        if self._cells is None:
+            self._cells = self._summarise()
+        return self._cells.get((setting, target), Cells((), *(np.zeros(0),) * 3, np.zeros(0, dtype=int)))
+
+    def recipe_sd(self, m: Margins) -> float:
+        """The recipe effect the best sets allow for: the margins' when given, else the one this
+        table's frontiers show (:func:`paper_repro.analysis.optima.recipe_sd_estimate`, over every
+        setting and target in it)."""
+        if m.recipe_sd is not None:
+            return m.recipe_sd
+        if self._recipe_sd is None:
+            if self._cells is None:
+                self._cells = self._summarise()
+            self._recipe_sd = recipe_sd_estimate(list(self._cells.values()))
+        return self._recipe_sd
+
+    def _summarise(self) -> dict[tuple[str, str], Cells]:
+        targets = [t for t in METRICS if t in self.runs]
+        if self.runs.empty or not targets:
+            return {}
+        g = self.runs.groupby(["setting", "cell"], sort=False)
+        mean, var, count = g[targets].mean(), g[targets].var(ddof=1), g[targets].count()
+        rho = g["rho"].mean()
+        out = {}
+        for setting in dict.fromkeys(mean.index.get_level_values(0)):
+            order = rho.loc[setting].sort_values(kind="stable")
+            names = tuple(map(str, order.index))
+            for t in targets:
+                n = count.loc[setting, t].reindex(order.index).to_numpy(int)
+                has = n > 0
+                out[(setting, t)] = Cells(
+                    tuple(np.array(names, dtype=object)[has]), order.to_numpy(float)[has],
+                    mean.loc[setting, t].reindex(order.index).to_numpy(float)[has],
+                    var.loc[setting, t].reindex(order.index).to_numpy(float)[has], n[has],
+                )  # fmt: skip
+        return out
+
+
+def setting_best(
+    runs: pd.DataFrame | Frontiers, name: str, target: str, m: Margins, estimate: bool = True, family: int = 1
+) -> SettingBest:
+    """The cells of setting ``name`` that could be best for ``target`` (the decision; at level
+    ``1 - ALPHA / family``, Bonferroni over the ``family`` sets a claim reads together), and with
+    ``estimate`` its unimodal rho* with the seed-bootstrap interval (a description)."""
+    frontiers = Frontiers.of(runs)
+    cells = frontiers.cells(name, target)
+    tau = frontiers.recipe_sd(m)
+    keep = best_set(cells, tau, ALPHA / family)
+    names = " ".join(np.array(cells.names, dtype=object)[keep])
+    if not estimate:
+        return SettingBest(name, names, cells.rho[keep])
+    opt = fit_optimum(_of(frontiers.runs, [name]), target, tau, describe=False)
+    return SettingBest(name, names, cells.rho[keep], opt.rho_star, opt.ci95_low, opt.ci95_high, opt.status)
+
+
+def contradict(bests: list[SettingBest]) -> list[tuple[str, str]]:
+    """The pairs of settings whose best sets share no allocation (one lies wholly beyond the other)."""
+    return [
+        (a.setting, b.setting)
+        for i, a in enumerate(bests)
+        for b in bests[i + 1 :]
+        if len(a.rhos) and len(b.rhos) and not overlap(a.span, b.span)
+    ]
+
+
+def _class_estimate(bests: list[SettingBest]) -> tuple[float, float, float]:
+    """The class's rho*: the median of its settings' estimates, with the envelope of their intervals
+    (only ever called on settings whose best sets overlap)."""
+    stars = [b.star for b in bests if np.isfinite(b.star)]
+    if not stars:
+        return NAN, NAN, NAN
+    lows = [b.low for b in bests if np.isfinite(b.low)]
+    highs = [b.high for b in bests if np.isfinite(b.high)]
+    return float(np.median(stars)), min(lows, default=NAN), max(highs, default=NAN)
+
+
+def _unanimous(verdicts: list[str]) -> str:
+    """ "held" or "not held" when every setting says so, else ""."""
+    return verdicts[0] if verdicts and verdicts[0] in ("held", "not held") and len(set(verdicts)) == 1 else ""
+
+
+def _sets_words(bests: list[SettingBest]) -> str:
+    return "; ".join(b.words() for b in bests)
+
+
 # ---------------------------------------------------------------------------------------- rho* ~ x
 
 
-def near(runs: pd.DataFrame, names, x: float, m: Margins = DEFAULT, target: str = "native_reward") -> Result:
-    """Each distinct setting's rho* of ``target`` tested for equivalence with ``x``; the class
-    verdict is the majority's (more than half of the settings held, or more than half not held)."""
-    verdicts, stars = [], []
-    for name in names:
-        opt = fit_optimum(_of(runs, [name]), target)
-        verdicts.append(equivalence_verdict(opt, x, m.rho))
-        if opt.identified:
-            stars.append(opt.rho_star)
-    if not verdicts:
+def near(
+    runs: pd.DataFrame,
+    names,
+    x: float,
+    m: Margins = DEFAULT,
+    target: str = "native_reward",
+    estimate: bool = True,
+) -> Result:
+    """ "rho* ~ x" for a class of settings: each setting's verdict from its best set
+    (:func:`paper_repro.analysis.optima.window_verdict`); the class is heterogeneous when two
+    settings' sets share no allocation, else held when every setting is held, not held when every
+    one is not held, inconclusive otherwise."""
+    runs = Frontiers.of(runs)
+    bests = [setting_best(runs, name, target, m, estimate, len(names)) for name in names]
+    bests = [b for b in bests if len(b.rhos)]
+    if not bests:
         return Result(note="no runs of these settings")
-    n = len(verdicts)
-    held, not_held = verdicts.count("held"), verdicts.count("not held")
-    verdict = "held" if held > n / 2 else "not held" if not_held > n / 2 else "inconclusive"
-    note = "; ".join(f"{name}: {v}" for name, v in zip(names, verdicts, strict=True))
-    return Result(float(np.median(stars)) if stars else NAN, verdict=verdict, note=note)
+    verdicts = [window_verdict(b.rhos, x, m.rho) for b in bests]
+    per_setting = "; ".join(f"{b.setting}: {v}" for b, v in zip(bests, verdicts, strict=True))
+    split = contradict(bests)
+    if split:
+        pairs = ", ".join(f"{a} vs {b}" for a, b in split)
+        return Result(verdict="heterogeneous", note=f"best sets share no allocation: {pairs}; {per_setting}",
+                      best_cells=_sets_words(bests), unanimous=_unanimous(verdicts))  # fmt: skip
+    verdict = _unanimous(verdicts) or "inconclusive"
+    value, low, high = _class_estimate(bests)
+    return Result(value, low, high, verdict, per_setting, _sets_words(bests))
+
+
+def _recipe_words(m: Margins) -> str:
+    if m.recipe_sd is None:
+        return "the recipe effect the study's frontiers show (the unimodal fits' lack of fit)"
+    return f"a recipe effect of SD {m.recipe_sd}"
 
 
 def near_test(x: float, m: Margins = DEFAULT, target: str = "native_reward") -> str:
     return (
-        f"per distinct setting of the class, rho* of {TARGET_WORDS[target]} from the quadratic in realised "
-        f"rho over all runs (Fieller intervals): a setting is held if its 90% interval lies inside "
-        f"[{x - m.rho:.3g}, {x + m.rho:.3g}], not held if its 95% interval excludes {x}, inconclusive "
-        f"otherwise and when rho* is not identified (flat frontier, lack of fit, no bounded interval); "
-        f"the claim is held if more than half of the settings are held, not held if more than half are "
-        f"not held, inconclusive otherwise (our_value: median rho* of the identified settings)"
+        f"per distinct setting of the class, the cells that could be best for {TARGET_WORDS[target]} at 95% "
+        f"(Gupta's subset over all runs, Bonferroni, seed noise plus {_recipe_words(m)}): a "
+        f"setting is held if every one of them has realised rho in [{x - m.rho:.3g}, {x + m.rho:.3g}], not "
+        "held if none has, inconclusive otherwise; the class is heterogeneous if two settings' sets share no "
+        "allocation, else held if every setting is held, not held if every one is not held, inconclusive "
+        "otherwise (our_value: the median of the settings' unimodal rho*, only where their sets overlap; "
+        "interval: the envelope of their seed-bootstrap 95% intervals)"
     )
 
 
 # ---------------------------------------------------------------------------------------- PRM lower
 
 
-def _vertex_draws(params: np.ndarray, cov: np.ndarray, pairs, seed: int = 0) -> tuple[np.ndarray, float]:
-    """Draws of the vertices ``-b1 / (2 b2)`` for each ``(b1 index, b2 index)`` list in ``pairs``
-    (indices summed: a class's slope is the base slope plus its offset); returns (draws x vertices,
-    the share of draws in which some curvature is not negative)."""
-    rng = np.random.default_rng(seed)
-    draws = rng.multivariate_normal(params, cov, size=DRAWS, method="svd")
-    vertices, ok = [], np.ones(DRAWS, dtype=bool)
-    for slope_idx, curve_idx in pairs:
-        b1, b2 = draws[:, slope_idx].sum(axis=1), draws[:, curve_idx].sum(axis=1)
-        ok &= b2 < 0
-        vertices.append(-b1 / (2 * np.where(b2 == 0, np.nan, b2)))
-    return np.column_stack(vertices)[ok], float(1 - ok.mean())
+def _ordered(low: list[SettingBest], high: list[SettingBest]) -> str:
+    """Whether the best sets of ``low`` lie below those of ``high``: "held" when every allocation of the
+    first lies below every one of the second (by more than :data:`SAME_RHO`), "not held" when none of
+    the first lies below any of the second, "inconclusive" otherwise."""
+    a = np.concatenate([b.rhos for b in low])
+    c = np.concatenate([b.rhos for b in high])
+    if a.max() < c.min() - SAME_RHO:
+        return "held"
+    if a.min() >= c.max() - SAME_RHO:
+        return "not held"
+    return "inconclusive"
 
 
 def lower(
@@ -150,175 +292,113 @@ def lower(
     prm: tuple[str, ...],
     m: Margins = DEFAULT,
     target: str = "native_reward",
+    estimate: bool = True,
 ) -> Result:
-    """PRM-style rho* minus rule-based rho*, on the same policy and a rho range both reach: one
-    model of the standardised ``target`` with a setting intercept, a shared quadratic and a
-    PRM-style offset on both its terms; the difference's interval from parametric draws."""
-    from paper_repro.analysis.optima import OLS, f_test
-
-    rows = _of(runs, (*rule, *prm)).dropna(subset=[target, "rho"])
-    if not len(_of(rows, rule)) or not len(_of(rows, prm)):
+    """PRM-style rho* below rule-based rho*, on the settings of one policy: heterogeneous when two
+    settings of one class contradict; else held when every PRM-style best cell lies below every
+    rule-based one, not held when none does, inconclusive otherwise."""
+    runs = Frontiers.of(runs)
+    family = len(rule) + len(prm)
+    rb = [b for b in (setting_best(runs, n, target, m, estimate, family) for n in rule) if len(b.rhos)]
+    pb = [b for b in (setting_best(runs, n, target, m, estimate, family) for n in prm) if len(b.rhos)]
+    if not rb or not pb:
         return Result(note="settings missing")
-    reach = rows.groupby("setting")["rho"].agg(["min", "max"])
-    lo, hi = float(reach["min"].max()), float(reach["max"].min())
-    rows = rows[(rows["rho"] >= lo - 0.02) & (rows["rho"] <= hi + 0.02)].reset_index(drop=True)
-    cells = rows.groupby("setting")["cell"].nunique().reindex(list((*rule, *prm)), fill_value=0)
-    if cells.min() < 3 or rows.groupby(["setting", "cell"]).size().max() < 2:
-        return Result(
-            note=f"fewer than three cells with replicated seeds each in the common range {lo:.2f}-{hi:.2f}"
-        )
-    y = standardised(rows, target, "setting").to_numpy(float)
-    rho = rows["rho"].to_numpy(float)
-    is_prm = rows["setting"].isin(prm).to_numpy(float)
-    intercepts = pd.get_dummies(rows["setting"], dtype=float).to_numpy()
-    X = np.column_stack([intercepts, rho, rho**2, is_prm * rho, is_prm * rho**2])
-    fit = OLS.fit(X, y)
-    p_flat = f_test(OLS.fit(intercepts, y), fit)
-    if not p_flat < 0.05:
-        return Result(note=f"flat in the common range (p = {p_flat:.2g})")
-    k = intercepts.shape[1]
-    vertices, no_max = _vertex_draws(fit.params, fit.cov, [([k], [k + 1]), ([k, k + 2], [k + 1, k + 3])])
-    if no_max > 0.05:
-        return Result(note=f"no maximum in {no_max:.0%} of the draws (rho* not identified)")
-    diff = vertices[:, 1] - vertices[:, 0]
-    b = fit.params
-    estimate = -(b[k] + b[k + 2]) / (2 * (b[k + 1] + b[k + 3])) + b[k] / (2 * b[k + 1])
-    lo95, hi95 = np.percentile(diff, [2.5, 97.5])
-    lo90, hi90 = np.percentile(diff, [5, 95])
-    if hi95 < 0:
-        verdict = "held"
-    elif lo95 > 0 or (lo90 >= -m.rho and hi90 <= m.rho):
-        verdict = "not held"
-    else:
-        verdict = "inconclusive"
-    note = f"common range {lo:.2f}-{hi:.2f}"
-    return Result(float(estimate), float(lo95), float(hi95), verdict, note)
+    sets = _sets_words([*rb, *pb])
+    split = contradict(rb) + contradict(pb)
+    verdict = _ordered(pb, rb)
+    if split:
+        pairs = ", ".join(f"{a} vs {b}" for a, b in split)
+        return Result(verdict="heterogeneous", note=f"within a class, best sets share no allocation: {pairs}",
+                      best_cells=sets, unanimous=verdict if verdict != "inconclusive" else "")  # fmt: skip
+    value = _class_estimate(pb)[0] - _class_estimate(rb)[0]
+    return Result(value, verdict=verdict, note="PRM-style minus rule-based median rho*", best_cells=sets)
 
 
 def lower_test(m: Margins = DEFAULT, target: str = "native_reward") -> str:
     return (
-        f"PRM-style minus rule-based rho* of {TARGET_WORDS[target]}, on the settings of the middle policy "
-        "and the rho range all of them reach: one OLS model of the standardised score (setting intercepts, "
-        "a shared quadratic in rho, a PRM-style offset on both terms), the difference's interval from "
-        f"{DRAWS} parametric draws of the coefficients: held if the 95% interval lies below 0; not held if "
-        f"it lies above 0 or the 90% interval lies inside [-{m.rho}, {m.rho}] (no difference); "
-        "inconclusive otherwise, and when the frontier is flat or more than 5% of the draws have no maximum"
+        f"on the settings of the middle policy, each setting's cells that could be best for {TARGET_WORDS[target]} "
+        f"at 95% (as for rho* ~ x): heterogeneous if two settings of one class share no allocation; else "
+        f"held if every PRM-style best cell's rho lies below every rule-based one's by more than {SAME_RHO}, "
+        f"not held if no PRM-style best cell lies below any rule-based one by more than {SAME_RHO}, "
+        "inconclusive otherwise (our_value: PRM-style minus rule-based median unimodal rho*)"
     )
 
 
 # ---------------------------------------------------------------------------------------- targets
 
 
-def disagree(runs: pd.DataFrame, names, m: Margins = DEFAULT) -> Result:
-    """Per setting, the cell x target interaction on standardised, run-paired scores (an F test of
-    cell x target terms over run effects), Holm-adjusted over settings; targets agree on a setting
-    when the interaction is not significant and every pair of targets' cell-mean profiles
-    correlates at least ``m.agree_correlation``."""
-    from statsmodels.stats.multitest import multipletests
-
-    pvalues, agree = [], []
+def disagree(runs: pd.DataFrame, names, m: Margins = DEFAULT, estimate: bool = True) -> Result:
+    """Do the targets pick different allocations? Per setting, from each target's best set: the
+    targets disagree when two of them share no allocation, agree when every target's best set lies
+    within one window of width ``2 m.rho``; held when a majority of settings disagree, not held when
+    a majority agree, inconclusive otherwise."""
+    runs = Frontiers.of(runs)
+    disagreeing, agreeing, n = [], [], 0
     for name in names:
-        rows = _of(runs, [name]).dropna(subset=list(METRICS))
-        if rows["cell"].nunique() < 3 or len(rows) <= rows["cell"].nunique():
+        bests = [setting_best(runs, name, t, m, estimate=False, family=len(METRICS)) for t in METRICS]
+        bests = [b for b in bests if len(b.rhos)]
+        if len(bests) < 2:
             continue
-        values = rows[list(METRICS)].to_numpy(float)  # runs x targets
-        std = values.std(axis=0, ddof=1)
-        z = ((values - values.mean(axis=0)) / np.where(std > 0, std, np.nan)).ravel()  # run-major
-        z = np.nan_to_num(z)
-        n_targets = len(METRICS)
-        runs_of = np.repeat(np.arange(len(rows)), n_targets)
-        cell_of = np.repeat(pd.factorize(rows["cell"])[0], n_targets)
-        target_of = np.tile(np.arange(n_targets), len(rows))
-        # cell x target terms beyond the run effects (the first target's are the runs' own)
-        n_cells = cell_of.max() + 1
-        index = cell_of * (n_targets - 1) + target_of - 1
-        terms = np.zeros((len(z), n_cells * (n_targets - 1)))
-        keep = target_of > 0
-        terms[np.flatnonzero(keep), index[keep]] = 1.0
-        pvalues.append(_within_run_f_test(z, terms, runs_of))
-        profiles = pd.DataFrame(z.reshape(len(rows), n_targets)).groupby(cell_of[::n_targets]).mean()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            corr = np.corrcoef(profiles.to_numpy().T)
-        agree.append(bool(np.nanmin(corr) >= m.agree_correlation) if np.isfinite(corr).any() else False)
-    if not pvalues:
-        return Result(note="no setting with three cells and replicated seeds")
-    significant = multipletests(np.nan_to_num(pvalues, nan=1.0), method="holm")[0]
-    n = len(pvalues)
-    agreeing = sum(a and not s for a, s in zip(agree, significant, strict=True))
-    share = float(np.mean(significant))
-    if significant.sum() > n / 2:
-        verdict = "held"
-    elif agreeing > n / 2:
-        verdict = "not held"
-    else:
-        verdict = "inconclusive"
-    note = f"{int(significant.sum())} of {n} settings disagree, {agreeing} agree"
-    return Result(share, verdict=verdict, note=note)
-
-
-def _within_run_f_test(z: np.ndarray, terms: np.ndarray, runs_of: np.ndarray) -> float:
-    """p of the F test of ``terms`` over run effects, by removing each run's mean (the same test as
-    OLS with one dummy per run, without building the dummies)."""
-    from paper_repro.analysis.optima import OLS, f_test
-
-    def within(a: np.ndarray) -> np.ndarray:
-        sums = np.zeros((runs_of.max() + 1, *a.shape[1:]))
-        np.add.at(sums, runs_of, a)
-        return a - (sums / np.bincount(runs_of).reshape((-1,) + (1,) * (a.ndim - 1)))[runs_of]
-
-    zd, td = within(z), within(terms)
-    n_runs = runs_of.max() + 1
-    reduced = OLS(np.zeros(0), np.zeros((0, 0)), float(zd @ zd), len(z) - n_runs)
-    params, _, rank, _ = np.linalg.lstsq(td, zd, rcond=None)
-    full = OLS(params, np.zeros((0, 0)), float(np.sum((zd - td @ params) ** 2)), len(z) - n_runs - rank)
-    return f_test(reduced, full)
+        n += 1
+        if contradict(bests):
+            disagreeing.append(name)
+        elif np.ptp(np.concatenate([b.rhos for b in bests])) <= 2 * m.rho + 1e-12:
+            agreeing.append(name)
+    if n == 0:
+        return Result(note="no setting with two targets")
+    verdict = "held" if len(disagreeing) > n / 2 else "not held" if len(agreeing) > n / 2 else "inconclusive"
+    note = (
+        f"{len(disagreeing)} of {n} settings disagree ({', '.join(disagreeing) or 'none'}), "
+        f"{len(agreeing)} agree ({', '.join(agreeing) or 'none'})"
+    )
+    return Result(len(disagreeing) / n, verdict=verdict, note=note)
 
 
 def disagree_test(m: Margins = DEFAULT) -> str:
     return (
-        "per distinct setting, the four targets standardised and stacked by run; an F test of cell x "
-        "target terms over run effects (OLS), Holm-adjusted over settings: held if the interaction is "
-        "significant in a majority of settings; not held if in a majority it is not and every pair of "
-        f"targets' cell-mean profiles correlates >= {m.agree_correlation}; inconclusive otherwise "
-        "(our_value: share of settings with a significant interaction)"
+        "per distinct setting, each target's cells that could be best at 95% (as for rho* ~ x): the targets "
+        "disagree on a setting when two targets' best sets share no allocation, agree when all of them lie "
+        f"within a window of width {2 * m.rho:.2g} in rho; held if a majority of settings disagree, not held "
+        "if a majority agree, inconclusive otherwise (our_value: share of settings that disagree)"
     )
 
 
-def pass1_vs_judge(runs: pd.DataFrame, names, m: Margins = DEFAULT) -> Result:
-    """Over the process-level settings whose gsm pass@1 and judge frontiers both have an identified
-    rho*: pass@1's rho* minus the judge's, bounded by the extremes of the two Fieller intervals (a
-    conservative interval for the difference: wider than any joint one)."""
-    agree = disagree_n = 0
-    considered = []
+def pass1_vs_judge(runs: pd.DataFrame, names, m: Margins = DEFAULT, estimate: bool = True) -> Result:
+    """Per process-level setting, whether gsm pass@1's best set lies above the judge's (as
+    :func:`lower`, mirrored); held when every setting says so, not held when none does,
+    heterogeneous when settings say both, inconclusive otherwise."""
+    runs = Frontiers.of(runs)
+    verdicts, sets = {}, []
     for name in names:
-        rows = _of(runs, [name])
-        p1, judge = fit_optimum(rows, "gsm_pass1"), fit_optimum(rows, "judge_score")
-        if not (p1.identified and judge.identified):
+        p1 = setting_best(runs, name, "gsm_pass1", m, estimate=False, family=2 * len(names))
+        judge = setting_best(runs, name, "judge_score", m, estimate=False, family=2 * len(names))
+        if not len(p1.rhos) or not len(judge.rhos):
             continue
-        considered.append(name)
-        diff_low = p1.ci95_low - judge.ci95_high  # conservative: the two 95% intervals' extremes
-        diff_high = p1.ci95_high - judge.ci95_low
-        interior = judge.status == "interior"
-        if diff_low > 0 and interior:
-            agree += 1
-        elif diff_high < 0 or (
-            p1.ci90_low - judge.ci90_high >= -m.rho and p1.ci90_high - judge.ci90_low <= m.rho
-        ):
-            disagree_n += 1
-    n = len(considered)
-    if n == 0:
-        return Result(note="no process-level setting with pass@1 and judge frontiers both identified")
-    verdict = "held" if agree > n / 2 else "not held" if disagree_n > n / 2 else "inconclusive"
-    return Result(agree / n, verdict=verdict, note=f"settings considered: {', '.join(considered)}")
+        verdicts[name] = _ordered([judge], [p1])
+        sets.append(f"{name}: pass@1 {{{p1.cells}}}, judge {{{judge.cells}}}")
+    if not verdicts:
+        return Result(note="no process-level setting with both targets")
+    values = list(verdicts.values())
+    if "held" in values and "not held" in values:
+        verdict = "heterogeneous"
+    elif all(v == "held" for v in values):
+        verdict = "held"
+    elif all(v == "not held" for v in values):
+        verdict = "not held"
+    else:
+        verdict = "inconclusive"
+    note = "; ".join(f"{k}: {v}" for k, v in verdicts.items())
+    return Result(values.count("held") / len(values), verdict=verdict, note=note, best_cells="; ".join(sets),
+                  unanimous=_unanimous(values))  # fmt: skip
 
 
 def pass1_test(names, m: Margins = DEFAULT) -> str:
     return (
-        f"settings {', '.join(names)} whose gsm pass@1 and judge frontiers both have an identified rho*: a "
-        "setting agrees when the 95% intervals put pass@1's rho* above the judge's (every value of one "
-        "above every value of the other) and the judge's optimum is interior; it disagrees when they put "
-        f"it below, or both 90% intervals lie within {m.rho} of each other; held if a majority agree, "
-        "not held if a majority disagree, inconclusive otherwise (our_value: share that agree)"
+        f"settings {', '.join(names)}: each one's cells that could be best for gsm pass@1 and for the judge at "
+        f"95% (as for rho* ~ x); a setting says pass@1 prefers more update when every pass@1 best cell's rho "
+        f"lies above every judge best cell's by more than {SAME_RHO}, and the opposite when none does; held "
+        "if every setting says so, not held if none does, heterogeneous if settings say both, inconclusive "
+        "otherwise (our_value: share of settings that say so)"
     )
 
 
@@ -334,13 +414,14 @@ def aicc(rss: float, n: int, k: int) -> float:
 
 
 def loglinear(runs: pd.DataFrame, names, m: Margins = DEFAULT) -> Result:
-    """Over the frontiers (distinct setting x target) that are not flat: constant, log-linear and
-    quadratic in rho by AICc over all runs; a form wins when it beats the runner-up by ``m.aicc``."""
+    """Over the frontiers (distinct setting x target) whose cells differ (one-way F, p < 0.05):
+    constant, log-linear and quadratic in rho by AICc over all runs; a form wins when it beats the
+    runner-up by ``m.aicc``."""
     wins: dict[str, int] = {"constant": 0, "loglinear": 0, "quadratic": 0, "tie": 0}
     for name in names:
         for target in METRICS:
             rows = _of(runs, [name]).dropna(subset=[target, "rho"])
-            if fit_optimum(rows, target).reason.startswith(("flat", "too few", "no seed")):
+            if rows["cell"].nunique() < 3 or not fit_optimum(rows, target, bootstrap=0).p_flat < 0.05:
                 continue
             scores = aicc_by_form(rows, target)
             ranked = sorted(scores, key=scores.get)
@@ -376,51 +457,15 @@ def _rss(rows: pd.DataFrame, target: str, kind: str) -> tuple[float, int, int]:
 
 def loglinear_test(m: Margins = DEFAULT) -> str:
     return (
-        "over every frontier (distinct setting x target) that is not flat: constant, log-linear (a + b log "
+        "over every frontier (distinct setting x target) whose cells differ (one-way F test, p < 0.05): constant, log-linear (a + b log "
         "rho) and quadratic fits over all runs, compared by AICc; a form wins a frontier when it beats the "
         f"runner-up by >= {m.aicc}, else the frontier is a tie: held if log-linear wins a majority; not "
         "held if other forms win a majority; inconclusive otherwise, and when no frontier is not flat "
-        "(our_value: share log-linear wins; its power is simulated from the fitted quadratics, so it says "
-        "how often the test decides when the truth is quadratic)"
+        "(our_value: share log-linear wins)"
     )
 
 
 # ---------------------------------------------------------------------------------------- RACE
-
-
-def same_regime(race: pd.DataFrame, ceiling: float, m: Margins = DEFAULT) -> Result:
-    """Cohen's kappa of the pilots' regime against the full grid's, over the distinct settings."""
-    from statsmodels.stats.inter_rater import cohens_kappa
-
-    if race.empty:
-        return Result(note="no pilots")
-    labels = sorted(set(race["pilot_regime"]) | set(race["full_regime"]))
-    table = pd.crosstab(race["pilot_regime"], race["full_regime"]).reindex(
-        index=labels, columns=labels, fill_value=0
-    )
-    rate = float(race["same_regime"].mean())
-    if len(labels) < 2:
-        return Result(rate, note=f"one regime only ({labels[0]}): kappa is undefined; rate {rate:.2f}")
-    k = cohens_kappa(table.to_numpy())
-    lo, hi = float(k.kappa_low), float(k.kappa_upp)
-    if lo > 0 and (np.isnan(ceiling) or rate >= ceiling):
-        verdict = "held"
-    elif hi < m.kappa_slight:
-        verdict = "not held"
-    else:
-        verdict = "inconclusive"
-    note = f"same-regime rate {rate:.2f}; ceiling from the full grid's own seed halves {ceiling:.2f}"
-    return Result(float(k.kappa), lo, hi, verdict, note)
-
-
-def same_regime_test(m: Margins = DEFAULT) -> str:
-    return (
-        "Cohen's kappa (statsmodels) of the pilot grid's regime against the full grid's over the distinct "
-        "settings, with its 95% interval: held if the interval lies above 0 and the same-regime rate "
-        "reaches the ceiling the full grid's own seed noise allows (the rate at which two disjoint halves "
-        f"of its seeds name the same regime); not held if the interval's upper bound is below "
-        f"{m.kappa_slight} (no better than slight agreement); inconclusive otherwise (our_value: kappa)"
-    )
 
 
 def no_race_gain(gains: np.ndarray, m: Margins = DEFAULT) -> Result:
@@ -498,98 +543,162 @@ def fraction_words(fraction: float) -> str:
     return str(Fraction(fraction).limit_denominator(1000))
 
 
+@dataclass(frozen=True)
+class Claim:
+    """One row of the claims table: its words, its kind, the paper's value and its test (``None``
+    where the verdict comes from the RACE or planner tables instead of the runs)."""
+
+    name: str
+    kind: str
+    paper_value: str
+    test: Callable[[pd.DataFrame, bool], Result] | None
+    text: str
+
+
+def frontier_claims(c: Classes, m: Margins = DEFAULT) -> list[Claim]:
+    """The claims decided from the full-budget frontiers alone, in the table's order: the ones the
+    design simulator (:mod:`paper_repro.analysis.design`) runs. Each test takes ``(runs, estimate)``."""
+    middle_rule = tuple(s for s in c.middle if s in c.rule_based)
+    middle_prm = tuple(s for s in c.middle if s in c.prm_style)
+    distinct = [*c.rule_based, *c.prm_style]
+    out = []
+    for target in ("native_reward", "gsm_pass1", "judge_score"):
+        ours = target != "native_reward"
+        on = f" (on {TARGET_WORDS[target]})" if ours else ""
+        kind = "our addition" if ours else "paper claim"
+        out += [
+            Claim(f"rule-based rewards: rho* ~ 0.72{on}", kind, "0.72",
+                  lambda r, e, t=target: near(r, c.rule_based, RULE_BASED_RHO, m, t, e),
+                  near_test(RULE_BASED_RHO, m, target)),
+            Claim(f"PRM-style rewards: rho* ~ 0.44-0.45{on}", kind, "0.44-0.45",
+                  lambda r, e, t=target: near(r, c.prm_style, PRM_STYLE_RHO, m, t, e),
+                  near_test(PRM_STYLE_RHO, m, target)),
+            Claim(f"PRM-style rho* is lower than rule-based rho*{on}", kind, "0.44-0.45 < 0.72",
+                  lambda r, e, t=target: lower(r, middle_rule, middle_prm, m, t, e), lower_test(m, target)),
+        ]  # fmt: skip
+    out += [
+        Claim("evaluation targets disagree on the best allocation", "paper claim", "qualitative",
+              lambda r, e: disagree(r, distinct, m, e), disagree_test(m)),
+        Claim("dense/PRM rewards: pass@1 prefers a high-update cell, the judge a mid-update cell", "paper claim",
+              "a180 (pass@1) vs a100 (judge)", lambda r, e: pass1_vs_judge(r, c.process, m, e),
+              pass1_test(c.process, m)),
+    ]  # fmt: skip
+    return out
+
+
+def claim_target(name: str) -> str | None:
+    """The target whose rho* a frontier claim is about (None for the others)."""
+    if "rho*" not in name:
+        return None
+    return next((t for t, words in TARGET_WORDS.items() if f"(on {words})" in name), "native_reward")
+
+
 def claims_table(
     runs: pd.DataFrame,
     frontier: pd.DataFrame,
     race: pd.DataFrame,
     gains: np.ndarray,
-    ceiling: float,
     classes: Classes,
-    replicates: int | None = None,
     margins: Margins = DEFAULT,
+    design: pd.DataFrame | None = None,
+    powers: dict[str, dict[int, float]] | None = None,
 ) -> pd.DataFrame:
     """One row per claim. ``runs``: the full-budget grid runs of the distinct settings; ``race``: the
-    RACE table (one row per setting and pilot fraction; its distinct settings are used, its first
-    fraction is the paper's pilot); ``gains``: RACE's fresh-seed gains; ``replicates``: simulated
-    studies per seed count for the power column (None: the power module's default; 0: no power
-    column); ``margins``: the profile's."""
-    from paper_repro.analysis import power
+    RACE table (one row per setting and pilot fraction; its first fraction is the paper's pilot);
+    ``gains``: RACE's fresh-seed gains; ``design``: the operating characteristics
+    (``design.csv``) whose committed-design rows give each claim's wrong and agreement rates;
+    ``powers``: per claim, the simulated share decided per seed count (:func:`design.power_table`)."""
+    from paper_repro.analysis import race as race_tests
 
     c, m = classes, margins
-    distinct = [*c.rule_based, *c.prm_style]
-    middle_rule = tuple(s for s in c.middle if s in c.rule_based)
-    middle_prm = tuple(s for s in c.middle if s in c.prm_style)
     race = race[~race["setting"].isin(c.shared)] if len(race) else race
     fractions = list(dict.fromkeys(race["pilot_fraction"])) if len(race) else []
-    claims = []
-    for target in ("native_reward", "gsm_pass1", "judge_score"):
-        ours = target != "native_reward"
-        on = f" (on {TARGET_WORDS[target]})" if ours else ""
-        kind = "our addition" if ours else "paper claim"
-        claims += [
-            (f"rule-based rewards: rho* ~ 0.72{on}", kind, "0.72",
-             lambda r, t=target: near(r, c.rule_based, RULE_BASED_RHO, m, t), near_test(RULE_BASED_RHO, m, target)),
-            (f"PRM-style rewards: rho* ~ 0.44-0.45{on}", kind, "0.44-0.45",
-             lambda r, t=target: near(r, c.prm_style, PRM_STYLE_RHO, m, t), near_test(PRM_STYLE_RHO, m, target)),
-            (f"PRM-style rho* is lower than rule-based rho*{on}", kind, "0.44-0.45 < 0.72",
-             lambda r, t=target: lower(r, middle_rule, middle_prm, m, t), lower_test(m, target)),
-        ]  # fmt: skip
-    claims += [
-        ("evaluation targets disagree on the best allocation", "paper claim", "qualitative",
-         lambda r: disagree(r, distinct, m), disagree_test(m)),
-        ("dense/PRM rewards: pass@1 prefers a high-update cell, the judge a mid-update cell", "paper claim",
-         "a180 (pass@1) vs a100 (judge)", lambda r: pass1_vs_judge(r, c.process, m), pass1_test(c.process, m)),
-    ]  # fmt: skip
-    fixed = {}
+    claims = frontier_claims(c, m)
+    fixed: dict[str, Result] = {}
     for i, fraction in enumerate(fractions):
         name = f"RACE pilots at {fraction_words(fraction)} of the budget name the full grid's regime"
-        claims.append((name, "paper claim" if i == 0 else "our addition", "1.0" if i == 0 else "not tested by the paper",
-                       None, same_regime_test(m)))  # fmt: skip
-        fixed[name] = same_regime(race[race["pilot_fraction"] == fraction], ceiling, m)
+        claims.append(Claim(name, "paper claim" if i == 0 else "our addition",
+                            "1.0" if i == 0 else "not tested by the paper", None, race_tests.pilot_agreement_test()))  # fmt: skip
+        fixed[name] = _with_kappa(race_tests.pilot_agreement(race[race["pilot_fraction"] == fraction]),
+                                  race[race["pilot_fraction"] == fraction])  # fmt: skip
     claims += [
-        ("RACE gives no stable held-out gain over a fixed default allocation", "paper claim", "no stable gain",
-         None, no_gain_test(m)),
-        ("log-linear in rho is the best non-trivial fit", "paper claim", "log-linear best",
-         lambda r: loglinear(r, distinct, m), loglinear_test(m)),
-        ("larger policies buy fewer updates and rollouts at equal FLOPs", "consistency check", "qualitative",
-         None, FEWER_TEST),
+        Claim("RACE gives no stable held-out gain over a fixed default allocation", "paper claim", "no stable gain",
+              None, no_gain_test(m)),
+        Claim("log-linear in rho is the best non-trivial fit", "paper claim", "log-linear best",
+              lambda r, e: loglinear(Frontiers.of(r).runs, [*c.rule_based, *c.prm_style], m), loglinear_test(m)),
+        Claim("larger policies buy fewer updates and rollouts at equal FLOPs", "consistency check", "qualitative",
+              None, FEWER_TEST),
     ]  # fmt: skip
     fixed["RACE gives no stable held-out gain over a fixed default allocation"] = no_race_gain(gains, m)
     fixed["larger policies buy fewer updates and rollouts at equal FLOPs"] = fewer_updates(frontier, c.sizes)
-    truth = power.fitted_frontiers(runs, distinct) if replicates != 0 else []
-    covariances = power.noise_covariances(runs, truth) if truth else None
     seeds_now = int(runs.groupby(["setting", "cell"])["seed"].nunique().median()) if len(runs) else 0
-    rows = []
-    for claim, kind, paper, test, text in claims:
-        result = fixed.get(claim) or test(runs)
-        rec = {"claim": claim, "kind": kind, "paper_value": paper, "our_value": result.value,
-               "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict,
-               "note": result.note, "test": text, "seeds_per_cell": seeds_now}  # fmt: skip
-        rec.update(_power_columns(test, truth, replicates, seeds_now, covariances))
-        rows.append(rec)
+    frontiers, rows = Frontiers(runs), []
+    for claim in claims:
+        result = fixed.get(claim.name) or claim.test(frontiers, True)
+        rows.append({
+            "claim": claim.name, "kind": claim.kind, "paper_value": claim.paper_value,
+            "our_value": result.value, "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict,
+            "best_cells": result.best_cells, "note": result.note, "test": claim.text, "seeds_per_cell": seeds_now,
+            **_oc_columns(claim.name, design), **_power_columns(claim.name, powers, seeds_now),
+        })  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def _power_columns(test, truth, replicates, seeds_now: int, covariances=None) -> dict:
-    """The power at the study's seeds per cell and the seeds that reach 80% (:mod:`.power`)."""
-    from paper_repro.analysis import power
+def _with_kappa(result: Result, race: pd.DataFrame) -> Result:
+    """``result`` with Cohen's kappa of the pilot and full regime labels in its note: a description,
+    never the verdict."""
+    from dataclasses import replace
 
-    if test is None:
-        reason = "not simulated: the test reads the pilot grid or the planner, which the frontier model does not generate"
-        return {"power_now": NAN, "seeds_for_80pct_power": NAN, "power_note": reason}
-    if not truth:
-        return {"power_now": NAN, "seeds_for_80pct_power": NAN, "power_note": "not computed"}
-    kwargs = {} if replicates is None else {"replicates": replicates}
-    counts = tuple(sorted({*power.SEEDS, seeds_now} - {0}))
-    powers = power.power(
-        lambda r: test(r).verdict, truth, seeds=counts, through=seeds_now, covariances=covariances, **kwargs
-    )
-    needed = power.seeds_needed(powers)
-    note = ", ".join(f"{n} seeds: {p:.2f}" for n, p in powers.items())
-    if needed is None:
-        note += f"; not decidable at 80% power with up to {max(power.SEEDS)} seeds per cell"
+    from paper_repro.analysis import race as race_tests
+
+    kappa, low, high = race_tests.regime_kappa(race)
+    words = "undefined (one label)" if np.isnan(kappa) else f"{kappa:.2f} (95% {low:.2f} to {high:.2f})"
+    return replace(result, note=f"{result.note}; regime kappa, a description: {words}")
+
+
+def _oc_columns(name: str, design: pd.DataFrame | None) -> dict:
+    """The claim's operating characteristics at the study's design, from ``design.csv``: its largest
+    wrong share over the truths (and which truth), its smallest two-draw agreement, and how often it
+    is held where the truth is held."""
+    empty = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN}
+    if design is None or design.empty:
+        return {**empty, "oc_note": "not simulated: no design.csv (paper-repro design)"}
+    rows = design[(design["claim"] == name) & (design["design"] == "committed")]
+    if rows.empty:
+        return {**empty, "oc_note": "not simulated: the design simulator runs the frontier claims only"}
+    worst = rows.loc[rows["wrong"].idxmax()]
+    held = rows[rows["true_verdict"] == "held"]["share_held"]
     return {
-        "power_now": powers.get(seeds_now, NAN),
+        "oc_wrong_max": float(worst["wrong"]),
+        "oc_wrong_truth": str(worst["truth"]) if worst["wrong"] > 0 else "",
+        "oc_agreement_min": float(rows["agreement"].min()),
+        "oc_held_when_true": float(held.min()) if len(held) else NAN,
+        "oc_note": f"{len(rows)} truths, {int(rows['studies'].iloc[0])} studies each (design.csv)",
+    }
+
+
+def _power_columns(name: str, powers: dict[str, dict[int, float]] | None, seeds_now: int) -> dict:
+    """The share of simulated studies that decide at the study's seeds per cell, and the seeds per
+    cell that reach 80% (:func:`paper_repro.analysis.design.power_table`)."""
+    if not powers or name not in powers:
+        reason = "not simulated: the test reads the pilot grid or the planner, or the frontier fits only"
+        return {
+            "power_now": NAN,
+            "seeds_for_80pct_power": NAN,
+            "power_note": reason if powers else "not computed",
+        }
+    table = powers[name]
+    needed = seeds_needed(table)
+    note = ", ".join(f"{n} seeds: {p:.2f}" for n, p in sorted(table.items()))
+    if needed is None:
+        note += f"; not decided in 80% of studies with up to {max(table)} seeds per cell"
+    return {
+        "power_now": table.get(seeds_now, NAN),
         "seeds_for_80pct_power": float(needed or NAN),
         "power_note": note,
     }
+
+
+def seeds_needed(powers: dict[int, float]) -> int | None:
+    """The smallest seed count whose share of deciding studies reaches :data:`TARGET_POWER`."""
+    return next((n for n, p in sorted(powers.items()) if p >= TARGET_POWER), None)

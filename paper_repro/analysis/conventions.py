@@ -12,8 +12,9 @@ gives the tokens for a fourth:
   units (its FLOPs over the policy's FLOPs per generated token; 0 for rule-based rewards);
 - ``wall time``: seconds spent updating over seconds in all (``rho_time``).
 
-:func:`convention_table` refits rho* of the native reward (:func:`paper_repro.analysis.optima.fit_optimum`)
-with each convention's rho on the x axis, per distinct setting and per class.
+:func:`convention_table` refits rho* of the native reward (:func:`paper_repro.analysis.optima.fit_optimum`:
+the cells that could be best, the unimodal estimate) with each convention's rho on the x axis, per
+distinct setting.
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ def with_rho_6n(rows: pd.DataFrame, steps_dir: Path) -> pd.DataFrame:
     return rows
 
 
-def convention_table(rows: pd.DataFrame, groups: dict[str, tuple[str, ...]]) -> pd.DataFrame:
-    """rho* of the native reward per (group, convention): ``groups`` maps a label (a setting, or a
-    class pooled) to its settings; a single setting is fitted alone, a class pooled."""
+def convention_table(
+    rows: pd.DataFrame, groups: dict[str, tuple[str, ...]], recipe_sd: float = 0.0
+) -> pd.DataFrame:
+    """rho* of the native reward per (group, convention): ``groups`` maps a label to its settings
+    (one each, in the analysis), fitted over their runs with the convention's rho on the x axis."""
     from paper_repro.analysis.optima import fit_optimum
 
     out = []
@@ -63,7 +66,7 @@ def convention_table(rows: pd.DataFrame, groups: dict[str, tuple[str, ...]]) -> 
             if data.empty or data[column].isna().all():
                 continue
             view = data.assign(rho=data[column])
-            opt = fit_optimum(view, "native_reward", group="setting" if len(names) > 1 else None)
+            opt = fit_optimum(view, "native_reward", recipe_sd)
             out.append({"group": label, "settings": " ".join(names), "convention": convention,
                         **opt.as_dict()})  # fmt: skip
     return pd.DataFrame(out)

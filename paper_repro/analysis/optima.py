@@ -1,34 +1,39 @@
-"""rho* from a fitted frontier: the quadratic in realised rho over all runs, its vertex and Fieller's
-interval, a flatness test, a lack-of-fit test, and the cells that could be best.
+"""rho* of one frontier: the cells that could be best decide, a shape-free fit estimates.
 
-Per (setting, target), over every run (one point per seed and cell, never cell means), the rule
-below is fixed in code before any table is read; :func:`fit_optimum` returns the status it reaches:
+Per (setting, target), over every run of the setting (one point per seed and cell), the rule below
+is fixed in code before any table is read.
 
-1. fewer than three cells, or no seed replication: **not identified**;
-2. **flatness**: the F test of the cell means against no effect of the cell (a one-way ANOVA over
-   cells; pooled over settings, within settings). p >= ``ALPHA``: the frontier is statistically
-   flat, rho* is **not identified (flat)**;
-3. the quadratic ``y = b0 + b1 rho + b2 rho^2`` by OLS, and its **lack of fit** against the
-   cell-means model (the nested F test of ``anova_lm``; written with numpy and ``scipy.stats`` here
-   because the power simulation refits it thousands of times). p < ``LACK_OF_FIT_ALPHA``: the quadratic does not describe
-   the cells, **not identified (lack of fit)**;
-4. a maximum with a bounded **Fieller interval** (b2 < 0 and the curvature significantly non-zero at
-   the interval's level): rho* is the vertex ``-b1 / (2 b2)``; **interior** when it lies inside the
-   feasible range, else a **boundary** optimum at the nearest edge. The interval is Fieller's, not
-   clipped (the claims test it against the paper's value; the figures clip it to the range);
-5. no bounded interval, but a significant linear slope: the frontier rises (falls) across the whole
-   feasible range, a **boundary** optimum at the top (bottom) edge, with the half-line interval
-   ``[edge, inf)`` (``(-inf, edge]``): the data say only that rho* is at least (at most) the edge;
-6. otherwise **not identified (no curvature or slope)**.
+**The decision: the cells that could be best** (:func:`best_set`). Gupta's subset selection at 95%:
+a cell stays in the set when its mean is within ``d * se`` of the best observed mean, with
 
-Pooled over several settings (``group="setting"``), each setting's target is standardised (its own
-mean and SD) and keeps its own intercept; the curvature and vertex are shared: the class's rho*.
+- ``se = sqrt(s_i^2 / n_i + s_best^2 / n_best + 2 tau^2)``: each cell's own SD over its seeds (the
+  committed cells' SDs differ up to tenfold within a frontier, so one pooled SD would make the noisy
+  cells look precise), ``tau`` the **recipe-effect SD**.
+  Each cell is its own recipe (P, G, K, mu), not only a rho: a cell's mean moves by its recipe's
+  luck, which no number of seeds removes, so "could this cell be the best *allocation*" allows for
+  it. ``tau`` is the profile's (``margins.recipe_sd``) or, where the profile leaves it open, the one
+  the study's own frontiers show (:func:`recipe_sd_estimate`); 0 gives the textbook rule on seed
+  noise alone;
+- ``d = t(1 - alpha / (k - 1), df)``: the Bonferroni critical value for the ``k - 1`` one-sided
+  comparisons with the best (Welch-Satterthwaite degrees of freedom per comparison), a little wider
+  than Dunnett's exact constant (tested against ``scipy.stats.dunnett``), so the set covers the
+  best cell at least 95% of the time.
 
-The feasible range is the range of realised rho the grid reached (its cells' mean rho): nothing
-outside it was run, so nothing outside it is known. The argmax cell is kept as a description;
-beside it, the cells that could be the best at 95% (Gupta's subset selection, with the Bonferroni
-critical value ``d = t(1 - 0.05 / (k - 1), df)`` on the pooled within-cell SD: a cell stays when its
-mean is within ``d s sqrt(1/n_i + 1/n_best)`` of the best mean).
+Without seed replication there is no noise estimate and every cell could be best. A claim "rho* ~ x"
+is then decided by :func:`window_verdict`: **held** when every cell of the set lies inside
+``[x - margin, x + margin]``, **not held** when none does, **inconclusive** otherwise.
+
+**The estimate: unimodal regression** (:func:`unimodal`). The best up-then-down fit of the cell means
+(weighted by seeds) over cells in order of realised rho; rho* is the mean rho of the cells at the
+fit's maximum. Its 95% interval: percentiles of the same estimate over :data:`BOOTSTRAP` resamples of
+the seeds within cells, each resample's cell means shifted by a draw of the recipe effect (the same
+``tau``; fixed RNG seed). A maximum that reaches the lowest or the highest cell is a **boundary**
+optimum: "at the edge of what this setting can reach", reported at that edge's rho, never beyond the
+grid. When every cell could be best, rho* is **not identified**.
+
+**Descriptions only**: the quadratic in rho by OLS and Fieller's interval for its vertex (where its
+curvature is significant), and the one-way F test of the cells against no cell effect. They decide
+nothing; no lack-of-fit gate, no half-line fallback.
 """
 
 from __future__ import annotations
@@ -39,31 +44,195 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-ALPHA = 0.05  # flatness, slope and subset selection
-LACK_OF_FIT_ALPHA = 0.01  # the quadratic is refused only on strong evidence that it misfits
-INF = float("inf")
+ALPHA = 0.05  # the best set's level (95%) and the flatness description's
+BOOTSTRAP = 400  # seed resamples for the interval of rho*; percentiles to about +-0.01 in rho
 NAN = float("nan")
+SAME_RHO = 0.05  # two cells' realised rho closer than this are the same allocation (grid tolerance 0.03)
+RECIPE_BIAS = 2.0  # the unimodal lack of fit's recipe SD is 0.45-0.64 of the true one in simulation
+
+
+# ---------------------------------------------------------------------------------------- cells
+
+
+@dataclass(frozen=True)
+class Cells:
+    """One frontier's cells in order of realised rho: the target's mean, variance and count over
+    seeds, and the cell's mean realised rho."""
+
+    names: tuple[str, ...]
+    rho: np.ndarray
+    mean: np.ndarray
+    var: np.ndarray  # over seeds (ddof 1; NaN with one seed)
+    n: np.ndarray
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame, target: str) -> Cells:
+        """The cells of ``rows`` (columns ``cell``, ``rho`` and ``target``; rows missing either
+        number are left out)."""
+        data = rows[["cell", "rho", target]].dropna()
+        g = data.groupby("cell", sort=False)
+        stats = pd.DataFrame({
+            "rho": g["rho"].mean(), "mean": g[target].mean(), "var": g[target].var(ddof=1),
+            "n": g[target].count(),
+        }).sort_values("rho", kind="stable")  # fmt: skip
+        return cls(
+            tuple(map(str, stats.index)),
+            stats["rho"].to_numpy(float),
+            stats["mean"].to_numpy(float),
+            stats["var"].to_numpy(float),
+            stats["n"].to_numpy(int),
+        )
+
+    @property
+    def k(self) -> int:
+        return len(self.names)
+
+    def pooled(self) -> tuple[float, int]:
+        """The pooled within-cell variance over seeds and its degrees of freedom (NaN, 0 without
+        replication)."""
+        replicated = self.n >= 2
+        df = int((self.n[replicated] - 1).sum())
+        if df == 0:
+            return NAN, 0
+        return float(((self.n - 1) * self.var)[replicated].sum() / df), df
+
+
+def best_set(cells: Cells, recipe_sd: float = 0.0, alpha: float = ALPHA) -> np.ndarray:
+    """Which of ``cells`` could be the best at ``1 - alpha`` (Gupta's subset, Bonferroni, each cell
+    with its own seed variance, the recipe effect ``recipe_sd`` allowed for): a boolean mask in
+    ``cells``' order."""
+    from scipy import stats
+
+    if cells.k < 2:
+        return np.ones(cells.k, dtype=bool)
+    pooled, df = cells.pooled()
+    if df == 0:
+        return np.ones(cells.k, dtype=bool)
+    var = np.where(cells.n >= 2, cells.var, pooled) / cells.n  # a cell mean's seed variance
+    top = int(np.argmax(cells.mean))
+    seed_part = var + var[top]
+    se = np.sqrt(seed_part + 2 * recipe_sd**2)
+    with np.errstate(divide="ignore", invalid="ignore"):  # Welch-Satterthwaite per comparison
+        dof = seed_part**2 / (var**2 / np.maximum(cells.n - 1, 1) + var[top] ** 2 / max(cells.n[top] - 1, 1))
+    dof = np.where(np.isfinite(dof) & (dof > 0), dof, df)
+    d = stats.t.ppf(1 - alpha / (cells.k - 1), dof)
+    return cells.mean >= cells.mean[top] - d * se
+
+
+def window_verdict(rhos: np.ndarray, x: float, margin: float) -> str:
+    """ "rho* ~ x" from the realised rhos of the cells that could be best: held when every one lies in
+    ``[x - margin, x + margin]``, not held when none does, inconclusive otherwise."""
+    inside = np.abs(np.asarray(rhos, float) - x) <= margin + 1e-12
+    if inside.all():
+        return "held"
+    if not inside.any():
+        return "not held"
+    return "inconclusive"
+
+
+def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two rho spans ``(low, high)`` of best sets share an allocation (within :data:`SAME_RHO`)."""
+    return a[0] <= b[1] + SAME_RHO and b[0] <= a[1] + SAME_RHO
+
+
+# ---------------------------------------------------------------------------------------- unimodal fit
+
+
+def isotonic(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The weighted non-decreasing least-squares fit of each row of ``y`` (batch x k), by the max-min
+    formula ``fit_i = max_{j <= i} min_{l >= i} mean(y[j..l])`` (vectorised over the batch; k small)."""
+    k = y.shape[-1]
+    if k == 0:
+        return y.copy()
+    cy = np.concatenate([np.zeros((*y.shape[:-1], 1)), np.cumsum(y * w, axis=-1)], axis=-1)
+    cw = np.concatenate([[0.0], np.cumsum(w)])
+    start, end = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
+    valid = start <= end
+    span = np.where(valid, cw[end + 1] - cw[start], 1.0)
+    means = (cy[..., end + 1] - cy[..., start]) / span  # batch x start x end
+    means = np.where(valid, means, np.inf)
+    inner = np.flip(np.minimum.accumulate(np.flip(means, -1), axis=-1), -1)  # min over end >= i
+    inner = np.where(valid, inner, -np.inf)  # only start <= i
+    return inner.max(axis=-2)
+
+
+def unimodal(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The weighted up-then-down least-squares fit of each row of ``y`` (batch x k): the best over
+    every split of a non-decreasing fit of the cells before it and a non-increasing one after."""
+    y = np.atleast_2d(np.asarray(y, float))
+    w = np.asarray(w, float)
+    k = y.shape[-1]
+    best, best_sse = None, None
+    for split in range(k + 1):
+        up = isotonic(y[:, :split], w[:split])
+        down = isotonic(y[:, split:][:, ::-1], w[split:][::-1])[:, ::-1]  # non-increasing
+        fit = np.concatenate([up, down], axis=-1)
+        sse = ((y - fit) ** 2 * w).sum(axis=-1)
+        if best is None:
+            best, best_sse = fit, sse
+        else:
+            better = sse < best_sse - 1e-15
+            best = np.where(better[:, None], fit, best)
+            best_sse = np.where(better, sse, best_sse)
+    return best
+
+
+def peak_rho(fit: np.ndarray, rho: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a fit (batch x k): rho* (the weighted mean rho of the cells at its maximum) and
+    which edge that maximum reaches: -1 the lowest cell, 1 the highest, 0 neither (both: 0 too; the
+    fit is flat)."""
+    top = fit >= fit.max(axis=-1, keepdims=True) - 1e-12
+    weight = top * w
+    star = (weight * rho).sum(axis=-1) / weight.sum(axis=-1)
+    return star, top[:, -1].astype(int) - top[:, 0].astype(int)
+
+
+def recipe_sd_estimate(frontiers: list[Cells]) -> float:
+    """The recipe-effect SD a study's frontiers show: per frontier, the lack of fit of the unimodal fit
+    of its cell means (their mean square on ``k - levels`` degrees of freedom, the fit's distinct
+    levels counted as its parameters) less a cell mean's seed noise; the root of the mean over the
+    frontiers that have such degrees of freedom, floored at 0, times :data:`RECIPE_BIAS`. An adaptive
+    fit absorbs part of what it should leave: simulated at the committed design with a recipe SD of
+    0.022, the uncorrected estimate averaged 0.010-0.014 under four truths (flat, a peak, a plateau,
+    the paper's world), so it is doubled (tests/test_design.py checks it is not low on average)."""
+    excess = []
+    for cells in frontiers:
+        s2, df = cells.pooled()
+        if cells.k < 3 or df == 0:
+            continue
+        fit = unimodal(cells.mean, cells.n)[0]
+        levels = len(np.unique(np.round(fit, 12)))
+        if cells.k <= levels:
+            continue
+        lack = float(np.sum((cells.mean - fit) ** 2)) / (cells.k - levels)
+        var = np.where(cells.n >= 2, cells.var, s2) / cells.n
+        excess.append(lack - float(np.mean(var)))
+    return RECIPE_BIAS * float(np.sqrt(max(np.mean(excess), 0.0))) if excess else 0.0
+
+
+# ---------------------------------------------------------------------------------------- the optimum
 
 
 @dataclass(frozen=True)
 class Optimum:
-    """rho* of one frontier and how it was reached (intervals in realised rho)."""
+    """rho* of one frontier: the cells that could be best (the decision) and the unimodal estimate
+    with its bootstrap interval (a description), in realised rho."""
 
     status: str  # interior | boundary | not identified
-    reason: str  # what the rule saw
+    reason: str
     rho_star: float = NAN
-    ci90_low: float = NAN
-    ci90_high: float = NAN
     ci95_low: float = NAN
     ci95_high: float = NAN
     feasible_low: float = NAN
     feasible_high: float = NAN
-    p_flat: float = NAN  # cells against no cell effect
-    p_lack_of_fit: float = NAN  # the quadratic against the cell means
-    curvature: float = NAN  # b2
-    curvature_p: float = NAN
-    slope_p: float = NAN  # the linear fit's slope (read when there is no bounded vertex)
-    residual_sd: float = NAN  # of the quadratic fit
+    best_cells: str = ""  # the cells that could be best at 95%, in order of rho
+    best_low: float = NAN  # their realised rho span
+    best_high: float = NAN
+    recipe_sd: float = NAN  # the recipe effect the set allowed for
+    p_flat: float = NAN  # description: the cells against no cell effect (one-way F)
+    quad_vertex: float = NAN  # description: the quadratic's vertex and Fieller's 95% interval
+    quad_ci95_low: float = NAN
+    quad_ci95_high: float = NAN
     n_runs: int = 0
     n_cells: int = 0
 
@@ -71,8 +240,91 @@ class Optimum:
     def identified(self) -> bool:
         return self.status in ("interior", "boundary")
 
+    @property
+    def best_rhos(self) -> tuple[float, float]:
+        return self.best_low, self.best_high
+
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def fit_optimum(
+    rows: pd.DataFrame,
+    target: str,
+    recipe_sd: float = 0.0,
+    bootstrap: int = BOOTSTRAP,
+    seed: int = 0,
+    describe: bool = True,
+) -> Optimum:
+    """rho* of ``target`` over ``rows`` (columns ``cell``, ``rho``, ``seed`` and ``target``), by the rule
+    in the module docstring. ``bootstrap=0`` skips the interval; ``describe=False`` the quadratic and
+    F test (the simulations decide from the set alone)."""
+    cells = Cells.of(rows, target)
+    base = {"n_runs": int(cells.n.sum()), "n_cells": cells.k, "recipe_sd": recipe_sd}
+    if cells.k == 0:
+        return Optimum("not identified", "no runs", **base)
+    base.update(feasible_low=float(cells.rho[0]), feasible_high=float(cells.rho[-1]))
+    keep = best_set(cells, recipe_sd)
+    base.update(
+        best_cells=" ".join(np.array(cells.names)[keep]),
+        best_low=float(cells.rho[keep].min()), best_high=float(cells.rho[keep].max()),
+    )  # fmt: skip
+    if describe:
+        base.update(_descriptions(rows, target, cells))
+    if cells.k < 3:
+        return Optimum("not identified", "fewer than three cells", **base)
+    if cells.pooled()[1] == 0:
+        return Optimum("not identified", "no seed replication: every cell could be best", **base)
+    if keep.all():
+        return Optimum("not identified", "every cell could be the best", **base)
+    star, edge = peak_rho(unimodal(cells.mean, cells.n), cells.rho, cells.n)
+    where = "boundary" if edge[0] else "interior"
+    reason = "the fitted maximum lies inside the cells" if where == "interior" else (
+        "at the edge of what this setting can reach (the fitted maximum reaches its "
+        + ("lowest" if edge[0] < 0 else "highest") + " cell)"
+    )  # fmt: skip
+    low = high = NAN
+    if bootstrap:
+        draws = _bootstrap_peaks(rows, target, cells, recipe_sd, bootstrap, seed)
+        low, high = (float(v) for v in np.percentile(draws, [2.5, 97.5]))
+    return Optimum(where, reason, float(star[0]), low, high, **base)
+
+
+def _bootstrap_peaks(rows, target, cells: Cells, recipe_sd: float, b: int, seed: int) -> np.ndarray:
+    """rho* of ``b`` resamples: seeds drawn with replacement within each cell, each resampled cell
+    mean shifted by a draw of the recipe effect."""
+    rng = np.random.default_rng(seed)
+    data = rows[["cell", target]].dropna()
+    means = np.empty((b, cells.k))
+    for i, name in enumerate(cells.names):
+        values = data.loc[data["cell"].astype(str) == name, target].to_numpy(float)
+        picks = rng.integers(0, len(values), size=(b, len(values)))
+        means[:, i] = values[picks].mean(axis=1)
+    means += rng.normal(0.0, recipe_sd, size=means.shape) if recipe_sd > 0 else 0.0
+    return peak_rho(unimodal(means, cells.n), cells.rho, cells.n)[0]
+
+
+def _descriptions(rows: pd.DataFrame, target: str, cells: Cells) -> dict:
+    """The one-way F test of the cells and the quadratic's vertex with Fieller's 95% interval."""
+    from scipy import stats
+
+    data = rows[["cell", "rho", target]].dropna()
+    out = {}
+    groups = [g[target].to_numpy(float) for _, g in data.groupby("cell")]
+    if len(groups) >= 2 and all(len(g) >= 2 for g in groups) and np.ptp(data[target]) > 0:
+        out["p_flat"] = float(stats.f_oneway(*groups).pvalue)
+    if cells.k >= 3 and len(data) > 3:
+        x, y = data["rho"].to_numpy(float), data[target].to_numpy(float)
+        fit = OLS.fit(np.column_stack([np.ones_like(x), x, x**2]), y)
+        b1, b2 = float(fit.params[1]), float(fit.params[2])
+        if b2 < 0 and fit.df_resid > 0:
+            out["quad_vertex"] = -b1 / (2 * b2)
+            ci = fieller(
+                b1, b2, fit.cov[1, 1], fit.cov[1, 2], fit.cov[2, 2], stats.t.ppf(0.975, fit.df_resid)
+            )
+            if ci is not None:
+                out["quad_ci95_low"], out["quad_ci95_high"] = ci
+    return out
 
 
 def fieller(b1: float, b2: float, v11: float, v12: float, v22: float, t: float) -> tuple[float, float] | None:
@@ -86,13 +338,6 @@ def fieller(b1: float, b2: float, v11: float, v12: float, v22: float, t: float) 
         return None
     lo, hi = (b_ - math.sqrt(disc)) / a_, (b_ + math.sqrt(disc)) / a_  # bounds of theta = b1 / b2
     return -hi / 2, -lo / 2  # v = -theta / 2 flips the order
-
-
-def standardised(rows: pd.DataFrame, target: str, group: str) -> pd.Series:
-    """``target`` standardised within each ``group`` (mean 0, SD 1; a constant group is 0)."""
-    g = rows.groupby(group)[target]
-    sd = g.transform("std").replace(0, np.nan)
-    return ((rows[target] - g.transform("mean")) / sd).fillna(0.0)
 
 
 @dataclass(frozen=True)
@@ -112,129 +357,20 @@ class OLS:
         scale = rss / df if df > 0 else NAN
         return cls(params, scale * np.linalg.pinv(X.T @ X), rss, df)
 
-    def t_p(self, i: int) -> float:
-        """Two-sided p of coefficient ``i`` being zero."""
-        from scipy import stats
 
-        se = math.sqrt(self.cov[i, i]) if self.cov[i, i] > 0 else NAN
-        return float(2 * stats.t.sf(abs(self.params[i] / se), self.df_resid)) if se == se else NAN
-
-
-def f_test(reduced: OLS, full: OLS) -> float:
-    """p of the nested F test of ``reduced`` inside ``full`` (as statsmodels' ``anova_lm``)."""
-    from scipy import stats
-
-    extra = reduced.df_resid - full.df_resid
-    if extra <= 0 or full.df_resid <= 0:
-        return NAN
-    if full.rss <= 0:
-        return 0.0 if reduced.rss > 0 else 1.0
-    f = ((reduced.rss - full.rss) / extra) / (full.rss / full.df_resid)
-    return float(stats.f.sf(f, extra, full.df_resid))
+def standardised(rows: pd.DataFrame, target: str, group: str) -> pd.Series:
+    """``target`` standardised within each ``group`` (mean 0, SD 1; a constant group is 0)."""
+    g = rows.groupby(group)[target]
+    sd = g.transform("std").replace(0, np.nan)
+    return ((rows[target] - g.transform("mean")) / sd).fillna(0.0)
 
 
-def fit_optimum(rows: pd.DataFrame, target: str, group: str | None = None) -> Optimum:
-    """rho* of ``target`` over ``rows`` (columns ``cell``, ``rho``, ``target``; and ``group`` when
-    pooling settings), by the rule in the module docstring."""
-    from scipy import stats
-
-    cols = ["cell", "rho", target] + ([group] if group else [])
-    data = rows[cols].dropna()
-    cell_codes, cell_names = pd.factorize(data["cell"])
-    group_codes = pd.factorize(data[group])[0] if group else np.zeros(len(data), dtype=int)
-    key_codes, _ = pd.factorize(group_codes * max(len(cell_names), 1) + cell_codes)
-    rho = data["rho"].to_numpy(float)
-    counts = np.bincount(key_codes)
-    base = {"n_runs": len(data), "n_cells": len(counts)}
-    if len(cell_names) < 3:
-        return Optimum("not identified", "too few cells", **base)
-    cell_rho = np.bincount(key_codes, weights=rho) / counts
-    lo, hi = float(cell_rho.min()), float(cell_rho.max())
-    base.update(feasible_low=lo, feasible_high=hi)
-    if (counts < 2).all():
-        return Optimum("not identified", "no seed replication", **base)
-    y = (standardised(data, target, group) if group else data[target]).to_numpy(float)
-    if np.ptp(y) == 0:
-        return Optimum("not identified", "flat (no variation at all)", **base)
-    intercepts = np.eye(group_codes.max() + 1)[group_codes]
-    cells = np.eye(len(counts))[key_codes]
-    by_cell = OLS.fit(cells, y)
-    p_flat = f_test(OLS.fit(intercepts, y), by_cell)
-    base["p_flat"] = p_flat
-    if not p_flat < ALPHA:
-        return Optimum("not identified", f"flat (cells against no cell effect, p = {p_flat:.2g})", **base)
-    X = np.column_stack([intercepts, rho, rho**2])
-    quad = OLS.fit(X, y)
-    p_lof = f_test(quad, by_cell)
-    b1, b2 = float(quad.params[-2]), float(quad.params[-1])
-    cov = quad.cov[-2:, -2:]
-    base.update(
-        p_lack_of_fit=p_lof, curvature=b2, curvature_p=quad.t_p(X.shape[1] - 1),
-        residual_sd=math.sqrt(quad.rss / quad.df_resid) if quad.df_resid > 0 else NAN,
-    )  # fmt: skip
-    if p_lof < LACK_OF_FIT_ALPHA:
-        return Optimum(
-            "not identified", f"the quadratic misfits the cells (lack of fit p = {p_lof:.2g})", **base
-        )
-    interval = {
-        level: fieller(b1, b2, cov[0, 0], cov[0, 1], cov[1, 1], stats.t.ppf(level, quad.df_resid))
-        if b2 < 0
-        else None
-        for level in (0.95, 0.975)
-    }
-    if interval[0.95] is not None and interval[0.975] is not None:
-        vertex = -b1 / (2 * b2)
-        where = "interior" if lo < vertex < hi else "boundary"
-        reason = (
-            "vertex inside the feasible range"
-            if where == "interior"
-            else f"vertex {vertex:.3f} beyond the feasible range {lo:.3f}-{hi:.3f}"
-        )
-        star = float(min(max(vertex, lo), hi))
-        return Optimum(where, reason, star, *map(float, interval[0.95]), *map(float, interval[0.975]), **base)
-    linear = OLS.fit(X[:, :-1], y)
-    slope, slope_p = float(linear.params[-1]), linear.t_p(X.shape[1] - 2)
-    base["slope_p"] = slope_p
-    if slope_p < ALPHA:
-        if slope > 0:
-            return Optimum("boundary", "rises across the feasible range", hi, hi, INF, hi, INF, **base)
-        return Optimum("boundary", "falls across the feasible range", lo, -INF, lo, -INF, lo, **base)
-    return Optimum("not identified", "no significant curvature or slope", **base)
-
-
-def best_cells(rows: pd.DataFrame, target: str, alpha: float = ALPHA) -> list[str]:
-    """The cells that could be the best at ``1 - alpha`` (Gupta's subset selection, Bonferroni)."""
-    from scipy import stats
-
-    data = rows[["cell", target]].dropna()
-    g = data.groupby("cell", sort=False)[target]
-    means, counts = g.mean(), g.count()
-    if len(means) < 2 or (counts < 2).any():
-        return list(means.index[means == means.max()])
-    df = int((counts - 1).sum())
-    pooled = math.sqrt(float((g.var(ddof=1) * (counts - 1)).sum()) / df)
-    d = stats.t.ppf(1 - alpha / (len(means) - 1), df)
-    top = means.idxmax()
-    keep = means >= means[top] - d * pooled * np.sqrt(1 / counts + 1 / counts[top])
-    return [c for c in means.index if keep[c]]
-
-
-def equivalence_verdict(opt: Optimum, x: float, margin: float) -> str:
-    """ "rho* ~ x": held when the 90% interval lies inside ``[x - margin, x + margin]``; not held when
-    the 95% interval excludes ``x``; inconclusive otherwise, and whenever rho* is not identified."""
-    if not opt.identified:
-        return "inconclusive"
-    if x - margin <= opt.ci90_low and opt.ci90_high <= x + margin:
-        return "held"
-    if not opt.ci95_low <= x <= opt.ci95_high:
-        return "not held"
-    return "inconclusive"
-
-
-def optimum_table(rows: pd.DataFrame, frontier: pd.DataFrame, shared: dict[str, str]) -> pd.DataFrame:
-    """Per setting and target: the fitted rho* (:func:`fit_optimum`) with its status, intervals and
-    tests; the cells that could be best; and, as a description only, the argmax cell with its value,
-    the base policy's and the gain. ``same_runs_as`` names the setting whose runs a setting reuses."""
+def optimum_table(
+    rows: pd.DataFrame, frontier: pd.DataFrame, shared: dict[str, str], recipe_sd: float = 0.0
+) -> pd.DataFrame:
+    """Per setting and target: the cells that could be best, rho* with its status and interval (with
+    the quadratic as a description), and the argmax cell with its value, the base policy's and the
+    gain. ``same_runs_as`` names the setting whose runs a setting reuses."""
     from paper_repro.results import METRICS
 
     out = []
@@ -243,11 +379,10 @@ def optimum_table(rows: pd.DataFrame, frontier: pd.DataFrame, shared: dict[str, 
         for t in METRICS:
             if f[t].isna().all():
                 continue
-            opt = fit_optimum(r, t)
+            opt = fit_optimum(r, t, recipe_sd)
             best = f.loc[f[t].idxmax()]
             out.append({
                 "stage": stage, "setting": setting, "target": t, **opt.as_dict(),
-                "best_cells_95": " ".join(best_cells(r, t)),
                 "best_cell": best["cell"], "best_cell_rho": best["rho"], "best_cell_rho_time": best["rho_time"],
                 "best_value": best[t], "base_value": best[f"base_{t}"], "gain": best[t] - best[f"base_{t}"],
                 "reward_share_at_best": best["reward_share"], "range": f[t].max() - f[t].min(),

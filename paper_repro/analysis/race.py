@@ -1,48 +1,153 @@
 """Target disagreement and RACE (Reward-Aware Compute Allocation) from the result tables alone.
 
-**Regimes** (our definition; the paper's thresholds are unknown, so they are parameters): at a
-setting's best cell (the argmax of the native reward), the setting is
+**RACE** runs a pilot grid per setting (the full grid's cells at a fraction of its budget, on pilot
+seeds the full grid does not use), names the setting's regime from it and picks the pilots' best cell
+for the full-budget run. Every rule below is fixed in code before any table is read.
 
-- ``reward-heavy`` when C_reward / C_total there is at least ``reward_threshold`` (default 0.25);
-- else ``update-heavy`` when rho there is at least ``rho_threshold`` (default 0.6);
-- else ``search-heavy``.
+**A regime is where the best cells lie** (:meth:`RegimeThresholds.classify`). Over a grid's runs, the
+cells that could be best at 95% (:func:`paper_repro.analysis.optima.best_set`: Gupta's subset,
+Bonferroni, the profile's recipe effect allowed for) name the regime: ``update-heavy`` when every one
+realises rho at or above ``rho_threshold`` (default 0.6, between the cells r50 and r70, which realise
+rho near 0.50 and 0.69, so seed noise never moves a cell across it), ``search-heavy`` when every one
+lies below it, ``unresolved`` when the set straddles it.
 
-Both thresholds sit between the grid's cells, never on one: the default grid's cells realise rho
-near 0.16, 0.31, 0.50, 0.69 and 0.84 (0.6 lies between r50 and r70), and the PRM-style cells
-spend a share of 0.56, 0.45, 0.32 and 0.20 on the PRM (0.25 lies between r50 and r70). A threshold
-on a cell would make a regime depend on which side of it seed noise puts that cell.
+**The reward's FLOP share cannot name a regime** within a setting. A reward model is paid once per
+completion generated, so C_reward is a fixed multiple ``c`` of C_search in every cell of a setting
+(``c`` ~ the PRM's size over the policy's; 0 for a rule-based reward), and with rho = C_learning /
+C_total the share is ``C_reward / C_total = c / (1 + c) * (1 - rho)``: a function of rho alone, whose
+scale is the reward class (in the cpu-tiny study, every cell of prm and proxy_prm spends 0.68 (1 - rho)
+on the PRM, to within 0.002: 0.57 at rho 0.17, 0.20 at rho 0.70). A share threshold is a rho threshold in disguise,
+placed by the PRM's size: a PRM setting's low-rho cells are "reward-heavy" by their share whatever
+their native reward, and a rule-based setting's never are. So no reward label is given.
 
-**RACE** classifies each setting from its pilot grid (the same cells at a pilot budget, on seeds the
-full grid does not use) and picks the pilot's best cell for the full-budget run. :func:`race_table`
-compares, per setting and pilot budget, the pilot regime with the full grid's; for the first pilot
-budget (the paper's 1/8), the RACE pick's native reward with TRL's default allocation (K = G,
+**Did the pilots move?** (:func:`pilot_moved`). A pilot grid that stays at the base policy carries no
+information about the full grid. The pilots moved when some pilot cell's mean native reward differs
+from the base policy's (``base_native_reward``) by more than its two-sided 95% t interval over the
+pilot seeds, Bonferroni-adjusted over the cells. Pilots that did not move are *uninformative*: their
+regime is ``uninformative`` and they are reported, never scored as agreeing or disagreeing.
+
+**The agreement test** (:func:`pilot_agreement`, one pilot fraction, the distinct settings whose
+pilots moved): per setting, the Spearman correlation of the pilot cell means with the full grid's, and
+whether RACE's pick (the pilots' argmax cell) lies in the full grid's 95% best set, with its regret
+on the full grid's seeds (which the pilots never used). :func:`pilot_agreement_test` states the rule.
+
+**Descriptions only**: Cohen's kappa of the pilot regime against the full grid's
+(:func:`regime_kappa`, its asymptotic interval clipped to [-1, 1]), and :func:`regime_ceiling`, how
+often two disjoint halves of the full grid's seeds name the same regime. For the first pilot fraction
+(the paper's 1/8) :func:`race_table` also pairs RACE's pick with TRL's default allocation (K = G,
 mu = 1, at the full budget), both run **on fresh seeds** that neither the pilots nor the full grid
-used, paired by seed; and the pilots' FLOPs with the full grid's. :func:`regime_ceiling` is the same-regime rate the full grid's own seed
-noise allows: how often two disjoint halves of its seeds name the same regime.
+used: the gains :func:`paper_repro.analysis.claims.no_race_gain` tests.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, permutations
 
 import numpy as np
 import pandas as pd
 
+from paper_repro.analysis.optima import Cells, best_set
+from paper_repro.analysis.verdict import Result
 from paper_repro.results import METRICS
+
+ALPHA = 0.05  # the pilots' interval, the best sets and the agreement test
+PERMUTATIONS = 10_000  # Monte Carlo draws of the permutation test where exact enumeration is not cheap
+EXACT_CELLS = 7  # settings of at most this many cells are enumerated exactly (7! = 5040 orders)
+BOOTSTRAP = 2_000  # resamples of the settings for the pooled correlation's interval
+MIN_MOVED = 3  # settings whose pilots moved that the agreement test needs
+UNINFORMATIVE = "uninformative"
+NAN = float("nan")
 
 
 @dataclass(frozen=True)
 class RegimeThresholds:
-    rho_threshold: float = 0.6  # rho at the best cell at or above: update-heavy
-    reward_threshold: float = 0.25  # C_reward / C_total at the best cell at or above: reward-heavy
+    """Where a regime's line lies in realised rho (a parameter: the paper's is unknown)."""
 
-    def classify(self, rho_star: float, reward_share: float) -> str:
-        if np.isnan(rho_star):
+    rho_threshold: float = 0.6  # every best cell at or above: update-heavy; every one below: search-heavy
+
+    def classify(self, best_rhos) -> str:
+        """The regime named by the realised rhos of the cells that could be best: ``update-heavy``,
+        ``search-heavy``, ``unresolved`` (the set straddles the threshold) or ``unknown`` (no cell)."""
+        rhos = np.asarray(best_rhos, float)
+        rhos = rhos[~np.isnan(rhos)]
+        if rhos.size == 0:
             return "unknown"
-        if reward_share >= self.reward_threshold:
-            return "reward-heavy"
-        return "update-heavy" if rho_star >= self.rho_threshold else "search-heavy"
+        if (rhos >= self.rho_threshold).all():
+            return "update-heavy"
+        return "search-heavy" if (rhos < self.rho_threshold).all() else "unresolved"
+
+
+# ---------------------------------------------------------------------------------------- cells
+
+
+def best_cell(rows: pd.DataFrame) -> pd.Series:
+    """The argmax cell of the native reward over ``rows`` (cell means of native reward and rho, named
+    by the cell): RACE's pick from its pilots, and the full grid's best cell."""
+    means = rows.groupby("cell")[["native_reward", "rho"]].mean()
+    top = means["native_reward"].idxmax()
+    return means.loc[top].rename(top)
+
+
+def best_cells(rows: pd.DataFrame, recipe_sd: float = 0.0) -> tuple[Cells, np.ndarray]:
+    """The native reward's cells of ``rows`` in order of rho and the mask of those that could be best."""
+    cells = Cells.of(rows, "native_reward")
+    return cells, best_set(cells, recipe_sd)
+
+
+def regime(rows: pd.DataFrame, thresholds: RegimeThresholds, recipe_sd: float = 0.0) -> tuple[str, str]:
+    """The regime of one grid's runs and the cells behind it (space-separated, in order of rho)."""
+    cells, keep = best_cells(rows, recipe_sd)
+    return thresholds.classify(cells.rho[keep]), " ".join(np.array(cells.names, dtype=object)[keep])
+
+
+def cell_means(rows: pd.DataFrame) -> pd.Series:
+    """The mean native reward per cell (index: the cell, as a string)."""
+    means = rows.groupby("cell")["native_reward"].mean().dropna()
+    return means.set_axis(means.index.astype(str))
+
+
+def pilot_moved(rows: pd.DataFrame, base: float, alpha: float = ALPHA) -> tuple[bool, float]:
+    """Whether some cell's mean native reward over ``rows`` (one pilot grid) lies outside its two-sided
+    ``1 - alpha`` t interval around ``base``, Bonferroni over the cells; with the largest
+    ``|cell mean - base|``. A cell on one seed has no interval and cannot move."""
+    from scipy import stats
+
+    g = rows.dropna(subset=["native_reward"]).groupby("cell")["native_reward"]
+    mean, sd, n = g.mean(), g.std(ddof=1), g.count()
+    if mean.empty or np.isnan(base):
+        return False, NAN
+    t = stats.t.ppf(1 - alpha / (2 * len(mean)), np.maximum(n - 1, 1))
+    shift = (mean - base).abs()
+    moved = (n >= 2) & (shift > t * sd / np.sqrt(n))
+    return bool(moved.any()), float(shift.max())
+
+
+def spearman(pilot: pd.Series, full: pd.Series) -> float:
+    """Spearman's rank correlation of two cell-mean profiles over the cells both have (NaN with fewer
+    than three or a constant profile)."""
+    from scipy import stats
+
+    common = pilot.index.intersection(full.index)
+    a, b = pilot[common].to_numpy(float), full[common].to_numpy(float)
+    if len(common) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return NAN
+    return float(stats.spearmanr(a, b).statistic)
+
+
+def means_text(means: pd.Series) -> str:
+    """A cell-mean profile as a table cell: ``r15=0.4812 r30=0.5033 ...``."""
+    return " ".join(f"{cell}={value:.10g}" for cell, value in means.items())
+
+
+def parse_means(text: str) -> pd.Series:
+    """The inverse of :func:`means_text`."""
+    pairs = [item.split("=") for item in str(text).split()] if isinstance(text, str) else []
+    return pd.Series({cell: float(value) for cell, value in pairs}, dtype=float)
+
+
+# ---------------------------------------------------------------------------------------- tables
 
 
 def disagreement_table(frontier: pd.DataFrame) -> tuple[pd.DataFrame, float]:
@@ -63,28 +168,40 @@ def disagreement_table(frontier: pd.DataFrame) -> tuple[pd.DataFrame, float]:
     return table, share
 
 
-def best_cell(rows: pd.DataFrame) -> pd.Series:
-    """The argmax cell of the native reward over ``rows`` (cell means), with its rho and reward share:
-    RACE's pick from its pilots, and the full grid's best cell."""
-    g = rows.assign(reward_share=rows["C_reward"] / rows["C_total"]).groupby("cell")
-    means = g[["native_reward", "rho", "reward_share"]].mean()
-    return means.loc[means["native_reward"].idxmax()].rename(means["native_reward"].idxmax())
-
-
-def regime_ceiling(full_rows: pd.DataFrame, names, thresholds: RegimeThresholds) -> float:
-    """The share of (setting, split) in which two disjoint halves of the full grid's seeds name the
-    same regime, over every split of the seeds into halves; NaN with fewer than two seeds."""
+def regime_ceiling(
+    full_rows: pd.DataFrame, names, thresholds: RegimeThresholds, recipe_sd: float = 0.0
+) -> float:
+    """A description: the share of (setting, split) in which two disjoint halves of the full grid's
+    seeds name the same regime (from their best sets), over every split of the seeds into halves; NaN
+    with fewer than two seeds."""
     same = []
     for name in names:
-        rows = full_rows[full_rows["setting"] == name]
-        seeds = sorted(rows["seed"].unique())
+        rows = full_rows[full_rows["setting"] == name].dropna(subset=["native_reward", "rho"])
+        reward = rows.pivot_table(index="cell", columns="seed", values="native_reward", aggfunc="mean")
+        rho = rows.pivot_table(index="cell", columns="seed", values="rho", aggfunc="mean")
+        seeds = list(reward.columns)
         if len(seeds) < 2:
             continue
         for half in combinations(seeds, len(seeds) // 2):
-            a, b = rows[rows["seed"].isin(half)], rows[~rows["seed"].isin(half)]
-            regimes = [thresholds.classify(x["rho"], x["reward_share"]) for x in (best_cell(a), best_cell(b))]
-            same.append(regimes[0] == regimes[1])
+            rest = [s for s in seeds if s not in half]
+            labels = [
+                _half_regime(reward[list(h)], rho[list(h)], thresholds, recipe_sd) for h in (half, rest)
+            ]
+            same.append(labels[0] == labels[1])
     return float(np.mean(same)) if same else float("nan")
+
+
+def _half_regime(reward: pd.DataFrame, rho: pd.DataFrame, thresholds, recipe_sd: float) -> str:
+    """The regime of a cell x seed table of native rewards (and one of rhos), without regrouping."""
+    order = np.argsort(rho.mean(axis=1).to_numpy(float), kind="stable")
+    cells = Cells(
+        tuple(map(str, reward.index[order])),
+        rho.mean(axis=1).to_numpy(float)[order],
+        reward.mean(axis=1).to_numpy(float)[order],
+        reward.var(axis=1, ddof=1).to_numpy(float)[order],
+        reward.count(axis=1).to_numpy(int)[order],
+    )
+    return thresholds.classify(cells.rho[best_set(cells, recipe_sd)])
 
 
 def race_table(
@@ -94,60 +211,95 @@ def race_table(
     fresh_defaults: pd.DataFrame,
     shared: dict[str, str],
     thresholds: RegimeThresholds = RegimeThresholds(),
+    recipe_sd: float = 0.0,
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """One row per setting with both grids and pilot fraction (``pilots``: fraction -> its pilot rows;
     the first fraction's pick is the one run on fresh seeds), and the fresh-seed gains of that pick
     over TRL's default (one per distinct setting and fresh seed). ``fresh_rows``: full-budget grid
-    cells on the fresh seeds; ``fresh_defaults``: the default allocation on them."""
+    cells on the fresh seeds; ``fresh_defaults``: the default allocation on them; ``recipe_sd``: the
+    recipe effect the best sets allow for."""
     out, gains = [], []
     first = next(iter(pilots), None)
     for (stage, setting), fr in full_rows.groupby(["stage", "setting"], sort=False):
         if fr["native_reward"].isna().all():
             continue
-        fb = best_cell(fr)
+        full = _full_side(fr, thresholds, recipe_sd)
         for fraction, pilot_rows in pilots.items():
             pr = pilot_rows[(pilot_rows["stage"] == stage) & (pilot_rows["setting"] == setting)]
             if pr.empty or pr["native_reward"].isna().all():
                 continue
-            pb = best_cell(pr)
-            rec = {
-                "stage": stage,
-                "setting": setting,
-                "pilot_fraction": fraction,
-                "pilot_best_cell": pb.name,
-                "pilot_rho_star": pb["rho"],
-                "pilot_regime": thresholds.classify(pb["rho"], pb["reward_share"]),
-                "pilot_seeds": int(pr["seed"].nunique()),
-                "full_best_cell": fb.name,
-                "full_rho_star": fb["rho"],
-                "full_regime": thresholds.classify(fb["rho"], fb["reward_share"]),
-                "full_seeds": int(fr["seed"].nunique()),
-            }
-            rec["same_regime"] = rec["pilot_regime"] == rec["full_regime"]
+            rec = {"stage": stage, "setting": setting, "pilot_fraction": fraction}
+            rec.update(_pilot_side(pr, fr, thresholds, recipe_sd))
+            rec.update(full)
+            rec.update(_comparison(rec, pr, fr))
             if fraction == first:
-                paired = _fresh_pairs(fresh_rows, fresh_defaults, stage, setting, pb.name, set(pr["seed"]))
+                paired = _fresh_pairs(
+                    fresh_rows, fresh_defaults, stage, setting, rec["pilot_best_cell"], set(pr["seed"])
+                )
                 if setting not in shared:
                     gains.extend(paired["gain"].tolist())
-                rec.update({
-                    "fresh_seeds": len(paired),
-                    "race_pick_native_reward": paired["pick"].mean() if len(paired) else float("nan"),
-                    "default_native_reward": paired["default"].mean() if len(paired) else float("nan"),
-                    "race_gain_vs_default": paired["gain"].mean() if len(paired) else float("nan"),
-                })  # fmt: skip
-            rec["oracle_native_reward"] = fb["native_reward"]
-            rec["race_regret_vs_oracle"] = (
-                fb["native_reward"] - fr[fr["cell"] == pb.name]["native_reward"].mean()
-            )
-            rec["pilot_flops"] = pr["C_total"].sum()
-            rec["full_grid_flops"] = fr["C_total"].sum()
-            rec["pilot_flops_fraction"] = (
-                rec["pilot_flops"] / rec["full_grid_flops"] if rec["full_grid_flops"] else float("nan")
-            )
-            rec["same_runs_as"] = shared.get(setting, "")
-            rec["rho_threshold"] = thresholds.rho_threshold
-            rec["reward_threshold"] = thresholds.reward_threshold
+                rec.update(_fresh_columns(paired))
+            flops = fr["C_total"].sum()
+            rec.update({
+                "pilot_flops": pr["C_total"].sum(), "full_grid_flops": flops,
+                "pilot_flops_fraction": pr["C_total"].sum() / flops if flops else NAN,
+                "same_runs_as": shared.get(setting, ""), "rho_threshold": thresholds.rho_threshold,
+                "recipe_sd": recipe_sd,
+            })  # fmt: skip
             out.append(rec)
     return pd.DataFrame(out), np.asarray(gains, dtype=float)
+
+
+def _full_side(fr: pd.DataFrame, thresholds: RegimeThresholds, recipe_sd: float) -> dict:
+    """The full grid's columns of a RACE row: its best cell, best set and regime, and its cell means."""
+    fb = best_cell(fr)
+    label, cells = regime(fr, thresholds, recipe_sd)
+    return {
+        "full_best_cell": fb.name, "full_rho_star": fb["rho"], "full_best_cells": cells, "full_regime": label,
+        "full_seeds": int(fr["seed"].nunique()), "oracle_native_reward": fb["native_reward"],
+        "full_cell_means": means_text(cell_means(fr)),
+    }  # fmt: skip
+
+
+def _pilot_side(pr: pd.DataFrame, fr: pd.DataFrame, thresholds: RegimeThresholds, recipe_sd: float) -> dict:
+    """The pilot grid's columns of a RACE row: whether it moved off the base policy, its pick, best set
+    and regime (``uninformative`` when it did not move), and its cell means."""
+    base = pd.concat([pr["base_native_reward"], fr["base_native_reward"]]).dropna()
+    base = float(base.iloc[0]) if len(base) else NAN
+    moved, shift = pilot_moved(pr, base)
+    pb = best_cell(pr)
+    label, cells = regime(pr, thresholds, recipe_sd)
+    return {
+        "pilot_seeds": int(pr["seed"].nunique()), "base_native_reward": base, "pilot_max_shift": shift,
+        "pilot_moved": moved, "pilot_best_cell": pb.name, "pilot_rho_star": pb["rho"],
+        "pilot_best_cells": cells, "pilot_regime": label if moved else UNINFORMATIVE,
+        "pilot_cell_means": means_text(cell_means(pr)),
+    }  # fmt: skip
+
+
+def _comparison(rec: dict, pr: pd.DataFrame, fr: pd.DataFrame) -> dict:
+    """The pilots against the full grid: same regime (NaN for uninformative pilots), the Spearman
+    correlation of the cell means, whether the pick lies in the full best set, and its regret (the full
+    grid's best cell mean minus the pick's, both on the full grid's seeds)."""
+    full = cell_means(fr)
+    pick = str(rec["pilot_best_cell"])
+    return {
+        "same_regime": rec["pilot_regime"] == rec["full_regime"] if rec["pilot_moved"] else NAN,
+        "spearman": spearman(cell_means(pr), full),
+        "pick_in_full_best_set": pick in rec["full_best_cells"].split(),
+        "race_regret": full.max() - full.get(pick, NAN),
+    }
+
+
+def _fresh_columns(paired: pd.DataFrame) -> dict:
+    """The first pilot fraction's pick against TRL's default on the fresh seeds."""
+    mean = (lambda c: paired[c].mean()) if len(paired) else (lambda c: NAN)
+    return {
+        "fresh_seeds": len(paired),
+        "race_pick_native_reward": mean("pick"),
+        "default_native_reward": mean("default"),
+        "race_gain_vs_default": mean("gain"),
+    }
 
 
 def _fresh_pairs(fresh_rows, fresh_defaults, stage, setting, pick, pilot_seeds) -> pd.DataFrame:
@@ -159,3 +311,139 @@ def _fresh_pairs(fresh_rows, fresh_defaults, stage, setting, pick, pilot_seeds) 
     default_by_seed = d.groupby("seed")["native_reward"].mean()
     pairs = pd.DataFrame({"pick": pick_by_seed, "default": default_by_seed}).dropna()
     return pairs.assign(gain=pairs["pick"] - pairs["default"])
+
+
+# ---------------------------------------------------------------------------------------- the tests
+
+
+def distinct_rows(race: pd.DataFrame) -> pd.DataFrame:
+    """One RACE row per distinct setting: rows reusing another setting's runs left out."""
+    if "same_runs_as" in race:
+        race = race[race["same_runs_as"].fillna("") == ""]
+    return race.drop_duplicates("setting")
+
+
+def moved_rows(race: pd.DataFrame) -> pd.DataFrame:
+    """The distinct settings' rows whose pilots moved off the base policy."""
+    race = distinct_rows(race)
+    return race[race["pilot_moved"].astype(bool)]
+
+
+def regime_kappa(race: pd.DataFrame) -> tuple[float, float, float]:
+    """A description: Cohen's kappa (statsmodels) of the pilot regime against the full grid's over the
+    distinct settings whose pilots moved, with its asymptotic 95% interval clipped to [-1, 1]; NaNs
+    when fewer than two labels occur (kappa is undefined)."""
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    race = moved_rows(race)
+    labels = sorted(set(race["pilot_regime"]) | set(race["full_regime"]))
+    if len(labels) < 2:
+        return NAN, NAN, NAN
+    table = pd.crosstab(race["pilot_regime"], race["full_regime"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = cohens_kappa(table.reindex(index=labels, columns=labels, fill_value=0).to_numpy())
+    low, high = np.clip([float(k.kappa_low), float(k.kappa_upp)], -1.0, 1.0)
+    return float(k.kappa), float(low), float(high)
+
+
+def pilot_agreement(
+    race: pd.DataFrame, alpha: float = ALPHA, draws: int = PERMUTATIONS, seed: int = 0
+) -> Result:
+    """The pre-registered test that RACE's pilots (one pilot fraction's rows of :func:`race_table`)
+    name the full grid's optimum, by :func:`pilot_agreement_test`'s rule. ``value``: the pooled
+    Spearman correlation; ``low``/``high``: its 95% percentile bootstrap interval over settings."""
+    race = distinct_rows(race)
+    moved = moved_rows(race)
+    k, n = len(moved), len(race)
+    head = f"uninformative pilots: {k} of {n} settings moved off the base policy"
+    if k < MIN_MOVED:
+        return Result(note=f"{head} (the test needs at least {MIN_MOVED})")
+    pairs = [p for p in (_aligned(r) for _, r in moved.iterrows()) if p is not None]
+    rhos = moved["spearman"].dropna().to_numpy(float)
+    pooled = float(rhos.mean()) if len(rhos) else NAN
+    p = permutation_p(pairs, draws, seed) if len(pairs) else NAN
+    inside = moved["pick_in_full_best_set"].astype(bool).to_numpy()
+    if p < alpha and inside.all():
+        verdict = "held"
+    elif pooled <= 0 or (~inside).sum() > k / 2:
+        verdict = "not held"
+    else:
+        verdict = "inconclusive"
+    low, high = _bootstrap_mean(rhos, seed)
+    note = (
+        f"{k} of {n} settings moved off the base policy; pooled Spearman {pooled:.2f} over {len(rhos)}, "
+        f"permutation p {p:.2g}; RACE's pick in the full grid's 95% best set in {int(inside.sum())} of {k}; "
+        f"mean regret {moved['race_regret'].mean():.3f}"
+    )
+    cells = "; ".join(f"{r['setting']}: {r['full_best_cells']}" for _, r in moved.iterrows())
+    return Result(pooled, low, high, verdict, note, cells)
+
+
+def pilot_agreement_test(alpha: float = ALPHA) -> str:
+    return (
+        "over the distinct settings whose pilots moved off the base policy (some pilot cell's mean native "
+        f"reward outside its two-sided {1 - alpha:.0%} t interval around the base policy's over the pilot seeds, "
+        "Bonferroni over the cells; pilots that did not move are uninformative, reported and never scored): "
+        "per setting, Spearman's correlation of the pilot cell means with the full grid's, pooled as their "
+        "mean, with a one-sided permutation p (pilot cell means shuffled within each setting; exact, or "
+        f"{PERMUTATIONS} draws with seed 0), and whether RACE's pick (the pilots' argmax cell) lies in the "
+        f"full grid's {1 - alpha:.0%} best set (Gupta's subset, Bonferroni, with the recipe effect): held if "
+        f"p < {alpha} and the pick lies in the best set in every moved setting; not held if the pooled "
+        "correlation is <= 0 or the pick lies outside the best set in more than half of them; inconclusive "
+        f"otherwise, and with fewer than {MIN_MOVED} moved settings (our_value: the pooled correlation, with "
+        "a percentile bootstrap over settings)"
+    )
+
+
+def _aligned(row: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
+    """One RACE row's pilot and full cell means over the cells both have; None when its Spearman
+    correlation is undefined."""
+    pilot, full = parse_means(row["pilot_cell_means"]), parse_means(row["full_cell_means"])
+    if np.isnan(spearman(pilot, full)):
+        return None
+    common = pilot.index.intersection(full.index)
+    return pilot[common].to_numpy(float), full[common].to_numpy(float)
+
+
+def _rank_correlations(pilots: np.ndarray, full: np.ndarray) -> np.ndarray:
+    """Spearman's correlation of each row of ``pilots`` (orders of one setting's pilot means) with
+    ``full``: the Pearson correlation of their (mid-)ranks."""
+    from scipy import stats
+
+    a = stats.rankdata(pilots, axis=-1)
+    b = stats.rankdata(full)
+    a, b = a - a.mean(axis=-1, keepdims=True), b - b.mean()
+    return (a @ b) / np.sqrt((a * a).sum(axis=-1) * (b @ b))
+
+
+def permutation_p(pairs, draws: int = PERMUTATIONS, seed: int = 0) -> float:
+    """One-sided p of the summed (so the mean) Spearman correlation over ``pairs`` (pilot, full cell
+    means per setting) when the pilot means are shuffled within each setting: exact, by convolving
+    each setting's distribution over every order, when each has at most :data:`EXACT_CELLS` cells;
+    else ``draws`` Monte Carlo shuffles (fixed RNG ``seed``)."""
+    observed = sum(float(_rank_correlations(p[None, :], f)[0]) for p, f in pairs)
+    if all(len(p) <= EXACT_CELLS for p, _ in pairs):
+        sums = {0.0: 1.0}
+        for p, f in pairs:
+            values, counts = np.unique(
+                np.round(_rank_correlations(np.array(list(permutations(p))), f), 9), return_counts=True
+            )
+            grown = defaultdict(float)
+            for total, weight in sums.items():
+                for v, c in zip(values, counts / counts.sum(), strict=True):
+                    grown[round(total + v, 9)] += weight * c
+            sums = grown
+        return float(min(1.0, sum(w for total, w in sums.items() if total >= observed - 1e-6)))
+    rng = np.random.default_rng(seed)
+    null = sum(_rank_correlations(rng.permuted(np.tile(p, (draws, 1)), axis=1), f) for p, f in pairs)
+    return float((1 + np.sum(null >= observed - 1e-9)) / (1 + draws))
+
+
+def _bootstrap_mean(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
+    """The 95% percentile bootstrap interval of the mean of ``values`` (resampled with replacement)."""
+    if len(values) == 0:
+        return NAN, NAN
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(BOOTSTRAP, len(values)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)

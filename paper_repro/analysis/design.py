@@ -1,0 +1,433 @@
+"""Operating characteristics: the study's own decision code run on simulated studies whose truth is known.
+
+``paper-repro design --profile P`` (and notebook 40) answers, before any run, how often each claim's
+test is wrong and how often two draws of the study agree. A simulated study has the profile's
+design: its distinct settings, each with its cells at their realised rho (the committed runs' when
+there are any, else the grid's targets) and ``n`` seeds per cell. A run's score of a target is
+
+    truth(setting, target, rho of its cell) + recipe effect of the cell + seed noise,
+
+- the **seed noise**: Gaussian, with each (setting, cell, target)'s SD over the committed seeds
+  (or one SD given on the command line);
+- the **recipe effect**: one Gaussian draw per (setting, cell, target) with SD ``tau``, shared by
+  every seed of the cell. Cells differ in P, G, K and mu, not only in rho, and that shows in the
+  committed data as a lack of fit of any smooth frontier (:func:`recipe_sd_estimate`). Two draws of
+  one simulated study share their recipe effects (the same cells, rerun on new seeds), as the two
+  committed draws did.
+
+The **truths** (:func:`truths`): flat; a peak at 0.45, symmetric and skewed; a peak at 0.72; a
+plateau over 0.3-0.7; monotone rising and falling; and the paper's world (rule-based frontiers peak
+at 0.72 and PRM-style at 0.445 on the native reward, pass@1 rises with rho, the judge peaks at 0.5).
+Each truth's height is ``amplitude`` (by default the median range of the committed frontiers'
+unimodal fits).
+
+Per truth and claim, :func:`operating_characteristics` tabulates the share of studies held / not
+held / inconclusive / heterogeneous, the **wrong** share, the coverage of the settings' rho*
+intervals and the share of study pairs that give the same verdict. A verdict is wrong when it is
+decided (held, not held or heterogeneous) and differs from the verdict the same test gives on the
+truth itself, noiselessly (:func:`truth_verdicts`: the best set is then exactly the truth's best
+cells): held where the truth's best cells are not all inside the window, not held where some are.
+
+:func:`power_table` is the claims table's power column: the same simulator with each frontier's
+unimodal fit of the committed cell means as the truth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from paper_repro.analysis import optima
+from paper_repro.analysis.claims import DEFAULT, Frontiers
+from paper_repro.analysis.optima import Cells, fit_optimum, unimodal
+from paper_repro.results import METRICS
+
+SEEDS: tuple[int, ...] = (3, 5, 10, 20, 40)  # seed counts the power column tries
+REPLICATES = 200  # study pairs per truth: a 5% rate to about +-1.1 points
+POWER_REPLICATES = 40  # simulated studies per seed count for the power column
+COVERAGE_REPLICATES = 40  # studies per truth whose rho* intervals are bootstrapped
+COVERAGE_BOOTSTRAP = 200
+RNG_SEED = 0
+DECIDED = ("held", "not held", "heterogeneous")
+
+Truth = Callable[[str, str, np.ndarray], np.ndarray]  # (setting, target, cell rhos) -> true means
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A study's design: per distinct setting its cells ``((name, realised rho), ...)``, and the seeds
+    per cell."""
+
+    cells: dict[str, tuple[tuple[str, float], ...]]
+    seeds: int
+
+    @classmethod
+    def from_runs(cls, runs: pd.DataFrame, names: Sequence[str], seeds: int) -> Layout:
+        cells = {}
+        for name in names:
+            rows = runs[runs["setting"] == name]
+            means = rows.groupby("cell")["rho"].mean().sort_values()
+            cells[name] = tuple((str(c), float(r)) for c, r in means.items())
+        return cls(cells, seeds)
+
+    def with_seeds(self, seeds: int) -> Layout:
+        return replace(self, seeds=seeds)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Seed SD per (setting, cell, target) (``default`` where the table has none) and the recipe SD."""
+
+    recipe_sd: float
+    default: float
+    seed_sd: dict[tuple[str, str, str], float]
+
+    @classmethod
+    def from_runs(cls, runs: pd.DataFrame, names: Sequence[str], recipe_sd: float | None = None) -> Noise:
+        sd = runs[runs["setting"].isin(list(names))].groupby(["setting", "cell"])[list(METRICS)].std(ddof=1)
+        table = {
+            (s, c, t): float(v) for (s, c), row in sd.iterrows() for t, v in row.items() if np.isfinite(v)
+        }
+        default = float(np.median(list(table.values()))) if table else 0.05
+        tau = recipe_sd_estimate(runs, names) if recipe_sd is None else recipe_sd
+        return cls(tau, default, table)
+
+    def sd(self, setting: str, cell: str, target: str) -> float:
+        return self.seed_sd.get((setting, cell, target), self.default)
+
+
+def recipe_sd_estimate(runs: pd.DataFrame, names: Sequence[str], targets: Sequence[str] = METRICS) -> float:
+    """The recipe-effect SD the runs of settings ``names`` show (:func:`paper_repro.analysis.optima.recipe_sd_estimate`)."""
+    return optima.recipe_sd_estimate(
+        [Cells.of(runs[runs["setting"] == n], t) for n in names for t in targets]
+    )
+
+
+# ---------------------------------------------------------------------------------------- truths
+
+
+def _bump(rho: np.ndarray, centre: float, left: float, right: float) -> np.ndarray:
+    width = np.where(rho < centre, left, right)
+    return np.exp(-0.5 * ((rho - centre) / width) ** 2)
+
+
+def _plateau(rho: np.ndarray, low: float, high: float, edge: float = 0.1) -> np.ndarray:
+    gap = np.maximum(low - rho, 0) + np.maximum(rho - high, 0)
+    return np.exp(-0.5 * (gap / edge) ** 2)
+
+
+SHAPES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "flat": lambda r: np.zeros_like(r),
+    "peak at 0.45, symmetric": lambda r: _bump(r, 0.45, 0.2, 0.2),
+    "peak at 0.45, skewed": lambda r: _bump(r, 0.45, 0.35, 0.12),
+    "peak at 0.72": lambda r: _bump(r, 0.72, 0.2, 0.2),
+    "plateau over 0.3-0.7": lambda r: _plateau(r, 0.3, 0.7),
+    "monotone rising": lambda r: (r - 0.15) / 0.7,
+    "monotone falling": lambda r: 1 - (r - 0.15) / 0.7,
+}
+
+
+def truths(prm_style: Sequence[str], amplitude: float, base: float = 0.5) -> dict[str, Truth]:
+    """The known truths, each a function of (setting, target, rho) scaled to ``amplitude``;
+    ``prm_style``: the settings the paper's world gives a PRM-style frontier."""
+    out: dict[str, Truth] = {
+        name: (lambda s, t, r, f=shape: base + amplitude * f(np.asarray(r, float)))
+        for name, shape in SHAPES.items()
+    }
+
+    def paper(setting: str, target: str, rho: np.ndarray) -> np.ndarray:
+        rho = np.asarray(rho, float)
+        if target in ("gsm_pass1", "math_pass1"):
+            shape = SHAPES["monotone rising"](rho)
+        elif target == "judge_score":
+            shape = _bump(rho, 0.5, 0.2, 0.2)
+        else:
+            shape = _bump(rho, 0.445 if setting in prm_style else 0.72, 0.2, 0.2)
+        return base + amplitude * shape
+
+    out["the paper's world"] = paper
+    return out
+
+
+def fitted_truth(runs: pd.DataFrame, names: Sequence[str]) -> Truth:
+    """The committed study as a truth: each frontier's unimodal fit of its cell means, at its cells."""
+    table: dict[tuple[str, str], dict[str, float]] = {}
+    for name in names:
+        rows = runs[runs["setting"] == name]
+        for target in METRICS:
+            cells = Cells.of(rows, target)
+            if cells.k:
+                fit = unimodal(cells.mean, cells.n)[0]
+                table[(name, target)] = dict(zip(np.round(cells.rho, 12), fit, strict=True))
+
+    def truth(setting: str, target: str, rho: np.ndarray) -> np.ndarray:
+        values = table.get((setting, target), {})
+        return np.array([values.get(round(float(r), 12), np.nan) for r in rho])
+
+    return truth
+
+
+# ---------------------------------------------------------------------------------------- studies
+
+
+def recipe_draw(layout: Layout, noise: Noise, rng: np.random.Generator) -> dict[tuple[str, str, str], float]:
+    """One draw of every (setting, cell, target)'s recipe effect."""
+    return {
+        (s, c, t): float(rng.normal(0.0, noise.recipe_sd)) if noise.recipe_sd > 0 else 0.0
+        for s, cells in layout.cells.items()
+        for c, _ in cells
+        for t in METRICS
+    }
+
+
+def simulate(
+    layout: Layout,
+    truth: Truth,
+    noise: Noise,
+    rng: np.random.Generator,
+    recipe: dict[tuple[str, str, str], float] | None = None,
+) -> pd.DataFrame:
+    """One simulated study: a runs table (run_id, setting, cell, seed, rho and every target)."""
+    recipe = recipe or {}
+    frames = []
+    for setting, cells in layout.cells.items():
+        names = [c for c, _ in cells]
+        rho = np.array([r for _, r in cells])
+        n = layout.seeds
+        frame = {
+            "run_id": [f"{setting}-{c}-{i}" for c in names for i in range(n)],
+            "setting": setting,
+            "cell": np.repeat(names, n),
+            "seed": np.tile(np.arange(n), len(names)),
+            "rho": np.repeat(rho, n),
+        }
+        for target in METRICS:
+            mean = truth(setting, target, rho) + np.array(
+                [recipe.get((setting, c, target), 0.0) for c in names]
+            )
+            sd = np.array([noise.sd(setting, c, target) for c in names])
+            frame[target] = np.repeat(mean, n) + rng.normal(size=n * len(names)) * np.repeat(sd, n)
+        frames.append(pd.DataFrame(frame))
+    return pd.concat(frames, ignore_index=True)
+
+
+def noiseless(layout: Layout, truth: Truth) -> pd.DataFrame:
+    """The truth as a study: two identical seeds per cell, no recipe effect (the best set is then
+    exactly the truth's best cells)."""
+    quiet = Noise(0.0, 0.0, {})
+    return simulate(layout.with_seeds(2), truth, quiet, np.random.default_rng(0))
+
+
+ClaimTest = Callable[[pd.DataFrame, bool], "object"]  # (runs, estimate) -> claims.Result
+
+
+def truth_verdicts(layout: Layout, truth: Truth, tests: dict[str, ClaimTest]) -> dict:
+    """Each claim's verdict on the truth itself (the decision code on the noiseless study; the tests
+    must be built with a zero recipe effect, :func:`paper_repro.analysis.claims.frontier_claims`)."""
+    study = Frontiers(noiseless(layout, truth))
+    return {name: test(study, False) for name, test in tests.items()}
+
+
+def is_wrong(verdict: str, truth) -> bool:
+    """A decided verdict that the truth's own (a Result) contradicts. Where the truth is heterogeneous
+    yet every setting's truth gives one verdict, that verdict is not wrong: the class reading it misses
+    is the settings' disagreement, not the claim."""
+    if verdict not in DECIDED or verdict == truth.verdict:
+        return False
+    return not (truth.verdict == "heterogeneous" and verdict == truth.unanimous)
+
+
+def true_best_rhos(layout: Layout, truth: Truth, target: str) -> dict[str, np.ndarray]:
+    """Per setting, the realised rhos of the truth's best cells for ``target``."""
+    out = {}
+    for setting, cells in layout.cells.items():
+        rho = np.array([r for _, r in cells])
+        means = truth(setting, target, rho)
+        out[setting] = rho[means >= np.nanmax(means) - 1e-12]
+    return out
+
+
+# ---------------------------------------------------------------------------------------- tables
+
+
+def operating_characteristics(
+    layout: Layout,
+    noise: Noise,
+    world: dict[str, Truth],
+    tests: dict[str, ClaimTest],
+    truth_tests: dict[str, ClaimTest],
+    targets: dict[str, str],
+    replicates: int = REPLICATES,
+    coverage_replicates: int = COVERAGE_REPLICATES,
+    seed: int = RNG_SEED,
+    progress: Callable[[str], None] | None = None,
+    margins=DEFAULT,
+) -> pd.DataFrame:
+    """One row per (truth, claim): verdict shares over ``2 * replicates`` studies (pairs sharing their
+    recipe effects), the wrong share, the two-draw agreement and the rho* interval coverage.
+    ``tests``: claim -> its test as the study runs it; ``truth_tests``: the same with no recipe effect
+    (for the truth's own verdict); ``targets``: claim -> the target whose rho* intervals its coverage
+    reads (claims absent from it get none)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for truth_name, truth in world.items():
+        if progress:
+            progress(truth_name)
+        truth_verdict = truth_verdicts(layout, truth, truth_tests)
+        verdicts: dict[str, list[tuple[str, str]]] = {name: [] for name in tests}
+        for _ in range(replicates):
+            recipe = recipe_draw(layout, noise, rng)
+            pair = [Frontiers(simulate(layout, truth, noise, rng, recipe)) for _ in range(2)]
+            for name, test in tests.items():
+                verdicts[name].append(tuple(test(study, False).verdict for study in pair))
+        coverage = _coverage(layout, noise, truth, set(targets.values()), coverage_replicates, rng, margins)
+        for name, pairs in verdicts.items():
+            flat = [v for pair in pairs for v in pair]
+            share = {
+                v: flat.count(v) / len(flat) for v in ("held", "not held", "inconclusive", "heterogeneous")
+            }
+            wrong = sum(is_wrong(v, truth_verdict[name]) for v in flat) / len(flat)
+            rows.append({
+                "truth": truth_name, "claim": name, "true_verdict": truth_verdict[name].verdict,
+                **{f"share_{k.replace(' ', '_')}": v for k, v in share.items()},
+                "wrong": wrong, "agreement": sum(a == b for a, b in pairs) / len(pairs),
+                "coverage": coverage.get(targets.get(name), np.nan),
+                "seeds": layout.seeds, "cells_per_setting": int(np.median([len(c) for c in layout.cells.values()])),
+                "recipe_sd": noise.recipe_sd, "seed_sd_median": noise.default, "studies": len(flat),
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _coverage(layout, noise, truth, targets, replicates, rng, margins=DEFAULT) -> dict[str, float]:
+    """Per target: the share of (study, setting) with an identified rho* whose 95% seed-bootstrap
+    interval holds the rho of one of the truth's best cells."""
+    out = {}
+    for target in targets:
+        best = true_best_rhos(layout, truth, target)
+        hits = []
+        for _ in range(replicates):
+            study = simulate(layout, truth, noise, rng, recipe_draw(layout, noise, rng))
+            tau = Frontiers(study).recipe_sd(margins)
+            for setting in layout.cells:
+                opt = fit_optimum(study[study["setting"] == setting], target, tau,
+                                  bootstrap=COVERAGE_BOOTSTRAP, describe=False)  # fmt: skip
+                if opt.identified:
+                    hits.append(
+                        bool(
+                            np.any(
+                                (best[setting] >= opt.ci95_low - 1e-9)
+                                & (best[setting] <= opt.ci95_high + 1e-9)
+                            )
+                        )
+                    )
+        out[target] = float(np.mean(hits)) if hits else np.nan
+    return out
+
+
+def power_table(
+    layout: Layout,
+    noise: Noise,
+    truth: Truth,
+    tests: dict[str, ClaimTest],
+    seeds: Sequence[int] = SEEDS,
+    replicates: int = POWER_REPLICATES,
+    seed: int = RNG_SEED,
+) -> dict[str, dict[int, float]]:
+    """Per claim, the share of simulated studies (truth: the committed frontiers' unimodal fits,
+    with the recipe effect) that decide, per seed count in ``seeds``."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[int, float]] = {name: {} for name in tests}
+    for n in seeds:
+        design = layout.with_seeds(n)
+        decided = dict.fromkeys(tests, 0)
+        for _ in range(replicates):
+            study = Frontiers(simulate(design, truth, noise, rng, recipe_draw(design, noise, rng)))
+            for name, test in tests.items():
+                decided[name] += test(study, False).verdict in DECIDED
+        for name in tests:
+            out[name][n] = decided[name] / replicates
+    return out
+
+
+# ---------------------------------------------------------------------------------------- the command
+
+
+@dataclass(frozen=True)
+class Model:
+    """The noise model and truths' height a design table was simulated with, and where each came from."""
+
+    noise: Noise
+    amplitude: float
+    source: str
+
+
+def noise_model(
+    runs: pd.DataFrame | None,
+    names: Sequence[str],
+    recipe_sd: float | None = None,
+    seed_sd: float | None = None,
+    amplitude: float | None = None,
+) -> Model:
+    """The simulation's noise and the truths' height: from the committed runs (per-cell seed SDs, the
+    recipe SD of :func:`recipe_sd_estimate`, the median range of the frontiers' unimodal fits), each
+    replaced by the value given, if any. Without runs every value must be given."""
+    have = runs is not None and not runs.empty
+    missing = [
+        k for k, v in (("recipe_sd", recipe_sd), ("seed_sd", seed_sd), ("amplitude", amplitude)) if v is None
+    ]
+    if not have and missing:
+        raise ValueError(
+            f"no committed runs to take the noise model from: give {', '.join('--' + k.replace('_', '-') for k in missing)}"
+        )
+    noise = Noise.from_runs(runs, names, recipe_sd) if have else Noise(recipe_sd, seed_sd, {})
+    if seed_sd is not None:
+        noise = Noise(noise.recipe_sd, seed_sd, {})
+    if amplitude is None:
+        ranges = [np.ptp(unimodal(c.mean, c.n)[0]) for n in names for t in CLAIM_TARGETS
+                  if (c := Cells.of(runs[runs["setting"] == n], t)).k >= 2]  # fmt: skip
+        amplitude = float(np.median(ranges))
+    source = "the committed runs" if have else "the command line"
+    return Model(noise, amplitude, source)
+
+
+CLAIM_TARGETS = ("native_reward", "gsm_pass1", "judge_score")
+
+
+def design_table(
+    layout: Layout,
+    model: Model,
+    classes,
+    margins,
+    variants: dict[str, tuple[int, float]] | None = None,
+    replicates: int = REPLICATES,
+    coverage_replicates: int = COVERAGE_REPLICATES,
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """The operating characteristics of every frontier claim under every truth, for the committed
+    design and each of ``variants`` (name -> (seeds per cell, recipe-SD divisor): a divisor sqrt(r)
+    stands for r recipes averaged per cell, the rule's allowance divided with it)."""
+    from paper_repro.analysis.claims import claim_target, frontier_claims
+
+    variants = {"committed": (layout.seeds, 1.0), **(variants or {})}
+    world = truths(classes.prm_style, model.amplitude)
+    frames = []
+    for name, (seeds, divisor) in variants.items():
+        rule = (
+            margins if margins.recipe_sd is None else replace(margins, recipe_sd=margins.recipe_sd / divisor)
+        )
+        claims = frontier_claims(classes, rule)
+        tests = {c.name: c.test for c in claims}
+        truth_tests = {c.name: c.test for c in frontier_claims(classes, replace(rule, recipe_sd=0.0))}
+        targets = {c.name: t for c in claims if (t := claim_target(c.name))}
+        noise = replace(model.noise, recipe_sd=model.noise.recipe_sd / divisor)
+        table = operating_characteristics(
+            layout.with_seeds(seeds), noise, world, tests, truth_tests, targets, replicates, coverage_replicates,
+            progress=(lambda t, n=name: progress(f"{n}: {t}")) if progress else None, margins=rule,
+        )  # fmt: skip
+        allowance = "estimated per study" if rule.recipe_sd is None else rule.recipe_sd
+        frames.append(table.assign(design=name, rule_recipe_sd=allowance, amplitude=model.amplitude,
+                                   noise_source=model.source))  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
