@@ -46,8 +46,8 @@ def target_vs_rho_by_setting(
     """Each target (panel) against realised rho (``x="rho"``) or time-based rho (``x="rho_time"``),
     one line per setting (in ``order``: the profile's, sizes smallest first): mean over seeds with
     95% CI bars (a proportion's clipped to [0, 1]), the base policy dotted. With ``optima`` (and
-    ``x="rho"``), each setting's fitted rho* with its 95% interval along the panel's top, or "n.i."
-    where it is not identified; the paper's rho* as grey reference lines."""
+    ``x="rho"``), each setting's cells that could be best (their rho span, a bar along the panel's
+    top) and its unimodal rho* (a point, where identified); the paper's rho* as grey reference lines."""
 
     plt, sns = _setup()
     stages = list(stage) if len(stage) > 1 else [stage]
@@ -83,7 +83,7 @@ def target_vs_rho_by_setting(
     label = "".join(stages)
     which = "time-based rho (wall seconds)" if x == "rho_time" else "realised rho in FLOPs"
     marks = (
-        "; top: fitted rho* with its 95% interval (n.i.: not identified); dashed: the paper's 0.445 and 0.72"
+        "; top bars: the cells that could be best (95%), points: unimodal rho*; dashed: the paper's 0.445 and 0.72"
         if x == "rho" and optima is not None
         else ""
     )
@@ -94,23 +94,19 @@ def target_vs_rho_by_setting(
 
 
 def _mark_rho_star(ax, optima: pd.DataFrame, setting: str, target: str, color, k: int, n: int) -> None:
-    """The fitted rho* of (setting, target) along the top of ``ax``: a point with its 95% interval
-    clipped to the axis, or "n.i."."""
-    import numpy as np
-
+    """Along the top of ``ax``: the rho span of the cells of (setting, target) that could be best at
+    95% (the decision), with the unimodal rho* as a point where it is identified."""
     row = optima[(optima["setting"] == setting) & (optima["target"] == target)]
     if row.empty:
         return
     r = row.iloc[0]
     y = 1.0 - 0.05 * (k + 1)  # axes fraction: one row per setting under the title
     trans = ax.get_xaxis_transform()
+    ax.plot([r["best_low"], r["best_high"]], [y, y], color=color, lw=3, alpha=0.6, transform=trans,
+            clip_on=False, solid_capstyle="butt")  # fmt: skip
     if r["status"] in ("interior", "boundary"):
-        lo, hi = np.clip([r["ci95_low"], r["ci95_high"]], 0, 1)
-        ax.plot([lo, hi], [y, y], color=color, lw=1.5, transform=trans, clip_on=False)
         ax.plot([r["rho_star"]], [y], marker="D" if r["status"] == "interior" else ">", color=color, ms=4,
                 transform=trans, clip_on=False)  # fmt: skip
-    else:
-        ax.text(0.02, y, "n.i.", color=color, fontsize=6, va="center", transform=trans)
 
 
 def argmax_cell_by_target(disagreement: pd.DataFrame, out_dir):

@@ -47,13 +47,33 @@ def power_sentence(row: pd.Series) -> str:
     if not _finite(row.get("power_now")):
         return f"Power: {row['power_note']}."
     p = float(row["power_now"])
-    text = f"In studies simulated from the fitted frontiers with {n} seeds per cell, this test decides {p:.0%} of the time"
+    text = (
+        f"In studies simulated from the committed frontiers' unimodal fits, with their seed noise and recipe "
+        f"effect and {n} seeds per cell, this test decides {p:.0%} of the time"
+    )
     needed = row.get("seeds_for_80pct_power")
     if p >= 0.8:
         return text + ": a rerun on new seeds would most likely decide it again."
     if _finite(needed):
         return text + f"; about {int(needed)} seeds per cell would make it decide 80% of the time."
     return text + "; even 40 seeds per cell would not make it decide 80% of the time."
+
+
+def oc_sentence(row: pd.Series) -> str:
+    """How often the test is wrong and how often two draws agree, from ``design.csv``."""
+    if not _finite(row.get("oc_wrong_max")):
+        note = row.get("oc_note")
+        return f" Operating characteristics: {note}." if isinstance(note, str) and note else ""
+    worst = f" (under {row['oc_wrong_truth']})" if isinstance(row.get("oc_wrong_truth"), str) and row["oc_wrong_truth"] else ""
+    held = (
+        f"; where the truth holds it, it is held in {float(row['oc_held_when_true']):.0%} of studies"
+        if _finite(row.get("oc_held_when_true")) else ""
+    )  # fmt: skip
+    return (
+        f" Simulated before the runs (design.csv), this test is wrong in at most {float(row['oc_wrong_max']):.1%} "
+        f"of studies over the known truths{worst}, and two draws give the same verdict in at least "
+        f"{float(row['oc_agreement_min']):.0%}{held}."
+    )
 
 
 def claim_paragraphs(claims: pd.DataFrame) -> list[str]:
@@ -74,7 +94,7 @@ def claim_paragraphs(claims: pd.DataFrame) -> list[str]:
         )
         out.append(
             f"**{row['claim']}: {row['verdict']}.** {source} {estimate_sentence(row)} "
-            f"*Test:* {row['test']}. {power_sentence(row)}{robust}"
+            f"*Test:* {row['test']}. {power_sentence(row)}{oc_sentence(row)}{robust}"
         )
     return out
 
@@ -82,7 +102,7 @@ def claim_paragraphs(claims: pd.DataFrame) -> list[str]:
 def verdict_counts(claims: pd.DataFrame) -> str:
     """``k held, m not held, j inconclusive`` over the paper's claims."""
     paper = claims[claims["kind"] == "paper claim"]["verdict"].value_counts()
-    return ", ".join(f"{int(paper.get(v, 0))} {v}" for v in ("held", "not held", "inconclusive"))
+    return ", ".join(f"{int(paper.get(v, 0))} {v}" for v in ("held", "not held", "inconclusive", "heterogeneous"))
 
 
 def _optimum_phrase(row: pd.Series) -> str:
@@ -90,7 +110,7 @@ def _optimum_phrase(row: pd.Series) -> str:
         interval = ""
         if _finite(row["ci95_low"]) and _finite(row["ci95_high"]):
             interval = f", 95% interval {_num(row['ci95_low'], 2)} to {_num(row['ci95_high'], 2)}"
-        return f"{row['setting']} rho* {_num(row['rho_star'], 2)} ({row['status']}{interval})"
+        return f"{row['setting']} rho* {_num(row['rho_star'], 2)} ({row['status']}{interval}; could be best: {row['best_cells']})"
     return f"{row['setting']} not identified ({row['reason']})"
 
 
@@ -110,7 +130,7 @@ def figure_readings(
         if rows.empty:
             continue
         optimum = "; ".join(_optimum_phrase(r) for _, r in rows.iterrows())
-        readings[f"targets_vs_rho_stage_{stage}"] = f"Native reward's fitted optimum per setting: {optimum}."
+        readings[f"targets_vs_rho_stage_{stage}"] = f"Native reward's unimodal optimum per setting: {optimum}."
         f = frontier[frontier["stage"].isin(names)]
         ratio = (f["rho_time"] / f["rho"]).median() if len(f) else float("nan")
         readings[f"targets_vs_rho_time_stage_{stage}"] = (
@@ -129,9 +149,11 @@ def figure_readings(
         for fraction, rows in race[race["same_runs_as"].fillna("") == ""].groupby(
             "pilot_fraction", sort=False
         ):
+            moved = rows[rows["pilot_moved"].astype(bool)]
             parts.append(
-                f"at {fraction_words(fraction)} of the budget the pilots name the full grid's regime in "
-                f"{int(rows['same_regime'].sum())} of {len(rows)} distinct settings"
+                f"at {fraction_words(fraction)} of the budget the pilots moved off the base policy in "
+                f"{len(moved)} of {len(rows)} distinct settings, and name the full grid's regime in "
+                f"{int((moved['same_regime'] == True).sum())} of those"  # noqa: E712 (NaN where uninformative)
             )
         readings["race_pilot_vs_full_rho_star"] = "RACE: " + "; ".join(parts) + "."
     if len(conventions):
