@@ -188,7 +188,9 @@ def test_unimodal_fit_is_scipys_isotonic_fit_on_its_best_split():
             sse = []
             for m in range(k + 1):
                 up = isotonic_regression(row[:m], weights=w[:m]).x if m else np.zeros(0)
-                down = isotonic_regression(row[m:], weights=w[m:], increasing=False).x if m < k else np.zeros(0)
+                down = (
+                    isotonic_regression(row[m:], weights=w[m:], increasing=False).x if m < k else np.zeros(0)
+                )
                 sse.append(float(np.sum(w * (row - np.concatenate([up, down])) ** 2)))
             assert float(np.sum(w * (row - fit) ** 2)) == pytest.approx(min(sse))
 
@@ -196,7 +198,9 @@ def test_unimodal_fit_is_scipys_isotonic_fit_on_its_best_split():
 def test_boundary_interior_and_flat_frontiers_are_said_so():
     rising = fit_optimum(_frontier(peak=2.0, curvature=0.2, noise=0.005), "y")
     assert rising.status == "boundary" and "highest" in rising.reason
-    assert rising.rho_star == pytest.approx(0.84) and rising.ci95_high <= 0.84 + 1e-12  # never beyond the grid
+    assert (
+        rising.rho_star == pytest.approx(0.84) and rising.ci95_high <= 0.84 + 1e-12
+    )  # never beyond the grid
     flat = fit_optimum(_frontier(peak=None), "y")
     assert flat.status == "not identified" and np.isnan(flat.rho_star)
     interior = fit_optimum(_frontier(peak=0.5, noise=0.005), "y")
@@ -252,7 +256,9 @@ def test_pass1_vs_judge_can_return_every_verdict(tmp_path):
 
     def runs(peak, judge_peak, noise=0.004, sub="x"):
         (tmp_path / sub).mkdir()
-        write_runs(tmp_path / sub / "runs.csv", peak, noise=noise, judge_peak=judge_peak, seeds=5, curvature=4)
+        write_runs(
+            tmp_path / sub / "runs.csv", peak, noise=noise, judge_peak=judge_peak, seeds=5, curvature=4
+        )
         return pd.read_csv(tmp_path / sub / "runs.csv").query("budget_kind == 'full' and cell != 'default'")
 
     held = runs(lambda s: 0.9, lambda s: 0.4, sub="a")

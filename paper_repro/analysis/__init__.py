@@ -64,6 +64,7 @@ class Analysis:
     hacking_summary: pd.DataFrame
     claims: pd.DataFrame
     figures: list[str]
+    design: pd.DataFrame | None = None  # design.csv, the operating characteristics, when committed
 
 
 def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
@@ -165,7 +166,7 @@ def analyse(
         write_table(root / f"{name}.csv", table)
     written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir)
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
-                    hacked, hacked_summary, claims, written)  # fmt: skip
+                    hacked, hacked_summary, claims, written, design_table)  # fmt: skip
 
 
 def simulate_design(

@@ -431,3 +431,19 @@ def design_table(
         frames.append(table.assign(design=name, rule_recipe_sd=allowance, amplitude=model.amplitude,
                                    noise_source=model.source))  # fmt: skip
     return pd.concat(frames, ignore_index=True)
+
+
+def summary(table: pd.DataFrame | None) -> pd.DataFrame:
+    """Per design and claim, over the truths: the largest wrong share (and its truth), the smallest
+    two-draw agreement, and the share held where the truth holds (notebook 40's view of ``design.csv``)."""
+    if table is None or table.empty:
+        return pd.DataFrame({"note": ["no design.csv: run paper-repro design --profile <profile>"]})
+    rows = []
+    for (name, claim), g in table.groupby(["design", "claim"], sort=False):
+        worst = g.loc[g["wrong"].idxmax()]
+        held = g[g["true_verdict"] == "held"]["share_held"]
+        rows.append({"design": name, "claim": claim, "wrong_max": worst["wrong"],
+                     "wrong_truth": worst["truth"] if worst["wrong"] > 0 else "",
+                     "agreement_min": g["agreement"].min(), "held_when_true": held.min() if len(held) else np.nan,
+                     "coverage_min": g["coverage"].min()})  # fmt: skip
+    return pd.DataFrame(rows).round(3)

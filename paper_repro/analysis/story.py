@@ -64,7 +64,11 @@ def oc_sentence(row: pd.Series) -> str:
     if not _finite(row.get("oc_wrong_max")):
         note = row.get("oc_note")
         return f" Operating characteristics: {note}." if isinstance(note, str) and note else ""
-    worst = f" (under {row['oc_wrong_truth']})" if isinstance(row.get("oc_wrong_truth"), str) and row["oc_wrong_truth"] else ""
+    worst = (
+        f" (under {row['oc_wrong_truth']})"
+        if isinstance(row.get("oc_wrong_truth"), str) and row["oc_wrong_truth"]
+        else ""
+    )
     held = (
         f"; where the truth holds it, it is held in {float(row['oc_held_when_true']):.0%} of studies"
         if _finite(row.get("oc_held_when_true")) else ""
@@ -102,7 +106,9 @@ def claim_paragraphs(claims: pd.DataFrame) -> list[str]:
 def verdict_counts(claims: pd.DataFrame) -> str:
     """``k held, m not held, j inconclusive`` over the paper's claims."""
     paper = claims[claims["kind"] == "paper claim"]["verdict"].value_counts()
-    return ", ".join(f"{int(paper.get(v, 0))} {v}" for v in ("held", "not held", "inconclusive", "heterogeneous"))
+    return ", ".join(
+        f"{int(paper.get(v, 0))} {v}" for v in ("held", "not held", "inconclusive", "heterogeneous")
+    )
 
 
 def _optimum_phrase(row: pd.Series) -> str:
@@ -130,7 +136,9 @@ def figure_readings(
         if rows.empty:
             continue
         optimum = "; ".join(_optimum_phrase(r) for _, r in rows.iterrows())
-        readings[f"targets_vs_rho_stage_{stage}"] = f"Native reward's unimodal optimum per setting: {optimum}."
+        readings[f"targets_vs_rho_stage_{stage}"] = (
+            f"Native reward's unimodal optimum per setting: {optimum}."
+        )
         f = frontier[frontier["stage"].isin(names)]
         ratio = (f["rho_time"] / f["rho"]).median() if len(f) else float("nan")
         readings[f"targets_vs_rho_time_stage_{stage}"] = (
