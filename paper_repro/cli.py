@@ -396,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="RACE: every cell that could be best at or above is update-heavy, every one below search-heavy",
     )
     a.add_argument("--power-replicates", type=int, default=None,
-                   help="simulated studies per seed count for the power column (default: 50; 0: none)")  # fmt: skip
+                   help="simulated studies per seed count for the power column (default: 40; 0: none)")  # fmt: skip
     a.set_defaults(func=_analyse_command)
 
     d = command(

@@ -202,8 +202,6 @@ class Margins:
 
     rho: float = 0.10  # "rho* ~ x": every cell that could be best inside [x - rho, x + rho]
     gain: float = 0.02  # RACE's "no stable gain": TOST margin on the paired native-reward gain
-    agree_correlation: float = 0.8  # targets agree when their cell-mean profiles correlate this much
-    kappa_slight: float = 0.2  # pilot regimes no better than slight agreement below this kappa
     aicc: float = 2.0  # a fitted form wins a frontier by this much AICc
     gaming: float = 0.10  # the PRM's excess gaming share ruled out below this
     recipe_sd: float | None = None  # a cell's recipe effect beyond seed noise; None: the study's own estimate

@@ -169,6 +169,33 @@ def test_the_best_set_covers_the_best_cell_at_its_level():
     assert misses / 200 <= 0.05
 
 
+def test_a_cell_left_out_of_the_best_set_is_one_dunnett_rejects():
+    """With no recipe effect and equal seed variances, the best set's Bonferroni constant on Welch's
+    degrees of freedom is wider than Dunnett's exact one, so every cell it drops, scipy.stats.dunnett
+    (one-sided, the best cell as control) rejects at 5%."""
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    deviations = rng.normal(0, 0.03, 6)
+    dropped = 0
+    for _ in range(20):
+        means = rng.normal(0.5, 0.04, 5)
+        data = pd.DataFrame(
+            [{"cell": f"c{i}", "rho": i / 5, "y": m + d} for i, m in enumerate(means) for d in deviations]
+        )
+        cells = Cells.of(data, "y")
+        keep = best_set(cells)
+        groups = {c: data.loc[data["cell"] == c, "y"].to_numpy() for c in cells.names}
+        best = cells.names[int(np.argmax(cells.mean))]
+        others = [c for c in cells.names if c != best]
+        p = stats.dunnett(*(groups[c] for c in others), control=groups[best], alternative="less").pvalue
+        for c, pc in zip(others, p, strict=True):
+            if not keep[cells.names.index(c)]:
+                dropped += 1
+                assert pc < 0.05, (c, pc)
+    assert dropped > 10  # the check saw cells to drop
+
+
 def test_the_recipe_effect_widens_the_best_set():
     cells = Cells.of(_frontier(0.84, noise=0.001, curvature=3), "y")
     assert [c for c, k in zip(cells.names, best_set(cells), strict=True) if k] == ["r84"]

@@ -1,19 +1,24 @@
-"""The claims table: one row per paper claim, our estimate with its interval, a verdict, and the power.
+"""The claims table: one row per paper claim, our estimate with its interval, a verdict, and how
+often its test is wrong.
 
 Every verdict comes from a test fixed here, in code, before the numbers were looked at; the ``test``
-column states it. Each test can return ``held``, ``not held`` and ``inconclusive``, and a flat world
-(no optimum anywhere) can never produce ``held`` on a rho* claim: a frontier that is statistically
-flat has no identified rho* (:mod:`paper_repro.analysis.optima`), and an unidentified rho* is
-inconclusive. The margins are the profile's (``margins:``, :class:`paper_repro.config.Margins`, fixed
-before the runs; the defaults are cpu-tiny's):
+column states it. The rho* claims decide from **the cells that could be best**
+(:func:`paper_repro.analysis.optima.best_set`), never from a fitted curve:
 
-- ``rho`` (0.10): "rho* ~ x" holds when the 90% interval of rho* lies inside ``[x - 0.10, x + 0.10]``
-  (two one-sided tests at 5%); the same margin decides "no difference" between two optima;
-- ``gain`` (0.02): RACE's "no stable gain", a TOST on native reward;
-- ``agree_correlation`` (0.8): targets agree on a setting when their cell-mean profiles correlate
-  at least this much and the cell x target interaction is not significant;
-- ``kappa_slight`` (0.2): pilot-grid agreement no better than slight (Landis and Koch);
-- ``aicc`` (2): a fitted form wins a frontier when its AICc beats the runner-up by this much.
+- "rho* ~ x" per setting: held when every cell that could be best lies in ``x +- margins.rho``,
+  not held when none does, inconclusive otherwise;
+- a class of settings (rule-based, PRM-style): *heterogeneous* when two settings' sets share no
+  allocation (a fourth verdict, with no class value: never a median of settings that contradict each
+  other); else held when every setting is held, not held when every one is not held, inconclusive
+  otherwise. Its sets are taken at ``1 - 0.05 / S`` over its ``S`` settings, so a false contradiction
+  stays under 5%;
+- "PRM-style is lower", "pass@1 above the judge", "targets disagree": whole best sets compared, one
+  wholly below the other (by more than :data:`paper_repro.analysis.optima.SAME_RHO`) or not.
+
+A flat world never gives *held*: every cell could be best, so no set fits in a window. The margins
+are the profile's (``margins:``, :class:`paper_repro.config.Margins`, fixed before the runs): ``rho``
+(the window), ``recipe_sd`` (the recipe effect the sets allow for; ``null``: estimated from the
+study's own frontiers), ``gain`` (RACE's TOST), ``aicc``, ``gaming``.
 
 The paper states its rho* claims on the native reward. Because native rewards differ in scale and a
 learned PRM's can be gamed, the reward-system claims are also tested on gsm pass@1 and on the judge
@@ -25,10 +30,10 @@ structured, dense), *PRM-style* those charged the PRM's forward (proxy_prm, prm)
 (the pass@1-vs-judge claim) those that read the problem's steps or the PRM. A setting whose runs are
 another setting's (stage B's ``sparse`` is stage A's middle policy) is counted once.
 
-The **power** column: from each frontier's fitted quadratic and the covariance of its residuals
-across a run's targets, studies with ``n`` seeds per cell are simulated and the same test is run on each (:mod:`paper_repro.analysis.power`);
-``seeds_for_80pct_power`` is the smallest ``n`` (of :data:`paper_repro.analysis.power.SEEDS`) at
-which the test decides (held or not held) in at least 80% of them.
+Beside each verdict: its **operating characteristics** (``oc_*``, from ``design.csv``, written by
+``paper-repro design``: :mod:`paper_repro.analysis.design`), and its **power** (the share of
+studies simulated from the committed frontiers' unimodal fits, with their seed noise and recipe
+effect, that decide; ``seeds_for_80pct_power`` the smallest seed count at which 80% do).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis import optima
-from paper_repro.analysis.claims import DEFAULT, Frontiers
+from paper_repro.analysis.claims import DEFAULT, Frontiers, claim_target, frontier_claims
 from paper_repro.analysis.optima import Cells, fit_optimum, unimodal
 from paper_repro.results import METRICS
 
@@ -270,7 +270,7 @@ def operating_characteristics(
     recipe effects), the wrong share, the two-draw agreement and the rho* interval coverage.
     ``tests``: claim -> its test as the study runs it; ``truth_tests``: the same with no recipe effect
     (for the truth's own verdict); ``targets``: claim -> the target whose rho* intervals its coverage
-    reads (claims absent from it get none)."""
+    reads (claims absent from it get none); the coverage reads at most ``replicates`` studies."""
     rng = np.random.default_rng(seed)
     rows = []
     for truth_name, truth in world.items():
@@ -283,7 +283,15 @@ def operating_characteristics(
             pair = [Frontiers(simulate(layout, truth, noise, rng, recipe)) for _ in range(2)]
             for name, test in tests.items():
                 verdicts[name].append(tuple(test(study, False).verdict for study in pair))
-        coverage = _coverage(layout, noise, truth, set(targets.values()), coverage_replicates, rng, margins)
+        coverage = _coverage(
+            layout,
+            noise,
+            truth,
+            list(dict.fromkeys(targets.values())),
+            min(coverage_replicates, replicates),
+            rng,
+            margins,
+        )
         for name, pairs in verdicts.items():
             flat = [v for pair in pairs for v in pair]
             share = {
@@ -409,8 +417,6 @@ def design_table(
     """The operating characteristics of every frontier claim under every truth, for the committed
     design and each of ``variants`` (name -> (seeds per cell, recipe-SD divisor): a divisor sqrt(r)
     stands for r recipes averaged per cell, the rule's allowance divided with it)."""
-    from paper_repro.analysis.claims import claim_target, frontier_claims
-
     variants = {"committed": (layout.seeds, 1.0), **(variants or {})}
     world = truths(classes.prm_style, model.amplitude)
     frames = []

@@ -240,10 +240,6 @@ class Optimum:
     def identified(self) -> bool:
         return self.status in ("interior", "boundary")
 
-    @property
-    def best_rhos(self) -> tuple[float, float]:
-        return self.best_low, self.best_high
-
     def as_dict(self) -> dict:
         return asdict(self)
 

@@ -151,8 +151,8 @@ def parse_means(text: str) -> pd.Series:
 
 
 def disagreement_table(frontier: pd.DataFrame) -> tuple[pd.DataFrame, float]:
-    """Per setting: the argmax cell of each target (a description; the claim is tested on the
-    cell x target interaction, :func:`paper_repro.analysis.claims.disagree`)."""
+    """Per setting: the argmax cell of each target (a description; the claim is decided from the
+    targets' best sets, :func:`paper_repro.analysis.claims.disagree`)."""
     out = []
     for (stage, setting), f in frontier.groupby(["stage", "setting"], sort=False):
         rec = {"stage": stage, "setting": setting}
