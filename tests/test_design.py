@@ -4,6 +4,7 @@ rates, and the recipe-effect estimate the decision rules lean on."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -129,3 +130,19 @@ def test_a_design_with_no_runs_needs_its_noise_given(tmp_path):
         simulate_design(profile, tmp_path)
     table = simulate_design(profile, tmp_path, recipe_sd=0.02, seed_sd=0.04, amplitude=0.1, replicates=1)
     assert (table["seeds"] == profile.seeds).all() and (tmp_path / "design.csv").exists()
+
+
+def test_draws_are_the_training_configurations_in_the_order_they_first_ran():
+    from paper_repro.analysis import draws
+
+    spec = lambda layout: json.dumps({"train": {"update_layout": layout}})  # noqa: E731
+    runs = pd.DataFrame({
+        "spec": [spec("fused"), spec("padded"), spec("fused"), "not json"],
+        "created_at": ["2026-12-02", "2026-12-01", "2026-12-03", "2026-11-30"],
+    })  # fmt: skip
+    assert draws.draws(runs) == [
+        "",
+        json.dumps({"update_layout": "padded"}),
+        json.dumps({"update_layout": "fused"}),
+    ]
+    assert draws.draw(runs, 2)["created_at"].tolist() == ["2026-12-02", "2026-12-03"]

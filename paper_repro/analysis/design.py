@@ -153,19 +153,21 @@ def truths(prm_style: Sequence[str], amplitude: float, base: float = 0.5) -> dic
 
 
 def fitted_truth(runs: pd.DataFrame, names: Sequence[str]) -> Truth:
-    """The committed study as a truth: each frontier's unimodal fit of its cell means, at its cells."""
-    table: dict[tuple[str, str], dict[str, float]] = {}
+    """The committed study as a truth: each frontier's unimodal fit of its cell means, read at the
+    fitted cell nearest each rho asked for."""
+    table: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     for name in names:
         rows = runs[runs["setting"] == name]
         for target in METRICS:
             cells = Cells.of(rows, target)
             if cells.k:
-                fit = unimodal(cells.mean, cells.n)[0]
-                table[(name, target)] = dict(zip(np.round(cells.rho, 12), fit, strict=True))
+                table[(name, target)] = (cells.rho, unimodal(cells.mean, cells.n)[0])
 
     def truth(setting: str, target: str, rho: np.ndarray) -> np.ndarray:
-        values = table.get((setting, target), {})
-        return np.array([values.get(round(float(r), 12), np.nan) for r in rho])
+        if (setting, target) not in table:
+            return np.full(len(rho), np.nan)
+        at, fit = table[(setting, target)]
+        return fit[np.abs(np.asarray(rho, float)[:, None] - at[None, :]).argmin(axis=1)]
 
     return truth
 

@@ -1,0 +1,111 @@
+"""Two draws of one study: which verdicts move between generations of the runs table.
+
+The runs table is append-only, so a study rerun on another training configuration (new float paths,
+a new down-sampling rule) leaves the earlier draw beside the new one, under other run ids; the
+analysis reads only the newest (:func:`paper_repro.analysis.frontiers.current`). This module reads
+any one of them: the draws are the distinct training configurations in the order of their first run.
+
+``python -m paper_repro.analysis.draws --profile cpu-tiny`` lists them; ``--compare A B`` analyses
+draws A and B apart (each in a scratch directory, never the committed one) and prints each distinct
+setting's rho* verdict per target for both, and the claims that moved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from paper_repro.analysis import analyse, claims, study_rows
+from paper_repro.analysis.frontiers import load_runs, shared_runs
+from paper_repro.analysis.optima import window_verdict
+from paper_repro.config import Profile, load_profile
+from paper_repro.results import results_dir
+
+TARGETS = ("native_reward", "gsm_pass1", "judge_score")
+
+
+def _train(spec: str) -> str:
+    try:
+        return json.dumps(json.loads(spec).get("train", {}), sort_keys=True)
+    except (TypeError, ValueError):
+        return ""
+
+
+def draws(runs: pd.DataFrame) -> list[str]:
+    """The distinct training configurations of ``runs`` (raw rows, with ``spec`` and ``created_at``),
+    in the order of their first run."""
+    keyed = runs.assign(_train=runs["spec"].map(_train)).sort_values("created_at", kind="stable")
+    return list(dict.fromkeys(keyed["_train"]))
+
+
+def draw(runs: pd.DataFrame, k: int) -> pd.DataFrame:
+    """The rows of draw ``k`` (an index into :func:`draws`)."""
+    return runs[runs["spec"].map(_train) == draws(runs)[k]]
+
+
+def setting_verdicts(profile: Profile, path: Path) -> pd.DataFrame:
+    """Per distinct setting and target, the "rho* ~ x" verdict of the setting's class's paper value
+    from its best set, as the class claims take it (Bonferroni over the class's settings)."""
+    grid = study_rows(profile, load_runs(path))["grid"]
+    shared = shared_runs(grid, [s.name for s in profile.all_settings()])
+    classes = claims.Classes.of(profile, shared)
+    frontiers = claims.Frontiers(grid[~grid["setting"].isin(shared)])
+    out = []
+    for names, x in ((classes.rule_based, claims.RULE_BASED_RHO), (classes.prm_style, claims.PRM_STYLE_RHO)):
+        for name in names:
+            for target in TARGETS:
+                best = claims.setting_best(frontiers, name, target, profile.margins, False, len(names))
+                out.append({"setting": name, "target": target, "paper_value": x, "best_cells": best.cells,
+                            "verdict": window_verdict(best.rhos, x, profile.margins.rho)})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def compare(profile: Profile, runs: pd.DataFrame, a: int, b: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Draws ``a`` and ``b`` analysed apart: (per-setting verdicts side by side, claims side by side)."""
+    settings, table = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        for k in (a, b):
+            root = Path(scratch) / str(k)
+            root.mkdir()
+            draw(runs, k).to_csv(root / "runs.csv", index=False)
+            settings.append(setting_verdicts(profile, root / "runs.csv").set_index(["setting", "target"]))
+            result = analyse(profile, root, root / "figures", power_replicates=0)
+            table.append(result.claims.set_index("claim")["verdict"])
+    side = settings[0].join(settings[1], lsuffix=f"_{a}", rsuffix=f"_{b}")
+    return side, pd.DataFrame({f"draw {a}": table[0], f"draw {b}": table[1]})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m paper_repro.analysis.draws", description=__doc__)
+    parser.add_argument("--profile", default="cpu-tiny")
+    parser.add_argument(
+        "--results", default=None, help="directory of runs.csv (default: data/results/<profile>)"
+    )
+    parser.add_argument("--compare", nargs=2, type=int, metavar=("A", "B"), help="the two draws to compare")
+    args = parser.parse_args(argv)
+    profile = load_profile(args.profile)
+    runs = pd.read_csv(results_dir(profile.name, args.results) / "runs.csv")
+    runs = runs[runs["status"] == "ok"]
+    if args.compare is None:
+        for k, config in enumerate(draws(runs)):
+            rows = runs[runs["spec"].map(_train) == config]
+            print(f"draw {k}: {len(rows)} rows, first {rows['created_at'].min()}, train {config}")
+        return 0
+    a, b = args.compare
+    side, table = compare(profile, runs, a, b)
+    same = int((side[f"verdict_{a}"] == side[f"verdict_{b}"]).sum())
+    with pd.option_context("display.width", 220, "display.max_colwidth", 80, "display.max_rows", 200):
+        print(side[[f"verdict_{a}", f"best_cells_{a}", f"verdict_{b}", f"best_cells_{b}"]].to_string())
+        print(f"per-setting verdicts that agree: {same} of {len(side)}")
+        print(table.to_string())
+        print(f"claims that agree: {int((table.iloc[:, 0] == table.iloc[:, 1]).sum())} of {len(table)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
