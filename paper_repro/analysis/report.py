@@ -128,7 +128,7 @@ def _design_lines(results: Path) -> list[str]:
         held = rows[rows["true_verdict"] == "held"]["share_held"]
         lines.append(
             f"| {name} | {int(rows['seeds'].iloc[0])} | {_fmt(rows['recipe_sd'].iloc[0])} | {_fmt(worst['wrong'])} "
-            f"| {worst['claim']}, {worst['truth']} | {_fmt(rows['agreement'].min())} "
+            f"| {f'{worst.claim}, {worst.truth}' if worst['wrong'] > 0 else ''} | {_fmt(rows['agreement'].min())} "
             f"| {_fmt(held.median()) if len(held) else ''} |"
         )
     return lines
