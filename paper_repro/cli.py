@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from paper_repro import flops
 from paper_repro.config import STAGES
@@ -188,8 +189,17 @@ def _run_command(args: argparse.Namespace) -> int:
         retries=args.retries,
         slurm_partition=args.partition,
     )
+    from paper_repro.paths import repo_relative
+    from paper_repro.results import results_dir
+
     for path in written:
-        print(f"executed {path}")
+        print(f"executed {repo_relative(path)}")
+    root = study.results_root_for(profile, args.quick, args.results)
+    if any(job.stage == "analysis" for job in jobs):
+        figures = Path(root) / "figures" if root is not None else Path("figures") / profile.name
+        print(
+            f"tables in {repo_relative(results_dir(profile.name, root))}, figures in {repo_relative(figures)}"
+        )
     return 0
 
 
@@ -197,16 +207,21 @@ def _analyse_command(args: argparse.Namespace) -> int:
     from paper_repro import study
     from paper_repro.analysis import analyse
     from paper_repro.analysis.race import RegimeThresholds
+    from paper_repro.paths import repo_relative
+    from paper_repro.results import results_dir
 
     profile = study.prepare(args.profile, args.quick)
     thresholds = RegimeThresholds(args.rho_threshold)
-    result = analyse(profile, args.results, args.figures, thresholds, args.power_replicates)
+    root = study.results_root_for(profile, args.quick, args.results)
+    result = analyse(profile, root, args.figures, thresholds, args.power_replicates)
     columns = ["claim", "verdict", "our_value", "ci_low", "ci_high", "seeds_for_80pct_power"]
     import pandas as pd
 
     with pd.option_context("display.width", 200, "display.max_colwidth", 70):
         print(result.claims[columns].to_string(index=False))
-    print(f"tables in {args.results or 'data/results/' + profile.name}; figures: {', '.join(result.figures)}")
+    print(
+        f"tables in {repo_relative(results_dir(profile.name, root))}; figures in {repo_relative(result.figures_dir)}"
+    )
     return 0
 
 

@@ -110,7 +110,13 @@ class CorruptTableError(ValueError):
 
 
 def results_dir(profile: str, root: str | Path | None = None) -> Path:
+    """Where a profile's result tables are: ``root``, or the committed ``data/results/<profile>``."""
     return Path(root) if root is not None else repo_root() / "data" / "results" / profile
+
+
+def quick_dir(profile: str) -> Path:
+    """Where a quick (smoke) run's tables go unless told otherwise: a folder git ignores."""
+    return results_dir(profile) / "quick"
 
 
 class ResultTable:

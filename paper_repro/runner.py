@@ -18,9 +18,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from paper_repro.paths import repo_relative
 from paper_repro.preflight import check_spec
 from paper_repro.quiet import quiet_libraries
-from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
+from paper_repro.results import RUN_COLUMNS, ResultTable, quick_dir, results_dir
 from paper_repro.spec import RunSpec
 from paper_repro.train import run_cell
 
@@ -54,7 +55,8 @@ def run_specs(
     from tqdm import tqdm
 
     todo = pending(specs, results_root)
-    for spec in todo:  # refuse bad input before any compute
+    check_committed(todo, results_root)  # refuse bad input before any compute
+    for spec in todo:
         check_spec(spec)
     threads = threads or max(1, (os.cpu_count() or 1) // max(1, jobs))
     on_terminal = progress and sys.stderr.isatty()
@@ -77,12 +79,41 @@ def run_specs(
     return rows_for(specs, results_root)
 
 
+def check_committed(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> None:
+    """Refuse, before any compute, a run that would go into a shipped profile's committed table
+    (``data/results/<profile>``) without being a run of that profile's design
+    (:class:`paper_repro.spec.Design`): a quick run, a seed or budget the design does not use, a
+    changed recipe. Such a run is exploration, and goes into a results folder of its own."""
+    from paper_repro.config import load_profile, profile_names
+    from paper_repro.spec import Design
+
+    for name in sorted({s.profile for s in specs} & set(profile_names())):
+        table = results_dir(name, results_root)
+        if table.resolve() != results_dir(name).resolve():
+            continue
+        design = Design(load_profile(name))
+        refused = [(s, why) for s in specs if s.profile == name and (why := design.problem(s))]
+        if refused:
+            first, why = refused[0]
+            raise ValueError(
+                f"refused: {len(refused)} run(s) are not runs of the {name} design and would be written "
+                f"into its committed table {repo_relative(table / 'runs.csv')} (e.g. setting {first.setting}, "
+                f"cell {first.cell}, seed {first.seed}: {why}). Explore in a results folder of your own: "
+                f"results_root='data/scratch' (papermill: -p results_root data/scratch; paper-repro: "
+                f"--results data/scratch), or quick=True, which writes to {repo_relative(quick_dir(name))}."
+            )
+
+
 def run_summary(made: Sequence[dict[str, Any]], skipped: int) -> str:
     """One line on what :func:`run_specs` did: the runs it made (and how many of them failed) and the
     ones it skipped because their ``ok`` row was already in the table."""
     failed = sum(row.get("status") == "failed" for row in made)
-    line = f"{len(made)} runs done, {skipped} skipped (already present)"
+    line = f"{_runs(len(made))} done, {skipped} skipped (already present)"
     return f"{line}; {failed} failed (their error is in runs.csv)" if failed else line
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' * (n != 1)}"
 
 
 def rows_for(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> list[dict[str, Any]]:

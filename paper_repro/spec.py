@@ -255,3 +255,95 @@ def default_cell_spec(
     g = profile.grid.preferred_G
     cell = planner_for(profile, setting).explicit(max(profile.grid.P), g, g, 1, budget, label="default")
     return spec_for(profile, setting, cell, seed, budget_kind)
+
+
+# --------------------------------------------------------------------------------------------
+# The profile's design: which runs belong to the study a profile defines
+# --------------------------------------------------------------------------------------------
+
+# What varies between the runs of one setting of a design: the rest of a run's canonical spec
+# (weights, training recipe, data, evaluation, profile) is the design's, shared by all of them.
+PER_RUN_FIELDS = ("seed", "budget_kind", "budget_flops", "P", "G", "K", "mu")
+
+
+def design_key(spec: RunSpec | dict[str, Any]) -> dict[str, Any]:
+    """What a run shares with every run of its setting's design: its canonical spec (a
+    :class:`RunSpec`'s, or a row's recorded ``spec``) without the seed, the budget and the
+    allocation (:data:`PER_RUN_FIELDS`)."""
+    canonical = dict(spec.canonical() if isinstance(spec, RunSpec) else spec)
+    for key in PER_RUN_FIELDS:
+        canonical.pop(key, None)
+    return json.loads(json.dumps(canonical, sort_keys=True, default=str))
+
+
+def _differences(key: dict[str, Any], design: dict[str, Any]) -> list[str]:
+    """The fields (``train.x`` for the training recipe's) where a run's design key differs."""
+    out = []
+    for name in sorted(set(key) | set(design)):
+        a, b = key.get(name), design.get(name)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [f"{name}.{k}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        elif a != b:
+            out.append(name)
+    return out
+
+
+class Design:
+    """The runs of ``profile``'s design, and why a run is not one of them (:meth:`problem`).
+
+    A run of the design is computed with the profile's weights, training recipe, data and
+    evaluation (the :func:`design_key` of one of its settings), at the full budget or a pilot
+    budget, on a seed that budget's runs use: the grid's ``0 .. seeds-1`` or the fresh seeds at the
+    full budget, the pilot seeds at a pilot budget. A quick run (a quarter budget, a smaller
+    evaluation, the estimate's budget stop), a run on another seed or with another recipe is not."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.keys = {
+            (s.policy, s.reward_system): design_key(default_cell_spec(profile, s, 0))
+            for s in profile.all_settings()
+        }
+
+    def problem(self, spec: RunSpec | str) -> str | None:
+        """Why ``spec`` (a :class:`RunSpec`, or a row's recorded canonical spec as JSON) is not a
+        run of the design, or None when it is one."""
+        profile = self.profile
+        if isinstance(spec, RunSpec):
+            spec = spec.canonical()
+        else:
+            try:
+                spec = json.loads(spec)
+            except (TypeError, ValueError):
+                return "it records no readable spec"
+        spec = {**spec, "seed": spec.get("seed"), "budget_kind": spec.get("budget_kind")}
+        if spec.get("profile") != profile.name:
+            return f"it belongs to profile {spec.get('profile')!r}, not {profile.name!r}"
+        policy, reward = spec.get("policy"), spec.get("reward_system")
+        key = self.keys.get((policy, reward))
+        if key is None:
+            return f"no setting of the design trains policy {policy} with reward {reward}"
+        differ = _differences(design_key(spec), key)
+        if differ:
+            return f"its {', '.join(differ)} {'differ' if len(differ) > 1 else 'differs'} from the design's"
+        kind, budget, seed = spec["budget_kind"], float(spec.get("budget_flops", "nan")), spec["seed"]
+        if kind == "full":
+            budgets, seeds = [profile.budget_flops], [*range(profile.seeds), *profile.fresh_seeds]
+        else:
+            budgets, seeds = list(profile.pilot_budgets().values()), list(profile.pilot_seeds)
+        if not any(abs(budget - b) <= 1e-9 * b for b in budgets):
+            allowed = ", ".join(f"{b:.3g}" for b in budgets)
+            return f"its {kind} budget {budget:.3g} is not the design's ({allowed})"
+        if seed not in seeds:
+            return f"seed {seed} is not one of the design's {kind}-budget seeds {_ranges(seeds)}"
+        return None
+
+
+def _ranges(seeds: Sequence[int]) -> str:
+    """``[0..9, 200..204]`` for a list of seeds."""
+    runs: list[list[int]] = []
+    for s in sorted(seeds):
+        if runs and s == runs[-1][-1] + 1:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    return "[" + ", ".join(f"{r[0]}..{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs) + "]"

@@ -23,7 +23,7 @@ import pandas as pd
 
 from paper_repro import runner
 from paper_repro.config import Profile, load_profile
-from paper_repro.results import RUN_COLUMNS
+from paper_repro.results import RUN_COLUMNS, quick_dir
 from paper_repro.spec import RunSpec, pilot_specs, race_check_specs, setting_specs
 
 
@@ -44,6 +44,53 @@ def prepare(profile: str | Profile, quick: bool = False) -> Profile:
     return profile
 
 
+def results_root_for(
+    profile: str | Profile, quick: bool, results_root: str | Path | None
+) -> str | Path | None:
+    """Where a notebook's runs go: ``results_root`` when given; else a quick run's own folder
+    (:func:`paper_repro.results.quick_dir`, which git ignores), or None (the committed tables).
+    Exploring never writes into the committed study: :func:`paper_repro.runner.check_committed`
+    refuses there any run that is not of the profile's design."""
+    if results_root is not None or not quick:
+        return results_root
+    return quick_dir(profile.name if isinstance(profile, Profile) else load_profile(profile).name)
+
+
+def check_parameters(seeds=None, cells=None, quick=False, threads=None, results_root=None) -> None:
+    """Refuse a notebook parameter of the wrong type in one line that says what was expected.
+    papermill's ``-p name value`` passes numbers and booleans as such and anything else as text;
+    a list is passed with ``-y``, as YAML."""
+    example = "papermill notebooks/10_stage_A_model_size.ipynb out.ipynb -p setting S -y"
+    if cells is not None and (
+        isinstance(cells, str)
+        or not isinstance(cells, Sequence)
+        or not all(isinstance(c, str) for c in cells)
+    ):
+        raise TypeError(
+            f"cells: expected a list of cell labels such as ['r30', 'r70'], got {cells!r} "
+            f"({type(cells).__name__}); pass a list with -y: {example} 'cells: [r30, r70]'"
+        )
+    integer = lambda v: isinstance(v, int | np.integer) and not isinstance(v, bool)  # noqa: E731
+    if seeds is not None and not (
+        integer(seeds)
+        or (not isinstance(seeds, str) and isinstance(seeds, Sequence) and all(map(integer, seeds)))
+    ):
+        raise TypeError(
+            f"seeds: expected a number of seeds (an integer, e.g. -p seeds 3) or a list of integer seeds, "
+            f"got {seeds!r} ({type(seeds).__name__}); pass a list with -y: {example} 'seeds: [0, 1, 2]'"
+        )
+    if not isinstance(quick, bool):
+        raise TypeError(
+            f"quick: expected True or False (-p quick True), got {quick!r} ({type(quick).__name__})"
+        )
+    if threads is not None and not (integer(threads) and threads > 0):
+        raise TypeError(f"threads: expected a positive integer or None (-p threads 2), got {threads!r}")
+    if results_root is not None and not isinstance(results_root, str | Path):
+        raise TypeError(
+            f"results_root: expected a folder path (-p results_root data/scratch), got {results_root!r}"
+        )
+
+
 def run_setting(
     profile: str | Profile,
     setting: str,
@@ -54,7 +101,11 @@ def run_setting(
     threads: int | None = None,
     executed_notebook: str = "",
 ) -> pd.DataFrame:
-    """Run one setting's full-budget grid (skipping finished runs); return its frontier table."""
+    """Run one setting's full-budget grid (skipping finished runs); return its frontier table.
+    ``quick``: a smoke run (one seed, three cells, a quarter of the budget) into the quick folder
+    unless ``results_root`` says otherwise."""
+    check_parameters(seeds, cells, quick, threads, results_root)
+    results_root = results_root_for(profile, quick, results_root)
     prof = prepare(profile, quick)
     specs = setting_specs(prof, setting, seeds, "full", cells, quick)
     return _frontier_of(specs, len(specs), results_root, threads, executed_notebook)
@@ -79,9 +130,12 @@ def run_race_pilots(
     executed_notebook: str = "",
 ) -> RacePilots:
     """Run one setting's RACE pilots (every pilot fraction x the profile's pilot seeds), then TRL's
-    default allocation and the first fraction's pick at the full budget on the fresh seeds."""
+    default allocation and the first fraction's pick at the full budget on the fresh seeds.
+    ``quick``: into the quick folder unless ``results_root`` says otherwise."""
     from paper_repro.analysis.frontiers import frontier_table
 
+    check_parameters(quick=quick, threads=threads, results_root=results_root)
+    results_root = results_root_for(profile, quick, results_root)
     prof = prepare(profile, quick)
     s = prof.setting(setting)
     run = lambda specs: _rows_of(specs, results_root, threads, executed_notebook)  # noqa: E731

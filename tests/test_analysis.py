@@ -9,8 +9,10 @@ optimum at 0.45 gives *not held* for 0.72 and *held* for 0.445; the paper's worl
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -31,8 +33,10 @@ from paper_repro.analysis.optima import (
 from paper_repro.analysis.race import RegimeThresholds
 from paper_repro.config import load_profile
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable
+from paper_repro.spec import default_cell_spec, spec_for
 
 PROFILE = load_profile("cpu-tiny")
+START = datetime(2026, 12, 1)  # when a synthetic study's first run finished
 
 
 def paper_peaks(setting) -> float:
@@ -56,15 +60,15 @@ def write_runs(
     for kind, budget, seed_list in budgets:
         for s in PROFILE.all_settings():
             prm_based = rewards.is_prm_based(s.reward_system)
-            cells = [
-                (c.label, c.target_rho, c.P, c.G, c.K, c.mu) for c in plan_setting(PROFILE, s, budget).cells
-            ]
+            planned = plan_setting(PROFILE, s, budget).cells
+            cells = [(c.label, c.target_rho, c.P, c.G, c.K, c.mu, c) for c in planned]
             if kind == "full" and prm_based:
-                cells.append(("default", None, 8, 8, 8, 1))
-            for label, target_rho, P, G, K, mu in cells:
+                cells.append(("default", None, 8, 8, 8, 1, None))
+            for label, target_rho, P, G, K, mu, cell in cells:
                 for seed in seed_list:
                     if label == "default" and seed not in fresh:
                         continue
+                    run = spec_for(PROFILE, s, cell, seed, kind) if cell else default_cell_spec(PROFILE, s, seed)
                     rho = (target_rho if target_rho is not None else 0.4) + rng.normal(0, 0.003)
                     p = peak(s)
                     jp = judge_peak(s) if judge_peak else p
@@ -82,6 +86,8 @@ def write_runs(
                         "steps": 10, "model": s.policy, "reward_system": s.reward_system,
                         **{t: mean[t] + rng.normal(0, noise) for t in METRICS},
                         **{f"base_{t}": 0.3 for t in METRICS}, "status": "ok", "git_sha": "abc", "versions": "{}",
+                        "created_at": (START + timedelta(seconds=n)).isoformat(),
+                        "spec": json.dumps(run.canonical(), sort_keys=True, default=str),
                     }  # fmt: skip
                     table.append(row)
     return path
@@ -493,24 +499,45 @@ def test_the_analysis_reads_the_runs_compute_cards(tmp_path):
     assert cards["C_total_executed"].iloc[0] == 4e9 and cards["utilisation"].iloc[0] == 0.02
 
 
-def test_rows_of_superseded_weights_leave_the_analysis():
-    """A rebuilt checkpoint leaves its old rows in the append-only table under other run ids; per
-    policy and reward, only the rows with the most recent run's weights are current (hub runs,
-    which name no weights, stay)."""
-    import json
+def test_only_the_runs_of_the_design_are_analysed(tmp_path):
+    """The append-only table keeps every generation: rows of an earlier design (other weights,
+    another recipe, before the design's first run) leave the analysis quietly; rows written after it
+    that are not of the design (a quick run, a seed the design does not use, a changed recipe) leave
+    it with a warning that names them; every run of the design stays."""
+    import dataclasses
+    import warnings
 
-    from paper_repro.analysis.frontiers import current
+    from paper_repro.analysis.frontiers import of_design
 
-    def row(run_id, model, reward, weights, created):
-        return {"run_id": run_id, "model": model, "reward_system": reward, "created_at": created,
-                "spec": json.dumps({"weights": weights})}  # fmt: skip
+    write_runs(tmp_path / "runs.csv", paper_peaks, seeds=2)
+    design = pd.read_csv(tmp_path / "runs.csv", dtype=str, keep_default_na=False)
+    first = design.iloc[0]
+    s = PROFILE.setting(first["setting"])
+    cell = next(c for c in plan_setting(PROFILE, s, PROFILE.budget_flops).cells if c.label == first["cell"])
 
-    runs = pd.DataFrame([
-        row("old1", "M", "prm", "aaa", "2026-11-30T10:00"), row("old2", "M", "prm", "aaa", "2026-11-30T11:00"),
-        row("new1", "M", "prm", "bbb", "2026-12-01T10:00"), row("sp1", "M", "sparse", "ccc", "2026-11-30T09:00"),
-        row("hub1", "7B", "prm", None, "2026-11-30T09:00"), row("hub2", "7B", "prm", None, "2026-12-01T09:00"),
+    def row(run_id, spec, created):
+        return {**first.to_dict(), "run_id": run_id, "created_at": created,
+                "spec": json.dumps(spec.canonical(), sort_keys=True, default=str)}  # fmt: skip
+
+    base = spec_for(PROFILE, s, cell, 0)
+    old = dataclasses.replace(base, weights="0123456789abcdef")
+    quick = spec_for(PROFILE.quick_variant(), s, cell, 0)
+    recipe = dataclasses.replace(base, train=dataclasses.replace(base.train, learning_rate=1e-3))
+    later = (START + timedelta(days=1)).isoformat()
+    extra = pd.DataFrame([
+        row("earlier", old, "2026-11-01T00:00:00"), row("quick", quick, later),
+        row("seed42", dataclasses.replace(base, seed=42), later), row("recipe", recipe, later),
     ])  # fmt: skip
-    assert sorted(current(runs)["run_id"]) == ["hub1", "hub2", "new1", "sp1"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kept = of_design(pd.concat([design, extra], ignore_index=True), PROFILE)
+    assert sorted(kept["run_id"]) == sorted(design["run_id"])
+    (warning,) = [w for w in caught if "not runs of the cpu-tiny design" in str(w.message)]
+    text = str(warning.message)
+    assert text.startswith("3 rows") and "earlier" not in text
+    assert "quick (" in text and "seed 42 is not one of the design's full-budget seeds [0..9, 200..204]" in text
+    assert "train.budget_stop" in text and "eval_limit" in text  # the quick run's
+    assert "recipe (" in text and "train.learning_rate differs" in text
 
 
 def test_leave_one_seed_out_finds_a_verdict_that_rests_on_one_seed(tmp_path):

@@ -65,6 +65,7 @@ class Analysis:
     claims: pd.DataFrame
     figures: list[str]
     design: pd.DataFrame | None = None  # design.csv, the operating characteristics, when committed
+    figures_dir: Path | None = None  # where ``figures`` were written
 
 
 def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
@@ -105,7 +106,7 @@ def _checked_runs(path: Path, profile: Profile) -> pd.DataFrame:
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ValueError(f"{path} lacks the columns the analysis reads: {', '.join(missing)}")
-    return load_runs(path)
+    return load_runs(path, profile)
 
 
 def analyse(
@@ -115,12 +116,13 @@ def analyse(
     thresholds: RegimeThresholds | None = None,
     power_replicates: int | None = None,
 ) -> Analysis:
-    """Every table and figure of ``profile``'s study from the runs table in ``results_root``.
+    """Every table and figure of ``profile``'s study from the runs table in ``results_root`` (None:
+    the committed ``data/results/<profile>``), the figures to :func:`figures_folder`.
     ``power_replicates``: simulated studies per seed count for the power column (None: the power
     module's default, 0: none)."""
     thresholds = thresholds or RegimeThresholds()
     root = results_dir(profile.name, results_root)
-    fig_dir = Path(figures_dir) if figures_dir is not None else repo_root() / "figures" / profile.name
+    fig_dir = figures_folder(profile, results_root, figures_dir)
     runs = _checked_runs(root / "runs.csv", profile)
     settings = profile.all_settings()
     rows = study_rows(profile, runs)
@@ -166,7 +168,17 @@ def analyse(
         write_table(root / f"{name}.csv", table)
     written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir)
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
-                    hacked, hacked_summary, claims, written, design_table)  # fmt: skip
+                    hacked, hacked_summary, claims, written, design_table, fig_dir)  # fmt: skip
+
+
+def figures_folder(profile: Profile, results_root=None, figures_dir=None) -> Path:
+    """Where the figures go: ``figures_dir``; else beside redirected results (``<results_root>/figures``,
+    so that exploring never rewrites the committed figures); else the committed ``figures/<profile>``."""
+    if figures_dir is not None:
+        return Path(figures_dir)
+    if results_root is not None:
+        return Path(results_root) / "figures"
+    return repo_root() / "figures" / profile.name
 
 
 def simulate_design(

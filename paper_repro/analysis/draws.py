@@ -48,10 +48,29 @@ def draw(runs: pd.DataFrame, k: int) -> pd.DataFrame:
     return runs[runs["spec"].map(_train) == draws(runs)[k]]
 
 
+def design_of(profile: Profile, rows: pd.DataFrame) -> Profile:
+    """``profile`` with the training recipe and evaluation that the draw ``rows`` ran under (read
+    from the first row's recorded spec), so that the draw is the design the analysis reads."""
+    from dataclasses import replace
+
+    from paper_repro.config import TrainConfig
+
+    spec = json.loads(rows.sort_values("created_at", kind="stable")["spec"].iloc[0])
+    evaluation = {
+        **profile.eval,
+        "limit": spec.get("eval_limit"),
+        "max_new_tokens": spec.get("eval_max_new_tokens", profile.eval.get("max_new_tokens")),
+        "batch_size": spec.get("eval_batch_size", profile.eval.get("batch_size")),
+        "decoding": spec.get("eval_decoding", "exact"),
+        "heldout_limit": spec.get("eval_heldout_limit"),
+    }
+    return replace(profile, train=TrainConfig(**spec.get("train", {})), eval=evaluation)
+
+
 def setting_verdicts(profile: Profile, path: Path) -> pd.DataFrame:
     """Per distinct setting and target, the "rho* ~ x" verdict of the setting's class's paper value
     from its best set, as the class claims take it (Bonferroni over the class's settings)."""
-    grid = study_rows(profile, load_runs(path))["grid"]
+    grid = study_rows(profile, load_runs(path, profile))["grid"]
     shared = shared_runs(grid, [s.name for s in profile.all_settings()])
     classes = claims.Classes.of(profile, shared)
     frontiers = claims.Frontiers(grid[~grid["setting"].isin(shared)])
@@ -72,11 +91,13 @@ def compare(profile: Profile, runs: pd.DataFrame, a: int, b: int) -> tuple[pd.Da
         for k in (a, b):
             root = Path(scratch) / str(k)
             root.mkdir()
-            draw(runs, k).to_csv(root / "runs.csv", index=False)
-            settings.append(setting_verdicts(profile, root / "runs.csv").set_index(["setting", "target"]))
-            result = analyse(profile, root, root / "figures", power_replicates=0)
+            rows = draw(runs, k)
+            rows.to_csv(root / "runs.csv", index=False)
+            design = design_of(profile, rows)
+            settings.append(setting_verdicts(design, root / "runs.csv").set_index(["setting", "target"]))
+            result = analyse(design, root, root / "figures", power_replicates=0)
             table.append(result.claims.set_index("claim")["verdict"])
-    side = settings[0].join(settings[1], lsuffix=f"_{a}", rsuffix=f"_{b}")
+    side = settings[0].merge(settings[1], left_index=True, right_index=True, suffixes=(f"_{a}", f"_{b}"))
     return side, pd.DataFrame({f"draw {a}": table[0], f"draw {b}": table[1]})
 
 

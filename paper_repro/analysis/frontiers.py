@@ -44,45 +44,52 @@ def numeric(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def load_runs(path) -> pd.DataFrame:
-    """The current ``ok`` rows of a runs table (:func:`current`), numbers parsed (the table is
-    checked first)."""
+def load_runs(path, profile) -> pd.DataFrame:
+    """The ``ok`` rows of ``profile``'s design in a runs table (:func:`of_design`), numbers parsed
+    (the table is checked first)."""
     from paper_repro.results import RUN_COLUMNS, ResultTable
 
     frame = ResultTable(path, RUN_COLUMNS).frame()
-    return numeric(current(frame[frame["status"] == "ok"]))
+    return numeric(of_design(frame[frame["status"] == "ok"], profile, where=str(path)))
 
 
-def generation_of(spec_json: str) -> str:
-    """What a run's recorded spec shares with every run of the same study generation: the weights
-    fingerprint it names ("" for hub checkpoints) and its training configuration."""
-    import json
+def of_design(runs: pd.DataFrame, profile, where: str = "the runs table") -> pd.DataFrame:
+    """The rows of ``runs`` that are runs of ``profile``'s design (:class:`paper_repro.spec.Design`:
+    its weights, training recipe, data and evaluation, at its budgets, on its seeds).
 
-    try:
-        spec = json.loads(spec_json)
-    except (TypeError, ValueError):
-        return ""
-    return json.dumps([spec.get("weights") or "", spec.get("train", {})], sort_keys=True)
+    The runs table is append-only, so a rebuilt model or a changed training recipe leaves the
+    earlier generation's rows in place, under other run ids: rows older than the design's first run
+    are that history, and leave the analysis quietly. Any other row that is not of the design (a
+    quick run, another seed, a hand-made recipe written into the committed table) leaves it with a
+    warning that names it: exploring never changes which runs the analysis reads."""
+    import warnings
 
+    from paper_repro.spec import Design
 
-def current(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` without the rows that a newer generation of the study superseded.
-
-    The runs table is append-only, so a rebuilt model (a new PRM, a retrained policy) or a changed
-    training configuration (a new down-sampling rule) leaves the older rows in place, under other
-    run ids. Per policy and reward system, only the rows with the weights and training configuration
-    of the most recent run are current; the rest are kept in the table and left out of the analysis."""
-    if runs.empty or "spec" not in runs:
+    if runs.empty:
         return runs
-    generation = runs["spec"].map(generation_of)
-    latest = (
-        runs.assign(_g=generation).sort_values("created_at").groupby(["model", "reward_system"])["_g"].last()
-    )
-    keep = [
-        g == latest.get((m, r))
-        for m, r, g in zip(runs["model"], runs["reward_system"], generation, strict=True)
-    ]
-    return runs[keep]
+    design = Design(profile)
+    problems = pd.Series([design.problem(s) for s in runs["spec"]], index=runs.index, dtype=object)
+    mine = problems.isna()
+    first = runs.loc[mine, "created_at"].min() if mine.any() else None
+    strays = runs[~mine & (runs["created_at"] > first)] if first is not None else runs.iloc[0:0]
+    if not strays.empty:
+        listed = [
+            f"{r.run_id} ({r.setting} {r.cell} seed {r.seed}: {problems[i]})"
+            for i, r in strays.head(STRAYS_NAMED).iterrows()
+        ]
+        more = f"; and {len(strays) - STRAYS_NAMED} more" if len(strays) > STRAYS_NAMED else ""
+        warnings.warn(
+            f"{len(strays)} rows of {where} are not runs of the {profile.name} design and are left out "
+            f"of the analysis: {'; '.join(listed)}{more}. Exploratory runs belong in their own results "
+            f"folder (results_root, or quick=True).",
+            UserWarning,
+            stacklevel=2,
+        )
+    return runs[mine]
+
+
+STRAYS_NAMED = 5  # rows a warning names, of those left out
 
 
 def runs_of(runs: pd.DataFrame, setting, budget_kind: str, budget_flops: float) -> pd.DataFrame:

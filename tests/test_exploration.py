@@ -1,0 +1,101 @@
+"""Exploring never touches the committed study.
+
+A newcomer's ``papermill notebooks/10_stage_A_model_size.ipynb out.ipynb -p setting S -p quick True``
+once appended three quarter-budget runs to the committed ``runs.csv``, and the next analysis read
+them as the newest generation of S and dropped every committed S run, moving two verdicts. Now a
+quick run goes to its own folder, the committed table refuses a run that is not of the profile's
+design, and the analysis reads only the design's runs whatever else a table holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import warnings
+
+import pandas as pd
+import pytest
+
+from paper_repro import runner, study
+from paper_repro.analysis import analyse
+from paper_repro.config import load_profile
+from paper_repro.paths import repo_root
+from paper_repro.results import quick_dir, results_dir
+from paper_repro.spec import setting_specs
+
+PROFILE = load_profile("cpu-tiny")
+COMMITTED = results_dir("cpu-tiny")
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_quick_run_goes_to_its_own_folder_unless_told_otherwise(tmp_path):
+    assert study.results_root_for("cpu-tiny", True, None) == quick_dir("cpu-tiny")
+    assert study.results_root_for(PROFILE, True, tmp_path) == tmp_path
+    assert study.results_root_for("cpu-tiny", False, None) is None  # the committed study
+    assert quick_dir("cpu-tiny").is_relative_to(COMMITTED)
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(quick_dir("cpu-tiny") / "runs.csv")], cwd=repo_root())
+    assert ignored.returncode == 0, "the quick folder must be ignored by git"
+
+
+def test_runs_outside_the_design_are_refused_from_the_committed_table(tmp_path):
+    before = _digest(COMMITTED / "runs.csv")
+    quick = setting_specs(PROFILE.quick_variant(), "S", quick=True)
+    with pytest.raises(ValueError, match=r"refused: 3 run\(s\) are not runs of the cpu-tiny design") as err:
+        runner.run_specs(quick, None)  # refused before any compute
+    assert "train.budget_stop" in str(err.value) and "quick=True" in str(err.value)
+    other_seed = setting_specs(PROFILE, "S", seeds=[42], cells=["r30"])
+    with pytest.raises(ValueError, match="seed 42 is not one of the design's full-budget seeds"):
+        runner.check_committed(other_seed, None)
+    runner.check_committed(quick + other_seed, tmp_path)  # anywhere else, exploring is free
+    runner.check_committed(setting_specs(PROFILE, "S", cells=["r30"]), None)  # the design's own runs
+    assert _digest(COMMITTED / "runs.csv") == before
+
+
+def test_the_quick_papermill_trap_leaves_every_committed_verdict_unchanged(tmp_path):
+    """The three runs that ``-p setting S -p quick True`` makes, appended to a copy of the committed
+    table as they once were: the analysis leaves them out, names them, and every verdict stands."""
+    study.run_setting("cpu-tiny", "S", quick=True, results_root=tmp_path / "quick", threads=2)
+    made = pd.read_csv(tmp_path / "quick" / "runs.csv")
+    assert len(made) == 3 and (made["status"] == "ok").all()
+    copy = tmp_path / "committed"
+    copy.mkdir()
+    shutil.copy(COMMITTED / "runs.csv", copy / "runs.csv")
+    shutil.copy(COMMITTED / "design.csv", copy / "design.csv")
+    (copy / "steps").symlink_to(COMMITTED / "steps")
+    with open(copy / "runs.csv", "a") as fh:
+        fh.write((tmp_path / "quick" / "runs.csv").read_text().split("\n", 1)[1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = analyse(PROFILE, copy, tmp_path / "figures", power_replicates=0)
+    named = " ".join(str(w.message) for w in caught)
+    assert all(run_id in named for run_id in made["run_id"])
+    committed = pd.read_csv(COMMITTED / "claims.csv").set_index("claim")["verdict"]
+    assert result.claims.set_index("claim")["verdict"].to_dict() == committed.to_dict()
+
+
+def test_a_string_where_a_list_is_expected_is_refused_with_the_yaml_form():
+    with pytest.raises(TypeError, match=r"cells: expected a list .* -y .*'cells: \[r30, r70\]'"):
+        study.run_setting("cpu-tiny", "S", cells='["r30"]')
+    with pytest.raises(TypeError, match=r"seeds: expected .* got 'three'"):
+        study.run_setting("cpu-tiny", "S", seeds="three")
+    with pytest.raises(TypeError, match="quick: expected True or False"):
+        study.run_race_pilots("cpu-tiny", "S", quick="yes")
+    study.check_parameters(seeds=[0, 1], cells=["r30"], quick=True, threads=2, results_root="x")
+
+
+def test_papermill_reports_a_wrong_parameter_in_one_line(tmp_path):
+    """The error a newcomer once met (the list's characters listed as unknown cells) is now one
+    line that names the type expected and the ``-y`` form."""
+    done = subprocess.run(
+        [sys.executable, "-m", "papermill", str(repo_root() / "notebooks" / "10_stage_A_model_size.ipynb"),
+         str(tmp_path / "out.ipynb"), "-p", "setting", "S", "-p", "cells", '["r30"]'],
+        capture_output=True, text=True, cwd=repo_root(), timeout=300,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "TypeError: cells: expected a list of cell labels" in done.stderr + done.stdout
+    assert "'cells: [r30, r70]'" in done.stderr + done.stdout
