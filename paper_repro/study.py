@@ -147,7 +147,7 @@ def run_race_pilots(
     ]
     pick = race_pick(pilots[np.isclose(pilots["pilot_fraction"], prof.pilot_fraction)])
     checks = race_check_specs(prof, s, pick)
-    fresh = run(checks).set_index("run_id")
+    fresh = run(checks).drop_duplicates("run_id").set_index("run_id")  # a pick that is the default: its runs
     n = len(prof.fresh_seeds)  # the defaults first, then the pick's runs
     check = pd.DataFrame(
         {

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from paper_repro.config import STAGES, Profile, Resources
 from paper_repro.paths import in_repo, repo_relative, repo_root
-from paper_repro.results import results_dir
+from paper_repro.results import quick_dir, results_dir
 from paper_repro.runner import pending
 from paper_repro.spec import RunSpec, setting_specs
 
@@ -79,7 +79,7 @@ def study_jobs(
     run_profile = profile.quick_variant() if quick else profile
     out_dir = Path(executed_dir) if executed_dir else repo_root() / "notebooks" / "executed" / profile.name
     if quick:  # a smoke run: its outputs stay out of the committed study
-        results_root = results_root or results_dir(profile.name) / "quick"
+        results_root = results_root or quick_dir(profile.name)
         out_dir = out_dir if executed_dir else out_dir / "quick"
     root = str(results_root) if results_root else None
     common = {"profile": profile.ref, "quick": quick, "results_root": root}
@@ -110,8 +110,6 @@ def study_jobs(
             params = dict(common)
             if quick:  # a smoke run decides nothing: no power simulation
                 params["power_replicates"] = 0
-            if results_root:  # results redirected: the figures go beside them, not into the repo
-                params["figures_dir"] = str(Path(results_root) / "figures")
             jobs.append(NotebookJob(step, book, params, out_dir / f"{book}.ipynb", (), root))
     return jobs
 
@@ -132,6 +130,12 @@ def job_done(job: NotebookJob) -> bool:
     return job.output.exists() and not job.unknown_runs and not pending(job.specs, job.results_root)
 
 
+# The kernel's own log to the console: a note that it talks over local TCP unencrypted, and an
+# ERROR for the interrupt jupyter_client sends every kernel as it shuts it down, however its cells
+# went. A failing cell is not logged there: papermill raises it, with its traceback.
+KERNEL_QUIET = ["--IPKernelApp.log_level=CRITICAL"]
+
+
 def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool = False) -> Path:
     """Execute one notebook with papermill; the executed copy replaces the old one only on success."""
     import papermill as pm
@@ -149,6 +153,7 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
         cwd=str(repo_root()),
         progress_bar=False,
         log_output=log_output,
+        extra_arguments=KERNEL_QUIET,
     )
     _relative_paths(tmp, job.output)
     os.replace(tmp, job.output)
@@ -242,25 +247,29 @@ def run_study(
     if executor not in ("local", "slurm"):
         raise ValueError(f"unknown executor {executor!r}; executors: local, slurm")
     todo = [j for j in jobs if not job_done(j)]
-    all_specs = [(s, j.results_root) for j in todo for s in j.specs]
-    total = len({s.run_id for s, _ in all_specs}) + sum(j.unknown_runs for j in todo)
+    # the bar counts distinct runs: those the jobs name, and, until its pilots have picked, a RACE
+    # notebook's pick runs (then named: a pick that is TRL's default cell adds no run)
+    named = {(s.run_id, j.results_root): s for j in todo for s in j.specs}
+    unresolved = {j.output: j.unknown_runs for j in todo if j.unknown_runs}
     threads = max(1, (os.cpu_count() or 1) // max(1, n_jobs))
-    finished: set[Path] = set()  # executed notebooks: their runs not yet named by a spec are made
 
     def missing() -> int:
-        roots = {r for _, r in all_specs}
-        named = sum(len(pending([s for s, r in all_specs if r == root], root)) for root in roots)
-        return named + sum(j.unknown_runs for j in todo if j.output not in finished)
+        roots = {r for _, r in named}
+        return sum(
+            len(pending([s for (_, r), s in named.items() if r == root], root)) for root in roots
+        ) + sum(unresolved.values())
 
+    total = len(named) + sum(unresolved.values())
     skipped = total - missing()  # already in the table: the rate and ETA count only the runs made now
     bar = tqdm(total=total, initial=skipped, desc="runs", unit="run", disable=not progress or total == 0)
     bar.set_postfix_str(f"{skipped} skipped (already present)")
     written: list[Path] = []
 
     def refresh(job: NotebookJob | None = None) -> None:
-        if job is not None:
-            finished.add(job.output)
-        bar.n = total - missing()
+        if job is not None and unresolved.pop(job.output, 0):
+            named.update({(s.run_id, job.results_root): s for s in resolved_specs(job)})
+            bar.total = len(named) + sum(unresolved.values())
+        bar.n = bar.total - missing()
         bar.refresh()
 
     if executor == "local":
@@ -276,6 +285,15 @@ def run_study(
     refresh()
     bar.close()
     return written
+
+
+def resolved_specs(job: NotebookJob) -> list[RunSpec]:
+    """Every run of an executed RACE notebook, its pick's included (its pilots have named it)."""
+    from paper_repro.study import prepare, race_specs
+
+    quick = bool(job.parameters.get("quick"))
+    profile = prepare(job.parameters["profile"], quick)
+    return race_specs(profile, job.parameters["setting"], job.results_root, quick)[0]
 
 
 def dependencies(jobs: Sequence[NotebookJob]) -> dict[int, set[int]]:

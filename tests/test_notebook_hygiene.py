@@ -90,7 +90,7 @@ def test_a_run_prints_no_log_dicts_and_no_library_warnings(tiny_policy, tmp_path
         tmp_path / "run.ipynb", [stream("stdout", out), stream("stderr", err + "".join(shown))]
     )
     assert notebook_problems(notebook) == []
-    assert row["status"] == "ok" and "1 runs done, 0 skipped (already present)" in out
+    assert row["status"] == "ok" and "1 run done, 0 skipped (already present)" in out
     steps = (tmp_path / "steps" / f"{spec.run_id}.jsonl").read_text().splitlines()
     assert len(steps) == int(row["steps"]) >= 1  # the ledger still logs every step
 

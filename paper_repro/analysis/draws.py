@@ -2,8 +2,9 @@
 
 The runs table is append-only, so a study rerun on another training configuration (new float paths,
 a new down-sampling rule) leaves the earlier draw beside the new one, under other run ids; the
-analysis reads only the newest (:func:`paper_repro.analysis.frontiers.current`). This module reads
-any one of them: the draws are the distinct training configurations in the order of their first run.
+analysis reads only the runs of the profile's design (:func:`paper_repro.analysis.frontiers.of_design`).
+This module reads any one draw: the draws are the distinct training configurations in the order of
+their first run, each analysed as the design it ran under (:func:`design_of`).
 
 ``python -m paper_repro.analysis.draws --profile cpu-tiny`` lists them; ``--compare A B`` analyses
 draws A and B apart (each in a scratch directory, never the committed one) and prints each distinct

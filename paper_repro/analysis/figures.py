@@ -1,14 +1,25 @@
 """Figures, one function per figure, named by what it shows. Each takes analysis tables (never raw
-runs), draws with seaborn, writes PNG and PDF to ``out_dir`` and returns the figure.
-:func:`preview_png` makes the small copy of a saved PNG that a notebook embeds."""
+runs), draws with seaborn, writes PNG and PDF to ``out_dir`` and returns the figure. A figure of
+several panels puts at most :data:`PANELS_PER_ROW` in a row, and every line and marker it draws is
+named in its legend; marks that are not data (the cells that could be best, rho*) sit in a strip of
+their own under each panel, never among the points.
+
+The stage notebooks (10, 20 and 30) show one setting's frontier with :func:`setting_frontiers` and
+:func:`pilot_frontiers` (drawn for the notebook, not saved) and name its best cells in one sentence
+with :func:`best_cells_sentence` and :func:`pilot_pick_sentence`; :func:`notebook_image` makes such a
+figure small enough to commit in an executed notebook, as :func:`preview_png` does for a saved PNG."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.frontiers import TARGET_LABELS, TARGETS
+
+PANELS_PER_ROW = 2  # a figure of several panels wraps after this many
 
 
 def _save(fig, out_dir: str | Path, name: str):
@@ -29,129 +40,244 @@ def _setup():
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+
+    return plt, _theme()
+
+
+def _theme():
+    """seaborn, with the figures' theme set."""
     import seaborn as sns
 
     sns.set_theme(style="whitegrid", context="paper")
-    return plt, sns
+    return sns
+
+
+def _figure(**kwargs):
+    """A figure outside pyplot (the notebooks' figures: no backend is touched, nothing is left open,
+    and a notebook's inline backend does not show it a second time), constrained layout."""
+    from matplotlib.figure import Figure
+
+    _theme()
+    return Figure(layout="constrained", **kwargs)
+
+
+def _grid(n: int) -> tuple[int, int]:
+    """Rows and columns of a figure of ``n`` panels, at most :data:`PANELS_PER_ROW` in a row."""
+    cols = max(1, min(n, PANELS_PER_ROW))
+    return max(1, math.ceil(n / cols)), cols
+
+
+def _line(label: str, **style):
+    """A legend entry for ``style`` (a line, a marker or both)."""
+    from matplotlib.lines import Line2D
+
+    style.setdefault("color", "grey")
+    return Line2D([], [], label=label, **style)
 
 
 PAPER_RHO = {"rule-based": 0.72, "PRM-style": 0.445}  # the paper's reported optima (reference lines)
 PROPORTIONS = ("gsm_pass1", "math_pass1")  # targets that are shares: their intervals stay in [0, 1]
+RHO_LABEL = "realised rho (FLOPs) = C_learning / C_total"
+RHO_TIME_LABEL = "time-based rho (wall seconds)"
+
+
+def _yerr(rows: pd.DataFrame, target: str) -> list[pd.Series]:
+    """The 95% interval of ``target`` per row as error bar lengths (a proportion's clipped to [0, 1];
+    NaN, no bar, where a cell has one seed)."""
+    low, high = rows[f"{target}_ci_low"], rows[f"{target}_ci_high"]
+    if target in PROPORTIONS:
+        low, high = low.clip(0, 1), high.clip(0, 1)
+    return [(rows[target] - low).clip(lower=0), (high - rows[target]).clip(lower=0)]
+
+
+def _paper_label() -> str:
+    return "the paper's rho*: " + ", ".join(f"{v:g} {k}" for k, v in PAPER_RHO.items())
 
 
 def target_vs_rho_by_setting(
     frontier: pd.DataFrame, stage: str, out_dir, x: str = "rho", optima: pd.DataFrame | None = None,
     order: list[str] | None = None,
 ):  # fmt: skip
-    """Each target (panel) against realised rho (``x="rho"``) or time-based rho (``x="rho_time"``),
-    one line per setting (in ``order``: the profile's, sizes smallest first): mean over seeds with
-    95% CI bars (a proportion's clipped to [0, 1]), the base policy dotted. With ``optima`` (and
-    ``x="rho"``), each setting's cells that could be best (their rho span, a bar along the panel's
-    top) and its unimodal rho* (a point, where identified); the paper's rho* as grey reference lines."""
-
+    """Each target (a panel; two in a row) against realised rho (``x="rho"``) or time-based rho
+    (``x="rho_time"``), one line per setting (in ``order``: the profile's, sizes smallest first):
+    mean over seeds with 95% CI bars (a proportion's clipped to [0, 1]), the base policy dotted, the
+    paper's rho* as grey dashed lines (``x="rho"``). With ``optima`` (and ``x="rho"``), a strip under
+    each panel holds per setting the rho span of its cells that could be best at 95% (a bar) and its
+    unimodal rho* where identified (a diamond: filled inside the grid, open at its edge)."""
     plt, sns = _setup()
     stages = list(stage) if len(stage) > 1 else [stage]
     data = frontier[frontier["stage"].isin(stages)]
     names = [s for s in (order or []) if s in set(data["setting"])] or list(data["setting"].unique())
-    fig, axes = plt.subplots(1, len(TARGETS), figsize=(4 * len(TARGETS), 3.6), sharex=True)
     palette = dict(zip(names, sns.color_palette("colorblind", len(names)), strict=False))
-    for ax, t in zip(axes, TARGETS, strict=True):
-        for k, setting in enumerate(names):
+    strip = optima is not None and x == "rho"
+    nrows, ncols = _grid(len(TARGETS))
+    panel_h, strip_h = 2.7, (0.17 * len(names) + 0.25 if strip else 0.0)
+    fig = plt.figure(
+        figsize=(4.4 * ncols + 1.6, nrows * (panel_h + strip_h + 0.5) + 1.0), layout="constrained"
+    )
+    outer = fig.add_gridspec(nrows, ncols)
+    for i, t in enumerate(TARGETS):
+        slot = outer[i // ncols, i % ncols]
+        if strip:
+            inner = slot.subgridspec(2, 1, height_ratios=[panel_h, strip_h])
+            ax = fig.add_subplot(inner[0])
+            bottom = fig.add_subplot(inner[1], sharex=ax)
+            _best_strip(bottom, optima, data, names, t, palette)
+            ax.tick_params(labelbottom=False)
+        else:
+            ax = bottom = fig.add_subplot(slot)
+        for setting in names:
             g = data[data["setting"] == setting].sort_values(x)
             color = palette[setting]
-            low, high = g[f"{t}_ci_low"], g[f"{t}_ci_high"]
-            if t in PROPORTIONS:
-                low, high = low.clip(0, 1), high.clip(0, 1)
-            yerr = [(g[t] - low).clip(lower=0), (high - g[t]).clip(lower=0)]
-            ax.errorbar(g[x], g[t], yerr=yerr, marker="o", ms=4, capsize=2, color=color, label=setting)
+            ax.errorbar(g[x], g[t], yerr=_yerr(g, t), marker="o", ms=4, capsize=2, color=color, label=setting)
             ax.axhline(g[f"base_{t}"].iloc[0], color=color, ls=":", lw=1)
-            if optima is not None and x == "rho":
-                _mark_rho_star(ax, optima, setting, t, color, k, len(names))
         if x == "rho":
             for value in PAPER_RHO.values():
-                ax.axvline(value, color="grey", lw=0.8, ls="--")
+                ax.axvline(value, color="grey", lw=0.8, ls="--", zorder=0)
         ax.set_title(TARGET_LABELS[t])
-        ax.set_xlabel(
-            "time-based rho (wall seconds)"
-            if x == "rho_time"
-            else "realised rho (FLOPs) = C_learning / C_total"
-        )
         ax.set_xlim(0, 1)
-    axes[0].set_ylabel("mean over seeds (95% CI); dotted: base")
-    fig.legend(*axes[0].get_legend_handles_labels(), title="setting", loc="center left",
-               bbox_to_anchor=(1.0, 0.5), fontsize=8)  # fmt: skip
+        if i % ncols == 0:
+            ax.set_ylabel("mean over seeds (95% CI)")
+        if i + ncols >= len(TARGETS):  # nothing under it: the x label goes here
+            bottom.set_xlabel(RHO_TIME_LABEL if x == "rho_time" else RHO_LABEL)
+    settings = [_line(s, color=palette[s], marker="o", ms=4) for s in names]
+    fig.legend(handles=settings, title="setting", loc="outside right upper", fontsize=8)
+    marks = [_line("base policy (dotted, in the setting's colour)", ls=":", lw=1),
+             _line("error bars: 95% interval over seeds", marker="|", ms=8, ls="none")]  # fmt: skip
+    if x == "rho":
+        marks.append(_line(_paper_label(), ls="--", lw=0.8))
+    if strip:
+        marks += [
+            _line("strip under each panel: the setting's cells that could be best at 95% (ticks, at their\n"
+                  "realised rho) and their span (bar)", lw=4, alpha=0.35, solid_capstyle="butt", marker="|",
+                  ms=7, mew=1.5, mec="grey"),
+            _line("unimodal rho* inside the grid (interior)", marker="D", ms=4.5, ls="none"),
+            _line("unimodal rho* at the grid's edge (boundary)", marker="D", ms=4.5, ls="none", mfc="white"),
+        ]  # fmt: skip
+    fig.legend(handles=marks, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
     label = "".join(stages)
     which = "time-based rho (wall seconds)" if x == "rho_time" else "realised rho in FLOPs"
-    marks = (
-        "; top bars: the cells that could be best (95%), points: unimodal rho*; dashed: the paper's 0.445 and 0.72"
-        if x == "rho" and optima is not None
-        else ""
-    )
-    fig.suptitle(f"Stage {label}: targets against {which} at equal FLOPs{marks}", y=1.04, fontsize=9)
-    fig.tight_layout()
+    fig.suptitle(f"Stage {label}: each target against {which}, at equal FLOPs", fontsize=10)
     suffix = "_time" if x == "rho_time" else ""
     return _save(fig, out_dir, f"targets_vs_rho{suffix}_stage_{label}")
 
 
-def _mark_rho_star(ax, optima: pd.DataFrame, setting: str, target: str, color, k: int, n: int) -> None:
-    """Along the top of ``ax``: the rho span of the cells of (setting, target) that could be best at
-    95% (the decision), with the unimodal rho* as a point where it is identified."""
-    row = optima[(optima["setting"] == setting) & (optima["target"] == target)]
-    if row.empty:
-        return
-    r = row.iloc[0]
-    y = 1.0 - 0.05 * (k + 1)  # axes fraction: one row per setting under the title
-    trans = ax.get_xaxis_transform()
-    ax.plot([r["best_low"], r["best_high"]], [y, y], color=color, lw=3, alpha=0.6, transform=trans,
-            clip_on=False, solid_capstyle="butt")  # fmt: skip
-    if r["status"] in ("interior", "boundary"):
-        ax.plot([r["rho_star"]], [y], marker="D" if r["status"] == "interior" else ">", color=color, ms=4,
-                transform=trans, clip_on=False)  # fmt: skip
+def _best_strip(
+    ax, optima: pd.DataFrame, data: pd.DataFrame, names: list[str], target: str, palette: dict
+) -> None:
+    """A strip under a panel, one row per setting: the cells of (setting, target) that could be best at
+    95% (the decision; a tick at each one's realised rho in ``data``, a bar over their span), and the
+    unimodal rho* where it is identified (filled diamond: interior; open: boundary)."""
+    for k, setting in enumerate(names):
+        row = optima[(optima["setting"] == setting) & (optima["target"] == target)]
+        if row.empty:
+            continue
+        r, color = row.iloc[0], palette[setting]
+        ax.plot([r["best_low"], r["best_high"]], [k, k], color=color, lw=4, alpha=0.35, solid_capstyle="butt")
+        mine = data[data["setting"] == setting]
+        best = mine[mine["cell"].astype(str).isin(str(r["best_cells"]).split())]
+        ax.plot(best["rho"], [k] * len(best), ls="none", marker="|", ms=7, mew=1.5, color=color)
+        if r["status"] in ("interior", "boundary"):
+            face = color if r["status"] == "interior" else "white"
+            ax.plot([r["rho_star"]], [k], marker="D", ms=4.5, color=color, mfc=face, ls="none")
+    ax.set_ylim(len(names) - 0.5, -0.5)
+    ax.set_yticks(range(len(names)), names, fontsize=6)
+    ax.grid(axis="y", visible=False)
+    ax.tick_params(axis="y", length=0, pad=1)
 
 
 def argmax_cell_by_target(disagreement: pd.DataFrame, out_dir):
-    """A settings x targets grid holding the argmax cell: where the targets disagree."""
+    """A settings x targets grid: the cell with the best mean for each target (its label) and that
+    cell's realised rho (the colour): where the targets disagree."""
     plt, sns = _setup()
     cells = disagreement.set_index("setting")[[f"best_{t}" for t in TARGETS]]
     rho = disagreement.set_index("setting")[[f"rho_star_{t}" for t in TARGETS]].astype(float)
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(cells) + 1.5))
     sns.heatmap(rho, annot=cells.to_numpy(), fmt="", cmap="viridis", vmin=0, vmax=1, ax=ax,
-                cbar_kws={"label": "rho* (realised)"})  # fmt: skip
+                cbar_kws={"label": "realised rho of the best-mean cell"})  # fmt: skip
     ax.set_xticklabels([TARGET_LABELS[t] for t in TARGETS], rotation=20, ha="right")
     ax.set_ylabel("setting")
-    ax.set_title("Best cell per target (colour: its realised rho)")
+    ax.set_title("Cell with the best mean per target (label) and its realised rho (colour)", fontsize=9)
     return _save(fig, out_dir, "argmax_cell_by_target")
 
 
+def _shared_once(race: pd.DataFrame) -> pd.DataFrame:
+    """``race`` with a ``label`` per row, a setting that reuses another's runs (``same_runs_as``: stage
+    B's sparse is stage A's M) drawn once: where its points are the other's, its rows are dropped and
+    the other's label names both ("M = sparse")."""
+    data = race.assign(label=race["setting"].astype(str))
+    if "same_runs_as" not in data:
+        return data
+    keys = [c for c in ("pilot_fraction", "pilot_rho_star", "full_rho_star", "pilot_moved") if c in data]
+    shared = data.loc[data["same_runs_as"].fillna("").astype(str) != "", ["setting", "same_runs_as"]]
+    for setting, original in shared.drop_duplicates().itertuples(index=False):
+        mine = data[data["setting"] == setting].sort_values("pilot_fraction")
+        theirs = data[data["setting"] == original].sort_values("pilot_fraction")
+        same = len(mine) == len(theirs) and all(
+            np.allclose(mine[c].to_numpy(float), theirs[c].to_numpy(float), equal_nan=True) for c in keys
+        )
+        if same:
+            data = data.drop(index=mine.index)
+            data.loc[theirs.index, "label"] = data.loc[theirs.index, "label"] + f" = {setting}"
+    return data
+
+
+MARKERS = ("o", "s", "^", "D", "v", "P")  # one per pilot budget
+
+
 def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
-    """Each setting's rho* from the pilot grid (marker: the pilot budget) against the full grid's,
-    with the regime threshold."""
+    """Per setting (colour) and pilot budget (marker), the realised rho of the pilot grid's best-mean
+    cell (RACE's pick) against the full grid's; hollow where the pilots did not move off the base
+    policy (uninformative). Settings that are one experiment asked for twice are drawn once
+    (:func:`_shared_once`). The dotted lines: the regime threshold in realised rho."""
     plt, sns = _setup()
     from paper_repro.analysis.claims import fraction_words
 
+    data = _shared_once(race)
+    labels = list(dict.fromkeys(data["label"]))
+    colors = dict(zip(labels, sns.color_palette("deep", len(labels)), strict=False))
+    fractions = list(dict.fromkeys(data["pilot_fraction"]))
+    shapes = {f: MARKERS[i % len(MARKERS)] for i, f in enumerate(fractions)}
+    moved = (
+        data["pilot_moved"].fillna(False).astype(bool)
+        if "pilot_moved" in data
+        else pd.Series(True, data.index)
+    )
     fig, ax = plt.subplots(figsize=(4.5, 4.2))
-    data = race.assign(pilot_budget=race["pilot_fraction"].map(fraction_words))
-    sns.scatterplot(data=data, x="full_rho_star", y="pilot_rho_star", hue="setting", style="pilot_budget",
-                    s=70, ax=ax)  # fmt: skip
-    ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--")
-    if len(race):
-        thr = race["rho_threshold"].iloc[0]
-        ax.axvline(thr, color="grey", lw=0.8, ls=":")
-        ax.axhline(thr, color="grey", lw=0.8, ls=":")
+    ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--", zorder=0)
+    thr = float(race["rho_threshold"].iloc[0]) if len(race) and "rho_threshold" in race else None
+    if thr is not None:
+        ax.axvline(thr, color="0.3", lw=1, ls=":", zorder=1)
+        ax.axhline(thr, color="0.3", lw=1, ls=":", zorder=1)
+    for (label, fraction, has_moved), g in data.groupby(["label", "pilot_fraction", moved], sort=False):
+        color = colors[label]
+        ax.scatter(g["full_rho_star"], g["pilot_rho_star"], s=55, marker=shapes[fraction], linewidths=1.4,
+                   facecolors=color if has_moved else "none", edgecolors=color, alpha=0.9, zorder=3)  # fmt: skip
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_xlabel("rho* of the full grid")
-    ax.set_ylabel("rho* of the RACE pilot grid")
-    ax.set_title("RACE: pilot vs full-grid best cell (realised rho in FLOPs)")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    ax.set_xlabel("full grid: realised rho of its best-mean cell")
+    ax.set_ylabel("pilot grid: realised rho of its best-mean cell (RACE's pick)")
+    ax.set_title("RACE: the pilots' best cell against the full grid's", fontsize=9)
+    handles = [_line(label, color=colors[label], marker="o", ls="none", ms=6) for label in labels]
+    handles += [_line(f"pilots at {fraction_words(f)} of the budget", marker=shapes[f], ls="none", ms=6)
+                for f in fractions]  # fmt: skip
+    if "pilot_moved" in data:
+        handles += [
+            _line("filled: the pilots moved off the base policy", marker="o", ls="none", ms=6),
+            _line("hollow: they did not (uninformative)", marker="o", ls="none", ms=6, mfc="none"),
+        ]
+    handles.append(_line("pilot = full", ls="--", lw=1))
+    if thr is not None:
+        handles.append(_line(f"regime threshold rho = {thr:g}: best cells all at or above\n"
+                             "are update-heavy, all below search-heavy", ls=":", lw=1, color="0.3"))  # fmt: skip
+    ax.legend(handles=handles, title="setting (=: the same runs)", fontsize=7, title_fontsize=7,
+              loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)  # fmt: skip
     return _save(fig, out_dir, "race_pilot_vs_full_rho_star")
 
 
 def rho_star_by_convention(conventions: pd.DataFrame, out_dir):
     """rho* of the native reward per setting (and pooled class) under each FLOP convention, with its
     95% interval clipped to [0, 1]; not identified ones are listed on the right."""
-    import numpy as np
-
     plt, sns = _setup()
     groups = list(conventions["group"].unique())
     kinds = list(conventions["convention"].unique())
@@ -167,11 +293,11 @@ def rho_star_by_convention(conventions: pd.DataFrame, out_dir):
             if r["status"] in ("interior", "boundary"):
                 lo, hi = np.clip([r["ci95_low"], r["ci95_high"]], 0, 1)
                 ax.plot([lo, hi], [y, y], color=palette[kind], lw=1.2)
-                ax.plot([r["rho_star"]], [y], "o", color=palette[kind], ms=4, label=kind if i == 0 else None)
+                ax.plot([r["rho_star"]], [y], "o", color=palette[kind], ms=4)
             else:
                 ax.text(1.02, y, f"{kind}: n.i.", color=palette[kind], fontsize=6, va="center")
-    for value in (0.445, 0.72):
-        ax.axvline(value, color="grey", lw=0.8, ls="--")
+    for value in PAPER_RHO.values():
+        ax.axvline(value, color="grey", lw=0.8, ls="--", zorder=0)
     ax.set_yticks(range(len(groups)), groups)
     ax.set_xlim(0, 1)
     ax.invert_yaxis()
@@ -179,8 +305,10 @@ def rho_star_by_convention(conventions: pd.DataFrame, out_dir):
         "rho* of the native reward under each convention's rho (95% interval; n.i.: not identified)"
     )
     ax.set_title("Does rho* depend on how compute is counted?")
-    handles, labels = ax.get_legend_handles_labels()
-    ax.legend(handles, labels, title="convention", fontsize=7, loc="center left", bbox_to_anchor=(1.15, 0.5))
+    handles = [_line(kind, color=palette[kind], marker="o", ms=4, lw=1.2) for kind in kinds]
+    handles.append(_line(_paper_label(), ls="--", lw=0.8))
+    ax.legend(handles=handles, title="convention: rho* and its 95% interval", fontsize=7, title_fontsize=7,
+              loc="center left", bbox_to_anchor=(1.15, 0.5))  # fmt: skip
     return _save(fig, out_dir, "rho_star_by_convention")
 
 
@@ -210,6 +338,215 @@ def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
     return _save(fig, out_dir, "reward_change_vs_outcomes")
 
 
+# ------------------------------------------------------------------------ one setting (stage notebooks)
+
+
+def frontier_best_set(frontier: pd.DataFrame, target: str = "native_reward", recipe_sd: float = 0.0):
+    """The cells of one setting's frontier rows (:func:`paper_repro.analysis.frontiers.frontier_table`)
+    in order of realised rho, as :class:`paper_repro.analysis.optima.Cells` (each cell's mean, SD and
+    seed count from its row), and the mask of those that could be best at 95%
+    (:func:`paper_repro.analysis.optima.best_set`: Gupta's subset; ``recipe_sd`` the recipe effect
+    allowed for, 0: seed noise alone). Cells without a mean are left out."""
+    from paper_repro.analysis.optima import Cells, best_set
+
+    g = frontier.dropna(subset=["rho", target]).sort_values("rho", kind="stable")
+    cells = Cells(
+        tuple(g["cell"].astype(str)),
+        g["rho"].to_numpy(float),
+        g[target].to_numpy(float),
+        (g[f"{target}_sd"].astype(float) ** 2).to_numpy(float),
+        g["seeds"].to_numpy(int),
+    )
+    return cells, best_set(cells, recipe_sd)
+
+
+def _one_setting(frontier: pd.DataFrame) -> None:
+    if "setting" in frontier and frontier["setting"].nunique() > 1:
+        raise ValueError(f"one setting's frontier rows expected, got {sorted(frontier['setting'].unique())}")
+
+
+def setting_frontier(
+    frontier: pd.DataFrame,
+    target: str = "native_reward",
+    ax=None,
+    recipe_sd: float = 0.0,
+    legend: bool = True,
+):
+    """One setting's frontier of ``target`` on ``ax`` (a new figure when None): each cell's mean over
+    seeds with its 95% interval (a proportion's clipped to [0, 1]) against realised rho, the base
+    policy dotted and the cells that could be best at 95% ringed (:func:`frontier_best_set`).
+    ``frontier``: one setting's rows of :func:`paper_repro.analysis.frontiers.frontier_table` (one
+    pilot budget's, for the pilots). Drawn, not saved; returns ``ax``."""
+    sns = _theme()
+    _one_setting(frontier)
+    if ax is None:
+        ax = _figure(figsize=(5.0, 3.2)).add_subplot()
+    g = frontier.sort_values("rho", kind="stable")
+    color = sns.color_palette("colorblind", 1)[0]
+    ax.errorbar(g["rho"], g[target], yerr=_yerr(g, target), marker="o", ms=4, capsize=2, color=color,
+                label="cell mean over seeds, 95% interval")  # fmt: skip
+    base = g[f"base_{target}"].dropna() if f"base_{target}" in g else pd.Series(dtype=float)
+    if len(base):
+        ax.axhline(float(base.iloc[0]), color="grey", ls=":", lw=1, label="base policy")
+    cells, keep = frontier_best_set(g, target, recipe_sd)
+    if cells.k:
+        ax.scatter(cells.rho[keep], cells.mean[keep], s=110, facecolors="none", edgecolors="black",
+                   linewidths=0.9, zorder=3, label="could be best (95%)")  # fmt: skip
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(RHO_LABEL)
+    ax.set_ylabel(TARGET_LABELS.get(target, target))
+    if legend:
+        ax.legend(*_in_order(ax), fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    return ax
+
+
+def _in_order(ax) -> tuple[list, list]:
+    """``ax``'s legend entries, the data (the cell means) first."""
+    handles, labels = ax.get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: (not labels[i].startswith("cell mean"), i))
+    return [handles[i] for i in order], [labels[i] for i in order]
+
+
+def setting_frontiers(frontier: pd.DataFrame, targets=TARGETS, recipe_sd: float = 0.0):
+    """One setting's frontier of each of ``targets`` (:func:`setting_frontier`, two panels in a row,
+    one legend under them); returns the figure (drawn for a notebook, not saved)."""
+    _one_setting(frontier)
+    nrows, ncols = _grid(len(targets))
+    fig = _figure(figsize=(4.4 * ncols, 2.8 * nrows + 0.9))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for i, (ax, t) in enumerate(zip(axes.flat, targets, strict=False)):
+        setting_frontier(frontier, t, ax, recipe_sd, legend=False)
+        if i + ncols < len(targets):  # a panel under it carries the x label
+            ax.set_xlabel("")
+    for ax in axes.flat[len(targets) :]:
+        ax.remove()
+    fig.legend(*_in_order(axes.flat[0]), loc="outside lower center", ncol=3, fontsize=8)
+    name = str(frontier["setting"].iloc[0]) if len(frontier) and "setting" in frontier else "setting"
+    fig.suptitle(
+        f"{name}: each target against realised rho (cell means over seeds, 95% intervals)", fontsize=10
+    )
+    return fig
+
+
+def pilot_frontiers(frontier: pd.DataFrame, pick: str | None = None, target: str = "native_reward",
+                    recipe_sd: float = 0.0):  # fmt: skip
+    """RACE's pilot frontiers of one setting, a panel per pilot budget (``pilot_fraction``; two in a
+    row, the y axis shared): :func:`setting_frontier` of ``target``, with ``pick`` squared in red on
+    the first budget's panel (RACE's pick comes from those pilots). Returns the figure (not saved)."""
+    from paper_repro.analysis.claims import fraction_words
+
+    _one_setting(frontier)
+    fractions = list(dict.fromkeys(frontier["pilot_fraction"]))
+    nrows, ncols = _grid(len(fractions))
+    fig = _figure(figsize=(4.4 * ncols, 2.9 * nrows + 0.9))
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+    for i, (ax, fraction) in enumerate(zip(axes.flat, fractions, strict=False)):
+        rows = frontier[np.isclose(frontier["pilot_fraction"], fraction)]
+        setting_frontier(rows, target, ax, recipe_sd, legend=False)
+        if i % ncols:  # the y axis is shared: its label once per row
+            ax.set_ylabel("")
+        first = " (RACE picks from these)" if i == 0 and len(fractions) > 1 else ""
+        ax.set_title(f"pilots at {fraction_words(fraction)} of the budget{first}", fontsize=9)
+        mine = rows[rows["cell"].astype(str) == str(pick)]
+        if i == 0 and len(mine):
+            ax.scatter(mine["rho"], mine[target], s=190, marker="s", facecolors="none", edgecolors="red",
+                       linewidths=1.1, zorder=4, label=f"RACE's pick ({pick})")  # fmt: skip
+    for ax in axes.flat[len(fractions) :]:
+        ax.remove()
+    fig.legend(*_in_order(axes.flat[0]), loc="outside lower center", ncol=2, fontsize=8)
+    name = str(frontier["setting"].iloc[0]) if len(frontier) and "setting" in frontier else "setting"
+    fig.suptitle(f"{name}: RACE's pilot grids (cell means over the pilot seeds, 95% intervals)", fontsize=10)
+    return fig
+
+
+def _interval(row: pd.Series, target: str) -> str:
+    low, high = row.get(f"{target}_ci_low"), row.get(f"{target}_ci_high")
+    if low is None or pd.isna(low) or pd.isna(high):
+        return "no interval (one seed)"
+    return f"95% interval [{low:.3f}, {high:.3f}]"
+
+
+def _set_phrase(cells, keep: np.ndarray, recipe_sd: float) -> str:
+    """Which cells could be best, in words."""
+    rule = "Gupta's subset on the seed noise, " + (
+        f"a recipe effect of SD {recipe_sd:.3g} allowed for" if recipe_sd else "no recipe effect allowed for"
+    )
+    if cells.k == 1:
+        return "it is the only cell"
+    if not (cells.n >= 2).any():
+        return "with one seed per cell there is no noise estimate, so any cell could be best"
+    if keep.all():
+        return f"all {cells.k} cells could be the best at 95% ({rule})"
+    named = ", ".join(
+        f"{n} (rho {r:.2f})" for n, r in zip(np.array(cells.names)[keep], cells.rho[keep], strict=True)
+    )
+    return f"the cells that could be best at 95% ({rule}): {named}"
+
+
+def best_cells_sentence(frontier: pd.DataFrame, target: str = "native_reward", recipe_sd: float = 0.0) -> str:
+    """One sentence on one setting's frontier rows: the cell with the highest mean ``target``, its
+    realised rho and 95% interval, and the cells that could be best at 95% (:func:`frontier_best_set`)."""
+    _one_setting(frontier)
+    label = TARGET_LABELS.get(target, target)
+    cells, keep = frontier_best_set(frontier, target, recipe_sd)
+    if cells.k == 0:
+        return f"No cell has a {label} yet."
+    top = cells.names[int(np.argmax(cells.mean))]
+    row = frontier[frontier["cell"].astype(str) == top].iloc[0]
+    return (
+        f"Highest mean {label}: cell {top} (realised rho {row['rho']:.2f}), {row[target]:.3f}, "
+        f"{_interval(row, target)}; {_set_phrase(cells, keep, recipe_sd)}."
+    )
+
+
+def pilot_pick_sentence(race, recipe_sd: float = 0.0) -> str:
+    """One sentence on RACE's pilots of one setting (a :class:`paper_repro.study.RacePilots`): the pick,
+    its mean native reward and 95% interval over the first pilot budget's seeds, the cells that could be
+    best there, and the pick against TRL's default allocation at the full budget on the fresh seeds."""
+    from paper_repro.analysis.claims import fraction_words
+
+    frontier, pick = race.frontier, race.pick
+    if pick is None or frontier.empty:
+        return "No pilot has finished with a native reward: RACE has no pick yet."
+    fraction = frontier["pilot_fraction"].iloc[0]  # the first pilot budget: RACE picks from its pilots
+    rows = frontier[np.isclose(frontier["pilot_fraction"], fraction)]
+    cells, keep = frontier_best_set(rows, "native_reward", recipe_sd)
+    row = rows[rows["cell"].astype(str) == str(pick)].iloc[0]
+    text = (
+        f"RACE picks cell {pick} (realised rho {row['rho']:.2f}), the highest mean native reward of the "
+        f"pilots at {fraction_words(fraction)} of the budget: {row['native_reward']:.3f}, "
+        f"{_interval(row, 'native_reward')}; {_set_phrase(cells, keep, recipe_sd)}"
+    )
+    pairs = _fresh_pairs(race.check)
+    if len(pairs) == 0:
+        return text + "; its full-budget runs on the fresh seeds have no result yet."
+    d = pairs["pick"] - pairs["default"]
+    same = ": the pick is the default allocation, the same runs" if (d == 0).all() else ""
+    return (
+        f"{text}; at the full budget on {len(pairs)} fresh seeds it scores {pairs['pick'].mean():.3f} "
+        f"against TRL's default allocation's {pairs['default'].mean():.3f} (mean difference "
+        f"{d.mean():+.3f}{same})."
+    )
+
+
+def _fresh_pairs(check: pd.DataFrame) -> pd.DataFrame:
+    """RACE's check (per fresh seed: ``default`` and ``pick (<cell>)``) as numbers, ``default`` and
+    ``pick``, the seeds with both. An entry that holds a run's rows more than once (the pick is the
+    default allocation itself, so both name the same runs) counts once."""
+
+    def number(value) -> float:
+        if isinstance(value, pd.Series | np.ndarray | list | tuple):
+            values = pd.to_numeric(pd.Series(value).drop_duplicates(), errors="coerce")
+            return float(values.iloc[0]) if len(values) == 1 else float("nan")
+        return float(pd.to_numeric(value, errors="coerce"))
+
+    picked = [c for c in check.columns if c != "default"]
+    if "default" not in check or not picked:
+        return pd.DataFrame(columns=["default", "pick"], dtype=float)
+    pairs = pd.DataFrame({"default": check["default"].map(number), "pick": check[picked[0]].map(number)})
+    return pairs.dropna()
+
+
 def all_figures(frontier, optima, disagreement, race, conventions, hacking, profile, out_dir) -> list[str]:
     """Every figure of the analysis; returns their names."""
     order = [s.name for s in profile.all_settings()]
@@ -230,10 +567,24 @@ def all_figures(frontier, optima, disagreement, race, conventions, hacking, prof
     return written
 
 
-def preview_png(path: str | Path, max_width: int = 1200, colors: int = 64) -> bytes:
-    """A small copy of the saved PNG at ``path`` for a notebook to embed: at most ``max_width`` pixels
-    wide and ``colors`` colours (a few tens of kB where the 150-dpi file is a few hundred). The file
-    itself is left as it is."""
+def notebook_image(fig, max_width: int = 1000, colors: int = 64):
+    """``fig`` (:func:`setting_frontiers`, :func:`pilot_frontiers`) as an image for a notebook cell to
+    show: rendered at 100 dpi, then made small as :func:`preview_png` does (an executed notebook's
+    output stays far under :data:`paper_repro.sweep.OUTPUT_LIMIT`)."""
+    import io
+
+    from IPython.display import Image
+
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100, bbox_inches="tight", metadata=_metadata("png"))
+    png.seek(0)
+    return Image(data=preview_png(png, max_width, colors))
+
+
+def preview_png(path, max_width: int = 1200, colors: int = 64) -> bytes:
+    """A small copy of the saved PNG at ``path`` (or a PNG file object) for a notebook to embed: at most
+    ``max_width`` pixels wide and ``colors`` colours (a few tens of kB where the 150-dpi file is a few
+    hundred). The file itself is left as it is."""
     import io
 
     from PIL import Image

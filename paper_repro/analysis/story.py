@@ -2,14 +2,15 @@
 
 No number is typed here: every sentence is filled from a row of ``claims.csv``, ``race.csv``,
 ``optima.csv``, ``disagreement.csv``, ``conventions.csv`` or ``reward_hacking_summary.csv``, so the
-text changes when the tables do. :func:`claim_paragraphs` gives, per claim, the verdict, the estimate
-and its interval, the test, and what would change it (the power column); :func:`figure_readings`
-gives one line per figure.
+text changes when the tables do. :func:`how_tested` states each test once; :func:`claim_paragraphs`
+gives, per claim, the verdict, the estimate and its interval, the cells behind it, the power and the
+simulated error rates; :func:`figure_readings` gives one line per figure.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -41,64 +42,89 @@ def estimate_sentence(row: pd.Series) -> str:
 
 
 def power_sentence(row: pd.Series) -> str:
-    """What would change the verdict: how often the test decides at this study's seeds, and how many
-    seeds per cell would make it decide 80% of the time."""
-    n = int(row["seeds_per_cell"]) if _finite(row["seeds_per_cell"]) else 0
+    """What would change the verdict: how often the test decides in studies simulated at this
+    study's seeds, and how many seeds per cell would make it decide 80% of the time."""
     if not _finite(row.get("power_now")):
         return f"Power: {row['power_note']}."
+    n = int(row["seeds_per_cell"]) if _finite(row["seeds_per_cell"]) else 0
     p = float(row["power_now"])
-    text = (
-        f"In studies simulated from the committed frontiers' unimodal fits, with their seed noise and recipe "
-        f"effect and {n} seeds per cell, this test decides {p:.0%} of the time"
-    )
+    text = f"Power: it decides {p:.0%} of simulated studies at {n} seeds per cell"
     needed = row.get("seeds_for_80pct_power")
     if p >= 0.8:
-        return text + ": a rerun on new seeds would most likely decide it again."
+        return text + "."
     if _finite(needed):
-        return text + f"; about {int(needed)} seeds per cell would make it decide 80% of the time."
-    return text + "; even 40 seeds per cell would not make it decide 80% of the time."
+        return text + f"; about {int(needed)} seeds per cell would make that 80%."
+    return text + "; not even 40 seeds per cell would make that 80%."
 
 
 def oc_sentence(row: pd.Series) -> str:
     """How often the test is wrong and how often two draws agree, from ``design.csv``."""
     if not _finite(row.get("oc_wrong_max")):
         note = row.get("oc_note")
-        return f" Operating characteristics: {note}." if isinstance(note, str) and note else ""
+        return f" Error rates: {note}." if isinstance(note, str) and note else ""
     worst = (
         f" (under {row['oc_wrong_truth']})"
         if isinstance(row.get("oc_wrong_truth"), str) and row["oc_wrong_truth"]
         else ""
     )
     held = (
-        f"; where the truth holds it, it is held in {float(row['oc_held_when_true']):.0%} of studies"
+        f"; held in {float(row['oc_held_when_true']):.0%} where the truth holds"
         if _finite(row.get("oc_held_when_true")) else ""
     )  # fmt: skip
     return (
-        f" Simulated before the runs (design.csv), this test is wrong in at most {float(row['oc_wrong_max']):.1%} "
-        f"of studies over the known truths{worst}, and two draws give the same verdict in at least "
-        f"{float(row['oc_agreement_min']):.0%}{held}."
+        f" Error rates (simulated, design.csv): wrong in at most {float(row['oc_wrong_max']):.1%}{worst}, "
+        f"two draws agree in at least {float(row['oc_agreement_min']):.0%}{held}."
     )
 
 
+def source_sentence(row: pd.Series) -> str:
+    """Where the claim comes from and what the paper says of it."""
+    value = str(row["paper_value"])
+    if row["kind"] == "paper claim":
+        return (
+            "The paper states it without a number."
+            if value == "qualitative"
+            else f"The paper reports {value}."
+        )
+    kind = "A consistency check" if row["kind"] == "consistency check" else "Our addition"
+    if value in ("qualitative", "") or value.startswith("not "):
+        return f"{kind}{', ' + value if value.startswith('not ') else ''}."
+    return f"{kind}; the paper's value: {value}."
+
+
+def family(claim: str) -> str:
+    """The test a claim shares with its rows on other targets or pilot budgets."""
+    name = re.sub(r" \(on [^)]*\)$", "", claim)
+    return re.sub(r"at \d+/\d+ of the budget", "at a pilot budget", name)
+
+
+def how_tested(claims: pd.DataFrame) -> list[str]:
+    """Each test once, as the claims table states it (its first row's wording; the rows on other
+    targets or pilot budgets run the same test on theirs)."""
+    out = []
+    for name, rows in claims.groupby(claims["claim"].map(family), sort=False):
+        k = len(rows) - 1
+        also = f" (and {k} row{'s' * (k != 1)} on other targets or pilot budgets)" if k else ""
+        out.append(f"- **{name}**{also}: {str(rows['test'].iloc[0]).rstrip('.')}.")
+    return out
+
+
 def claim_paragraphs(claims: pd.DataFrame) -> list[str]:
-    """One Markdown paragraph per claim: the claim and its verdict, the paper's value, our estimate
-    with its interval, the test, and the power."""
+    """One Markdown paragraph per claim: its verdict, where it comes from, our estimate with its
+    interval, the cells behind it, the power and the simulated error rates."""
     out = []
     for _, row in claims.iterrows():
-        source = (
-            f"The paper reports {row['paper_value']}."
-            if row["kind"] == "paper claim"
-            else f"This is {row['kind']} ({row['paper_value']})."
-        )
         loso = row.get("leave_one_seed_out")
         robust = (
             f" Dropping one grid seed at a time: {loso}."
             if isinstance(loso, str) and loso != "not recomputed"
             else ""
         )
+        cells = row.get("best_cells")
+        best = f" Could be best: {cells}." if isinstance(cells, str) and cells else ""
         out.append(
-            f"**{row['claim']}: {row['verdict']}.** {source} {estimate_sentence(row)} "
-            f"*Test:* {row['test']}. {power_sentence(row)}{oc_sentence(row)}{robust}"
+            f"**{row['claim']}: {row['verdict']}.** {source_sentence(row)} {estimate_sentence(row)}{best} "
+            f"{power_sentence(row)}{oc_sentence(row)}{robust}"
         )
     return out
 
@@ -184,15 +210,17 @@ def figure_readings(
 
 def story(analysis) -> str:
     """The claims in Markdown, from an :class:`paper_repro.analysis.Analysis`: a count of the
-    paper's verdicts, then one paragraph per claim."""
+    paper's verdicts, how each claim is tested (each test once), then one paragraph per claim."""
     claims = analysis.claims
     seeds = int(claims["seeds_per_cell"].max()) if len(claims) else 0
     head = (
         f"Of the paper's claims, {verdict_counts(claims)}, with {seeds} seed{'s' * (seeds != 1)} per "
-        "full-budget cell. "
-        "Each verdict below comes from the test stated with it, fixed in code before the runs."
+        "full-budget cell. Each verdict comes from a test fixed in code before the runs."
     )
-    return "\n\n".join([head, *claim_paragraphs(claims)])
+    return "\n\n".join(
+        [head, "### How each claim is tested", "\n".join(how_tested(claims)), "### The claims",
+         *claim_paragraphs(claims)]
+    )  # fmt: skip
 
 
 def readings(analysis) -> dict[str, str]:
