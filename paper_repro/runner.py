@@ -99,8 +99,8 @@ def check_committed(specs: Sequence[RunSpec], results_root: str | Path | None = 
                 f"refused: {len(refused)} run(s) are not runs of the {name} design and would be written "
                 f"into its committed table {repo_relative(table / 'runs.csv')} (e.g. setting {first.setting}, "
                 f"cell {first.cell}, seed {first.seed}: {why}). Explore in a results folder of your own: "
-                f"results_root='data/scratch' (papermill: -p results_root data/scratch; paper-repro: "
-                f"--results data/scratch), or quick=True, which writes to {repo_relative(quick_dir(name))}."
+                f"results_root='out/explore' (papermill: -p results_root out/explore; paper-repro: "
+                f"--results out/explore), or quick=True, which writes to {repo_relative(quick_dir(name))}."
             )
 
 

@@ -87,7 +87,7 @@ def check_parameters(seeds=None, cells=None, quick=False, threads=None, results_
         raise TypeError(f"threads: expected a positive integer or None (-p threads 2), got {threads!r}")
     if results_root is not None and not isinstance(results_root, str | Path):
         raise TypeError(
-            f"results_root: expected a folder path (-p results_root data/scratch), got {results_root!r}"
+            f"results_root: expected a folder path (-p results_root out/explore), got {results_root!r}"
         )
 
 

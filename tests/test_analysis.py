@@ -68,7 +68,11 @@ def write_runs(
                 for seed in seed_list:
                     if label == "default" and seed not in fresh:
                         continue
-                    run = spec_for(PROFILE, s, cell, seed, kind) if cell else default_cell_spec(PROFILE, s, seed)
+                    run = (
+                        spec_for(PROFILE, s, cell, seed, kind)
+                        if cell
+                        else default_cell_spec(PROFILE, s, seed)
+                    )
                     rho = (target_rho if target_rho is not None else 0.4) + rng.normal(0, 0.003)
                     p = peak(s)
                     jp = judge_peak(s) if judge_peak else p
@@ -535,7 +539,9 @@ def test_only_the_runs_of_the_design_are_analysed(tmp_path):
     (warning,) = [w for w in caught if "not runs of the cpu-tiny design" in str(w.message)]
     text = str(warning.message)
     assert text.startswith("3 rows") and "earlier" not in text
-    assert "quick (" in text and "seed 42 is not one of the design's full-budget seeds [0..9, 200..204]" in text
+    assert (
+        "quick (" in text and "seed 42 is not one of the design's full-budget seeds [0..9, 200..204]" in text
+    )
     assert "train.budget_stop" in text and "eval_limit" in text  # the quick run's
     assert "recipe (" in text and "train.learning_rate differs" in text
 

@@ -38,7 +38,9 @@ def test_a_quick_run_goes_to_its_own_folder_unless_told_otherwise(tmp_path):
     assert study.results_root_for(PROFILE, True, tmp_path) == tmp_path
     assert study.results_root_for("cpu-tiny", False, None) is None  # the committed study
     assert quick_dir("cpu-tiny").is_relative_to(COMMITTED)
-    ignored = subprocess.run(["git", "check-ignore", "-q", str(quick_dir("cpu-tiny") / "runs.csv")], cwd=repo_root())
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", str(quick_dir("cpu-tiny") / "runs.csv")], cwd=repo_root()
+    )
     assert ignored.returncode == 0, "the quick folder must be ignored by git"
 
 

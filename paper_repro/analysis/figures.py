@@ -476,7 +476,7 @@ def _set_phrase(cells, keep: np.ndarray, recipe_sd: float) -> str:
     if not (cells.n >= 2).any():
         return "with one seed per cell there is no noise estimate, so any cell could be best"
     if keep.all():
-        return f"all {cells.k} cells could be the best at 95% ({rule})"
+        return f"{'both' if cells.k == 2 else f'all {cells.k}'} cells could be the best at 95% ({rule})"
     named = ", ".join(
         f"{n} (rho {r:.2f})" for n, r in zip(np.array(cells.names)[keep], cells.rho[keep], strict=True)
     )
