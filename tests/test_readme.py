@@ -64,3 +64,22 @@ def test_the_committed_study_is_the_code_as_it_stands():
     assert not missing, (
         f"{len(missing)} runs are not in the committed table, e.g. {missing[:3]}: run `make reproduce`"
     )
+
+
+def test_a_newcomer_finds_the_answer_the_words_and_a_stage_rerun_in_the_first_80_lines():
+    """What this is, the answer (generated), the two commands, the words, and how to read and rerun
+    the notebooks, in that order, before the details; and a stage rerun with papermill by line 80."""
+    text = README.read_text()
+    head = "\n".join(text.splitlines()[:80])
+    order = ["## What we found", "## The two commands", "## Words we use", "## Read and rerun the notebooks"]
+    assert [text.index(h) for h in order] == sorted(text.index(h) for h in order)
+    assert (
+        text.index(order[-1])
+        < text.index("\n## ", text.index(order[-1]) + 3)
+        == text.index("## The results in full") - 1
+    )
+    assert "<!-- summary:end -->" in head, "the answer must end within the first 80 lines"
+    assert ".venv/bin/papermill notebooks/" in head and "-y '" in head
+    for term in ("**rho**", "r15", "**Setting**", "stage BD", "no stage C", "**Native reward**", "**PODS**",
+                 "**RACE**", "**regime**", "**Kappa**", "**Could be best**", "**Fieller**", "a180", "JupyterLab"):  # fmt: skip
+        assert term in head, f"{term} is not defined before the details"
