@@ -18,11 +18,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from paper_repro.paths import repo_relative
 from paper_repro.preflight import check_spec
 from paper_repro.quiet import quiet_libraries
-from paper_repro.results import RUN_COLUMNS, ResultTable, quick_dir, results_dir
-from paper_repro.spec import RunSpec
+from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
+from paper_repro.spec import RunSpec, check_committed
 from paper_repro.train import run_cell
 
 
@@ -55,7 +54,7 @@ def run_specs(
     from tqdm import tqdm
 
     todo = pending(specs, results_root)
-    check_committed(todo, results_root)  # refuse bad input before any compute
+    check_committed(todo, results_root)  # refuse bad input before any compute (run_cell checks too)
     for spec in todo:
         check_spec(spec)
     threads = threads or max(1, (os.cpu_count() or 1) // max(1, jobs))
@@ -77,31 +76,6 @@ def run_specs(
     if progress:
         print(run_summary(made, len({s.run_id for s in specs}) - len(todo)))
     return rows_for(specs, results_root)
-
-
-def check_committed(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> None:
-    """Refuse, before any compute, a run that would go into a shipped profile's committed table
-    (``data/results/<profile>``) without being a run of that profile's design
-    (:class:`paper_repro.spec.Design`): a quick run, a seed or budget the design does not use, a
-    changed recipe. Such a run is exploration, and goes into a results folder of its own."""
-    from paper_repro.config import load_profile, profile_names
-    from paper_repro.spec import Design
-
-    for name in sorted({s.profile for s in specs} & set(profile_names())):
-        table = results_dir(name, results_root)
-        if table.resolve() != results_dir(name).resolve():
-            continue
-        design = Design(load_profile(name))
-        refused = [(s, why) for s in specs if s.profile == name and (why := design.problem(s))]
-        if refused:
-            first, why = refused[0]
-            raise ValueError(
-                f"refused: {len(refused)} run(s) are not runs of the {name} design and would be written "
-                f"into its committed table {repo_relative(table / 'runs.csv')} (e.g. setting {first.setting}, "
-                f"cell {first.cell}, seed {first.seed}: {why}). Explore in a results folder of your own: "
-                f"results_root='out/explore' (papermill: -p results_root out/explore; paper-repro: "
-                f"--results out/explore), or quick=True, which writes to {repo_relative(quick_dir(name))}."
-            )
 
 
 def run_summary(made: Sequence[dict[str, Any]], skipped: int) -> str:

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from paper_repro import rewards
@@ -336,6 +337,32 @@ class Design:
         if seed not in seeds:
             return f"seed {seed} is not one of the design's {kind}-budget seeds {_ranges(seeds)}"
         return None
+
+
+def check_committed(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> None:
+    """Refuse, before any compute, a run that would go into a shipped profile's committed table
+    (``data/results/<profile>``) without being a run of that profile's design
+    (:class:`paper_repro.spec.Design`): a quick run, a seed or budget the design does not use, a
+    changed recipe. Such a run is exploration, and goes into a results folder of its own."""
+    from paper_repro.config import load_profile, profile_names
+    from paper_repro.paths import repo_relative
+    from paper_repro.results import quick_dir, results_dir
+
+    for name in sorted({s.profile for s in specs} & set(profile_names())):
+        table = results_dir(name, results_root)
+        if table.resolve() != results_dir(name).resolve():
+            continue
+        design = Design(load_profile(name))
+        refused = [(s, why) for s in specs if s.profile == name and (why := design.problem(s))]
+        if refused:
+            first, why = refused[0]
+            raise ValueError(
+                f"refused: {len(refused)} run(s) are not runs of the {name} design and would be written "
+                f"into its committed table {repo_relative(table / 'runs.csv')} (e.g. setting {first.setting}, "
+                f"cell {first.cell}, seed {first.seed}: {why}). Explore in a results folder of your own: "
+                f"results_root='out/explore' (papermill: -p results_root out/explore; paper-repro: "
+                f"--results out/explore), or quick=True, which writes to {repo_relative(quick_dir(name))}."
+            )
 
 
 def _ranges(seeds: Sequence[int]) -> str:

@@ -41,7 +41,7 @@ from paper_repro import launch, provenance
 from paper_repro.evaluate import base_metrics, evaluate_run
 from paper_repro.preflight import check_spec
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir
-from paper_repro.spec import RunSpec
+from paper_repro.spec import RunSpec, check_committed
 from paper_repro.trainer import build_trainer, load_parts
 
 
@@ -60,6 +60,7 @@ def run_cell(
     for row in table.rows():
         if row["run_id"] == spec.run_id and row["status"] == "ok":
             return {**row, "skipped": True}
+    check_committed([spec], results_root)
     check_spec(spec)
     if launch.needs_launch(spec):
         return _launched(spec, root, executed_notebook, raise_errors)

@@ -23,7 +23,7 @@ from paper_repro.analysis import analyse
 from paper_repro.config import load_profile
 from paper_repro.paths import repo_root
 from paper_repro.results import quick_dir, results_dir
-from paper_repro.spec import setting_specs
+from paper_repro.spec import check_committed, setting_specs
 
 PROFILE = load_profile("cpu-tiny")
 COMMITTED = results_dir("cpu-tiny")
@@ -52,9 +52,9 @@ def test_runs_outside_the_design_are_refused_from_the_committed_table(tmp_path):
     assert "train.budget_stop" in str(err.value) and "quick=True" in str(err.value)
     other_seed = setting_specs(PROFILE, "S", seeds=[42], cells=["r30"])
     with pytest.raises(ValueError, match="seed 42 is not one of the design's full-budget seeds"):
-        runner.check_committed(other_seed, None)
-    runner.check_committed(quick + other_seed, tmp_path)  # anywhere else, exploring is free
-    runner.check_committed(setting_specs(PROFILE, "S", cells=["r30"]), None)  # the design's own runs
+        check_committed(other_seed, None)
+    check_committed(quick + other_seed, tmp_path)  # anywhere else, exploring is free
+    check_committed(setting_specs(PROFILE, "S", cells=["r30"]), None)  # the design's own runs
     assert _digest(COMMITTED / "runs.csv") == before
 
 
@@ -101,3 +101,15 @@ def test_papermill_reports_a_wrong_parameter_in_one_line(tmp_path):
     assert done.returncode != 0
     assert "TypeError: cells: expected a list of cell labels" in done.stderr + done.stdout
     assert "'cells: [r30, r70]'" in done.stderr + done.stdout
+
+
+def test_run_cell_itself_refuses_a_run_outside_the_design(tmp_path):
+    """The lowest write path checks too: a run made without the runner (a script calling
+    ``train.run_cell``) cannot slip into the committed table either."""
+    from paper_repro.train import run_cell
+
+    before = _digest(COMMITTED / "runs.csv")
+    (quick,) = setting_specs(PROFILE.quick_variant(), "S", quick=True, cells=["r15"])
+    with pytest.raises(ValueError, match="refused: 1 run"):
+        run_cell(quick, None)
+    assert _digest(COMMITTED / "runs.csv") == before

@@ -34,7 +34,7 @@ def estimate_sentence(row: pd.Series) -> str:
     """Our value, its interval when there is one, and the test's note."""
     note = str(row["note"]) if isinstance(row.get("note"), str) and row["note"] else ""
     if not _finite(row["our_value"]):
-        return f"There is no estimate ({note})." if note else "There is no estimate."
+        return f"There is no estimate; the test's note: {note}." if note else "There is no estimate."
     text = f"Our estimate is {_num(row['our_value'])}"
     if _finite(row["ci_low"]) and _finite(row["ci_high"]):
         text += f" (95% interval {_num(row['ci_low'])} to {_num(row['ci_high'])})"
