@@ -38,6 +38,7 @@ test-slow: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports  # the package's layers (.importlinter)
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m paper_repro.bench ledger

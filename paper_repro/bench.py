@@ -33,6 +33,8 @@ from typing import Any
 
 import torch
 
+from paper_repro.devices import matmul_peak_flops
+
 
 @dataclass(frozen=True)
 class LedgerBench:
@@ -96,21 +98,6 @@ def _run(trainer_cls: type, cfg: LedgerBench, workdir: str, **extra: Any) -> tup
     start = time.perf_counter()
     trainer.train()
     return time.perf_counter() - start, trainer
-
-
-def matmul_peak_flops(n: int = 1024, repeats: int = 20) -> float:
-    """Best achieved fp32 FLOP/s of an n x n x n matmul on this machine, now."""
-    # its own generator: measuring the peak must not move the global RNG a run samples from (the first
-    # run of a process measured it and so sampled differently from the same spec run later)
-    generator = torch.Generator().manual_seed(0)
-    a, b = torch.randn(n, n, generator=generator), torch.randn(n, n, generator=generator)
-    torch.mm(a, b)
-    best = 0.0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        torch.mm(a, b)
-        best = max(best, 2 * n**3 / (time.perf_counter() - start))
-    return best
 
 
 def bench_ledger(cfg: LedgerBench) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from paper_repro.devices import gpu_peak, matmul_peak_flops
 from paper_repro.flops import CONVENTIONS
 from paper_repro.ledger import COMPONENTS
 
@@ -25,32 +26,16 @@ if TYPE_CHECKING:
     from paper_repro.ledger import LedgerGRPOTrainer
 
 
-# Dense (no sparsity) peak FLOP/s from the vendors' datasheets: (16-bit tensor core, fp32 non-tensor).
-# Matched against torch.cuda.get_device_name(), the longest key first; V100 and T4 have fp16, not bf16.
-GPU_PEAK_FLOPS: dict[str, tuple[float, float]] = {
-    "H200": (989e12, 67e12),
-    "H100 PCIe": (756e12, 51e12),
-    "H100": (989e12, 67e12),  # SXM
-    "A100": (312e12, 19.5e12),
-    "L40S": (362e12, 91.6e12),
-    "L4": (121e12, 30.3e12),
-    "V100": (125e12, 15.7e12),
-    "T4": (65e12, 8.1e12),
-}
-
-
 @functools.cache
 def cpu_matmul_peak() -> float:
-    from paper_repro.bench import matmul_peak_flops
-
     return matmul_peak_flops(n=1024, repeats=10)
 
 
 def device_peak(device: torch.device, dtype: torch.dtype, override: float | None = None) -> dict[str, Any]:
     """The device a run used and the peak its utilisation is stated against: ``override`` when
-    given; on a GPU the datasheet peak of :data:`GPU_PEAK_FLOPS` for the model's dtype (16-bit
-    tensor core or fp32), none for a GPU not in the table; on CPU an fp32 1024^3 matmul measured in
-    this process (:func:`paper_repro.bench.matmul_peak_flops`), at torch's thread count."""
+    given; on a GPU the datasheet peak of :data:`paper_repro.devices.GPU_PEAK_FLOPS` for the model's
+    dtype (16-bit tensor core or fp32), none for a GPU not in the table; on CPU an fp32 1024^3 matmul
+    measured in this process (:func:`paper_repro.devices.matmul_peak_flops`), at torch's thread count."""
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         half = dtype in (torch.bfloat16, torch.float16)
@@ -58,11 +43,10 @@ def device_peak(device: torch.device, dtype: torch.dtype, override: float | None
             None,
             f"{name} is not in the table of known GPU peaks: pass LedgerConfig(peak_flops=...)",
         )
-        for key in sorted(GPU_PEAK_FLOPS, key=len, reverse=True):
-            if key in name:
-                peak = GPU_PEAK_FLOPS[key][0 if half else 1]
-                source = f"datasheet dense {'16-bit tensor' if half else 'fp32'} peak of the {key}"
-                break
+        known = gpu_peak(name, half)
+        if known is not None:
+            key, peak = known
+            source = f"datasheet dense {'16-bit tensor' if half else 'fp32'} peak of the {key}"
     else:
         name = platform.processor() or platform.machine() or device.type
         name = f"{name} ({torch.get_num_threads()} torch threads)"

@@ -162,13 +162,20 @@ class Estimate:
     """How ``paper-repro run --dry-run`` turns FLOPs into GPU-hours: a peak and a stated MFU."""
 
     gpu: str = "H100 SXM"
-    peak_tflops: float = 989.0  # dense bf16
+    peak_tflops: float | None = None  # None: the GPU's dense 16-bit peak from paper_repro.devices
     mfu_train: float = 0.35  # model FLOPs utilisation of policy updates and reward-model forwards
     mfu_generate_hf: float = 0.03  # HF generate: decode-bound, far below peak
     mfu_generate_vllm: float = 0.25
     eval_problems: int = 0  # greedy answers per evaluation (held-out + downstream sets)
 
     def __post_init__(self) -> None:
+        if self.peak_tflops is None:
+            from paper_repro.devices import gpu_peak
+
+            known = gpu_peak(self.gpu)
+            if known is None:
+                raise ValueError(f"estimate: GPU {self.gpu!r} has no known peak; give peak_tflops")
+            object.__setattr__(self, "peak_tflops", known[1] / 1e12)
         mfus = (self.mfu_train, self.mfu_generate_hf, self.mfu_generate_vllm)
         if not (self.peak_tflops > 0 and all(0 < m <= 1 for m in mfus) and self.eval_problems >= 0):
             raise ValueError(f"invalid estimate settings: {self}")

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from paper_repro.sampler import _base_model, _norm, _projection, _rms, _Unsupported, rotary_tables
+from paper_repro.sampler import Unsupported, base_model, norm_weights, projection, rms_norm, rotary_tables
 from paper_repro.sampler import unsupported as _sampler_unsupported
 
 
@@ -48,7 +48,7 @@ def unsupported(model: Any) -> str | None:
     why = _sampler_unsupported(model, fused=True)
     if why is not None:
         return why
-    config = _base_model(model).config
+    config = base_model(model).config
     for key in ("final_logit_softcapping", "logit_scale", "attn_logit_softcapping"):
         if getattr(config, key, None) is not None:
             return f"{key} set"
@@ -136,7 +136,7 @@ class _LoRALinear(torch.autograd.Function):
 def _group(modules: Sequence[Any], float32: bool = False) -> _Group:
     """``modules`` (linear layers, plain or PEFT LoRA) as one :class:`_Group` (``float32``: its weights
     cast to float32)."""
-    projections = [_projection(m) for m in modules]
+    projections = [projection(m) for m in modules]
     if float32:
         projections = [_float32(p) for p in projections]
     sizes = tuple(p.weight.shape[0] for p in projections)
@@ -151,7 +151,7 @@ def _group(modules: Sequence[Any], float32: bool = False) -> _Group:
     for p, size in zip(projections, sizes, strict=True):
         for a_w, a_b, b_w, b_b, scaling in p.loras:
             if a_b is not None or b_b is not None:
-                raise _Unsupported("LoRA adapters with biases")
+                raise Unsupported("LoRA adapters with biases")
             a_parts.append(a_w)
             lora_bs.append(b_w if scaling is None else b_w * scaling)
             spans.append((start, size, a_w.shape[0]))
@@ -189,7 +189,7 @@ def _layer(
     rows, width, heads, kv, dim = shape.rows, shape.width, shape.heads, shape.kv, shape.dim
     rep = heads // kv
     a, m = layer.self_attn, layer.mlp
-    x = _rms(h, _norm(layer.input_layernorm))
+    x = rms_norm(h, norm_weights(layer.input_layernorm))
     qkv = _group([a.q_proj, a.k_proj, a.v_proj])(x).view(rows, width, heads + 2 * kv, dim)
     qk = qkv[:, :, : heads + kv]
     qk = qk * cos + qk.roll(dim // 2, dims=-1) * sin
@@ -202,7 +202,7 @@ def _layer(
     probs = F.softmax(scores.view(rows, kv, rep * width, width), dim=-1, dtype=torch.float32).to(v.dtype)
     out = torch.matmul(probs, v).view(rows, kv, rep, width, dim).permute(0, 3, 1, 2, 4)
     h = h + _group([a.o_proj])(out.reshape(rows, width, heads * dim))
-    x = _rms(h, _norm(layer.post_attention_layernorm))
+    x = rms_norm(h, norm_weights(layer.post_attention_layernorm))
     gate_up = _group([m.gate_proj, m.up_proj])
     gate, up = gate_up(x).split(list(gate_up.sizes), dim=-1)
     return h + _group([m.down_proj])(m.act_fn(gate) * up)
@@ -224,7 +224,7 @@ class FusedUpdateForward:
         self.head_in_float32 = head_in_float32
 
     def __call__(self, ids: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        lm = _base_model(self.model)
+        lm = base_model(self.model)
         config, inner = lm.config, lm.model
         attn = inner.layers[0].self_attn
         heads, kv, dim = config.num_attention_heads, config.num_key_value_heads, attn.head_dim
@@ -244,7 +244,7 @@ class FusedUpdateForward:
                 h = layer._gradient_checkpointing_func(partial(_layer, layer, shape, cos, sin, mask), h)
             else:
                 h = _layer(layer, shape, cos, sin, mask, h)
-        h = _rms(h, _norm(inner.norm))
+        h = rms_norm(h, norm_weights(inner.norm))
         targets = labels[:, 1:]
         scored = targets != -100
         states = h[:, :-1][scored]

@@ -76,7 +76,7 @@ class LeanStats:
 # ------------------------------------------------------------------------------------- support
 
 
-def _base_model(model: Any) -> Any:
+def base_model(model: Any) -> Any:
     """The ``*ForCausalLM`` under a PEFT wrapper (or the model itself)."""
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
@@ -84,7 +84,7 @@ def _base_model(model: Any) -> Any:
 def unsupported(model: Any, generation_config: Any = None, fused: bool = False) -> str | None:
     """Why :func:`lean_generate` cannot reproduce HF ``generate`` for this model and config (None: it can);
     ``fused``: why it cannot decode it with :class:`_FusedDecoder`."""
-    lm = _base_model(model)
+    lm = base_model(model)
     config = getattr(lm, "config", None)
     if config is None or getattr(config, "model_type", None) not in SUPPORTED_MODEL_TYPES:
         return (
@@ -104,10 +104,10 @@ def unsupported(model: Any, generation_config: Any = None, fused: bool = False) 
         return "not a decoder-only *ForCausalLM layout"
     try:
         for module in _linears(lm):
-            projection = _projection(module)
-            if fused and _lora_biases(projection):
-                raise _Unsupported("LoRA adapters with biases")
-    except _Unsupported as err:
+            weights = projection(module)
+            if fused and _lora_biases(weights):
+                raise Unsupported("LoRA adapters with biases")
+    except Unsupported as err:
         return str(err)
     if getattr(lm, "hf_device_map", None) and len(set(lm.hf_device_map.values())) > 1:
         return "model split across devices"
@@ -136,7 +136,7 @@ def _unsupported_config(gc: Any) -> str | None:
     return None
 
 
-class _Unsupported(ValueError):
+class Unsupported(ValueError):
     pass
 
 
@@ -166,33 +166,33 @@ class _Proj:
     loras: tuple[tuple[Any, ...], ...] = ()
 
 
-def _projection(module: Any) -> _Proj:
+def projection(module: Any) -> _Proj:
     """A linear layer (plain, or PEFT LoRA as PEFT computes it) as weights."""
     lora_a = getattr(module, "lora_A", None)
     if isinstance(lora_a, torch.nn.ModuleDict):
         base = module.base_layer
         if not isinstance(base, torch.nn.Linear):
-            raise _Unsupported(f"LoRA on {type(base).__name__}")
+            raise Unsupported(f"LoRA on {type(base).__name__}")
         if module.disable_adapters or module.merged or not len(lora_a):
             if module.disable_adapters and module.merged:
-                raise _Unsupported("merged adapters with adapters disabled")
+                raise Unsupported("merged adapters with adapters disabled")
             return _Proj(base.weight, base.bias)
         loras = []
         for name in module.active_adapters:
             if name not in lora_a:
                 continue
             if name in getattr(module, "lora_variant", {}) or getattr(module, "use_dora", {}).get(name):
-                raise _Unsupported("a LoRA variant (DoRA ...)")
+                raise Unsupported("a LoRA variant (DoRA ...)")
             dropout = module.lora_dropout[name]
             if not isinstance(dropout, torch.nn.Identity) and not (
                 isinstance(dropout, torch.nn.Dropout) and (dropout.p == 0 or not dropout.training)
             ):
-                raise _Unsupported("LoRA dropout in training mode")
+                raise Unsupported("LoRA dropout in training mode")
             a, b = lora_a[name], module.lora_B[name]
             loras.append((a.weight, a.bias, *_exact_scale(b.weight, b.bias, module.scaling[name])))
         return _Proj(base.weight, base.bias, tuple(loras))
     if type(module) is not torch.nn.Linear:
-        raise _Unsupported(f"projection {type(module).__name__}")
+        raise Unsupported(f"projection {type(module).__name__}")
     return _Proj(module.weight, module.bias)
 
 
@@ -260,14 +260,14 @@ class _Layer:
     act: Any
 
 
-def _norm(module: Any) -> tuple[torch.Tensor, float]:
+def norm_weights(module: Any) -> tuple[torch.Tensor, float]:
     eps = getattr(module, "variance_epsilon", None)
     if eps is None:
         eps = module.eps
     return module.weight, eps
 
 
-def _rms(h: torch.Tensor, norm: tuple[torch.Tensor, float]) -> torch.Tensor:
+def rms_norm(h: torch.Tensor, norm: tuple[torch.Tensor, float]) -> torch.Tensor:
     # HF's Qwen2RMSNorm / LlamaRMSNorm, op for op
     weight, eps = norm
     dtype = h.dtype
@@ -283,22 +283,22 @@ class _Decoder:
     def __init__(self, model: Any, capacity: int) -> None:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-        lm = _base_model(model)
+        lm = base_model(model)
         self.config = lm.config
         inner = lm.model
         self.embed = inner.embed_tokens.weight
         self.rotary = inner.rotary_emb
-        self.final_norm = _norm(inner.norm)
-        self.head = _projection(lm.lm_head)
+        self.final_norm = norm_weights(inner.norm)
+        self.head = projection(lm.lm_head)
         self.layers = [
             _Layer(
                 attn=layer.self_attn,
-                in_norm=_norm(layer.input_layernorm),
-                post_norm=_norm(layer.post_attention_layernorm),
-                qkv=_Fused.of([_projection(getattr(layer.self_attn, f"{n}_proj")) for n in "qkv"]),
-                o=_projection(layer.self_attn.o_proj),
-                gate_up=_Fused.of([_projection(layer.mlp.gate_proj), _projection(layer.mlp.up_proj)]),
-                down=_projection(layer.mlp.down_proj),
+                in_norm=norm_weights(layer.input_layernorm),
+                post_norm=norm_weights(layer.post_attention_layernorm),
+                qkv=_Fused.of([projection(getattr(layer.self_attn, f"{n}_proj")) for n in "qkv"]),
+                o=projection(layer.self_attn.o_proj),
+                gate_up=_Fused.of([projection(layer.mlp.gate_proj), projection(layer.mlp.up_proj)]),
+                down=projection(layer.mlp.down_proj),
                 act=layer.mlp.act_fn,
             )
             for layer in inner.layers[: self.config.num_hidden_layers]
@@ -326,7 +326,7 @@ class _Decoder:
         half = self.head_dim // 2
         for i, layer in enumerate(self.layers):
             residual = h
-            x = _rms(h, layer.in_norm)
+            x = rms_norm(h, layer.in_norm)
             q, k, v = (t.reshape(shape).transpose(1, 2) for t in layer.qkv(x))
             q = (q * cos) + (torch.cat((-q[..., half:], q[..., :half]), dim=-1) * sin)
             k = (k * cos) + (torch.cat((-k[..., half:], k[..., :half]), dim=-1) * sin)
@@ -335,10 +335,10 @@ class _Decoder:
             out = out.reshape(*ids.shape, -1).contiguous()
             h = residual + _linear(out, layer.o)
             residual = h
-            x = _rms(h, layer.post_norm)
+            x = rms_norm(h, layer.post_norm)
             gate, up = layer.gate_up(x)
             h = residual + _linear(layer.act(gate) * up, layer.down)
-        h = _rms(h, self.final_norm)
+        h = rms_norm(h, self.final_norm)
         return _linear(h[:, -1:, :], self.head)[:, -1].to(copy=True, dtype=torch.float32)
 
     def _cache(
@@ -395,7 +395,7 @@ def _merged(p: _Proj) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``p``'s weight with its LoRA adapters merged in (``W + scaling * B A``, what PEFT's ``merge``
     computes) and its bias: one matmul per projection instead of three."""
     if _lora_biases(p):
-        raise _Unsupported("LoRA adapters with biases")
+        raise Unsupported("LoRA adapters with biases")
     weight = p.weight
     for a_w, _, b_w, _, scaling in p.loras:
         delta = b_w.to(a_w.dtype) @ a_w
@@ -407,8 +407,8 @@ def merge_flops(model: Any) -> float:
     """Matmul FLOPs of merging the active LoRA adapters into the weights (``B A`` per projection), what
     :class:`_FusedDecoder` computes once per :func:`lean_generate` call."""
     total = 0.0
-    for module in _linears(_base_model(model)):
-        for a_w, _, b_w, _, _ in _projection(module).loras:
+    for module in _linears(base_model(model)):
+        for a_w, _, b_w, _, _ in projection(module).loras:
             total += 2.0 * a_w.shape[0] * a_w.shape[1] * b_w.shape[0]
     return total
 
@@ -462,13 +462,13 @@ class _FusedDecoder:
     1e-4 of an HF forward on the shipped policies)."""
 
     def __init__(self, model: Any, capacity: int) -> None:
-        lm = _base_model(model)
+        lm = base_model(model)
         config = lm.config
         inner = lm.model
         self.embed = inner.embed_tokens.weight
         self.rotary = inner.rotary_emb
-        self.final_norm = _norm(inner.norm)
-        self.head = _merged(_projection(lm.lm_head))
+        self.final_norm = norm_weights(inner.norm)
+        self.head = _merged(projection(lm.lm_head))
         attn = inner.layers[0].self_attn
         self.head_dim = attn.head_dim
         self.heads = config.num_attention_heads
@@ -477,7 +477,7 @@ class _FusedDecoder:
         self.layers = []
         for layer in inner.layers[: config.num_hidden_layers]:
             a, m = layer.self_attn, layer.mlp
-            q, k, v = (_merged(_projection(getattr(a, f"{n}_proj"))) for n in "qkv")
+            q, k, v = (_merged(projection(getattr(a, f"{n}_proj"))) for n in "qkv")
             biases = [b for _, b in (q, k, v)]
             if any(b is None for b in biases) and not all(b is None for b in biases):
                 biases = [
@@ -485,16 +485,16 @@ class _FusedDecoder:
                     for (w, _), b in zip((q, k, v), biases, strict=True)
                 ]
             qkv_bias = None if biases[0] is None else torch.cat(biases)
-            o_w, o_b = _merged(_projection(a.o_proj))
-            g_w, g_b = _merged(_projection(m.gate_proj))
-            u_w, u_b = _merged(_projection(m.up_proj))
+            o_w, o_b = _merged(projection(a.o_proj))
+            g_w, g_b = _merged(projection(m.gate_proj))
+            u_w, u_b = _merged(projection(m.up_proj))
             if (g_b is None) != (u_b is None):
-                raise _Unsupported("a bias on only one of gate and up")
-            d_w, d_b = _merged(_projection(m.down_proj))
+                raise Unsupported("a bias on only one of gate and up")
+            d_w, d_b = _merged(projection(m.down_proj))
             self.layers.append(
                 _FusedLayer(
-                    in_norm=_norm(layer.input_layernorm),
-                    post_norm=_norm(layer.post_attention_layernorm),
+                    in_norm=norm_weights(layer.input_layernorm),
+                    post_norm=norm_weights(layer.post_attention_layernorm),
                     qkv=(torch.cat([q[0], k[0], v[0]]), qkv_bias),
                     o=o_w.t(), o_bias=o_b,
                     gate_up=torch.cat([g_w, u_w]), gate_up_bias=None if g_b is None else torch.cat([g_b, u_b]),
@@ -541,7 +541,7 @@ class _FusedDecoder:
             mask = mask[:, None, None]  # (rows, 1, 1, width, width)
         hidden = h.shape[-1]
         for i, layer in enumerate(self.layers):
-            x = _rms(h, layer.in_norm)
+            x = rms_norm(h, layer.in_norm)
             qkv = F.linear(x, *layer.qkv).view(rows, width, heads + 2 * kv, dim)
             qk = qkv[:, :, : heads + kv]
             qk = qk * cos + qk.roll(half, dims=-1) * sin
@@ -570,7 +570,7 @@ class _FusedDecoder:
                 if layer.o_bias is None
                 else h + F.linear(out, layer.o.t(), layer.o_bias)
             )
-            x = _rms(h, layer.post_norm)
+            x = rms_norm(h, layer.post_norm)
             gate, up = F.linear(x, layer.gate_up, layer.gate_up_bias).split(self.intermediate, dim=-1)
             act = layer.act(gate) * up
             h = (
@@ -580,7 +580,7 @@ class _FusedDecoder:
             )
             h = h.view(rows, width, hidden)
         self.length = end
-        last = _rms(h[:, -1], self.final_norm)
+        last = rms_norm(h[:, -1], self.final_norm)
         return F.linear(last, *self.head).float()
 
     def keep(self, rows: torch.Tensor) -> None:
@@ -684,7 +684,7 @@ def lean_generate(
     192 rows of policy S about 3.3 instead of 4.9 ms), each distinct prompt prefilled once and its
     cache copied to each of its rows (``stats.prefill_rows``), instead of :class:`_Decoder` (HF's
     computation, bit for bit, every row its own prefill)."""
-    device = _base_model(model).lm_head.weight.device
+    device = base_model(model).lm_head.weight.device
     rows = len(prompt_ids)
     if rows == 0:
         return []
