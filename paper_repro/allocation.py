@@ -24,6 +24,7 @@ for every G, and a group of 2 is a poor baseline for GRPO's advantage). So TRL's
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +100,9 @@ class Planner:
     prefix_cache: bool = False  # vLLM: each prompt prefilled once
     vllm_importance_sampling: bool = False  # vLLM: TRL's correction adds the old-policy forward
     reward_tokens: int | None = None  # the reward model's tokens per completion (default p + c)
+    # FLOPs of scoring one completion (prompt tokens, completion tokens), for a reward that pays for a
+    # model of its own (paper_repro.rewards.RewardCost.planned); None: the reward model above, or free
+    reward_cost: Callable[[int, int], float] | None = None
 
     def step(self, P: int, G: int, K: int, mu: int) -> GRPOStep:
         if K > G:
@@ -118,7 +122,9 @@ class Planner:
 
     def round_cost(self, P: int, G: int, K: int, mu: int) -> StepCost:
         """Useful FLOPs of one generation round of cell (P, G, K, mu) at the expected lengths."""
-        return flops.grpo_step_cost(self.policy, self.step(P, G, K, mu), self.train, self.reward_model)
+        return flops.grpo_step_cost(
+            self.policy, self.step(P, G, K, mu), self.train, self.reward_model, self.reward_cost
+        )
 
     def shapes(self) -> list[tuple[int, int, int, StepCost]]:
         """Every allowed (G, K, mu) with K <= G, priced for one prompt."""
@@ -215,6 +221,7 @@ def planner(
     completion_tokens: int,
     grid: Grid | None = None,
     reward_tokens: int | None = None,
+    reward_cost: Callable[[int, int], float] | None = None,
 ) -> Planner:
     """The planner of a policy (and the reward model PRM-based rewards pay for) under a profile's
     training settings, at the given lengths. The one place a :class:`Planner` is built from names:
@@ -231,19 +238,22 @@ def planner(
         prefix_cache=train.generation == "vllm",  # vLLM prefills each prompt once; the ledger prices it so
         vllm_importance_sampling=train.generation == "vllm",
         reward_tokens=reward_tokens,
+        reward_cost=reward_cost,
     )
 
 
 def planner_for(profile: Profile, setting: Setting) -> Planner:
     """The planner of ``setting``'s grid, at the profile's expected lengths."""
-    prm_based = rewards.is_prm_based(setting.reward_system)
+    system = rewards.get(setting.reward_system)
+    own = system.own_cost
     return planner(
         profile.policies[setting.policy],
-        profile.prm if prm_based else None,
+        profile.prm if system.prm_based else None,
         profile.train,
         profile.expected_lengths["prompt"],
         profile.expected_lengths["completion"],
         profile.grid,
+        reward_cost=own.planned if own is not None else None,
     )
 
 

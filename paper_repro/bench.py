@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from paper_repro.devices import matmul_peak_flops
+from paper_repro.testbed import POLICIES
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ def bench_ledger(cfg: LedgerBench) -> dict[str, Any]:
 # Stage A cells of the committed study: r15 is the most search-heavy (K=2 of G=24), r85 the most
 # update-heavy (K=G, mu=2 for M and S; P=4, mu=2 for L)
 RUN_CELLS = ("r15", "r85")
-RUN_SIZES = ("S", "M", "L")
+RUN_SIZES = tuple(POLICIES)  # every policy size of the testbed
 PATHS = ("old", "new")
 PARTS = ("search", "learning", "reward", "train_other", "evaluation", "setup", "total")
 # printed beside each path's seconds: what the run bought with its budget

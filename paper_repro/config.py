@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 import yaml
 
-from paper_repro import rewards
+from paper_repro import choices, rewards
+from paper_repro.choices import check_choice
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 # The paper's stages: A varies the policy size at one reward; B the reward system (rule-based and
@@ -60,7 +61,7 @@ class TrainConfig:
     chat_template: bool = False  # prompts as chat turns through the tokenizer's template (Instruct models)
     # rollouts by HF generate (or its bit-exact lean reproduction, Resources.sampler), by TRL's vLLM
     # colocate mode, or by the lean sampler's fused decoder: the same policy and sampling distribution
-    # with other float roundings, LoRA merged (paper_repro/sampler.py; docs/CHOICES.md, throughput)
+    # with other float roundings, LoRA merged (paper_repro/sampler/; docs/CHOICES.md, throughput)
     generation: Literal["hf", "vllm", "fused"] = "hf"
     # TRL's policy forwards as its one padded batch, or over length buckets with each row's tokens
     # moved to the row's start: the same log-probabilities to float rounding (paper_repro/buckets.py);
@@ -79,14 +80,9 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.selection_decimals is not None and self.selection_decimals < 0:
             raise ValueError(f"selection_decimals must be >= 0 or None, got {self.selection_decimals}")
-        if self.budget_stop not in ("dearest", "ceiling"):
-            raise ValueError(f"budget_stop must be 'dearest' or 'ceiling', got {self.budget_stop!r}")
-        if self.generation not in ("hf", "vllm", "fused"):
-            raise ValueError(f"generation must be 'hf', 'vllm' or 'fused', got {self.generation!r}")
-        if self.update_layout not in ("padded", "bucketed", "fused"):
-            raise ValueError(
-                f"update_layout must be 'padded', 'bucketed' or 'fused', got {self.update_layout!r}"
-            )
+        check_choice("budget_stop", self.budget_stop, choices.BUDGET_STOPS)
+        check_choice("generation", self.generation, choices.GENERATIONS)
+        check_choice("update_layout", self.update_layout, choices.UPDATE_LAYOUTS)
         if self.lora_rank < 1 or self.lora_alpha <= 0:
             raise ValueError(f"LoRA rank and alpha must be positive, got {self.lora_rank}, {self.lora_alpha}")
         if not self.learning_rate > 0:
@@ -151,8 +147,7 @@ class Resources:
             raise ValueError(f"{self.gpus} GPUs need an accelerate_config to launch with")
         if self.micro_batch is not None and self.micro_batch < 1:
             raise ValueError(f"micro_batch must be positive, got {self.micro_batch}")
-        if self.sampler not in ("hf", "lean"):
-            raise ValueError(f"sampler must be 'hf' or 'lean', got {self.sampler!r}")
+        check_choice("sampler", self.sampler, choices.RUNTIME_SAMPLERS)
         if not 0 < self.vllm_gpu_memory_utilization < 1:
             raise ValueError("vllm_gpu_memory_utilization must be in (0, 1)")
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from paper_repro.choices import SAMPLERS, check_choice
 from paper_repro.results import METRICS
 
 if TYPE_CHECKING:
@@ -60,8 +61,7 @@ class SampleConfig:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if self.temperature == 0 and self.n > 1:
             raise ValueError("greedy decoding (temperature 0) gives one completion; use n=1")
-        if self.sampler not in ("hf", "lean", "fused"):
-            raise ValueError(f"sampler must be 'hf', 'lean' or 'fused', got {self.sampler!r}")
+        check_choice("sampler", self.sampler, SAMPLERS)
 
 
 def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> list[list[str]]:
@@ -210,7 +210,7 @@ def evaluate_run(spec: RunSpec, parts: RunParts, model) -> dict[str, float]:
         max_new_tokens=spec.eval_max_new_tokens,
         batch_size=spec.eval_batch_size,
         seed=spec.seed,
-        sampler="fused" if spec.eval_decoding == "fused" else spec.runtime.sampler,
+        sampler=spec.decoder("evaluation"),
     )
     return evaluate_policy(
         model,

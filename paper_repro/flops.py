@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -536,6 +536,7 @@ def grpo_step_cost(
     step: GRPOStep,
     train: TrainSpec | None = None,
     reward_model: ModelShape | None = None,
+    reward_cost: Callable[[int, int], float] | None = None,
 ) -> StepCost:
     """Useful-convention FLOPs of one GRPO round (every completion ``completion_tokens`` long).
 
@@ -543,7 +544,9 @@ def grpo_step_cost(
       once per prompt with ``prefix_cache``).
     * C_learning: mu epochs of forward + backward over the K kept completions of each prompt, the
       old-policy log-prob forward and the reference forward (beta != 0) over all G.
-    * C_reward: one reward-model forward over each of the P x G completions (0 without a model).
+    * C_reward: one reward-model forward over each of the P x G completions (0 without a model),
+      or, for a reward that prices itself, ``reward_cost(prompt_tokens, completion_tokens)`` FLOPs
+      per completion (:class:`paper_repro.rewards.RewardCost`).
     """
     train = train or TrainSpec()
     p, c = step.prompt_tokens, step.completion_tokens
@@ -565,4 +568,6 @@ def grpo_step_cost(
     if reward_model is not None:
         n = step.reward_tokens or (p + c)
         c_reward = n_gen * forward_flops(reward_model, sequence_work(n))
+    elif reward_cost is not None:
+        c_reward = n_gen * float(reward_cost(p, c))
     return StepCost(c_search, c_learn, c_reward)

@@ -39,8 +39,15 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from paper_repro.sampler import Unsupported, base_model, norm_weights, projection, rms_norm, rotary_tables
-from paper_repro.sampler import unsupported as _sampler_unsupported
+from paper_repro.sampler.support import unsupported as _sampler_unsupported
+from paper_repro.sampler.weights import (
+    Unsupported,
+    base_model,
+    norm_weights,
+    projection,
+    rms_norm,
+    rotary_tables,
+)
 
 
 def unsupported(model: Any) -> str | None:

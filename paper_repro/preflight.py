@@ -51,19 +51,37 @@ def round_ceiling(spec: RunSpec) -> float:
     and the completion's steps, a separator after each: with the arith task's character tokens a
     step and its separator take no more tokens than the step and its newline, so at most one more
     than the completion; with a BPE tokenizer, re-tokenised steps may take more, so twice it.
-    Needs tokenizers and data only, no weights."""
+    Needs tokenizers and data only, no weights.
+
+    The study's price of a round, which decides which cells a budget's grid keeps and the ledger's
+    ``round_ceiling_flops``, equals the price the ledger's trainer puts on the same round itself
+    (:meth:`paper_repro.ledger.pricing.RoundPricing.price_round_ceiling`), as
+    ``tests/test_train.py`` checks; both are :func:`paper_repro.flops.grpo_step_cost`. A price is
+    computed once per (model, PRM, data, training recipe, cell, reward) in a process."""
+    return _round_ceiling(
+        spec.model, spec.prm, spec.data_map["train"], spec.train, spec.P, spec.G, spec.K, spec.mu,
+        spec.reward_system, spec.task,
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)
+def _round_ceiling(model, prm_model, train_data, t, P, G, K, mu, reward_system, task) -> float:
     from paper_repro.allocation import planner
 
-    t = spec.train
-    longest = _longest_prompt(spec.model, spec.data_map["train"], t.chat_template, "policy")
+    longest = _longest_prompt(model, train_data, t.chat_template, "policy")
     completion = t.max_completion_length
     prm, reward_tokens = None, None
-    if rewards.is_prm_based(spec.reward_system):
-        prm = spec.prm
-        prompt_part = _longest_prompt(spec.prm, spec.data_map["train"], False, "prm")
-        reward_tokens = prompt_part + (completion + 1 if spec.task == "arith" else 2 * completion)
-    worst = planner(spec.model, prm, t, longest, completion, reward_tokens=reward_tokens)
-    return worst.round_cost(spec.P, spec.G, spec.K, spec.mu).C_total
+    system = rewards.get(reward_system)
+    if system.prm_based:
+        prm = prm_model
+        prompt_part = _longest_prompt(prm_model, train_data, False, "prm")
+        reward_tokens = prompt_part + (completion + 1 if task == "arith" else 2 * completion)
+    own = system.own_cost  # a reward that prices its own model, at the policy's token counts
+    worst = planner(
+        model, prm, t, longest, completion, reward_tokens=reward_tokens,
+        reward_cost=own.planned if own is not None else None,
+    )  # fmt: skip
+    return worst.round_cost(P, G, K, mu).C_total
 
 
 @functools.lru_cache(maxsize=32)

@@ -94,6 +94,47 @@ RUN_COLUMNS: tuple[str, ...] = (
 )
 
 
+# The columns a run's spec fills (:func:`row_identity`), each with how the spec gives it; the rest of
+# its row is measured (rho, C_*, rounds, metrics, seconds) or stamped (provenance).
+FROM_SPEC: dict[str, Any] = {
+    "run_id": lambda s: s.run_id,
+    "profile": lambda s: s.profile,
+    "stage": lambda s: s.stage,
+    "setting": lambda s: s.setting,
+    "cell": lambda s: s.cell,
+    "seed": lambda s: s.seed,
+    "budget_kind": lambda s: s.budget_kind,
+    "budget_flops": lambda s: s.budget_flops,
+    "target_rho": lambda s: s.target_rho,
+    "predicted_rho": lambda s: s.predicted_rho,
+    "P": lambda s: s.P,
+    "G": lambda s: s.G,
+    "K": lambda s: s.K,
+    "mu": lambda s: s.mu,
+    "model": lambda s: s.policy,
+    "reward_system": lambda s: s.reward_system,
+    "learning_rate": lambda s: s.train.learning_rate,
+    "lora_rank": lambda s: s.train.lora_rank,
+    "temperature": lambda s: s.train.temperature,
+    "max_completion_length": lambda s: s.train.max_completion_length,
+}
+# Who asked for a run, not what it computes: a run serves every spec that computes the same thing,
+# and a row read for a spec carries that spec's labels (paper_repro.runner.rows_for).
+LABELS = ("stage", "setting", "cell", "target_rho")
+assert set(FROM_SPEC) <= set(RUN_COLUMNS) and set(LABELS) <= set(FROM_SPEC)
+
+
+def row_identity(spec) -> dict[str, Any]:
+    """The columns of a run's row that its spec (a :class:`paper_repro.spec.RunSpec`) fills:
+    :data:`FROM_SPEC`, in the table's column order."""
+    return {column: FROM_SPEC[column](spec) for column in RUN_COLUMNS if column in FROM_SPEC}
+
+
+def labels(spec) -> dict[str, Any]:
+    """The :data:`LABELS` of ``spec``: how a row is labelled for the spec that asked for it."""
+    return {column: FROM_SPEC[column](spec) for column in LABELS}
+
+
 class CorruptTableError(ValueError):
     """A result table that does not parse; it is never rewritten.
 
@@ -139,6 +180,10 @@ class ResultTable:
 
     def keys(self) -> set[str]:
         return {row[self.key] for row in self.rows()}
+
+    def done(self) -> set[str]:
+        """The keys with an ``ok`` row: the runs a rerun skips."""
+        return {row[self.key] for row in self.rows() if row.get("status") == "ok"}
 
     def __contains__(self, key: str) -> bool:
         return key in self.keys()

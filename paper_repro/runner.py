@@ -20,7 +20,7 @@ from typing import Any
 
 from paper_repro.preflight import check_spec
 from paper_repro.quiet import quiet_libraries
-from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
+from paper_repro.results import RUN_COLUMNS, ResultTable, labels, results_dir
 from paper_repro.spec import RunSpec, check_committed
 from paper_repro.train import run_cell
 
@@ -32,7 +32,7 @@ def pending(specs: Sequence[RunSpec], results_root: str | Path | None = None) ->
     for spec in specs:
         if spec.profile not in done:
             table = ResultTable(results_dir(spec.profile, results_root) / "runs.csv", RUN_COLUMNS)
-            done[spec.profile] = {r["run_id"] for r in table.rows() if r["status"] == "ok"}
+            done[spec.profile] = table.done()
         if spec.run_id in done[spec.profile] or spec.run_id in seen:
             continue
         seen.add(spec.run_id)
@@ -54,7 +54,7 @@ def run_specs(
     from tqdm import tqdm
 
     todo = pending(specs, results_root)
-    check_committed(todo, results_root)  # refuse bad input before any compute (run_cell checks too)
+    check_committed(todo, results_root)  # refuse bad input before any compute, once (run_cell trusts it)
     for spec in todo:
         check_spec(spec)
     threads = threads or max(1, (os.cpu_count() or 1) // max(1, jobs))
@@ -63,12 +63,14 @@ def run_specs(
     made = []
     if jobs <= 1:
         for spec in todo:
-            made.append(run_cell(spec, results_root, executed_notebook, threads))
+            made.append(run_cell(spec, results_root, executed_notebook, threads, pending=True))
             bar.update()
     else:
         context = get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=quiet_libraries) as pool:
-            futures = [pool.submit(run_cell, s, results_root, executed_notebook, threads) for s in todo]
+            futures = [
+                pool.submit(run_cell, s, results_root, executed_notebook, threads, pending=True) for s in todo
+            ]
             for future in as_completed(futures):
                 made.append(future.result())
                 bar.update()
@@ -98,8 +100,4 @@ def rows_for(specs: Sequence[RunSpec], results_root: str | Path | None = None) -
             if row["status"] == "ok" or row["run_id"] not in rows:
                 rows[row["run_id"]] = row
     # a run serves every spec that computes the same thing: label it as this spec asked for it
-    return [
-        {**rows[s.run_id], "stage": s.stage, "setting": s.setting, "cell": s.cell, "target_rho": s.target_rho}
-        for s in specs
-        if s.run_id in rows
-    ]
+    return [{**rows[s.run_id], **labels(s)} for s in specs if s.run_id in rows]

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from paper_repro import rewards
 from paper_repro.allocation import Cell, plan_setting, planner_for
+from paper_repro.choices import EVAL_DECODINGS, check_choice
 from paper_repro.config import QUICK_CELLS, Profile, Resources, Setting, TrainConfig
 from paper_repro.weights import weights_fingerprint
 
@@ -85,8 +86,7 @@ class RunSpec:
             raise ValueError(f"P, G, K and mu must be positive, got {self.P}, {self.G}, {self.K}, {self.mu}")
         if self.K > self.G:
             raise ValueError(f"K={self.K} completions kept cannot exceed G={self.G} generated")
-        if self.eval_decoding not in ("exact", "fused"):
-            raise ValueError(f"eval_decoding must be 'exact' or 'fused', got {self.eval_decoding!r}")
+        check_choice("eval_decoding", self.eval_decoding, EVAL_DECODINGS)
         if self.budget_kind not in ("full", "pilot"):
             raise ValueError(f"budget_kind must be 'full' or 'pilot', got {self.budget_kind!r}")
 
@@ -111,6 +111,13 @@ class RunSpec:
     def run_id(self) -> str:
         text = json.dumps(self.canonical(), sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def decoder(self, role: Literal["rollouts", "evaluation"]) -> str:
+        """The sampler that decodes this run's rollouts or its greedy evaluation: the fused decoder
+        when the profile asks for it (``train.generation``, ``eval_decoding``), else the machine's
+        HF-compatible sampler (``runtime.sampler``)."""
+        fused = self.train.generation == "fused" if role == "rollouts" else self.eval_decoding == "fused"
+        return "fused" if fused else self.runtime.sampler
 
     @property
     def data_map(self) -> dict[str, str]:
@@ -164,8 +171,14 @@ def spec_for(
         first_round_flops=cell.round_cost.C_total,
         eval_heldout_limit=profile.eval.get("heldout_limit"),
         runtime=profile.resources_for(setting.policy),
-        weights=weights_fingerprint(profile.policies[setting.policy], prm),
+        # a reward that pays for a model of its own (a judge) scores with its weights too
+        weights=weights_fingerprint(profile.policies[setting.policy], prm, _own_model(setting.reward_system)),
     )
+
+
+def _own_model(reward_system: str) -> str | None:
+    """The checkpoint a reward that pays for its own model scores with (None for the others)."""
+    return getattr(rewards.get(reward_system).own_cost, "model", None)
 
 
 def budget_of(profile: Profile, budget_kind: BudgetKind, fraction: float | None = None) -> float:

@@ -40,7 +40,7 @@ from typing import Any
 from paper_repro import launch, provenance
 from paper_repro.evaluate import base_metrics, evaluate_run
 from paper_repro.preflight import check_spec
-from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir
+from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir, row_identity
 from paper_repro.spec import RunSpec, check_committed
 from paper_repro.trainer import build_trainer, load_parts
 
@@ -51,17 +51,21 @@ def run_cell(
     executed_notebook: str = "",
     threads: int | None = None,
     raise_errors: bool = False,
+    pending: bool = False,
 ) -> dict[str, Any]:
     """Run ``spec`` unless an ``ok`` row with its run_id exists; return the row (the existing one,
     with ``skipped=True``, when it does). ``threads`` sets torch's CPU threads (a run-time choice,
-    not part of the spec). A failed attempt is kept as a ``failed`` row and retried by a rerun."""
+    not part of the spec). A failed attempt is kept as a ``failed`` row and retried by a rerun.
+    ``pending``: the caller (:func:`paper_repro.runner.run_specs`) has read the table, found no ok
+    row and checked the spec, so neither is done again."""
     root = results_dir(spec.profile, results_root)
     table = ResultTable(root / "runs.csv", RUN_COLUMNS)
-    for row in table.rows():
-        if row["run_id"] == spec.run_id and row["status"] == "ok":
-            return {**row, "skipped": True}
-    check_committed([spec], results_root)
-    check_spec(spec)
+    if not pending:
+        for row in table.rows():
+            if row["run_id"] == spec.run_id and row["status"] == "ok":
+                return {**row, "skipped": True}
+        check_committed([spec], results_root)
+        check_spec(spec)
     if launch.needs_launch(spec):
         return _launched(spec, root, executed_notebook, raise_errors)
     started = time.perf_counter()
@@ -105,26 +109,7 @@ def _launched(spec: RunSpec, root: Path, executed_notebook: str, raise_errors: b
 def _identity(spec: RunSpec, executed_notebook: str) -> dict[str, Any]:
     stamp = provenance.stamp()
     return {
-        "run_id": spec.run_id,
-        "profile": spec.profile,
-        "stage": spec.stage,
-        "setting": spec.setting,
-        "cell": spec.cell,
-        "seed": spec.seed,
-        "budget_kind": spec.budget_kind,
-        "budget_flops": spec.budget_flops,
-        "target_rho": spec.target_rho,
-        "predicted_rho": spec.predicted_rho,
-        "P": spec.P,
-        "G": spec.G,
-        "K": spec.K,
-        "mu": spec.mu,
-        "model": spec.policy,
-        "reward_system": spec.reward_system,
-        "learning_rate": spec.train.learning_rate,
-        "lora_rank": spec.train.lora_rank,
-        "temperature": spec.train.temperature,
-        "max_completion_length": spec.train.max_completion_length,
+        **row_identity(spec),
         "flops_convention": "useful",
         "git_sha": stamp["git_sha"],
         "git_dirty": stamp["git_dirty"],

@@ -91,7 +91,7 @@ def build_trainer(spec: RunSpec, parts: RunParts, log_path: Path):
         processing_class=parts.tokenizer,
         peft_config=lora_config(spec),
         ledger=ledger_config(spec, log_path if main else None),
-        sampler="fused" if spec.train.generation == "fused" else spec.runtime.sampler,
+        sampler=spec.decoder("rollouts"),
         update_layout=spec.train.update_layout,
     )
     return quiet_trainer(trainer)

@@ -95,16 +95,11 @@ def test_a_run_prints_no_log_dicts_and_no_library_warnings(tiny_policy, tmp_path
     assert len(steps) == int(row["steps"]) >= 1  # the ledger still logs every step
 
 
-# The executed log of building policy S alone (it diagnoses the rebuilt policies, README): it was
-# executed before the library noise was silenced, and rerunning it would retrain S.
-HISTORICAL = {"00_embedded_models__S.ipynb"}
-
-
 def test_the_committed_executed_notebooks_are_clean():
     from paper_repro.paths import repo_root
 
     books = sorted((repo_root() / "notebooks" / "executed").rglob("*.ipynb"))
-    books = [b for b in books if b.name not in HISTORICAL and not b.name.startswith(".")]
+    books = [b for b in books if not b.name.startswith(".")]
     assert len(books) >= 19  # 00, 10 x 3, 20 x 5, 30 x 8, 40, and 50
     problems = {b.name: notebook_problems(b) for b in books}
     assert not any(problems.values()), {k: v[:3] for k, v in problems.items() if v}

@@ -54,13 +54,13 @@ def test_every_pin_is_a_requirement_inside_its_range():
 
 def supported_trl_versions() -> tuple[str, ...]:
     """``paper_repro.ledger.SUPPORTED_TRL_VERSIONS``, read from the source (no torch import)."""
-    tree = ast.parse((ROOT / "paper_repro/ledger.py").read_text())
+    tree = ast.parse((ROOT / "paper_repro/ledger/trainer.py").read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.AnnAssign | ast.Assign):
             targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
             if any(getattr(t, "id", None) == "SUPPORTED_TRL_VERSIONS" for t in targets):
                 return tuple(ast.literal_eval(node.value))
-    raise AssertionError("paper_repro/ledger.py lost SUPPORTED_TRL_VERSIONS")
+    raise AssertionError("paper_repro/ledger/trainer.py lost SUPPORTED_TRL_VERSIONS")
 
 
 def test_the_trl_requirement_is_what_the_ledger_accepts():

@@ -214,3 +214,29 @@ def test_recheck_samples_current_ok_runs_of_each_kind():
     }
     assert len(picked) == sum(SAMPLE.values()) and not {"bad", "prm0"} & set(picked["run_id"])
     assert (picked[picked["reward_system"] == "sparse"]["budget_kind"] == "pilot").all()
+
+
+def test_recheck_states_the_size_of_each_difference_against_its_tolerance():
+    """Float rounding in a metric is within tolerance and says how big it is; a changed answer or a
+    FLOP count that moved is a difference; a metric lost on one side is one too."""
+    import pandas as pd
+
+    from paper_repro.recheck import COMPARED, compare
+
+    base = {c: 0.5 for c in COMPARED} | {"C_total": 1e11, "rounds": 20, "steps": 20}
+    ids = ["same", "rounding", "answer", "flops", "lost"]
+    committed = pd.DataFrame([{"run_id": i, "setting": "prm", "cell": "r30", "seed": 0, "budget_kind": "full",
+                               **base} for i in ids])  # fmt: skip
+    rerun = committed.copy()
+    rerun.loc[1, "native_reward"] += 1.6e-8
+    rerun.loc[2, "gsm_pass1"] += 1 / 300
+    rerun.loc[3, "C_total"] += 1.0
+    rerun.loc[4, "judge_score"] = float("nan")
+    out = compare(committed, rerun).set_index(pd.Index(ids))
+    assert out["verdict"].tolist() == ["equal", "within tolerance", "differs", "differs", "differs"]
+    assert out.loc["rounding", "in_column"] == "native_reward"
+    assert abs(out.loc["rounding", "largest_difference"] - 1.6e-8) < 1e-12
+    assert (
+        out.loc["answer", "beyond_tolerance"] == "gsm_pass1"
+        and out.loc["flops", "beyond_tolerance"] == "C_total"
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -298,3 +300,51 @@ def test_reward_comparison_table_on_committed_models(tmp_path):
     assert prm_based["flops_per_completion_useful"].nunique() == 1  # proxy charged the PRM's cost
     assert (prm_based["flops_per_completion_useful"] > 0).all()
     assert table["policy"].iloc[0] == "data/models/policy-M"  # repo-relative: the same on every machine
+
+
+def test_a_judge_model_reward_is_one_registered_function_named_by_its_path(tmp_path):
+    """A reward outside the package, registered with its own model's cost, is found by its dotted
+    path and priced through that one object: by the planner (C_reward = P x G forwards of the
+    judge), by the budget check and by the ledger's charge on real completions."""
+    import yaml
+
+    from paper_repro import rewards
+    from paper_repro.allocation import plan_setting
+    from paper_repro.config import load_profile
+    from paper_repro.flops import forward_flops, sequence_work
+    from paper_repro.models import shape
+    from paper_repro.preflight import round_ceiling
+    from paper_repro.spec import setting_specs
+    from tests.judge_reward import JUDGE
+
+    name = "tests.judge_reward.judged"
+    system = rewards.get(name)
+    assert system.name == "judged" and system.own_cost is not None and not system.prm_based
+    with pytest.raises(ValueError, match="cannot import"):
+        rewards.get("tests.no_such_module.judged")
+
+    raw = yaml.safe_load(Path(load_profile("cpu-tiny").source).read_text())
+    raw["stages"] = {"B": {"policy": "M", "rewards": ["sparse", name]}}
+    (tmp_path / "judged.yaml").write_text(yaml.safe_dump(raw))
+    profile = load_profile(tmp_path / "judged.yaml")
+    (cell,) = [c for c in plan_setting(profile, profile.setting(name)).cells if c.label == "r50"]
+    p, c = profile.expected_lengths["prompt"], profile.expected_lengths["completion"]
+    per_completion = forward_flops(shape(JUDGE), sequence_work(p + c))
+    assert cell.round_cost.C_reward == pytest.approx(cell.P * cell.G * per_completion)
+    (sparse,) = [c for c in plan_setting(profile, profile.setting("sparse")).cells if c.label == "r50"]
+    assert sparse.round_cost.C_reward == 0
+
+    spec = setting_specs(profile, name, seeds=1, cells=["r50"])[0]
+    assert (
+        spec.prm is None
+        and spec.weights != setting_specs(profile, "sparse", seeds=1, cells=["r50"])[0].weights
+    )
+    assert round_ceiling(spec) > round_ceiling(setting_specs(profile, "sparse", seeds=1, cells=["r50"])[0])
+
+    fn = rewards.build_reward(name, "arith")
+    cost = fn.flop_cost(prompts=["7, add 3?"], completions=["7+3=10\nanswer: 10"])
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(JUDGE)
+    n = len(tok("7, add 3?")["input_ids"]) + len(tok("7+3=10\nanswer: 10")["input_ids"])
+    assert cost["useful"] == pytest.approx(forward_flops(shape(JUDGE), sequence_work(n)))

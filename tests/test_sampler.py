@@ -15,9 +15,9 @@ from paper_repro.flops import LoRASpec, ModelShape
 from paper_repro.ledger import LedgerConfig
 from paper_repro.profiling import flop_counter
 from paper_repro.sampler import (
+    FusedDecoder,
     LeanStats,
-    _FusedDecoder,
-    _inverse_cdf,
+    inverse_cdf,
     lean_generate,
     merge_flops,
     unsupported,
@@ -243,9 +243,9 @@ def test_evaluation_is_the_same_on_either_sampler():
 
 
 # ============================================================================ the fused decoder
-# ``lean_generate(fused=True)``: ``_FusedDecoder`` (LoRA merged into the weights, fused q/k/v and
+# ``lean_generate(fused=True)``: ``FusedDecoder`` (LoRA merged into the weights, fused q/k/v and
 # gate/up matmuls, rotary on queries and keys at once, manual attention with an additive padding mask)
-# and, when sampling, ``_inverse_cdf`` instead of ``multinomial``. The same model and the same sampling
+# and, when sampling, ``inverse_cdf`` instead of ``multinomial``. The same model and the same sampling
 # distribution with other float roundings and another use of the generator: greedy outputs must be
 # HF's, sampled tokens are not (so they are checked against an HF forward and by frequencies).
 
@@ -421,7 +421,7 @@ def test_fused_sampling_draws_hf_processed_probabilities(sampling):
 
 def _test_probabilities() -> torch.Tensor:
     """Rows over a vocabulary of 50 with exact zeros (leading, trailing, scattered), a one-hot row
-    and a row summing to 0.5 (``_inverse_cdf`` scales its uniform by the row's total)."""
+    and a row summing to 0.5 (``inverse_cdf`` scales its uniform by the row's total)."""
     generator = torch.Generator().manual_seed(0)
     logits = torch.randn(5, 50, generator=generator)
     zero = torch.rand(5, 50, generator=generator) < 0.3
@@ -446,7 +446,7 @@ def test_inverse_cdf_draws_from_the_probabilities():
     counts = torch.zeros(rows, vocab, dtype=torch.long)
     torch.manual_seed(0)
     for _ in range(5):
-        tokens = _inverse_cdf(probs.repeat(8000, 1)).view(8000, rows).t()
+        tokens = inverse_cdf(probs.repeat(8000, 1)).view(8000, rows).t()
         assert tokens.dtype == torch.long and tokens.min() >= 0 and tokens.max() < vocab
         counts.scatter_add_(1, tokens, torch.ones_like(tokens))
     assert (counts.sum(-1) == 40000).all()
@@ -471,12 +471,12 @@ def test_inverse_cdf_at_the_extremes_of_its_uniform(monkeypatch):
         monkeypatch.setattr(
             torch, "rand", lambda size, dtype=None, device=None, u=u: torch.full(size, u, dtype=dtype)
         )
-        assert _inverse_cdf(probs).tolist() == expected
+        assert inverse_cdf(probs).tolist() == expected
 
 
 def test_merge_flops_is_what_the_fused_decoder_merges():
     """``merge_flops``: 2 r in out per adapted projection, from the PEFT model's own lora_A and lora_B;
-    0 without adapters (none, or disabled); and the matmul FLOPs that building a ``_FusedDecoder``
+    0 without adapters (none, or disabled); and the matmul FLOPs that building a ``FusedDecoder``
     (which merges the adapters into the weights) runs, under FlopCounterMode."""
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -498,7 +498,7 @@ def test_merge_flops_is_what_the_fused_decoder_merges():
         assert merge_flops(model) == expected
         counter = FlopCounterMode(display=False)
         with counter:
-            _FusedDecoder(model, capacity=8)
+            FusedDecoder(model, capacity=8)
         assert counter.get_total_flops() == expected
         with model.disable_adapter():
             assert merge_flops(model) == 0
@@ -506,7 +506,7 @@ def test_merge_flops_is_what_the_fused_decoder_merges():
     assert merge_flops(plain) == 0
     counter = FlopCounterMode(display=False)
     with counter:
-        _FusedDecoder(plain, capacity=8)
+        FusedDecoder(plain, capacity=8)
     assert counter.get_total_flops() == 0
 
 

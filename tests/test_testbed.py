@@ -179,3 +179,12 @@ def test_committed_prm_auroc_is_reproducible(base_table):
     assert n_steps == base_table.loc["PRM", "prm_heldout_steps"]
     assert auc == pytest.approx(base_table.loc["PRM", "prm_auroc"], abs=1e-6)
     assert auc >= 0.80
+
+
+def test_the_profile_names_the_sizes_the_testbed_declares():
+    """The sizes are declared once (testbed.POLICIES); the cpu-tiny profile, which is data, names
+    their checkpoints, and must name exactly those."""
+    from paper_repro.config import load_profile
+    from paper_repro.testbed import POLICIES, repo_path
+
+    assert load_profile("cpu-tiny").policies == {size: repo_path(spec) for size, spec in POLICIES.items()}

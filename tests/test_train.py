@@ -139,3 +139,21 @@ def test_bad_input_is_refused_before_any_compute(profile, tmp_path):
     with pytest.raises(ValueError, match="positive"):
         dataclasses.replace(spec, budget_flops=-1.0)
     assert not (tmp_path / "runs.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("setting", "cell"), [("prm", "r30"), ("proxy_prm", "r70"), ("M", "r85"), ("S", "r15")]
+)
+def test_the_study_prices_a_round_as_the_ledgers_trainer_does(setting, cell, tmp_path):
+    """One price for the costliest round: the study's (which decides which cells a budget's grid
+    keeps, and the ledger's ceiling) equals the price the ledger's trainer puts on the same round
+    from what it sees (its batch, TRL's tokenization, the reward functions' own flop_cost), for a
+    PRM, a proxy PRM and rule-based rewards, on the shipped cpu-tiny checkpoints."""
+    from paper_repro.trainer import build_trainer, load_parts
+
+    spec = setting_specs(load_profile("cpu-tiny"), setting, seeds=1, cells=[cell])[0]
+    trainer = build_trainer(spec, load_parts(spec), tmp_path / "log.jsonl")
+    own = trainer.price_round_ceiling()
+    assert (own["P"], own["G"], own["K"], own["mu"]) == (spec.P, spec.G, spec.K, spec.mu)
+    assert own["C_total"] == round_ceiling(spec)
+    assert (own["C_reward"] > 0) == (setting in ("prm", "proxy_prm"))

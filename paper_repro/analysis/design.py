@@ -41,7 +41,8 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis import optima
-from paper_repro.analysis.claims import DEFAULT, Frontiers, claim_target, frontier_claims
+from paper_repro.analysis.best_sets import DEFAULT, Frontiers
+from paper_repro.analysis.claims import claim_target, frontier_claims
 from paper_repro.analysis.optima import Cells, fit_optimum, unimodal
 from paper_repro.results import METRICS
 

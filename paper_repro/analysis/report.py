@@ -83,7 +83,7 @@ def _race_lines(results: Path) -> list[str]:
     """RACE per pilot budget over the distinct settings: how many pilot grids moved off the base
     policy, the pooled rank agreement of pilot and full cell means, the pick in the full grid's best
     set, and the verdict."""
-    from paper_repro.analysis.claims import fraction_words
+    from paper_repro.analysis.wording import fraction_words
 
     path = results / "race.csv"
     if not path.exists():
@@ -253,7 +253,7 @@ def _design_sentences(results: Path) -> list[str]:
 
 def _race_sentences(results: Path) -> list[str]:
     """Per pilot budget, in how many distinct settings RACE's pilots moved off the base policy."""
-    from paper_repro.analysis.claims import fraction_words
+    from paper_repro.analysis.wording import fraction_words
 
     path = results / "race.csv"
     if not path.exists():

@@ -14,7 +14,7 @@ import re
 
 import pandas as pd
 
-from paper_repro.analysis.claims import fraction_words
+from paper_repro.analysis.wording import fraction_words
 
 TARGET = "native_reward"
 

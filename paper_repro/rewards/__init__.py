@@ -25,6 +25,15 @@ score per completion. Its ``__name__`` is its registry name, which TRL uses to l
 ``cost="prm"`` makes it PRM-based: it is charged the PRM's forward over every completion, its runs
 need the PRM's weights, and the planner, the runner and the claims all read that from here.
 
+**A reward that pays for its own model** (a judge model, a second PRM) passes a :class:`RewardCost`
+as ``cost``: :class:`ModelForward` charges one forward of a checkpoint over each completion's prompt
+and completion tokens, and the planner, the budget check and the ledger price it through that one
+object. Such a reward can live outside the package: a profile names it by its dotted import path
+(``mypkg.rewards.judged``), which imports the module and so registers it::
+
+    @reward_system(reads="nothing", cost=ModelForward("org/judge-1.5b"))
+    def judged(completions, rows, ctx): ...
+
 TRL calls a reward as ``f(prompts=..., completions=..., completion_ids=..., **columns)`` where
 ``columns`` are the dataset's other columns (``answer``; for arith ``start`` and ``ops``); the ledger
 reads ``f.flop_cost(prompts=..., completions=...)``. The same objects score training and evaluation
@@ -44,7 +53,55 @@ from paper_repro.tasks.graders import grader
 
 Aggregate = Literal["min", "mean"]
 Reads = Literal["nothing", "answer", "problem"]  # dataset columns: none, the answer, the whole problem
-Cost = Literal["free", "prm"]  # FLOPs charged per call: none, or the PRM's forward over the completions
+
+
+class RewardCost:
+    """What scoring costs, for a reward that pays for a model of its own: :meth:`planned`, the
+    FLOPs of scoring one completion of given token lengths (what the planner and the budget check
+    price), and :meth:`charged`, the FLOPs of one call on real completions (what the ledger counts)."""
+
+    def planned(self, prompt_tokens: int, completion_tokens: int) -> float:
+        raise NotImplementedError
+
+    def charged(self, prompts: Sequence[str], completions: Sequence[str]) -> dict[str, float]:
+        raise NotImplementedError
+
+
+class ModelForward(RewardCost):
+    """One forward of the checkpoint ``model`` (a local path or a hub id, resolved as every model
+    is) over each completion with its prompt: the cost of a judge or reward model that reads them."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def _shape(self):
+        from paper_repro import models
+
+        return models.shape(self.model)
+
+    def planned(self, prompt_tokens: int, completion_tokens: int) -> float:
+        from paper_repro.flops import forward_flops, sequence_work
+
+        return forward_flops(self._shape(), sequence_work(prompt_tokens + completion_tokens))
+
+    def charged(self, prompts: Sequence[str], completions: Sequence[str]) -> dict[str, float]:
+        from transformers import AutoTokenizer
+
+        from paper_repro import models
+
+        tokenizer = AutoTokenizer.from_pretrained(models.checkpoint(self.model))
+        useful = sum(
+            self.planned(len(tokenizer(p)["input_ids"]), len(tokenizer(c)["input_ids"]))
+            for p, c in zip(prompts, completions, strict=True)
+        )
+        return {"useful": useful, "executed": useful}
+
+    def __repr__(self) -> str:
+        return f"ModelForward({self.model!r})"
+
+
+# FLOPs charged per call: none, the PRM's forward over the completions, or the reward's own cost
+Cost = Literal["free", "prm"] | RewardCost
 
 
 @dataclass(frozen=True)
@@ -76,6 +133,11 @@ class RewardSystem:
     def prm_based(self) -> bool:
         """Charged the PRM's forward, so its runs need the PRM's weights and its rho is capped."""
         return self.cost == "prm"
+
+    @property
+    def own_cost(self) -> RewardCost | None:
+        """The :class:`RewardCost` of a reward that pays for a model of its own (None otherwise)."""
+        return self.cost if isinstance(self.cost, RewardCost) else None
 
     @property
     def needs_step_checker(self) -> bool:
@@ -143,9 +205,26 @@ REWARD_SYSTEMS: tuple[str, ...] = tuple(REGISTRY)
 
 
 def get(name: str) -> RewardSystem:
-    """The registry entry ``name``; an unknown name is refused with the known ones."""
+    """The registry entry ``name``: a registered name, or the dotted import path of a function
+    registered with :func:`reward_system` in a module outside the package (importing it registers
+    it). An unknown name is refused with the known ones."""
+    if name not in REGISTRY and "." in name:
+        import importlib
+
+        module, _, attr = name.rpartition(".")
+        try:
+            fn = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as err:
+            raise ValueError(f"reward system {name!r}: cannot import it ({err})") from err
+        entry = REGISTRY.get(getattr(fn, "__name__", ""))
+        if entry is None or entry.fn is not fn:
+            raise ValueError(
+                f"reward system {name!r} is not registered: decorate it with @reward_system(...)"
+            )
+        REGISTRY[name] = entry
     if name not in REGISTRY:
-        raise ValueError(f"unknown reward system {name!r}; known: {', '.join(REGISTRY)}")
+        known = ", ".join(n for n in REGISTRY if "." not in n)
+        raise ValueError(f"unknown reward system {name!r}; known: {known}, or a dotted import path")
     return REGISTRY[name]
 
 
@@ -178,11 +257,13 @@ class RewardFunction:
     def flop_cost(self, prompts=None, completions=None, completion_ids=None) -> dict[str, float]:
         """FLOPs of one call, ``{"useful": ..., "executed": ...}``: the PRM's forward over these
         completions' steps for a PRM-based system (what ``prm`` runs; ``proxy_prm`` is charged the
-        same), else 0."""
-        if not self.system.prm_based:
-            return {"useful": 0.0, "executed": 0.0}
+        same), the reward's own :class:`RewardCost` for one that has it, else 0."""
         texts = [_text(c) for c in completions or []]
         prompts = [_text(p) for p in prompts or [""] * len(texts)]
+        if self.system.own_cost is not None:
+            return self.system.own_cost.charged(prompts, texts)
+        if not self.system.prm_based:
+            return {"useful": 0.0, "executed": 0.0}
         return self.prm.flop_cost(prompts, [self.grader.steps(c) for c in texts])
 
     def __repr__(self) -> str:

@@ -1,0 +1,173 @@
+"""The rho* claims' tests, each decided from whole best sets
+(:func:`paper_repro.analysis.best_sets.setting_best`), never from a fitted curve:
+
+- "rho* ~ x" for a class of settings (:func:`near`): a setting is held when every cell that could be
+  best lies in ``x +- margins.rho``, not held when none does, inconclusive otherwise; the class is
+  *heterogeneous* when two settings' sets share no allocation (a fourth verdict, with no class value:
+  never a median of settings that contradict each other); else held when every setting is held, not
+  held when every one is not held, inconclusive otherwise. Its sets are taken at ``1 - 0.05 / S``
+  over its ``S`` settings, so a false contradiction stays under 5%;
+- "PRM-style is lower" (:func:`lower`), "pass@1 above the judge" (:func:`pass1_vs_judge`), "targets
+  disagree" (:func:`disagree`): whole best sets compared, one wholly below the other (by more than
+  :data:`paper_repro.analysis.optima.SAME_RHO`) or not.
+
+A flat world never gives *held*: every cell could be best, so no set fits in a window. Each test's
+words are in :mod:`paper_repro.analysis.wording`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from paper_repro.analysis.best_sets import DEFAULT, Frontiers, SettingBest, contradict, setting_best
+from paper_repro.analysis.optima import SAME_RHO, window_verdict
+from paper_repro.analysis.verdict import NAN, Result
+from paper_repro.config import Margins
+from paper_repro.results import METRICS
+
+
+def _class_estimate(bests: list[SettingBest]) -> tuple[float, float, float]:
+    """The class's rho*: the median of its settings' estimates, with the envelope of their intervals
+    (only ever called on settings whose best sets overlap)."""
+    stars = [b.star for b in bests if np.isfinite(b.star)]
+    if not stars:
+        return NAN, NAN, NAN
+    lows = [b.low for b in bests if np.isfinite(b.low)]
+    highs = [b.high for b in bests if np.isfinite(b.high)]
+    return float(np.median(stars)), min(lows, default=NAN), max(highs, default=NAN)
+
+
+def _unanimous(verdicts: list[str]) -> str:
+    """ "held" or "not held" when every setting says so, else ""."""
+    return verdicts[0] if verdicts and verdicts[0] in ("held", "not held") and len(set(verdicts)) == 1 else ""
+
+
+def _sets_words(bests: list[SettingBest]) -> str:
+    return "; ".join(b.words() for b in bests)
+
+
+def near(
+    runs: pd.DataFrame,
+    names,
+    x: float,
+    m: Margins = DEFAULT,
+    target: str = "native_reward",
+    estimate: bool = True,
+) -> Result:
+    """ "rho* ~ x" for a class of settings: each setting's verdict from its best set
+    (:func:`paper_repro.analysis.optima.window_verdict`); the class is heterogeneous when two
+    settings' sets share no allocation, else held when every setting is held, not held when every
+    one is not held, inconclusive otherwise."""
+    runs = Frontiers.of(runs)
+    bests = [setting_best(runs, name, target, m, estimate, len(names)) for name in names]
+    bests = [b for b in bests if len(b.rhos)]
+    if not bests:
+        return Result(note="no runs of these settings")
+    verdicts = [window_verdict(b.rhos, x, m.rho) for b in bests]
+    per_setting = "; ".join(f"{b.setting}: {v}" for b, v in zip(bests, verdicts, strict=True))
+    split = contradict(bests)
+    if split:
+        pairs = ", ".join(f"{a} vs {b}" for a, b in split)
+        return Result(verdict="heterogeneous", note=f"best sets share no allocation: {pairs}; {per_setting}",
+                      best_cells=_sets_words(bests), unanimous=_unanimous(verdicts))  # fmt: skip
+    verdict = _unanimous(verdicts) or "inconclusive"
+    value, low, high = _class_estimate(bests)
+    return Result(value, low, high, verdict, per_setting, _sets_words(bests))
+
+
+def _ordered(low: list[SettingBest], high: list[SettingBest]) -> str:
+    """Whether the best sets of ``low`` lie below those of ``high``: "held" when every allocation of the
+    first lies below every one of the second (by more than :data:`SAME_RHO`), "not held" when none of
+    the first lies below any of the second, "inconclusive" otherwise."""
+    a = np.concatenate([b.rhos for b in low])
+    c = np.concatenate([b.rhos for b in high])
+    if a.max() < c.min() - SAME_RHO:
+        return "held"
+    if a.min() >= c.max() - SAME_RHO:
+        return "not held"
+    return "inconclusive"
+
+
+def lower(
+    runs: pd.DataFrame,
+    rule: tuple[str, ...],
+    prm: tuple[str, ...],
+    m: Margins = DEFAULT,
+    target: str = "native_reward",
+    estimate: bool = True,
+) -> Result:
+    """PRM-style rho* below rule-based rho*, on the settings of one policy: heterogeneous when two
+    settings of one class contradict; else held when every PRM-style best cell lies below every
+    rule-based one, not held when none does, inconclusive otherwise."""
+    runs = Frontiers.of(runs)
+    family = len(rule) + len(prm)
+    rb = [b for b in (setting_best(runs, n, target, m, estimate, family) for n in rule) if len(b.rhos)]
+    pb = [b for b in (setting_best(runs, n, target, m, estimate, family) for n in prm) if len(b.rhos)]
+    if not rb or not pb:
+        return Result(note="settings missing")
+    sets = _sets_words([*rb, *pb])
+    split = contradict(rb) + contradict(pb)
+    verdict = _ordered(pb, rb)
+    if split:
+        pairs = ", ".join(f"{a} vs {b}" for a, b in split)
+        return Result(verdict="heterogeneous", note=f"within a class, best sets share no allocation: {pairs}",
+                      best_cells=sets, unanimous=verdict if verdict != "inconclusive" else "")  # fmt: skip
+    value = _class_estimate(pb)[0] - _class_estimate(rb)[0]
+    return Result(value, verdict=verdict, note="PRM-style minus rule-based median rho*", best_cells=sets)
+
+
+def disagree(runs: pd.DataFrame, names, m: Margins = DEFAULT, estimate: bool = True) -> Result:
+    """Do the targets pick different allocations? Per setting, from each target's best set: the
+    targets disagree when two of them share no allocation, agree when every target's best set lies
+    within one window of width ``2 m.rho``; held when a majority of settings disagree, not held when
+    a majority agree, inconclusive otherwise."""
+    runs = Frontiers.of(runs)
+    disagreeing, agreeing, n = [], [], 0
+    for name in names:
+        bests = [setting_best(runs, name, t, m, estimate=False, family=len(METRICS)) for t in METRICS]
+        bests = [b for b in bests if len(b.rhos)]
+        if len(bests) < 2:
+            continue
+        n += 1
+        if contradict(bests):
+            disagreeing.append(name)
+        elif np.ptp(np.concatenate([b.rhos for b in bests])) <= 2 * m.rho + 1e-12:
+            agreeing.append(name)
+    if n == 0:
+        return Result(note="no setting with two targets")
+    verdict = "held" if len(disagreeing) > n / 2 else "not held" if len(agreeing) > n / 2 else "inconclusive"
+    note = (
+        f"{len(disagreeing)} of {n} settings disagree ({', '.join(disagreeing) or 'none'}), "
+        f"{len(agreeing)} agree ({', '.join(agreeing) or 'none'})"
+    )
+    return Result(len(disagreeing) / n, verdict=verdict, note=note)
+
+
+def pass1_vs_judge(runs: pd.DataFrame, names, m: Margins = DEFAULT, estimate: bool = True) -> Result:
+    """Per process-level setting, whether gsm pass@1's best set lies above the judge's (as
+    :func:`lower`, mirrored); held when every setting says so, not held when none does,
+    heterogeneous when settings say both, inconclusive otherwise."""
+    runs = Frontiers.of(runs)
+    verdicts, sets = {}, []
+    for name in names:
+        p1 = setting_best(runs, name, "gsm_pass1", m, estimate=False, family=2 * len(names))
+        judge = setting_best(runs, name, "judge_score", m, estimate=False, family=2 * len(names))
+        if not len(p1.rhos) or not len(judge.rhos):
+            continue
+        verdicts[name] = _ordered([judge], [p1])
+        sets.append(f"{name}: pass@1 {{{p1.cells}}}, judge {{{judge.cells}}}")
+    if not verdicts:
+        return Result(note="no process-level setting with both targets")
+    values = list(verdicts.values())
+    if "held" in values and "not held" in values:
+        verdict = "heterogeneous"
+    elif all(v == "held" for v in values):
+        verdict = "held"
+    elif all(v == "not held" for v in values):
+        verdict = "not held"
+    else:
+        verdict = "inconclusive"
+    note = "; ".join(f"{k}: {v}" for k, v in verdicts.items())
+    return Result(values.count("held") / len(values), verdict=verdict, note=note, best_cells="; ".join(sets),
+                  unanimous=_unanimous(values))  # fmt: skip

@@ -1,0 +1,42 @@
+"""What the analysis' saved figures (:mod:`paper_repro.analysis.figures`) and the stage notebooks'
+figures (:mod:`paper_repro.analysis.notebook_figures`) share: the theme, the panel grid (at most
+:data:`PANELS_PER_ROW` panels in a row), the 95% interval bars, the rho axis label and the fixed file
+metadata that makes a rebuild from the same tables give the same files."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+PANELS_PER_ROW = 2  # a figure of several panels wraps after this many
+PROPORTIONS = ("gsm_pass1", "math_pass1")  # targets that are shares: their intervals stay in [0, 1]
+RHO_LABEL = "realised rho (FLOPs) = C_learning / C_total"
+
+
+def file_metadata(ext: str) -> dict:
+    # fixed metadata so that a rebuild from the same tables gives the same files
+    return {"Software": None} if ext == "png" else {"Creator": None, "Producer": None, "CreationDate": None}
+
+
+def theme():
+    """seaborn, with the figures' theme set."""
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="paper")
+    return sns
+
+
+def panel_grid(n: int) -> tuple[int, int]:
+    """Rows and columns of a figure of ``n`` panels, at most :data:`PANELS_PER_ROW` in a row."""
+    cols = max(1, min(n, PANELS_PER_ROW))
+    return max(1, math.ceil(n / cols)), cols
+
+
+def error_bars(rows: pd.DataFrame, target: str) -> list[pd.Series]:
+    """The 95% interval of ``target`` per row as error bar lengths (a proportion's clipped to [0, 1];
+    NaN, no bar, where a cell has one seed)."""
+    low, high = rows[f"{target}_ci_low"], rows[f"{target}_ci_high"]
+    if target in PROPORTIONS:
+        low, high = low.clip(0, 1), high.clip(0, 1)
+    return [(rows[target] - low).clip(lower=0), (high - rows[target]).clip(lower=0)]

@@ -1,0 +1,63 @@
+"""The claims table's columns on how often each claim's test errs and decides, both read from the
+design simulator (:mod:`paper_repro.analysis.design`): its **operating characteristics**
+(:func:`oc_columns`, ``oc_*``, from ``design.csv``, written by ``paper-repro design``) and its
+**power** (:func:`power_columns`: the share of studies simulated from the committed frontiers'
+unimodal fits, with their seed noise and recipe effect, that decide; ``seeds_for_80pct_power`` the
+smallest seed count at which :data:`TARGET_POWER` of them do, :func:`seeds_needed`).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from paper_repro.analysis.verdict import NAN
+
+TARGET_POWER = 0.8  # the power column's "seeds for 80%"
+
+
+def oc_columns(name: str, design: pd.DataFrame | None) -> dict:
+    """The claim's operating characteristics at the study's design, from ``design.csv``: its largest
+    wrong share over the truths (and which truth), its smallest two-draw agreement, and how often it
+    is held where the truth is held."""
+    empty = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN}
+    if design is None or design.empty:
+        return {**empty, "oc_note": "not simulated: no design.csv (paper-repro design)"}
+    rows = design[(design["claim"] == name) & (design["design"] == "committed")]
+    if rows.empty:
+        return {**empty, "oc_note": "not simulated: the design simulator runs the frontier claims only"}
+    worst = rows.loc[rows["wrong"].idxmax()]
+    held = rows[rows["true_verdict"] == "held"]["share_held"]
+    return {
+        "oc_wrong_max": float(worst["wrong"]),
+        "oc_wrong_truth": str(worst["truth"]) if worst["wrong"] > 0 else "",
+        "oc_agreement_min": float(rows["agreement"].min()),
+        "oc_held_when_true": float(held.min()) if len(held) else NAN,
+        "oc_note": f"{len(rows)} truths, {int(rows['studies'].iloc[0])} studies each (design.csv)",
+    }
+
+
+def power_columns(name: str, powers: dict[str, dict[int, float]] | None, seeds_now: int) -> dict:
+    """The share of simulated studies that decide at the study's seeds per cell, and the seeds per
+    cell that reach 80% (:func:`paper_repro.analysis.design.power_table`)."""
+    if not powers or name not in powers:
+        reason = "not simulated: the test reads the pilot grid or the planner, or the frontier fits only"
+        return {
+            "power_now": NAN,
+            "seeds_for_80pct_power": NAN,
+            "power_note": reason if powers else "not computed",
+        }
+    table = powers[name]
+    needed = seeds_needed(table)
+    note = ", ".join(f"{n} seeds: {p:.2f}" for n, p in sorted(table.items()))
+    if needed is None:
+        note += f"; not decided in 80% of studies with up to {max(table)} seeds per cell"
+    return {
+        "power_now": table.get(seeds_now, NAN),
+        "seeds_for_80pct_power": float(needed or NAN),
+        "power_note": note,
+    }
+
+
+def seeds_needed(powers: dict[int, float]) -> int | None:
+    """The smallest seed count whose share of deciding studies reaches :data:`TARGET_POWER`."""
+    return next((n for n, p in sorted(powers.items()) if p >= TARGET_POWER), None)

@@ -1,0 +1,371 @@
+"""The FLOP ledger itself: C_search / C_learning / C_reward per optimizer step, the budget's stop
+rule and the JSONL log.
+
+:class:`FlopLedger` accumulates what the hooks of :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`
+charge it: FLOPs per component, token and row counts (:data:`TOKEN_COUNTS`) and wall seconds, closed
+into one record per optimizer step. :class:`LedgerConfig` holds its options (and the trainer's).
+
+Token counts become FLOPs through :mod:`paper_repro.flops` under two conventions: ``useful`` (real
+tokens, causal attention: what the paper counts, and what the budget is charged in) and
+``executed`` (padding, rows HF ``generate`` keeps decoding after EOS, full attention squares, and
+TRL's fused head scoring every position on CPU). :func:`forward_pass_work` and
+:func:`generation_pass_work` count the work of one pass from its masks and lengths.
+
+Budget: the IsoFLOP contract. A run stops at the end of a generation round when the next round,
+predicted as the most expensive round so far (or ``LedgerConfig.round_ceiling_flops`` when set), would
+take the useful C_total past ``budget_flops`` (:meth:`FlopLedger.should_stop`). Before any compute the
+trainer prices the costliest round it can meet (:mod:`paper_repro.ledger.pricing`) and refuses a
+budget below it.
+
+Outputs: with ``LedgerConfig.log_path`` one JSONL line per optimizer step (:meth:`FlopLedger.end_step`)
+and the summary beside it at the end of training; the running totals as TRL-style metrics
+(:meth:`FlopLedger.metrics`, :data:`METRIC_NAMES`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from paper_repro import flops
+from paper_repro.flops import CONVENTIONS, ModelShape, TrainSpec, Work
+
+Component = Literal["search", "learning", "reward"]
+COMPONENTS: tuple[Component, ...] = ("search", "learning", "reward")
+# The token and row counts a step records (summed over processes in a multi-GPU run).
+TOKEN_COUNTS = ("gen_rows", "gen_prompt_tokens", "gen_completion_tokens", "gen_executed_tokens",
+                "loss_rows", "loss_tokens", "loss_executed_tokens", "old_forward_rows",
+                "ref_forward_rows", "reward_tokens", "kept_rows")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    """Options of the ledger; every field has a working default."""
+
+    budget_flops: float | None = None  # stop before the round that would pass this (useful FLOPs)
+    kept: int | None = None  # K completions kept per prompt for the update; None keeps all G
+    downsample: Literal["max_variance", "random"] = "max_variance"
+    log_path: str | Path | None = None  # one JSONL line per optimizer step
+    prefix_cache: bool | None = None  # prompt prefilled once per prompt; default: on with vLLM
+    first_round_flops: float | None = None  # the planner's estimate, to refuse a budget below one round
+    # The most one round can cost (the longest prompt, every completion at the maximum length). With
+    # it the budget stop is a guarantee: the run stops while another round could pass the budget.
+    # Without it the next round is priced as the dearest so far, which completions that grow under
+    # RL can outrun.
+    round_ceiling_flops: float | None = None
+    seed: int = 0  # for random down-sampling
+    # Max-variance down-sampling compares rewards rounded to this many decimals (None: exact): float
+    # noise in a learned reward then cannot change which completions are kept.
+    selection_decimals: int | None = None
+    # The compute card: written to ``<card_path>.json`` and ``<card_path>.md`` at the end of training;
+    # default ``<output_dir>/compute_card``. ``write_card=False`` writes none.
+    card_path: str | Path | None = None
+    write_card: bool = True
+    # The peak the card states utilisation against (FLOP/s); default: the table of known GPU peaks for a
+    # GPU, a matmul peak measured in the process on CPU.
+    peak_flops: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.budget_flops is not None and not self.budget_flops > 0:
+            raise ValueError(f"budget_flops must be positive, got {self.budget_flops}")
+        if self.kept is not None and self.kept < 1:
+            raise ValueError(f"kept must be >= 1, got {self.kept}")
+        if self.downsample not in ("max_variance", "random"):
+            raise ValueError(f"downsample must be 'max_variance' or 'random', got {self.downsample!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Work counted from masks
+# ---------------------------------------------------------------------------------------------
+
+
+def real_rows_work(mask: torch.Tensor, head_tokens: int | None = None) -> Work:
+    """Useful work of a forward over padded rows whose real tokens are contiguous: each row's real
+    tokens attend causally; ``head_tokens`` defaults to every real position."""
+    lengths = mask.sum(dim=1).tolist()
+    tokens = sum(lengths)
+    return Work(
+        tokens, sum(flops.causal_pairs(n) for n in lengths), tokens if head_tokens is None else head_tokens
+    )
+
+
+def forward_pass_work(
+    attention_mask: torch.Tensor, logits_to_keep: int, compact_head: bool
+) -> dict[str, Work]:
+    """Useful and executed work of one TRL policy forward over prompt+completion rows.
+
+    Real tokens are contiguous in each row (left-padded prompt, right-padded completion). TRL's
+    fused head scores the completion positions only where Triton runs (CUDA/XPU), and every
+    position but the last of each row elsewhere.
+    """
+    rows, width = attention_mask.shape
+    head_useful = int(attention_mask[:, width - logits_to_keep :].sum())
+    useful = real_rows_work(attention_mask, head_useful)
+    head_executed = head_useful if compact_head else rows * (width - 1)
+    executed = flops.padded_batch_work(rows, width, head_executed)
+    return {"useful": useful, "executed": executed}
+
+
+def generation_pass_work(
+    prompt_lengths: Sequence[int],
+    completion_lengths: Sequence[int],
+    num_generations: int,
+    prefix_cache: bool,
+    padded: bool,
+    sampler: Any = None,
+) -> dict[str, Work]:
+    """Useful and executed work of generating one completion per row.
+
+    Rows come in groups of ``num_generations`` copies of one prompt (TRL's ``RepeatSampler``).
+    With ``prefix_cache`` the first row of a group prefills the prompt, the others reuse it.
+    ``padded`` is HF ``generate``: left-padded prompts, every row decoding until the longest ends;
+    ``sampler`` (a :class:`paper_repro.sampler.LeanStats`): the lean sampler's padded batch, which
+    drops finished rows, each decode step running the rows it records.
+    """
+    useful = Work()
+    for i, (p, c) in enumerate(zip(prompt_lengths, completion_lengths, strict=True)):
+        prefill = not prefix_cache or i % num_generations == 0
+        useful = useful + flops.generation_work(p, c, prefill=prefill)
+    if not padded:
+        return {"useful": useful, "executed": useful}
+    rows = len(prompt_lengths)
+    if sampler is not None:
+        executed = flops.padded_generation_work(
+            rows, sampler.prompt_width, 0, sampler.decode_rows, sampler.prefill_rows or rows
+        )
+        return {"useful": useful, "executed": executed}
+    steps = max(completion_lengths, default=0)
+    executed = flops.padded_generation_work(rows, max(prompt_lengths, default=0), steps)
+    return {"useful": useful, "executed": executed}
+
+
+# ---------------------------------------------------------------------------------------------
+# The ledger itself
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _StepAccumulator:
+    flops: dict[str, dict[str, float]] = field(
+        default_factory=lambda: {c: dict.fromkeys(COMPONENTS, 0.0) for c in CONVENTIONS}
+    )
+    tokens: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    generated: bool = False
+
+
+class FlopLedger:
+    """Accumulates the FLOPs, token counts and wall seconds of a GRPO run, step by step."""
+
+    def __init__(
+        self,
+        policy: ModelShape,
+        train: TrainSpec,
+        config: LedgerConfig | None = None,
+    ) -> None:
+        self.policy = policy
+        self.train = train
+        self.config = config or LedgerConfig()
+        self.steps: list[dict[str, Any]] = []
+        self.rounds: list[float] = []  # useful C_total of each completed generation round
+        self._round_cost = 0.0
+        self._useful_total = 0.0  # running sum, so the per-step budget check does not rescan the steps
+        self._current = _StepAccumulator()
+        self._step_start = time.perf_counter()
+        self.stopped_by_budget = False
+        # running totals of the steps' records (added in step order, as a sum over them would be): the
+        # summary, the per-step metrics and total_flos all read these
+        self._totals = {c: dict.fromkeys(COMPONENTS, 0.0) for c in CONVENTIONS}
+        self._token_totals: dict[str, float] = defaultdict(float)
+        self._seconds_totals = dict.fromkeys((*COMPONENTS, "total"), 0.0)
+        if self.config.log_path:
+            Path(self.config.log_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.config.log_path).write_text("")
+
+    # --- charging ------------------------------------------------------------------------------
+    def charge(self, component: Component, cost: dict[str, float]) -> None:
+        for convention in CONVENTIONS:
+            self._current.flops[convention][component] += cost[convention]
+
+    def count(self, **tokens: float) -> None:
+        for key, value in tokens.items():
+            self._current.tokens[key] += value
+
+    def add_seconds(self, component: str, seconds: float) -> None:
+        self._current.seconds[component] += seconds
+
+    def charge_generation(
+        self, work: dict[str, Work], adapters_active: bool = True, merged_executed: float | None = None
+    ) -> None:
+        """``merged_executed``: the rollout ran merged weights, merging them cost this many FLOPs; the
+        executed count then has no adapter matmuls per token, plus the merge."""
+        lora = self.train.lora if adapters_active else None
+        cost = {c: flops.forward_flops(self.policy, work[c], lora) for c in CONVENTIONS}
+        if merged_executed is not None:
+            cost["executed"] = flops.forward_flops(self.policy, work["executed"], None) + merged_executed
+        self.charge("search", cost)
+        self._current.generated = True
+
+    def charge_forward(self, work: dict[str, Work], adapters_active: bool) -> None:
+        lora = self.train.lora if adapters_active else None
+        self.charge("learning", {c: flops.forward_flops(self.policy, work[c], lora) for c in CONVENTIONS})
+
+    def charge_training_pass(self, work: dict[str, Work], executed_train: TrainSpec | None = None) -> None:
+        """A loss pass (forward and backward); ``executed_train``: how the executed pass trained where
+        that differs from the planner's ``self.train`` (no head recompute in backward)."""
+        trains = {"useful": self.train, "executed": executed_train or self.train}
+        self.charge("learning", {c: flops.train_flops(self.policy, work[c], trains[c]) for c in CONVENTIONS})
+
+    def reduce_step(self, reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """Sum the open step's FLOPs and token counts over processes (``reduce_sum``: an all-reduce,
+        e.g. ``accelerator.reduce(t, "sum")``), so that on every process the ledger holds the whole
+        run's totals and the budget stops every process at the same step. Seconds stay per process."""
+        acc = self._current
+        keys = [(c, k) for c in CONVENTIONS for k in COMPONENTS]
+        values = [acc.flops[c][k] for c, k in keys] + [acc.tokens.get(k, 0.0) for k in TOKEN_COUNTS]
+        values.append(float(acc.generated))
+        summed = reduce_sum(torch.tensor(values, dtype=torch.float64)).tolist()
+        for (c, k), v in zip(keys, summed, strict=False):
+            acc.flops[c][k] = v
+        for k, v in zip(TOKEN_COUNTS, summed[len(keys) :], strict=False):
+            if v or k in acc.tokens:
+                acc.tokens[k] = v
+        acc.generated = summed[-1] > 0
+
+    # --- steps ---------------------------------------------------------------------------------
+    def begin_step(self) -> None:
+        self._step_start = time.perf_counter()
+
+    def end_step(self, global_step: int, round_complete: bool) -> dict[str, Any]:
+        """Close an optimizer step; return its record (also written to the JSONL log)."""
+        wall = time.perf_counter() - self._step_start
+        acc = self._current
+        seconds = {
+            "search": acc.seconds.get("search", 0.0),
+            "reward": acc.seconds.get("reward", 0.0),
+        }
+        seconds["learning"] = max(wall - seconds["search"] - seconds["reward"], 0.0)
+        seconds["total"] = wall
+        useful = acc.flops["useful"]
+        record = {
+            "step": global_step,
+            "generated": acc.generated,
+            "flops": {c: {**acc.flops[c], "total": sum(acc.flops[c].values())} for c in CONVENTIONS},
+            "tokens": dict(acc.tokens),
+            "seconds": seconds,
+        }
+        self._round_cost += sum(useful.values())
+        self._useful_total += sum(useful.values())
+        for c in CONVENTIONS:
+            for k in COMPONENTS:
+                self._totals[c][k] += acc.flops[c][k]
+        for k, v in acc.tokens.items():
+            self._token_totals[k] += v
+        for k, v in seconds.items():
+            self._seconds_totals[k] += v
+        if round_complete:
+            self.rounds.append(self._round_cost)
+            self._round_cost = 0.0
+        self.steps.append(record)
+        if self.config.log_path:
+            with open(self.config.log_path, "a") as fh:
+                fh.write(json.dumps(record) + "\n")
+        self._current = _StepAccumulator()
+        return record
+
+    def should_stop(self) -> bool:
+        """True when the next generation round could take the useful C_total past the budget:
+        priced at ``round_ceiling_flops`` when set (a bound: the total never passes the budget),
+        else as the dearest round so far (an estimate)."""
+        budget = self.config.budget_flops
+        if budget is None or not self.rounds:
+            return False
+        next_round = self.config.round_ceiling_flops or max(self.rounds)
+        if self._useful_total + next_round > budget:
+            self.stopped_by_budget = True
+            return True
+        return False
+
+    def metrics(self) -> dict[str, float]:
+        """The run so far as TRL-style metrics (:data:`METRIC_NAMES`): cumulative useful FLOPs per
+        component (``flops/search`` ...), the same under ``executed`` (``flops/executed/search`` ...),
+        rho under each, the time-based rho and the tokens of each component. Values, not deltas."""
+        out: dict[str, float] = {}
+        for convention in CONVENTIONS:
+            prefix = "flops/" if convention == "useful" else f"flops/{convention}/"
+            comp = self._totals[convention]
+            total = sum(comp.values())
+            for k, v in comp.items():
+                out[prefix + k] = v
+            out[prefix + "total"] = total
+            out[prefix + "rho"] = comp["learning"] / total if total > 0 else float("nan")
+        secs = self._seconds_totals
+        out["flops/rho_time"] = secs["learning"] / secs["total"] if secs["total"] > 0 else float("nan")
+        tokens = self._token_totals
+        out["tokens/search"] = tokens.get("gen_prompt_tokens", 0.0) + tokens.get("gen_completion_tokens", 0.0)
+        out["tokens/learning"] = tokens.get("loss_tokens", 0.0)
+        out["tokens/reward"] = tokens.get("reward_tokens", 0.0)
+        return out
+
+    # --- totals --------------------------------------------------------------------------------
+    def component_totals(self, convention: str = "useful") -> dict[str, float]:
+        return dict(self._totals[convention])
+
+    def total(self, convention: str = "useful") -> float:
+        return sum(self.component_totals(convention).values())
+
+    def seconds_totals(self) -> dict[str, float]:
+        return dict(self._seconds_totals)
+
+    def summary(self) -> dict[str, Any]:
+        """Totals per convention with rho, wall seconds with a time-based rho, and the budget."""
+        out: dict[str, Any] = {"steps": len(self.steps), "rounds": len(self.rounds)}
+        for convention in CONVENTIONS:
+            comp = self.component_totals(convention)
+            total = sum(comp.values())
+            out[convention] = {
+                **{f"C_{k}": v for k, v in comp.items()},
+                "C_total": total,
+                "rho": comp["learning"] / total if total > 0 else float("nan"),
+            }
+        secs = self.seconds_totals()
+        out["seconds"] = secs
+        out["rho_time"] = secs["learning"] / secs["total"] if secs["total"] > 0 else float("nan")
+        out["budget_flops"] = self.config.budget_flops
+        out["stopped_by_budget"] = self.stopped_by_budget
+        out["over_budget"] = bool(
+            self.config.budget_flops and self.total("useful") > self.config.budget_flops
+        )
+        out["max_round_flops"] = max(self.rounds) if self.rounds else float("nan")
+        out["tokens"] = dict(self._token_totals)
+        return out
+
+    def write_summary(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.summary(), indent=2) + "\n")
+
+
+# What :meth:`FlopLedger.metrics` puts into TRL's metrics each optimizer step (cumulative values).
+METRIC_NAMES: tuple[str, ...] = (
+    *(f"flops/{k}" for k in (*COMPONENTS, "total", "rho")),
+    *(f"flops/executed/{k}" for k in (*COMPONENTS, "total", "rho")),
+    "flops/rho_time",
+    *(f"tokens/{k}" for k in COMPONENTS),
+)
+
+
+def as_conventions(cost: Any) -> dict[str, float]:
+    """A reward function's ``flop_cost`` result as {useful, executed}: a number counts for both."""
+    if isinstance(cost, dict):
+        return {c: float(cost[c]) for c in CONVENTIONS}
+    if isinstance(cost, (tuple, list)):
+        return dict(zip(CONVENTIONS, map(float, cost), strict=True))
+    return dict.fromkeys(CONVENTIONS, float(cost))

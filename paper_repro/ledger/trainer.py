@@ -1,0 +1,405 @@
+"""``LedgerGRPOTrainer``: TRL's ``GRPOTrainer`` (TRL 1.16) with the FLOP ledger hooked in.
+
+What it hooks (see ``docs/DESIGN.md`` §3.7):
+
+* ``_generate_single_turn``: the prompt and completion tokens of every rollout (C_search);
+* ``_get_per_token_logps_and_entropies``: every policy forward over prompt+completion. With grad
+  off it is the old-policy or reference forward (adapters disabled = reference); with grad on it is
+  the loss pass, whose backward follows (C_learning);
+* ``_calculate_rewards``: the reward functions; a reward model's cost comes from its own token
+  counts (TRL's ``nn.Module`` path) or from the function's ``flop_cost`` attribute (C_reward);
+* ``_generate_and_score_completions``: K-of-G down-sampling of each generation batch;
+* a ``TrainerCallback`` closes each optimizer step: one JSONL line, wall seconds per component,
+  and the budget check.
+
+What else reaches the outside:
+
+* TRL's metrics path: every optimizer step sets ``flops/*`` and ``tokens/*`` in
+  ``GRPOTrainer._metrics``, so every ``report_to`` backend and ``state.log_history`` carry them
+  (:data:`~paper_repro.ledger.core.METRIC_NAMES`);
+* ``state.total_flos`` is the ledger's useful C_total, so the trainer's end-of-training summary is right;
+* a compute card (JSON and Markdown) written at the end of training (:func:`compute_card`).
+
+It hooks private methods of TRL: it refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`.
+
+The class's other jobs are mixins from the modules beside this one: K-of-G down-sampling
+(:class:`~paper_repro.ledger.downsample.Downsampling`), pricing the costliest round before training
+(:class:`~paper_repro.ledger.pricing.RoundPricing`) and choosing the lean/fused sampler and the
+bucketed/fused update (:class:`~paper_repro.ledger.kernels.KernelDispatch`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+from trl import GRPOTrainer
+
+from paper_repro import flops
+from paper_repro.flops import ModelShape, TrainSpec
+from paper_repro.ledger.core import (
+    FlopLedger,
+    LedgerConfig,
+    as_conventions,
+    forward_pass_work,
+    generation_pass_work,
+    real_rows_work,
+)
+from paper_repro.ledger.downsample import Downsampling
+from paper_repro.ledger.kernels import KernelDispatch, check_kernel_choice
+from paper_repro.ledger.pricing import RoundPricing
+
+# The TRL versions whose private methods (``_generate_single_turn``, ``_get_per_token_logps_and_entropies``,
+# ``_calculate_rewards``, ``_generate_and_score_completions``, ``_metrics``) the ledger was tested with.
+SUPPORTED_TRL_VERSIONS: tuple[str, ...] = ("1.16.0",)
+
+
+class _LedgerCallback(TrainerCallback):
+    def __init__(self, trainer: LedgerGRPOTrainer) -> None:
+        self.trainer = trainer
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.trainer._sync()
+        self.trainer.ledger.begin_step()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        trainer = self.trainer
+        log_path = trainer.ledger.config.log_path
+        if log_path:
+            trainer.ledger.write_summary(Path(log_path).with_suffix(".summary.json"))
+        if trainer.ledger.config.write_card and trainer.accelerator.is_main_process:
+            trainer.write_compute_card()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        trainer = self.trainer
+        trainer._sync()
+        generate_every = args.steps_per_generation * trainer.num_iterations
+        round_complete = trainer._step % generate_every == 0
+        accelerator = trainer.accelerator
+        if accelerator.num_processes > 1:
+            trainer.ledger.reduce_step(lambda t: accelerator.reduce(t.to(accelerator.device), "sum").cpu())
+        trainer.ledger.end_step(state.global_step, round_complete)
+        # cumulative values, set (not appended) as TRL sets num_tokens: the logged value is the
+        # total at the logging step, whatever logging_steps is
+        metrics = trainer._metrics["train"]
+        for name, value in trainer.ledger.metrics().items():
+            metrics[name] = [value]
+        if round_complete and trainer.ledger.should_stop():
+            control.should_training_stop = True
+        return control
+
+
+# ---------------------------------------------------------------------------------------------
+# The trainer
+# ---------------------------------------------------------------------------------------------
+
+
+def _lora_spec_of(model: Any, num_layers: int) -> flops.LoRASpec | None:
+    """The active LoRA adapters of a PEFT model as a LoRASpec (None for a plain model: full
+    training), read from the adapted modules themselves."""
+    ranks: dict[str, set[int]] = defaultdict(set)
+    for name, module in model.named_modules():
+        lora_a = getattr(module, "lora_A", None)
+        if isinstance(lora_a, torch.nn.ModuleDict) and len(lora_a):
+            for adapter in module.active_adapters:
+                if adapter in lora_a:
+                    ranks[name.rsplit(".", 1)[-1]].add(lora_a[adapter].out_features)
+    if not ranks:
+        return None
+    all_ranks = set().union(*ranks.values())
+    counts = defaultdict(int)
+    for name, module in model.named_modules():
+        if isinstance(getattr(module, "lora_A", None), torch.nn.ModuleDict) and len(module.lora_A):
+            counts[name.rsplit(".", 1)[-1]] += 1
+    if len(all_ranks) != 1 or any(n != num_layers for n in counts.values()):
+        raise ValueError(
+            "the FLOP ledger supports one LoRA rank on the same modules of every layer; "
+            f"found ranks {sorted(all_ranks)} on {dict(counts)} (of {num_layers} layers)"
+        )
+    return flops.LoRASpec(rank=all_ranks.pop(), target_modules=tuple(sorted(ranks)))
+
+
+class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer):
+    """``trl.GRPOTrainer`` with a FLOP ledger, a FLOP budget and K-of-G down-sampling.
+
+    Takes every ``GRPOTrainer`` argument plus ``ledger`` (a :class:`LedgerConfig`). After
+    ``train()``, ``trainer.ledger`` holds the per-step records and ``trainer.ledger.summary()``
+    the totals. On the way:
+
+    * construction refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`, and a budget below
+      one round (the user's ``first_round_flops`` / ``round_ceiling_flops``, else the round the
+      trainer prices itself: :meth:`price_round_ceiling`);
+    * every optimizer step puts the run's running totals into TRL's metrics (:data:`METRIC_NAMES`,
+      e.g. ``flops/search``, ``flops/executed/total``, ``flops/rho``, ``flops/rho_time``,
+      ``tokens/learning``). They are cumulative values, set as TRL sets ``num_tokens``: what a
+      logging step shows is the total up to that step, whatever ``logging_steps`` is; differences of
+      consecutive log entries are the window's FLOPs;
+    * ``state.total_flos`` is the useful C_total (:meth:`store_flos`);
+    * at the end of training the compute card is written (:func:`compute_card`) to
+      ``LedgerConfig.card_path`` + ``.json`` / ``.md`` (default ``<output_dir>/compute_card``).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        ledger: LedgerConfig | None = None,
+        sampler: str = "hf",
+        update_layout: str = "padded",
+        **kwargs: Any,
+    ) -> None:
+        check_trl_version()
+        check_kernel_choice(sampler, update_layout)
+        super().__init__(*args, **kwargs)
+        # "lean": rollouts by paper_repro.sampler where it reproduces HF generate (else HF generate);
+        # "fused": by its fused decoder (the same model and distribution, other roundings)
+        self.sampler = sampler
+        # "bucketed": TRL's policy forwards over length buckets (paper_repro.buckets); "fused": over
+        # the same buckets by paper_repro.fused_update's forward instead of HF's and TRL's fused head
+        self.update_layout = update_layout
+        self.fused_update_fallback: str | None = None  # why the last "fused" forward ran HF's instead
+        self.lean_fallback: str | None = None  # why the last rollout fell back to HF generate
+        config = ledger or LedgerConfig()
+        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        shape = ModelShape.from_config(base.config)
+        lora = _lora_spec_of(self.model, shape.num_layers)
+        train = TrainSpec(
+            lora=lora,
+            # the flag Trainer enables checkpointing by (`gradient_checkpointing` is its deprecated alias)
+            gradient_checkpointing=bool(self.args.activation_checkpointing),
+            head_recompute=True,  # TRL's fused LM head recomputes logits in backward
+        )
+        self.ledger = FlopLedger(shape, train, config)
+        self._kept = config.kept or self.num_generations
+        self._prefix_cache = self.use_vllm if config.prefix_cache is None else config.prefix_cache
+        self._downsample_rng = torch.Generator().manual_seed(config.seed)
+        self._last_rewards: torch.Tensor | None = None
+        self._adapter_layer = next(
+            (m for m in self.model.modules() if isinstance(getattr(m, "lora_A", None), torch.nn.ModuleDict)),
+            None,
+        )
+        self._check_downsampling()
+        self.round_price: dict[str, Any] | None = None  # the self-priced ceiling (price_round_ceiling)
+        self._check_first_round()
+        if config.write_card and config.peak_flops is None and self.accelerator.device.type != "cuda":
+            # measured now, not in the card at the end: inside train() the matmuls would show in any
+            # FlopCounterMode around it and in its wall time (cached: once per process)
+            from paper_repro.compute_card import cpu_matmul_peak
+
+            cpu_matmul_peak()
+        self.add_callback(_LedgerCallback(self))
+
+    # --- TRL's FLOP count ----------------------------------------------------------------------
+    def floating_point_ops(self, inputs: Any) -> int:
+        """0: the ledger, not Trainer's 6N per input token, counts this run (see :meth:`store_flos`)."""
+        return 0
+
+    def store_flos(self) -> None:
+        """``state.total_flos`` is the ledger's C_total in the ``useful`` convention (real tokens,
+        causal attention: the paper's accounting and what the budget is charged in), summed over
+        processes and all three components, so the trainer's end-of-training summary
+        (``train_output.metrics["total_flos"]``) is right; TRL's GRPO reports 0. The ``executed``
+        C_total is in the ledger's summary and the compute card. On a resumed run it counts this
+        session's steps only."""
+        self.state.total_flos = self.ledger.total("useful")
+        self.current_flos = 0
+
+    # --- the compute card ----------------------------------------------------------------------
+    def card_paths(self) -> tuple[Path, Path]:
+        stem = self.ledger.config.card_path or Path(self.args.output_dir) / "compute_card"
+        return Path(f"{stem}.json"), Path(f"{stem}.md")
+
+    def compute_card(self) -> dict[str, Any]:
+        from paper_repro.compute_card import compute_card
+
+        return compute_card(self)
+
+    def write_compute_card(self) -> dict[str, Any]:
+        """Write the compute card (:func:`compute_card`) as JSON and Markdown; return it."""
+        from paper_repro.compute_card import card_markdown, compute_card
+
+        card = compute_card(self)
+        json_path, md_path = self.card_paths()
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(card, indent=2) + "\n")
+        md_path.write_text(card_markdown(card))
+        return card
+
+    # --- helpers -------------------------------------------------------------------------------
+    def _sync(self) -> None:
+        if torch.cuda.is_available() and self.accelerator.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def _is_reference(self, model: Any) -> bool:
+        """A no-grad forward is the reference one when it runs the separate reference model, or the
+        PEFT policy with its adapters disabled; otherwise it is the old-policy forward."""
+        if model is self.ref_model and model is not None:
+            return True
+        return self._adapter_layer is not None and bool(self._adapter_layer.disable_adapters)
+
+    # --- hooks ---------------------------------------------------------------------------------
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
+        self._sync()
+        start = time.perf_counter()
+        lean = None
+        if self._lean_reason(images, multimodal_fields, *args, **kwargs) is None:
+            from paper_repro.sampler import LeanStats
+
+            lean = LeanStats()
+            completion_ids, logprobs = self._lean_generate(prompt_ids, lean), None  # None: as TRL's HF path
+        else:
+            completion_ids, logprobs = super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
+            )
+        self._sync()
+        self.ledger.add_seconds("search", time.perf_counter() - start)
+        if self.model.training:
+            p_lens = [len(p) for p in prompt_ids]
+            c_lens = [len(c) for c in completion_ids]
+            padded = not (self.use_vllm or self.use_transformers_continuous_batching)
+            work = generation_pass_work(p_lens, c_lens, num_generations, self._prefix_cache, padded, lean)
+            if lean is not None and self.sampler == "fused":
+                # the fused decoder runs merged weights: the adapters' matmuls are executed once, in the
+                # merge, not per token; the useful count is the policy's, adapters included, as HF's
+                from paper_repro.sampler import merge_flops
+
+                self.ledger.charge_generation(
+                    work, adapters_active=True, merged_executed=merge_flops(self.model)
+                )
+            else:
+                # vLLM runs merged weights; HF generate runs the unmerged adapters
+                self.ledger.charge_generation(work, adapters_active=not self.use_vllm)
+            self.ledger.count(
+                gen_rows=len(p_lens),
+                gen_prompt_tokens=sum(p_lens),
+                gen_completion_tokens=sum(c_lens),
+                gen_executed_tokens=work["executed"].tokens,
+            )
+        return completion_ids, logprobs
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *a, **kw):
+        compact = input_ids.device.type in ("cuda", "xpu")
+        plan = self._bucket_plan(input_ids, attention_mask, logits_to_keep, a, kw)
+        fused = None
+        if plan is not None and self.update_layout == "fused":
+            fused = self._fused_forward(model)
+        if self.model.training:
+            work = forward_pass_work(attention_mask, logits_to_keep, compact_head=compact)
+            if plan is not None:
+                completion = work["useful"].head_tokens
+                work["executed"] = plan.executed_work(
+                    head_all_positions=not compact and fused is None, completion_tokens=completion
+                )
+                self.ledger.count(update_buckets=len(plan.buckets))
+            if torch.is_grad_enabled():  # the loss pass: its backward follows
+                # the fused forward's head keeps its logits for backward: no recompute there
+                executed_train = None if fused is None else replace(self.ledger.train, head_recompute=False)
+                self.ledger.charge_training_pass(work, executed_train)
+                self.ledger.count(
+                    loss_rows=input_ids.size(0),
+                    loss_tokens=work["useful"].tokens,
+                    loss_executed_tokens=work["executed"].tokens,
+                )
+            else:  # old-policy or reference log-probs
+                reference = self._is_reference(model)
+                self.ledger.charge_forward(work, adapters_active=not reference)
+                self.ledger.count(**{f"{'ref' if reference else 'old'}_forward_rows": input_ids.size(0)})
+        if plan is None:
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, *a, **kw
+            )
+        from paper_repro.buckets import bucketed_logps
+
+        entropy = bool(kw.get("compute_entropy", False))
+        if fused is not None:
+            logps, entropies = bucketed_logps(fused, input_ids, attention_mask, logits_to_keep, plan)
+            return logps, entropies if entropy else None, None
+
+        def forward(ids: torch.Tensor, labels: torch.Tensor):
+            with self.accelerator.autocast():
+                out = model(input_ids=ids, labels=labels, fused_lm_head=True)
+            return out.log_probs, out.entropy if entropy else None
+
+        logps, entropies = bucketed_logps(forward, input_ids, attention_mask, logits_to_keep, plan)
+        return logps, entropies, None
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        self._sync()
+        start = time.perf_counter()
+        hooks = [
+            func.register_forward_pre_hook(self._reward_model_hook(func), with_kwargs=True)
+            for func in self.reward_funcs
+            if isinstance(func, torch.nn.Module)
+        ]
+        try:
+            rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        finally:
+            for h in hooks:
+                h.remove()
+        if self.model.training:
+            for func in self.reward_funcs:
+                cost_fn: Callable[..., Any] | None = getattr(func, "flop_cost", None)
+                if cost_fn is not None:
+                    cost = cost_fn(
+                        prompts=prompts, completions=completions, completion_ids=completion_ids_list
+                    )
+                    self.ledger.charge("reward", as_conventions(cost))
+        self._sync()
+        self.ledger.add_seconds("reward", time.perf_counter() - start)
+        self._last_rewards = rewards
+        return rewards
+
+    def _reward_model_hook(self, module: torch.nn.Module) -> Callable[..., None]:
+        shape = ModelShape.from_config(module.config)
+
+        def hook(mod, args, kwargs):
+            mask = kwargs.get("attention_mask")
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            if ids is None or not self.model.training:
+                return
+            if mask is None:
+                mask = torch.ones_like(ids)
+            useful = real_rows_work(mask)
+            executed = flops.padded_batch_work(ids.size(0), ids.size(1), ids.numel())
+            self.ledger.charge(
+                "reward",
+                {c: flops.forward_flops(shape, w) for c, w in (("useful", useful), ("executed", executed))},
+            )
+            self.ledger.count(reward_tokens=useful.tokens)
+
+        return hook
+
+    def _generate_and_score_completions(self, inputs):
+        batch = super()._generate_and_score_completions(inputs)
+        if not self.model.training or self._kept == self.num_generations:
+            return batch
+        return self._downsample(batch)
+
+
+# ---------------------------------------------------------------------------------------------
+# TRL versions
+# ---------------------------------------------------------------------------------------------
+
+
+def _trl_version() -> str:
+    import trl
+
+    return str(trl.__version__)
+
+
+def check_trl_version() -> None:
+    """Refuse a TRL version the ledger has not been tested with: it hooks TRL's private methods,
+    whose names, arguments and call order can change in any release, and would count wrong."""
+    version = _trl_version()
+    if version not in SUPPORTED_TRL_VERSIONS:
+        raise RuntimeError(
+            f"the FLOP ledger hooks private methods of TRL's GRPOTrainer and supports TRL "
+            f"{', '.join(SUPPORTED_TRL_VERSIONS)} only; found trl {version}. Install a supported version "
+            f"(pip install trl=={SUPPORTED_TRL_VERSIONS[-1]})"
+        )

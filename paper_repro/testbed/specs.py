@@ -1,0 +1,73 @@
+"""The testbed's models, declared: the policy sizes (:data:`POLICIES`, the one place the sizes and
+their checkpoint names are written), the PRM, the tiny Qwen2 of tests, and where they are saved.
+
+Pretraining runs each size well up its learning curve on a corpus with slips and shortcut answers
+(:mod:`paper_repro.tasks.arith`): the room for RL is in the corpus, not in stopping training early.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from paper_repro.paths import repo_root
+
+MODELS_DIR = Path("data") / "models"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A Qwen2 architecture for the testbed and how long to pretrain it."""
+
+    name: str
+    hidden: int
+    intermediate: int
+    layers: int
+    heads: int = 4
+    kv_heads: int = 2
+    steps: int = 600  # optimizer steps of pretraining
+    batch_size: int = 64
+    learning_rate: float = 3e-3
+
+    def __post_init__(self) -> None:
+        if self.hidden % self.heads or self.heads % self.kv_heads:
+            raise ValueError(f"{self.name}: hidden must divide by heads, heads by kv_heads")
+
+
+# The testbed's policy sizes, label -> architecture; a size's checkpoint is its spec's name under
+# data/models (policy_dir). Code reads the sizes from here (the build, the benchmarks); the cpu-tiny
+# profile names their checkpoints under `policies:`.
+POLICIES: dict[str, ModelSpec] = {
+    "S": ModelSpec("policy-S", hidden=48, intermediate=128, layers=3, steps=1200),
+    "M": ModelSpec("policy-M", hidden=64, intermediate=176, layers=3, steps=1000),
+    "L": ModelSpec("policy-L", hidden=96, intermediate=256, layers=3, steps=1000),
+}
+# Pretraining runs each size well up its learning curve on a corpus with slips and shortcut answers
+# (paper_repro.tasks.arith): the room for RL is in the corpus, not in stopping training early. S is
+# deep and narrow: a 2-layer S (hidden 56) stayed at gsm pass@1 0.11 and RL could not move it (+2
+# points); 3 layers at hidden 48 reach 0.35 and RL lifts them like M (docs/CHOICES.md, *Policy S*).
+# Greedy pass@1 is capped near (share of problems whose greedy solution works the steps) x accuracy,
+# so M and L end close on it; they differ in pass@8 and in what RL makes of them (docs/CHOICES.md).
+# The PRM: one layer deeper than policy L, so it costs more per token than every policy (as
+# Qwen2.5-Math-PRM-7B does against the 1.5B-7B policies), trained from scratch on fresh step data.
+PRM = ModelSpec("prm", hidden=96, intermediate=256, layers=4, steps=1000, learning_rate=3e-3)
+PRM_ERROR_RATE = 0.3  # share of slipped steps in the PRM's step-labelled data
+PRM_DATA_SEED = 108  # the stream of fresh PRM training problems (disjoint from every split's prompts)
+PRM_LABELS = {0: "wrong", 1: "right"}  # the PRM's two classes: class 1 is a step judged right
+
+# The smallest Qwen2 the pipeline runs end to end: random tiny policies and PRMs for tests and examples.
+TINY = ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
+
+
+def models_dir(root: str | Path | None = None) -> Path:
+    return Path(root) if root is not None else repo_root() / MODELS_DIR
+
+
+def policy_dir(size: str, root: str | Path | None = None) -> Path:
+    """The checkpoint directory of policy ``size`` under :func:`models_dir` ``(root)``."""
+    return models_dir(root) / POLICIES[size].name
+
+
+def repo_path(spec: ModelSpec) -> str:
+    """``spec``'s checkpoint as the repo names it (``data/models/policy-S``), on every machine."""
+    return (MODELS_DIR / spec.name).as_posix()
