@@ -2,7 +2,7 @@
 
 :func:`batch_layout` lays one generation round of P x G rows out over processes and micro-batches so
 that the rollout batch and the optimizer batch are the same whatever the GPU count. A spec that asks
-for more than one GPU outside a distributed launch is started by :func:`launch` as ``accelerate
+for more than one GPU outside a distributed launch is started by :func:`paper_repro.train.launch_run` as ``accelerate
 launch`` of :mod:`paper_repro.worker`, whose main process appends the run's row.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from paper_repro.spec import RunSpec
 
@@ -69,39 +68,3 @@ def needs_launch(spec: RunSpec) -> bool:
 
 def is_main_process() -> bool:
     return os.environ.get("RANK", "0") == "0"
-
-
-def launch(spec: RunSpec, root: Path, executed_notebook: str) -> tuple[int, str]:
-    """Run a multi-GPU spec as ``accelerate launch`` of :mod:`paper_repro.worker`, whose main process
-    appends the run's row to ``root/runs.csv``; returns the launcher's exit code and command line.
-    The base metrics are computed here first, on one GPU, so the workers find them cached (an
-    evaluation on rank 0 alone would stall the other ranks' collectives)."""
-    import subprocess
-    import sys
-
-    import torch
-
-    from paper_repro import models
-    from paper_repro.evaluate import base_metrics
-    from paper_repro.trainer import load_parts
-
-    layout = batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
-    available = torch.cuda.device_count()
-    if available < layout.processes:
-        raise ValueError(
-            f"run {spec.run_id} ({spec.setting} {spec.cell}) needs {layout.processes} GPUs; "
-            f"{available} visible. Set resources[{spec.policy}].gpus in the profile to what you have."
-        )
-    parts = load_parts(spec)
-    base_metrics(spec, parts, root)
-    del parts
-    torch.cuda.empty_cache()
-    spec_file = root / "launch" / f"{spec.run_id}.json"
-    spec_file.parent.mkdir(parents=True, exist_ok=True)
-    spec_file.write_text(spec.to_json())
-    config = models.local(spec.runtime.accelerate_config)
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config,
-           "--num_processes", str(layout.processes), "-m", "paper_repro.worker", str(spec_file),
-           "--results", str(root), "--executed", executed_notebook]  # fmt: skip
-    completed = subprocess.run(cmd, check=False)
-    return completed.returncode, " ".join(cmd)

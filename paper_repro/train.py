@@ -14,7 +14,7 @@ run computes with), and:
    (cached per base model, reward system and evaluation set in ``base_metrics.csv``);
 4. appends one row to ``data/results/<profile>/runs.csv`` (:mod:`paper_repro.results`) and writes the
    per-step ledger log to ``steps/<run_id>.jsonl`` beside it, with the run's compute card
-   (``steps/<run_id>.card.json`` and ``.card.md``, :func:`paper_repro.compute_card.compute_card`).
+   (``steps/<run_id>.card.json`` and ``.card.md``, :func:`paper_repro.ledger.card.compute_card`).
 
 A run that raises after the checks is recorded as ``status=failed`` with its error and NaN metrics.
 
@@ -87,10 +87,44 @@ def run_cell(
     return row
 
 
+def launch_run(spec: RunSpec, root: Path, executed_notebook: str) -> tuple[int, str]:
+    """Run a multi-GPU spec as ``accelerate launch`` of :mod:`paper_repro.worker`, whose main process
+    appends the run's row to ``root/runs.csv``; returns the launcher's exit code and command line.
+    The base metrics are computed here first, on one GPU, so the workers find them cached (an
+    evaluation on rank 0 alone would stall the other ranks' collectives)."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from paper_repro import models
+
+    layout = launch.batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
+    available = torch.cuda.device_count()
+    if available < layout.processes:
+        raise ValueError(
+            f"run {spec.run_id} ({spec.setting} {spec.cell}) needs {layout.processes} GPUs; "
+            f"{available} visible. Set resources[{spec.policy}].gpus in the profile to what you have."
+        )
+    parts = load_parts(spec)
+    base_metrics(spec, parts, root)
+    del parts
+    torch.cuda.empty_cache()
+    spec_file = root / "launch" / f"{spec.run_id}.json"
+    spec_file.parent.mkdir(parents=True, exist_ok=True)
+    spec_file.write_text(spec.to_json())
+    config = models.local(spec.runtime.accelerate_config)
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config,
+           "--num_processes", str(layout.processes), "-m", "paper_repro.worker", str(spec_file),
+           "--results", str(root), "--executed", executed_notebook]  # fmt: skip
+    completed = subprocess.run(cmd, check=False)
+    return completed.returncode, " ".join(cmd)
+
+
 def _launched(spec: RunSpec, root: Path, executed_notebook: str, raise_errors: bool) -> dict[str, Any]:
     """A multi-GPU run through ``accelerate launch``: the row its main process appended, or a
     ``failed`` row when the launch died before writing one."""
-    code, cmd = launch.launch(spec, root, executed_notebook)
+    code, cmd = launch_run(spec, root, executed_notebook)
     table = ResultTable(root / "runs.csv", RUN_COLUMNS)
     rows = [r for r in table.rows() if r["run_id"] == spec.run_id]
     if rows and rows[-1]["status"] == "ok":

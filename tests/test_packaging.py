@@ -30,7 +30,7 @@ PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 # by import name: a module the ledger or the FLOP model imports must not import them.
 STUDY_ONLY = ("jupyterlab", "papermill", "nbformat", "seaborn", "matplotlib", "statsmodels", "submitit",
               "math_verify")  # fmt: skip
-LIBRARY = ("paper_repro.ledger", "paper_repro.compute_card", "paper_repro.flops", "paper_repro.testbed",
+LIBRARY = ("paper_repro.ledger", "paper_repro.ledger.card", "paper_repro.flops", "paper_repro.testbed",
            "paper_repro.allocation", "paper_repro.cli")  # fmt: skip
 
 

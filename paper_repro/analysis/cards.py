@@ -1,6 +1,6 @@
 """The runs' compute cards, read back: one row per run that wrote one (``steps/<run_id>.card.json``).
 
-Each study run writes its ledger's compute card beside its step log (:func:`paper_repro.compute_card.compute_card`):
+Each study run writes its ledger's compute card beside its step log (:func:`paper_repro.ledger.card.compute_card`):
 FLOPs per component under both conventions, wall seconds, the device and the achieved FLOP/s
 against its peak. :func:`card_table` flattens them into ``compute_cards.csv`` (runs recorded
 before the cards existed have none and are simply absent), so the study's own compute report is

@@ -190,7 +190,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         if config.write_card and config.peak_flops is None and self.accelerator.device.type != "cuda":
             # measured now, not in the card at the end: inside train() the matmuls would show in any
             # FlopCounterMode around it and in its wall time (cached: once per process)
-            from paper_repro.compute_card import cpu_matmul_peak
+            from paper_repro.ledger.card import cpu_matmul_peak
 
             cpu_matmul_peak()
         self.add_callback(_LedgerCallback(self))
@@ -216,13 +216,13 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         return Path(f"{stem}.json"), Path(f"{stem}.md")
 
     def compute_card(self) -> dict[str, Any]:
-        from paper_repro.compute_card import compute_card
+        from paper_repro.ledger.card import compute_card
 
         return compute_card(self)
 
     def write_compute_card(self) -> dict[str, Any]:
         """Write the compute card (:func:`compute_card`) as JSON and Markdown; return it."""
-        from paper_repro.compute_card import card_markdown, compute_card
+        from paper_repro.ledger.card import card_markdown, compute_card
 
         card = compute_card(self)
         json_path, md_path = self.card_paths()

@@ -20,10 +20,10 @@ import torch
 
 from paper_repro.devices import gpu_peak, matmul_peak_flops
 from paper_repro.flops import CONVENTIONS
-from paper_repro.ledger import COMPONENTS
+from paper_repro.ledger.core import COMPONENTS
 
 if TYPE_CHECKING:
-    from paper_repro.ledger import LedgerGRPOTrainer
+    from paper_repro.ledger.trainer import LedgerGRPOTrainer
 
 
 @functools.cache
