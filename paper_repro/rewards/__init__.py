@@ -44,6 +44,7 @@ dataset without the columns a reward reads is refused with their names.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -74,7 +75,9 @@ class ModelForward(RewardCost):
     def __init__(self, model: str) -> None:
         self.model = model
 
-    def _shape(self):
+    @functools.cached_property
+    def shape(self):
+        """The model's shape, read once from its config (the planner prices many cells)."""
         from paper_repro import models
 
         return models.shape(self.model)
@@ -82,14 +85,19 @@ class ModelForward(RewardCost):
     def planned(self, prompt_tokens: int, completion_tokens: int) -> float:
         from paper_repro.flops import forward_flops, sequence_work
 
-        return forward_flops(self._shape(), sequence_work(prompt_tokens + completion_tokens))
+        return forward_flops(self.shape, sequence_work(prompt_tokens + completion_tokens))
 
-    def charged(self, prompts: Sequence[str], completions: Sequence[str]) -> dict[str, float]:
+    @functools.cached_property
+    def tokenizer(self):
+        """The model's tokenizer, loaded once (the ledger charges every reward call)."""
         from transformers import AutoTokenizer
 
         from paper_repro import models
 
-        tokenizer = AutoTokenizer.from_pretrained(models.checkpoint(self.model))
+        return AutoTokenizer.from_pretrained(models.checkpoint(self.model))
+
+    def charged(self, prompts: Sequence[str], completions: Sequence[str]) -> dict[str, float]:
+        tokenizer = self.tokenizer
         useful = sum(
             self.planned(len(tokenizer(p)["input_ids"]), len(tokenizer(c)["input_ids"]))
             for p, c in zip(prompts, completions, strict=True)
