@@ -1,4 +1,4 @@
-"""Executed notebooks fit to commit: :func:`paper_repro.sweep.notebook_problems` flags trainer log
+"""Executed notebooks fit to commit: :func:`paper_repro.notebook_hygiene.notebook_problems` flags trainer log
 dicts, warnings, absolute paths and oversized outputs, and a run made as the notebooks make theirs
 shows none of them."""
 
@@ -14,9 +14,9 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 from paper_repro import runner
 from paper_repro.allocation import planner_for
 from paper_repro.config import load_profile
+from paper_repro.notebook_hygiene import notebook_problems
 from paper_repro.quiet import quiet_libraries
 from paper_repro.spec import spec_for
-from paper_repro.sweep import notebook_problems
 
 
 def executed(path: Path, outputs: list, metadata: dict | None = None) -> Path:

@@ -231,7 +231,7 @@ def _fresh_pairs(check: pd.DataFrame) -> pd.DataFrame:
 def notebook_image(fig, max_width: int = 1000, colors: int = 64):
     """``fig`` (:func:`setting_frontiers`, :func:`pilot_frontiers`) as an image for a notebook cell to
     show: rendered at 100 dpi, then made small as :func:`preview_png` does (an executed notebook's
-    output stays far under :data:`paper_repro.sweep.OUTPUT_LIMIT`)."""
+    output stays far under :data:`paper_repro.notebook_hygiene.OUTPUT_LIMIT`)."""
     import io
 
     from IPython.display import Image
