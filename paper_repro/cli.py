@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from paper_repro import flops
 from paper_repro.config import STAGES
@@ -196,10 +195,10 @@ def _run_command(args: argparse.Namespace) -> int:
         print(f"executed {repo_relative(path)}")
     root = study.results_root_for(profile, args.quick, args.results)
     if any(job.stage == "analysis" for job in jobs):
-        figures = Path(root) / "figures" if root is not None else Path("figures") / profile.name
-        print(
-            f"tables in {repo_relative(results_dir(profile.name, root))}, figures in {repo_relative(figures)}"
-        )
+        from paper_repro.analysis import figures_folder
+
+        figures = repo_relative(figures_folder(profile, root))
+        print(f"tables in {repo_relative(results_dir(profile.name, root))}, figures in {figures}")
     return 0
 
 

@@ -60,12 +60,11 @@ def recheck(
 def compare(committed: pd.DataFrame, rerun: pd.DataFrame) -> pd.DataFrame:
     """Per committed row, its rerun's largest difference, the column it is in, the columns beyond
     :data:`TOLERANCE` and the verdict (``equal``, ``within tolerance`` or ``differs``)."""
-    picked, rows = committed, rerun
-    old = picked.set_index("run_id")[list(COMPARED)].astype(float)
-    new = rows.set_index("run_id")[list(COMPARED)].astype(float).loc[old.index]
+    old = committed.set_index("run_id")[list(COMPARED)].astype(float)
+    new = rerun.set_index("run_id")[list(COMPARED)].astype(float).loc[old.index]
     gap = (new - old).abs().where(~(old.isna() & new.isna()), 0.0).fillna(float("inf"))  # NaN on one side
     over = gap.gt(pd.Series(TOLERANCE))
-    out = picked.set_index("run_id")[["setting", "cell", "seed", "budget_kind"]].copy()
+    out = committed.set_index("run_id")[["setting", "cell", "seed", "budget_kind"]].copy()
     out["largest_difference"] = gap.max(axis=1)
     out["in_column"] = [gap.loc[i].idxmax() if gap.loc[i].max() > 0 else "" for i in out.index]
     out["beyond_tolerance"] = [", ".join(c for c in COMPARED if over.loc[i, c]) for i in out.index]

@@ -329,7 +329,6 @@ class Design:
                 spec = json.loads(spec)
             except (TypeError, ValueError):
                 return "it records no readable spec"
-        spec = {**spec, "seed": spec.get("seed"), "budget_kind": spec.get("budget_kind")}
         if spec.get("profile") != profile.name:
             return f"it belongs to profile {spec.get('profile')!r}, not {profile.name!r}"
         policy, reward = spec.get("policy"), spec.get("reward_system")
@@ -339,7 +338,7 @@ class Design:
         differ = _differences(design_key(spec), key)
         if differ:
             return f"its {', '.join(differ)} {'differ' if len(differ) > 1 else 'differs'} from the design's"
-        kind, budget, seed = spec["budget_kind"], float(spec.get("budget_flops", "nan")), spec["seed"]
+        kind, budget, seed = spec.get("budget_kind"), float(spec.get("budget_flops", "nan")), spec.get("seed")
         if kind == "full":
             budgets, seeds = [profile.budget_flops], [*range(profile.seeds), *profile.fresh_seeds]
         else:

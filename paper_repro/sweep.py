@@ -18,9 +18,10 @@ from pathlib import Path
 
 from paper_repro.config import STAGES, Profile, Resources
 from paper_repro.paths import in_repo, repo_relative, repo_root
-from paper_repro.results import quick_dir, results_dir
+from paper_repro.results import results_dir
 from paper_repro.runner import pending
 from paper_repro.spec import RunSpec, setting_specs
+from paper_repro.study import results_root_for
 
 # --------------------------------------------------------------------------------------------
 # The study: notebooks executed with papermill (`paper-repro run`)
@@ -77,7 +78,7 @@ def study_jobs(
     run_profile = profile.quick_variant() if quick else profile
     out_dir = Path(executed_dir) if executed_dir else repo_root() / "notebooks" / "executed" / profile.name
     if quick:  # a smoke run: its outputs stay out of the committed study
-        results_root = results_root or quick_dir(profile.name)
+        results_root = results_root_for(profile, quick, results_root)
         out_dir = out_dir if executed_dir else out_dir / "quick"
     root = str(results_root) if results_root else None
     common = {"profile": profile.ref, "quick": quick, "results_root": root}
