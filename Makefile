@@ -60,7 +60,7 @@ models: $(STAMP)
 		notebooks/executed/cpu-tiny/00_embedded_models.ipynb
 
 # On a machine with a CUDA GPU: a cpu-tiny cell on CUDA in bf16, and a vLLM colocate cell if vllm is
-# installed (pip install -e ".[gpu]"); under 5 minutes; log and summary in gpu_smoke/.
+# installed (pip install -c constraints.txt -e ".[gpu]"); under 5 minutes; log and summary in gpu_smoke/.
 gpu-smoke: $(STAMP)
 	$(BIN)/python -m paper_repro.smoke --out gpu_smoke
 

@@ -11,7 +11,9 @@ answers of the held-out and downstream sets, and the judge on them) at the gener
 and the GPU's peak are the profile's ``estimate`` section: assumptions, printed with the result.
 
 The hub is probed once: unreachable (or ``HF_HUB_OFFLINE=1``), it says so once and checks configs
-only; reachable, it also checks that every model and dataset id exists (nothing is downloaded).
+only; reachable, it also checks that every model and dataset id exists at its revision (nothing is
+downloaded). Either way it lists the hub ids the runs would load without a revision, which a run
+refuses (pin before you run), and those pinned to a branch or tag rather than a commit.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from paper_repro import flops, models
 from paper_repro.config import STAGES, Profile
 from paper_repro.launch import batch_layout
+from paper_repro.preflight import hub_refs
 from paper_repro.spec import RunSpec
 
 STAGE_ORDER: tuple[str, ...] = (*STAGES, "race")  # the study steps that run cells
@@ -99,24 +102,35 @@ def hub_status() -> str | None:
     return None
 
 
-def check_hub_ids(profile: Profile) -> list[str]:
-    """Problems with the profile's hub ids (models and datasets), checked without downloading."""
+def check_hub_ids(refs: dict[str, str]) -> list[str]:
+    """Problems with hub references ({reference: "model" | "dataset"}): the id or its revision does
+    not exist on the hub. Checked without downloading."""
     from huggingface_hub import HfApi
 
+    from paper_repro.tasks.hub import parse_ref
+
     api, problems = HfApi(), []
-    models = {*profile.policies.values(), profile.prm}
-    datasets = {ref.partition("=")[0] for ref in profile.data.values() if "=" not in ref}
-    for model in sorted(m for m in models if m.count("/") == 1 and not os.path.exists(m)):
+    for ref, kind in sorted(refs.items()):
+        repo, revision = parse_ref(ref)
+        info = api.model_info if kind == "model" else api.dataset_info
         try:
-            api.model_info(model, timeout=10)
+            info(repo, revision=revision, timeout=10)
         except Exception as err:
-            problems.append(f"model {model}: {type(err).__name__}: {err}")
-    for dataset in sorted(d for d in datasets if not d.startswith("arith/")):
-        try:
-            api.dataset_info(dataset, timeout=10)
-        except Exception as err:
-            problems.append(f"dataset {dataset}: {type(err).__name__}: {err}")
+            problems.append(f"{kind} {ref}: {type(err).__name__}: {err}")
     return problems
+
+
+def pins(refs: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The hub references ``refs`` by how they are pinned: ``unpinned`` (no revision: a run refuses
+    them), ``branch`` (a branch or tag: runs, and records the commit it resolved to) and ``commit``."""
+    from paper_repro.tasks.hub import is_commit, parse_ref
+
+    out: dict[str, dict[str, str]] = {"unpinned": {}, "branch": {}, "commit": {}}
+    for ref, kind in sorted(refs.items()):
+        revision = parse_ref(ref)[1]
+        group = "unpinned" if revision is None else "commit" if is_commit(revision) else "branch"
+        out[group][ref] = kind
+    return out
 
 
 def dry_run(
@@ -129,9 +143,11 @@ def dry_run(
         profile = profile.quick_variant()
     seen: set[str] = set()
     estimates = []
+    refs: dict[str, str] = {}
     for stage, specs in by_stage.items():
         est = StageEstimate(stage, runs=len(specs))
         for spec in specs:
+            refs.update(hub_refs(spec))
             models.shape(spec.model)
             if spec.prm:
                 models.shape(spec.prm)
@@ -157,8 +173,8 @@ def dry_run(
             )
         estimates.append(est)
     hub = hub_status()
-    problems = [] if hub else check_hub_ids(profile)
-    return {"profile": profile, "stages": estimates, "hub": hub, "hub_problems": problems}
+    problems = [] if hub else check_hub_ids(refs)
+    return {"profile": profile, "stages": estimates, "hub": hub, "hub_problems": problems, "pins": pins(refs)}
 
 
 def format_report(result: dict) -> str:
@@ -174,6 +190,7 @@ def format_report(result: dict) -> str:
         lines += ["hub: PROBLEMS:", *(f"  {p}" for p in result["hub_problems"])]
     else:
         lines.append("hub: every model and dataset id exists")
+    lines += _pin_lines(result.get("pins", {}))
     lines.append(
         f"GPU-hours on {est.gpu} ({est.peak_tflops:g} TFLOP/s peak) at assumed MFU: training "
         f"{est.mfu_train:.0%}, generation {est.mfu_generate(profile.train.generation):.0%} "
@@ -202,3 +219,20 @@ def format_report(result: dict) -> str:
         for note in s.notes:
             lines.append(f"  note, stage {s.stage}: {note}")
     return "\n".join(lines)
+
+
+def _pin_lines(pinned: dict[str, dict[str, str]]) -> list[str]:
+    unpinned, branch = pinned.get("unpinned", {}), pinned.get("branch", {})
+    lines = []
+    if unpinned:
+        lines.append(
+            f"UNPINNED: {len(unpinned)} hub id(s) have no revision, and a run refuses them: pin before you "
+            "run ({id: owner/name, revision: <40-hex commit>} in the profile; README, gpu-paper):"
+        )
+        lines += [f"  {kind} {ref}" for ref, kind in unpinned.items()]
+    if branch:
+        lines.append("pinned to a branch or tag, not a commit (the run records the commit it resolves to):")
+        lines += [f"  {kind} {ref}" for ref, kind in branch.items()]
+    if not unpinned and not branch and pinned.get("commit"):
+        lines.append(f"revisions: all {len(pinned['commit'])} hub ids the runs load are pinned to a commit")
+    return lines

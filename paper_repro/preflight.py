@@ -1,9 +1,10 @@
 """Checks before compute: everything that would fail later is refused before a run spends a FLOP.
 
-:func:`check_spec` resolves the policy and PRM checkpoints, reads one row of every dataset, and
-prices the budget against one round: the planner's first round, and with the ``ceiling`` budget stop
-the costliest round the run could meet (:func:`round_ceiling`). Needs tokenizers and data, never
-weights.
+:func:`check_spec` refuses a hub model or dataset without a revision (:func:`check_pins`: pin before
+you run), resolves the policy and PRM checkpoints (a hub model that ships its own code must be pinned
+to a commit: :func:`paper_repro.models.checkpoint`), reads one row of every dataset, and prices the
+budget against one round: the planner's first round, and with the ``ceiling`` budget stop the
+costliest round the run could meet (:func:`round_ceiling`). Needs tokenizers and data, never weights.
 """
 
 from __future__ import annotations
@@ -17,11 +18,56 @@ if TYPE_CHECKING:  # a spec's own module calls this one (the grid keeps the cell
     from paper_repro.spec import RunSpec
 
 
+def own_model(spec: RunSpec) -> str | None:
+    """The checkpoint a reward that pays for its own model scores with (None for the others)."""
+    return getattr(rewards.get(spec.reward_system).own_cost, "model", None)
+
+
+def hub_refs(spec: RunSpec) -> dict[str, str]:
+    """The hub references ``spec`` loads, {reference: "model" | "dataset"}: its policy, PRM and a
+    reward's own model when they are hub ids, its datasets unless their rows are local."""
+    from paper_repro.tasks import hub_dataset
+
+    refs = {m: "model" for m in (spec.model, spec.prm, own_model(spec)) if m and models.is_hub_id(m)}
+    refs.update({d: "dataset" for _, ref in spec.data if (d := hub_dataset(ref))})
+    return refs
+
+
+def unpinned(refs: dict[str, str]) -> dict[str, str]:
+    """The hub references among ``refs`` that name no revision."""
+    from paper_repro.tasks import hub
+
+    return {ref: kind for ref, kind in refs.items() if hub.parse_ref(ref)[1] is None}
+
+
+def pin_message(refs: dict[str, str], what: str) -> str:
+    """Why ``refs`` (unpinned hub references) are refused, and how to pin each."""
+    from paper_repro.tasks import hub
+
+    listed = ", ".join(f"{kind} {ref}" for ref, kind in sorted(refs.items()))
+    how = "; ".join(f"{ref}: {hub.pin_instructions(ref, kind)}" for ref, kind in sorted(refs.items()))
+    return (
+        f"refused: {what} names hub ids without a revision ({listed}), which would load whatever the "
+        f"hub serves that day. Pin before you run: give each a revision, a 40-hex commit (a branch or "
+        f"tag also runs, and the run records the commit it resolved to; a model with its own code needs "
+        f"the commit). {how}."
+    )
+
+
+def check_pins(spec: RunSpec) -> None:
+    """Refuse a run whose hub models or datasets name no revision (README, *gpu-paper*)."""
+    missing = unpinned(hub_refs(spec))
+    if missing:
+        raise ValueError(pin_message(missing, f"run {spec.run_id} ({spec.setting} {spec.cell})"))
+
+
 def check_spec(spec: RunSpec) -> None:
-    """Raise a clear error for anything that would fail later: a missing checkpoint or dataset,
-    a budget below one round. Costs no FLOPs (hub checkpoints are resolved from the local cache)."""
+    """Raise a clear error for anything that would fail later: a hub id without a revision, a hub
+    model with its own code not pinned to a commit, a missing checkpoint or dataset, a budget below
+    one round. Costs no FLOPs (hub checkpoints are resolved from the local cache)."""
     from paper_repro.tasks import load_examples
 
+    check_pins(spec)
     models.checkpoint(spec.model)
     if spec.prm is not None:
         models.checkpoint(spec.prm)
@@ -95,7 +141,7 @@ def _longest_prompt(model: str, data: str, chat: bool, reader: str) -> int:
     from paper_repro.tasks.hub import format_prompt
 
     local = models.checkpoint(model)
-    tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=True)
+    tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=models.trust_remote_code(model))
     examples = load_examples(data)
     if reader == "prm":
         fmt = input_format(local, tokenizer)

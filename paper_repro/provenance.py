@@ -10,7 +10,10 @@ from pathlib import Path
 
 from paper_repro.paths import repo_root
 
-PACKAGES = ("paper-repro", "torch", "transformers", "trl", "peft", "accelerate", "datasets", "math-verify")
+# This package's distribution name (pyproject.toml's [project] name): not "paper-repro", an unrelated
+# project on PyPI. The import package is paper_repro, the command paper-repro.
+DISTRIBUTION = "paper-repro-rlflops"
+PACKAGES = (DISTRIBUTION, "torch", "transformers", "trl", "peft", "accelerate", "datasets", "math-verify")
 
 
 def _git(*args: str, cwd: Path | None = None) -> str | None:
@@ -40,14 +43,18 @@ def git_dirty() -> bool:
     return bool(status)
 
 
-def versions() -> str:
-    """Installed versions of the packages results depend on, as compact JSON."""
-    out = {}
+def versions(sources: dict[str, str] | None = None) -> str:
+    """Installed versions of the packages results depend on, as compact JSON; with ``sources`` (a
+    run's models and datasets by reference, each the hub commit or local fingerprint it resolved
+    to: :func:`paper_repro.weights.sources`), those too, under the key ``sources``."""
+    out: dict[str, object] = {}
     for name in PACKAGES:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = None
+    if sources is not None:
+        out["sources"] = dict(sources)
     return json.dumps(out, separators=(",", ":"), sort_keys=True)
 
 
@@ -55,6 +62,11 @@ def now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-def stamp() -> dict[str, object]:
-    """The provenance columns of a result row."""
-    return {"git_sha": git_sha(), "git_dirty": git_dirty(), "versions": versions(), "created_at": now()}
+def stamp(sources: dict[str, str] | None = None) -> dict[str, object]:
+    """The provenance columns of a result row (``sources``: see :func:`versions`)."""
+    return {
+        "git_sha": git_sha(),
+        "git_dirty": git_dirty(),
+        "versions": versions(sources),
+        "created_at": now(),
+    }

@@ -43,6 +43,15 @@ from paper_repro.preflight import check_spec
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir, row_identity
 from paper_repro.spec import RunSpec, check_committed
 from paper_repro.trainer import build_trainer, load_parts
+from paper_repro.weights import sources as _sources
+
+
+def sources(spec: RunSpec) -> dict[str, str]:
+    """What the run's models (policy, PRM, a reward's own model) and datasets resolved to
+    (:func:`paper_repro.weights.sources`): the fact its row records."""
+    from paper_repro.preflight import own_model
+
+    return _sources((spec.model, spec.prm, own_model(spec)), [ref for _, ref in spec.data])
 
 
 def run_cell(
@@ -141,7 +150,9 @@ def _launched(spec: RunSpec, root: Path, executed_notebook: str, raise_errors: b
 
 
 def _identity(spec: RunSpec, executed_notebook: str) -> dict[str, Any]:
-    stamp = provenance.stamp()
+    """The row's identity and provenance; ``versions`` records, besides the packages, the commit
+    (or local fingerprint) each of the run's models and datasets resolved to (key ``sources``)."""
+    stamp = provenance.stamp(sources(spec))
     return {
         **row_identity(spec),
         "flops_convention": "useful",

@@ -252,3 +252,228 @@ def test_two_processes_run_the_same_experiment_as_one(gpu_profile, tmp_path):
         assert rows["two"][column].item() == rows["one"][column].item(), column
     logs = {n: (tmp_path / n / "steps" / f"{spec.run_id}.jsonl").read_text().splitlines() for n in rows}
     assert [json.loads(x)["tokens"] for x in logs["two"]] == [json.loads(x)["tokens"] for x in logs["one"]]
+
+
+# ---------------------------------------------------------------------------------------- hub revisions
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+GSM_CARD = """---
+configs:
+- config_name: main
+  data_files:
+  - split: test
+    path: main/test-*
+- config_name: socratic
+  data_files:
+  - split: test
+    path: socratic/test-*
+---
+"""
+
+
+def _cache(hub_dir: Path, kind: str, repo_id: str, files: Path | dict[str, str]) -> Path:
+    """``repo_id`` in a Hugging Face cache as the hub's client lays it out: its files in
+    ``<kind>s--owner--name/snapshots/<COMMIT>/`` and ``refs/main`` naming that commit."""
+    import shutil
+
+    folder = hub_dir / f"{kind}s--{repo_id.replace('/', '--')}"
+    snapshot = folder / "snapshots" / COMMIT
+    if isinstance(files, Path):
+        shutil.copytree(files, snapshot)
+    else:
+        for name, text in files.items():
+            (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
+            (snapshot / name).write_text(text)
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text(COMMIT)
+    return snapshot
+
+
+@pytest.fixture(scope="module")
+def hub_cache(tmp_path_factory):
+    """An offline Hugging Face cache: the tiny Qwen2.5-shaped policy and the tiny math PRM (with its
+    remote code) as hub models, GSM8K (two configs, from its card) and MATH-500 as hub datasets."""
+    from tests import fixtures
+
+    root = tmp_path_factory.mktemp("hf-home")
+    src = root / "src"
+    _cache(root / "hub", "model", "tiny-org/qwen-tiny", fixtures.write_tiny_qwen25(src / "policy"))
+    _cache(root / "hub", "model", "tiny-org/math-prm-tiny", fixtures.write_tiny_math_prm(src / "prm"))
+    rows = {
+        key: "".join(json.dumps(r) + "\n" for r in fixtures.HUB_ROWS[key]) for key in ("gsm8k", "math500")
+    }
+    socratic = '{"question": "Not this config?", "answer": "#### 7"}\n'
+    files = {"README.md": GSM_CARD, "main/test-0.jsonl": rows["gsm8k"], "socratic/test-0.jsonl": socratic}
+    _cache(root / "hub", "dataset", "openai/gsm8k", files)
+    _cache(root / "hub", "dataset", "HuggingFaceH4/MATH-500", {"test.jsonl": rows["math500"]})
+    return root
+
+
+@pytest.fixture
+def offline_hub(hub_cache, monkeypatch):
+    """HF_HOME and HF_HUB_CACHE at :func:`hub_cache`, offline."""
+    monkeypatch.setenv("HF_HOME", str(hub_cache))
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub_cache / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    return hub_cache
+
+
+def test_hub_models_and_datasets_load_at_their_revision_and_record_its_commit(offline_hub):
+    from paper_repro.tasks import hub
+    from paper_repro.weights import sources
+
+    snapshot = offline_hub / "hub" / "models--tiny-org--qwen-tiny" / "snapshots" / COMMIT
+    for ref in ("tiny-org/qwen-tiny@main", f"tiny-org/qwen-tiny@{COMMIT}"):
+        assert models.checkpoint(ref) == snapshot
+    assert models.shape("tiny-org/qwen-tiny@main").head == models.shape(snapshot).head  # its cached config
+    gsm = load_examples("openai/gsm8k@main")  # config "main" of its card, not "socratic"
+    assert [e.answer for e in gsm] == ["42", "2000"] and gsm[0].source == "openai/gsm8k/test"
+    assert [e.answer for e in load_examples(f"HuggingFaceH4/MATH-500@{COMMIT}")] == ["\\frac{1}{2}", "9"]
+    with pytest.raises(hub.HubUnavailableError, match="at revision v9"):
+        models.checkpoint("tiny-org/qwen-tiny@v9")
+    local = str(models.shipped_config("qwen2.5-1.5b-instruct").parent)
+    recorded = sources(
+        ["tiny-org/qwen-tiny@main", None], ["openai/gsm8k@main", "arith/train", f"openai/gsm8k={local}"]
+    )
+    assert recorded == {"tiny-org/qwen-tiny@main": COMMIT, "openai/gsm8k@main": COMMIT, "arith/train": "local",
+                        f"openai/gsm8k={local}": "local"}  # fmt: skip
+    assert sources(["tiny-org/qwen-tiny@v9"]) == {"tiny-org/qwen-tiny@v9": "unresolved: HubUnavailableError"}
+
+
+@pytest.mark.parametrize("revision", [None, "main", COMMIT[:7]])
+def test_remote_code_from_the_hub_is_refused_unless_pinned_to_a_commit(offline_hub, revision):
+    """Qwen2.5-Math-PRM ships its own code: from the hub it runs only at a full commit."""
+    ref = "tiny-org/math-prm-tiny" + (f"@{revision}" if revision else "")
+    assert not models.trust_remote_code(ref)
+    if revision == COMMIT[:7]:  # not a revision the cache (or the hub) knows: nothing to load
+        return
+    with pytest.raises(models.RemoteCodeError) as err:
+        PRMScorer.load(ref)
+    message = str(err.value)
+    assert "tiny-org/math-prm-tiny" in message and "40-hex commit" in message
+    assert (
+        "hf download tiny-org/math-prm-tiny" in message and "/tiny-org/math-prm-tiny/commits/main" in message
+    )
+    pinned = PRMScorer.load(f"tiny-org/math-prm-tiny@{COMMIT}")
+    assert type(pinned.model).__name__ == "Qwen2ForProcessRewardModel"
+    assert models.trust_remote_code(f"tiny-org/math-prm-tiny@{COMMIT}") and models.trust_remote_code(
+        "data/models/prm"
+    )
+
+
+def _hub_profile(tiny_gpu_profile, tmp_path, policy, prm, name="test-gpu-hub"):
+    import yaml
+
+    raw = yaml.safe_load(Path(tiny_gpu_profile).read_text())
+    raw.update(name=name, policies={"1.5B": policy}, prm=prm)
+    raw["data"].update(gsm="openai/gsm8k@main", math={"id": "HuggingFaceH4/MATH-500", "revision": COMMIT})
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return load_profile(path)
+
+
+def _stage_d_spec(profile):
+    (setting,) = profile.settings("D")
+    planner = allocation.planner_for(profile, setting)
+    one_round = planner.explicit(2, 4, 2, 2, 1e30, label="x").round_cost.C_total
+    return spec_for(profile, setting, planner.explicit(2, 4, 2, 2, 2.5 * one_round, label="r70"), seed=0)
+
+
+def test_a_run_from_hub_snapshots_records_the_commits_it_resolved(offline_hub, tiny_gpu_profile, tmp_path):
+    policy = {"id": "tiny-org/qwen-tiny", "revision": "main"}
+    prm = {"id": "tiny-org/math-prm-tiny", "revision": COMMIT}
+    spec = _stage_d_spec(_hub_profile(tiny_gpu_profile, tmp_path, policy, prm))
+    assert spec.model == "tiny-org/qwen-tiny@main" and spec.prm == f"tiny-org/math-prm-tiny@{COMMIT}"
+    row = train.run_cell(spec, tmp_path / "out", raise_errors=True)
+    assert row["status"] == "ok" and row["rounds"] >= 1
+    (stored,) = ResultTable(tmp_path / "out" / "runs.csv", RUN_COLUMNS).rows()
+    recorded = json.loads(stored["versions"])["sources"]
+    assert recorded == {
+        "tiny-org/qwen-tiny@main": COMMIT,
+        f"tiny-org/math-prm-tiny@{COMMIT}": COMMIT,
+        "openai/gsm8k@main": COMMIT,
+        f"HuggingFaceH4/MATH-500@{COMMIT}": COMMIT,
+        **{ref: "local" for role, ref in spec.data if role in ("train", "heldout")},
+    }
+
+
+@pytest.mark.parametrize("what", ["unpinned policy", "PRM at a branch"])
+def test_a_run_refuses_unpinned_hub_ids_before_any_compute(offline_hub, tiny_gpu_profile, tmp_path, what):
+    pinned_prm = {"id": "tiny-org/math-prm-tiny", "revision": COMMIT}
+    if what == "unpinned policy":
+        profile = _hub_profile(
+            tiny_gpu_profile, tmp_path, {"id": "tiny-org/qwen-tiny", "revision": None}, pinned_prm
+        )
+        error, match = (
+            ValueError,
+            r"without a revision \(model tiny-org/qwen-tiny\).*Pin before you run.*hf download tiny-org/qwen-tiny",
+        )
+    else:
+        profile = _hub_profile(
+            tiny_gpu_profile, tmp_path, "tiny-org/qwen-tiny@main", "tiny-org/math-prm-tiny@main"
+        )
+        error, match = (
+            models.RemoteCodeError,
+            r"model tiny-org/math-prm-tiny ships its own code.*'main', not a commit",
+        )
+    spec = _stage_d_spec(profile)
+    with pytest.raises(error, match=match):
+        train.run_cell(spec, tmp_path / "out", raise_errors=True)
+    assert not (tmp_path / "out").exists()  # no row, no step log: refused before anything ran
+
+
+def test_every_hub_id_of_the_gpu_paper_profiles_carries_a_revision():
+    from paper_repro.config import _read_raw, profile_names
+
+    names = [n for n in profile_names() if n.startswith("gpu-paper")]
+    assert len(names) == 3
+    for name in names:
+        profile = load_profile(name)
+        raw = _read_raw(Path(profile.source))
+        entries = {**{f"policies.{k}": v for k, v in raw["policies"].items()}, "prm": raw["prm"],
+                   **{f"data.{k}": v for k, v in raw["data"].items()}}  # fmt: skip
+        for where, entry in entries.items():
+            assert isinstance(entry, dict) and set(entry) == {"id", "revision"}, (name, where, entry)
+        # shipped unpinned (null): the references are the bare ids, which a run refuses
+        assert profile.prm == "Qwen/Qwen2.5-Math-PRM-7B" and profile.data["gsm"] == "openai/gsm8k"
+
+
+@pytest.mark.parametrize(
+    "entry, problem",
+    [({"id": "Qwen/Qwen2.5-1.5B-Instruct"}, "revision"), ({"id": "Qwen/x", "revision": ""}, "revision after '@'"),
+     ({"id": "Qwen/x@main", "revision": "main"}, "owner/name"), ({"id": "a/b", "revision": None, "sha": 1}, "revision")],
+)  # fmt: skip
+def test_a_hub_entry_without_a_proper_revision_field_is_refused(tmp_path, entry, problem):
+    import yaml
+
+    raw = yaml.safe_load(Path(load_profile("gpu-paper").source).read_text())
+    raw["policies"]["1.5B"] = entry
+    path = tmp_path / "odd.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match=problem):
+        load_profile(path)
+
+
+def test_the_dry_run_lists_unpinned_and_branch_pinned_hub_ids(capsys, monkeypatch, tmp_path):
+    import yaml
+
+    from paper_repro.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["run", "--profile", "gpu-paper", "--dry-run", "--stage", "A"]) == 0
+    out = capsys.readouterr().out
+    assert "UNPINNED: 7 hub id(s)" in out  # the three policies, the PRM (the judge), the three datasets
+    for ref in ("model Qwen/Qwen2.5-1.5B-Instruct", "model Qwen/Qwen2.5-Math-PRM-7B", "dataset openai/gsm8k"):
+        assert f"\n  {ref}\n" in out
+
+    raw = yaml.safe_load(Path(load_profile("gpu-paper").source).read_text())
+    for entry in [*raw["policies"].values(), raw["prm"], *raw["data"].values()]:
+        entry["revision"] = COMMIT
+    raw["data"]["gsm"]["revision"] = "main"
+    path = tmp_path / "pinned.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    assert main(["run", "--profile", str(path), "--dry-run", "--stage", "A"]) == 0
+    out = capsys.readouterr().out
+    assert "UNPINNED" not in out and "pinned to a branch or tag, not a commit" in out
+    assert "\n  dataset openai/gsm8k@main\n" in out

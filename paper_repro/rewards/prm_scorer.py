@@ -124,21 +124,24 @@ class PRMScorer:
 
     @classmethod
     def load(cls, path: str | Path, model_kwargs: dict | None = None, **kwargs) -> PRMScorer:
-        """A local checkpoint or a hub id (``Qwen/Qwen2.5-Math-PRM-7B``). A checkpoint with its own
-        modelling code (Qwen2.5-Math-PRM, the testbed's likelihood PRM) loads through it.
-        ``model_kwargs`` go to ``from_pretrained`` (``dtype``, ``device_map``)."""
+        """A local checkpoint or a hub id at a revision (``Qwen/Qwen2.5-Math-PRM-7B@<commit>``). A
+        checkpoint with its own modelling code (Qwen2.5-Math-PRM, the testbed's likelihood PRM) loads
+        through it, from a local folder or a hub commit only (:func:`paper_repro.models.checkpoint`
+        refuses a hub branch, tag or no revision). ``model_kwargs`` go to ``from_pretrained``
+        (``dtype``, ``device_map``)."""
         model_kwargs = model_kwargs or {}
         from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer
 
         from paper_repro import models
 
         local = models.checkpoint(path)
-        tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=True)
+        trust = models.trust_remote_code(path)
+        tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=trust)
         if has_remote_code(local):
             # Qwen2.5-Math-PRM and the testbed PRM ship their own modelling code. Their configs say
             # model_type "qwen2", so AutoModelForTokenClassification would load them too, with a
             # freshly initialised head.
-            model = AutoModel.from_pretrained(local, trust_remote_code=True, **model_kwargs)
+            model = AutoModel.from_pretrained(local, trust_remote_code=trust, **model_kwargs)
         else:
             model = AutoModelForTokenClassification.from_pretrained(local, **model_kwargs)
         model.eval()

@@ -8,6 +8,11 @@ Each row becomes an :class:`Example` whose ``prompt`` is the problem followed by
 instruction (``\\boxed{}``); :func:`chat_messages` and :func:`format_prompt` turn it into the
 Qwen2.5-Instruct chat form. Answers are checked with ``math-verify`` (:func:`is_equivalent`).
 
+A hub id may carry a revision, ``owner/name@<revision>`` (:func:`parse_ref`; a profile writes it as
+``{id: owner/name, revision: <revision>}``): a commit (40 hex digits, :func:`is_commit`), or a branch
+or tag. Models and datasets both resolve through :func:`snapshot`, to the Hugging Face cache's
+``.../snapshots/<commit>/`` folder, whose name is the commit the run records.
+
 Offline (``HF_HUB_OFFLINE=1``, as the cpu-tiny profile and the tests run), a dataset or model that is
 not in the local cache raises :class:`HubUnavailableError`, which names the id, where it looked and
 how to get it. Any loader also takes ``local_path``: a JSON/JSONL/Parquet file or directory with the
@@ -16,7 +21,9 @@ hub dataset's own columns, which is how the tests exercise the mapping without a
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +43,111 @@ QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assista
 
 class HubUnavailableError(RuntimeError):
     """A hub dataset or model is not available locally and cannot be downloaded."""
+
+
+# ---------------------------------------------------------------------------------------- revisions
+
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def parse_ref(ref: str) -> tuple[str, str | None]:
+    """``owner/name@revision`` as (``owner/name``, ``revision``); (``ref``, None) without ``@``."""
+    repo, at, revision = str(ref).partition("@")
+    if at and (not revision or any(c in revision for c in "@= \t\n")):
+        raise ValueError(f"hub reference {ref!r}: give a revision after '@' (a commit, a branch or a tag)")
+    return repo, (revision if at else None)
+
+
+def hub_ref(repo_id: str, revision: str | None) -> str:
+    """The reference a profile's ``{id, revision}`` stands for: ``owner/name@revision``, or the bare
+    id when the revision is null (unpinned: a run refuses it)."""
+    return f"{repo_id}@{revision}" if revision else repo_id
+
+
+def is_commit(revision: str | None) -> bool:
+    """A full 40-hex commit hash: the one revision the hub cannot move (a branch or tag can)."""
+    return bool(revision) and COMMIT.fullmatch(str(revision)) is not None
+
+
+def pin_instructions(repo_id: str, kind: str = "model") -> str:
+    """How to find the commit to pin ``repo_id`` to."""
+    dataset = kind == "dataset"
+    page = f"https://huggingface.co/{'datasets/' if dataset else ''}{repo_id}/commits/main"
+    flag = " --repo-type dataset" if dataset else ""
+    return (
+        f"find the commit on {page}, or run `hf download {repo_id}{flag}` (or `huggingface-cli download "
+        f"{repo_id}{flag}`) on a machine with internet: it prints the snapshot folder, "
+        f".../snapshots/<commit>; then write {{id: {repo_id}, revision: <commit>}} in the profile "
+        f"(or the reference {repo_id}@<commit>)"
+    )
+
+
+def hub_cache() -> Path:
+    """The Hugging Face hub cache, read from the environment now (``HF_HUB_CACHE``, else
+    ``HF_HOME/hub``), not when ``huggingface_hub`` was imported."""
+    from huggingface_hub import constants
+
+    cache = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if not cache and os.environ.get("HF_HOME"):
+        cache = os.path.join(os.environ["HF_HOME"], "hub")
+    return Path(os.path.expanduser(os.path.expandvars(cache or constants.HF_HUB_CACHE)))
+
+
+def snapshot(repo_id: str, revision: str | None, repo_type: str = "model") -> Path:
+    """The local snapshot of ``repo_id`` at ``revision`` (None: the default branch), the cache's
+    ``.../snapshots/<commit>/`` folder, downloaded first unless offline. A branch or tag is resolved
+    once per process, so every load of a run sees the commit its row records."""
+    return _snapshot(repo_id, revision, repo_type, str(hub_cache()), offline())
+
+
+@functools.lru_cache(maxsize=64)
+def _snapshot(repo_id: str, revision: str | None, repo_type: str, cache: str, local_only: bool) -> Path:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(
+            snapshot_download(
+                repo_id, repo_type=repo_type, revision=revision, cache_dir=cache, local_files_only=local_only
+            )
+        )
+    except Exception as exc:
+        if local_only or is_connection_error(exc):
+            raise HubUnavailableError(
+                unavailable_message(repo_type, hub_ref(repo_id, revision), cache)
+            ) from exc
+        raise
+
+
+def hub_file(repo_id: str, filename: str, revision: str | None, repo_type: str = "model") -> Path:
+    """One file of ``repo_id`` at ``revision`` (downloaded first unless offline), in its snapshot
+    folder: a model's ``config.json`` is read before its weights are fetched."""
+    from huggingface_hub import hf_hub_download
+
+    cache = hub_cache()
+    try:
+        path = hf_hub_download(
+            repo_id,
+            filename,
+            repo_type=repo_type,
+            revision=revision,
+            cache_dir=cache,
+            local_files_only=offline(),
+        )
+        return Path(path)
+    except Exception as exc:
+        if offline() or is_connection_error(exc):
+            raise HubUnavailableError(
+                unavailable_message(repo_type, hub_ref(repo_id, revision), cache)
+            ) from exc
+        raise
+
+
+def commit_of(folder: str | Path) -> str:
+    """The commit a snapshot folder (``.../snapshots/<commit>``) holds."""
+    name = Path(folder).name
+    if not is_commit(name):
+        raise ValueError(f"{folder} is not a hub snapshot folder (.../snapshots/<40-hex commit>)")
+    return name
 
 
 @dataclass(frozen=True)
@@ -72,16 +184,21 @@ DATASETS: dict[str, HubDataset] = {
 
 
 def load_hub_dataset(
-    name: str, *, local_path: str | Path | None = None, limit: int | None = None
+    name: str,
+    *,
+    local_path: str | Path | None = None,
+    limit: int | None = None,
+    revision: str | None = None,
 ) -> list[Example]:
-    """Rows of dataset ``name`` (a key of :data:`DATASETS`) in the common schema.
+    """Rows of dataset ``name`` (a key of :data:`DATASETS`) in the common schema, from the hub
+    repository at ``revision`` (None: its default branch).
 
     ``local_path`` reads a local file/directory with the hub dataset's columns instead of the hub.
     """
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
     spec = DATASETS[name]
-    rows = _read_local(local_path) if local_path is not None else _read_hub(spec)
+    rows = _read_local(local_path) if local_path is not None else _read_hub(spec, revision)
     out = []
     for i, row in enumerate(rows):
         if limit is not None and i >= limit:
@@ -111,25 +228,27 @@ def _read_local(path: str | Path):
     return load_dataset(kind, data_files=[str(f) for f in files], split="train")
 
 
-def _read_hub(spec: HubDataset):
+def _read_hub(spec: HubDataset, revision: str | None = None):
+    """The dataset's rows from its repository's snapshot at ``revision`` (:func:`snapshot`), read by
+    ``datasets`` as a local folder (the same data files and ``configs`` of its card as from the hub):
+    the rows are those of the commit the run records."""
     from datasets import load_dataset
 
-    try:
-        return load_dataset(spec.repo_id, spec.config, split=spec.split)
-    except Exception as exc:
-        if offline() or is_connection_error(exc):
-            raise HubUnavailableError(
-                unavailable_message("dataset", spec.repo_id, _datasets_cache())
-            ) from exc
-        raise
+    folder = snapshot(spec.repo_id, revision, "dataset")
+    return load_dataset(str(folder), spec.config, split=spec.split)
 
 
-def unavailable_message(kind: str, repo_id: str, cache: str | Path) -> str:
+def unavailable_message(kind: str, ref: str, cache: str | Path) -> str:
     mode = "HF_HUB_OFFLINE=1 is set" if offline() else "the hub could not be reached"
+    repo_id, revision = parse_ref(ref)
+    flags = (" --repo-type dataset" if kind == "dataset" else "") + (
+        f" --revision {revision}" if revision else ""
+    )
+    at = f" at revision {revision}" if revision else ""
     return (
-        f"{kind} {repo_id!r} is not available: {mode} and it is not in the local cache ({cache}). "
-        f"On a machine with internet, run `huggingface-cli download {repo_id}"
-        f"{' --repo-type dataset' if kind == 'dataset' else ''}` (or set HF_HOME to a cache that has it), "
+        f"{kind} {repo_id!r}{at} is not available: {mode} and it is not in the local cache ({cache}). "
+        f"On a machine with internet, run `hf download {repo_id}{flags}` (or `huggingface-cli download`, "
+        f"the same arguments; or set HF_HOME to a cache that has it), "
         f"or pass a local path. The cpu-tiny profile needs no download: it uses the models and data "
         f"shipped in data/."
     )
