@@ -34,7 +34,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Convention = Literal["useful", "executed"]
 CONVENTIONS: tuple[Convention, ...] = ("useful", "executed")
@@ -316,8 +316,21 @@ def _lora_forward_per_token(shape: ModelShape, lora: LoRASpec | None) -> int:
     return 0 if lora is None else 2 * shape.num_layers * lora.adapter_params_per_layer(shape)
 
 
-def forward_flops(shape: ModelShape, work: Work, lora: LoRASpec | None = None) -> float:
-    """Forward FLOPs of ``work`` (base + adapters)."""
+class CostModel(Protocol):
+    """What turns a pass's :class:`Work` into FLOPs: :class:`ModelShape` (this module's analytic model)
+    or a model priced by measuring its module (:class:`paper_repro.ledger.cost_models.MeasuredCost`).
+    :func:`forward_flops`, :func:`train_flops` and :func:`grpo_step_cost` take either. ``lora``: the
+    adapters active in the forward (None: none, or disabled)."""
+
+    def forward_flops(self, work: Work, lora: LoRASpec | None = None) -> float: ...
+
+    def train_flops(self, work: Work, train: TrainSpec) -> float: ...
+
+
+def forward_flops(shape: ModelShape | CostModel, work: Work, lora: LoRASpec | None = None) -> float:
+    """Forward FLOPs of ``work`` (base + adapters); a :class:`CostModel` prices itself."""
+    if not isinstance(shape, ModelShape):
+        return shape.forward_flops(work, lora)
     per_token = 2 * shape.body_matmul_params + _lora_forward_per_token(shape, lora)
     return (
         per_token * work.tokens
@@ -427,8 +440,11 @@ def backward_flops(shape: ModelShape, work: Work, train: TrainSpec) -> float:
     )
 
 
-def train_flops(shape: ModelShape, work: Work, train: TrainSpec) -> float:
-    """Forward + backward FLOPs of a training pass (+ a body recompute under gradient checkpointing)."""
+def train_flops(shape: ModelShape | CostModel, work: Work, train: TrainSpec) -> float:
+    """Forward + backward FLOPs of a training pass (+ a body recompute under gradient checkpointing);
+    a :class:`CostModel` prices itself."""
+    if not isinstance(shape, ModelShape):
+        return shape.train_flops(work, train)
     fwd = forward_flops(shape, work, train.lora)
     total = fwd + backward_flops(shape, work, train)
     if train.gradient_checkpointing:
@@ -532,10 +548,10 @@ class GRPOStep:
 
 
 def grpo_step_cost(
-    policy: ModelShape,
+    policy: ModelShape | CostModel,
     step: GRPOStep,
     train: TrainSpec | None = None,
-    reward_model: ModelShape | None = None,
+    reward_model: ModelShape | CostModel | None = None,
     reward_cost: Callable[[int, int], float] | None = None,
 ) -> StepCost:
     """Useful-convention FLOPs of one GRPO round (every completion ``completion_tokens`` long).

@@ -2,7 +2,9 @@
 
 Two CPU traps (see DESIGN.md §3): the CPU sdpa kernel is not counted (use eager attention), and
 in-place ``addmm_`` (TRL's fused LM head accumulates its backward with it) is not in the default
-registry. :func:`flop_counter` maps ``addmm_`` to the ``addmm`` formula.
+registry. :func:`flop_counter` maps ``addmm_`` to the ``addmm`` formula. Nor is ``_grouped_mm``, the
+kernel transformers runs a mixture-of-experts' experts with by default (each token through its top-k
+experts only); :func:`flop_counter` counts it too.
 """
 
 from __future__ import annotations
@@ -20,12 +22,24 @@ def _addmm_inplace_flop(self_shape, a_shape, b_shape, *args: Any, out_shape=None
     return 2 * m * n * k
 
 
-_INPLACE_MAPPING = {torch.ops.aten.addmm_: _addmm_inplace_flop}
+def _grouped_mm_flop(a_shape, b_shape, *args: Any, out_shape=None, **kwargs: Any) -> int:
+    """``_grouped_mm``: groups of rows (or, in a weight gradient, of the contracted dimension) each
+    multiplied by their own matrix. 2D x 2D contracts the grouped dimension (each of its entries in one
+    group); otherwise every output entry is one contraction over ``a``'s last dimension."""
+    if len(a_shape) == 2 and len(b_shape) == 2:
+        return 2 * a_shape[0] * a_shape[1] * b_shape[1]
+    n = 1
+    for d in out_shape:
+        n *= d
+    return 2 * n * a_shape[-1]
+
+
+_EXTRA_MAPPING = {torch.ops.aten.addmm_: _addmm_inplace_flop, torch.ops.aten._grouped_mm: _grouped_mm_flop}
 
 
 def flop_counter() -> FlopCounterMode:
-    """A quiet FlopCounterMode that also counts in-place ``addmm_``."""
-    return FlopCounterMode(display=False, custom_mapping=dict(_INPLACE_MAPPING))
+    """A quiet FlopCounterMode that also counts in-place ``addmm_`` and ``_grouped_mm``."""
+    return FlopCounterMode(display=False, custom_mapping=dict(_EXTRA_MAPPING))
 
 
 def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, int]:
