@@ -19,8 +19,9 @@ SAMPLERS: tuple[str, ...] = ("hf", "lean", "fused")
 # the flat fused forward of the weights.
 UPDATE_LAYOUTS: tuple[str, ...] = ("padded", "bucketed", "fused")
 # When a run stops: before a round whose estimate ("dearest" round so far) or whose ceiling (the
-# costliest round it could meet) would pass the budget.
-BUDGET_STOPS: tuple[str, ...] = ("dearest", "ceiling")
+# costliest round it could meet) would pass the budget, or before the optimizer step that could
+# ("step": the ledger's default, each step priced before it runs).
+BUDGET_STOPS: tuple[str, ...] = ("dearest", "ceiling", "step")
 # How evaluation decodes greedily: HF generate's computation ("exact") or the fused decoder.
 EVAL_DECODINGS: tuple[str, ...] = ("exact", "fused")
 

@@ -70,8 +70,10 @@ class TrainConfig:
     # When the ledger stops a run: "ceiling" while the costliest possible round (longest prompt,
     # every completion at max_completion_length) could pass the budget, so C_total never does;
     # "dearest" while the dearest round so far could (more of the budget spent, but completions that
-    # grow under RL can take the last round past it).
-    budget_stop: Literal["dearest", "ceiling"] = "dearest"
+    # grow under RL can take the last round past it); "step" before the optimizer step that could (a
+    # step inside a round priced exactly, one that opens a round at its ceiling: never passes the
+    # budget, and can end part-way through a round).
+    budget_stop: Literal["dearest", "ceiling", "step"] = "dearest"
     # Max-variance down-sampling compares rewards rounded to this many decimals (None: exact), so
     # that float noise in a learned reward (1e-9 apart across machines) cannot change which
     # completions are kept; equal rounded rewards keep input order (docs/CHOICES.md).
@@ -433,15 +435,15 @@ def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:
         **{k: tuple(int(v) for v in allowed[k]) for k in ("P", "G", "K", "mu") if k in allowed},
     )
     budget = raw.pop("budget")
-    policies = {str(k): str(v) for k, v in raw["policies"].items()}
+    policies = {str(k): _reference(v, f"policies.{k}") for k, v in raw["policies"].items()}
     return Profile(
         name=raw["name"],
         task=raw["task"],
         policies=policies,
         stages=_stages(raw.get("stages", {}), list(policies)),
-        prm=raw["prm"],
+        prm=_reference(raw["prm"], "prm"),
         judge=raw.get("judge", "step_verifier"),
-        data=dict(raw["data"]),
+        data={str(k): _reference(v, f"data.{k}") for k, v in raw["data"].items()},
         eval=dict(raw.get("eval", {})),
         expected_lengths={k: int(v) for k, v in raw["expected_lengths"].items()},
         train=train,
@@ -456,6 +458,31 @@ def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:
         resources={str(k): Resources(**_known(Resources, v)) for k, v in raw.get("resources", {}).items()},
         estimate=Estimate(**_known(Estimate, raw.get("estimate", {}))),
     )
+
+
+def _reference(raw: Any, where: str) -> str:
+    """A model or dataset of a profile: a string (a local path, a shipped split, ``<hub id>=<path>``
+    or a hub reference ``owner/name[@revision]``), or a hub id with its revision,
+    ``{id: owner/name, revision: <40-hex commit, branch or tag, or null>}``, as the reference
+    ``owner/name@revision`` (the bare id when the revision is null: a run refuses it until pinned)."""
+    from paper_repro.tasks import hub
+
+    if not isinstance(raw, dict):
+        return str(raw)
+    unknown = sorted(set(raw) - {"id", "revision"})
+    if unknown or "id" not in raw or "revision" not in raw:
+        raise ValueError(
+            f"{where}: a hub id with its revision is {{id: owner/name, revision: <commit> or null}}, "
+            f"got {raw!r}"
+        )
+    repo, revision = str(raw["id"]), raw["revision"]
+    if "@" in repo or "=" in repo or repo.count("/") != 1:
+        raise ValueError(f"{where}: id must be a hub id owner/name, got {repo!r}")
+    if revision is None:
+        return repo
+    ref = f"{repo}@{revision}"
+    hub.parse_ref(ref)  # an empty or malformed revision is refused here
+    return ref
 
 
 def _pilot_fractions(budget: dict[str, Any]) -> tuple[float, ...]:

@@ -10,6 +10,7 @@ still show.
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 
@@ -37,6 +38,9 @@ def quiet_libraries() -> None:
 
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()
+    # the ledger's line at the end of every run: the runner reports each run itself, and the stop's
+    # reason stays in the run's ledger summary; a run past its budget still warns
+    logging.getLogger("paper_repro.ledger").setLevel(logging.WARNING)
 
 
 def quiet_trainer(trainer):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,23 +78,29 @@ def build_trainer(spec: RunSpec, parts: RunParts, log_path: Path):
     from datasets import Dataset
 
     from paper_repro.evaluate import columns_of
-    from paper_repro.ledger import LedgerGRPOTrainer
+    from paper_repro.ledger import BudgetWarning, LedgerGRPOTrainer
     from paper_repro.quiet import quiet_trainer
 
     prompts = [train_prompt(spec, e) for e in parts.train_examples]
     dataset = Dataset.from_dict({"prompt": prompts, **columns_of(parts.train_examples)})
     main = PartialState().is_main_process
-    trainer = LedgerGRPOTrainer(
-        model=parts.model,
-        reward_funcs=parts.reward,
-        args=grpo_config(spec, layout_for(spec)),
-        train_dataset=dataset,
-        processing_class=parts.tokenizer,
-        peft_config=lora_config(spec),
-        ledger=ledger_config(spec, log_path if main else None),
-        sampler=spec.decoder("rollouts"),
-        update_layout=spec.train.update_layout,
-    )
+    with warnings.catch_warnings():
+        # the profile chose the estimate (`budget_stop: dearest`, docs/CHOICES.md): the ledger's warning
+        # that it can pass the budget says nothing new here; a run that does pass it still warns
+        warnings.filterwarnings(
+            "ignore", message=r"LedgerConfig\(budget_stop='overshoot'\)", category=BudgetWarning
+        )
+        trainer = LedgerGRPOTrainer(
+            model=parts.model,
+            reward_funcs=parts.reward,
+            args=grpo_config(spec, layout_for(spec)),
+            train_dataset=dataset,
+            processing_class=parts.tokenizer,
+            peft_config=lora_config(spec),
+            ledger=ledger_config(spec, log_path if main else None),
+            sampler=spec.decoder("rollouts"),
+            update_layout=spec.train.update_layout,
+        )
     return quiet_trainer(trainer)
 
 
@@ -170,6 +177,11 @@ def lora_config(spec: RunSpec):
     )  # fmt: skip
 
 
+# The profile's budget stop as the ledger's: at the end of a round, before the next priced at its
+# ceiling ("round") or as the dearest so far ("overshoot"); or before each optimizer step ("step").
+LEDGER_BUDGET_STOPS = {"ceiling": "round", "dearest": "overshoot", "step": "step"}
+
+
 def ledger_config(spec: RunSpec, log_path: Path | None):
     """The ledger's budget contract: the budget, the planner's first round, and with the ``ceiling``
     stop the costliest round the run could meet; the compute card is written beside the step log."""
@@ -178,11 +190,12 @@ def ledger_config(spec: RunSpec, log_path: Path | None):
 
     return LedgerConfig(
         budget_flops=spec.budget_flops,
+        budget_stop=LEDGER_BUDGET_STOPS[spec.train.budget_stop],
         kept=spec.K,
         log_path=log_path,
         first_round_flops=spec.first_round_flops,
         round_ceiling_flops=round_ceiling(spec) if spec.train.budget_stop == "ceiling" else None,
-        seed=spec.seed,
+        downsample_seed=spec.seed,
         selection_decimals=spec.train.selection_decimals,
         # the compute card beside the step log: steps/<run_id>.card.json and .card.md
         card_path=log_path.with_suffix(".card") if log_path else None,

@@ -2,8 +2,10 @@
 
 Each study run writes its ledger's compute card beside its step log (:func:`paper_repro.ledger.card.compute_card`):
 FLOPs per component under both conventions, wall seconds, the device and the achieved FLOP/s
-against its peak. :func:`card_table` flattens them into ``compute_cards.csv`` (runs recorded
-before the cards existed have none and are simply absent), so the study's own compute report is
+against its peak: ``mfu`` (useful FLOPs) and ``utilisation`` (executed FLOPs: the card's ``hfu``,
+which cards before version 2 called ``utilisation``), empty where the card states no peak (a CPU
+without ``LedgerConfig.peak_flops``). :func:`card_table` flattens them into ``compute_cards.csv``
+(runs recorded before the cards existed have none and are simply absent), so the study's own compute report is
 a table like every other: per run, where the FLOPs went and how fast the hardware ran them.
 """
 
@@ -15,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 COLUMNS = ("run_id", "device", "peak_flops_per_s", "steps", "rounds", "rho", "rho_executed", "rho_time",
-           "C_total_useful", "C_total_executed", "seconds_total", "achieved_flops_per_s", "utilisation")  # fmt: skip
+           "C_total_useful", "C_total_executed", "seconds_total", "achieved_flops_per_s", "utilisation", "mfu")  # fmt: skip
 
 
 def card_table(steps_dir: str | Path, run_ids=None) -> pd.DataFrame:
@@ -35,6 +37,7 @@ def card_table(steps_dir: str | Path, run_ids=None) -> pd.DataFrame:
             "C_total_executed": card["flops"]["executed"]["C_total"],
             "seconds_total": card.get("seconds", {}).get("total"),
             "achieved_flops_per_s": card.get("achieved_flops_per_s", {}).get("total"),
-            "utilisation": card.get("utilisation", {}).get("total"),
+            "utilisation": (card.get("hfu") or card.get("utilisation") or {}).get("total"),
+            "mfu": (card.get("mfu") or {}).get("total"),
         })  # fmt: skip
     return pd.DataFrame(rows, columns=list(COLUMNS))

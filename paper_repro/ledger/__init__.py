@@ -21,12 +21,19 @@ One module per job; every name below is importable from ``paper_repro.ledger`` i
   metrics (:data:`METRIC_NAMES`);
 * :mod:`~paper_repro.ledger.trainer`: :class:`LedgerGRPOTrainer`, ``GRPOTrainer`` with hooks that
   charge the ledger, a callback that closes each optimizer step (log line, metrics, budget stop),
-  ``state.total_flos``, the compute card, and the TRL version check (:data:`SUPPORTED_TRL_VERSIONS`);
+  ``state.total_flos``, the compute card and the line that says why a run stopped;
+* :mod:`~paper_repro.ledger.compat`: what is checked when a trainer is built: the TRL release
+  (:data:`SUPPORTED_TRL`, every patch of it; an untested one by opt-in), the hooked methods'
+  signatures (:data:`HOOKED_METHODS`) and each config in its place;
 * :mod:`~paper_repro.ledger.downsample`: K-of-G down-sampling (PODS max-variance selection,
   :func:`max_variance_subset`, or random), the kept rows' advantages and the trimmed batch, and the
   trainer's side of it;
 * :mod:`~paper_repro.ledger.pricing`: the costliest generation round priced before any compute
-  (:meth:`LedgerGRPOTrainer.price_round_ceiling`) and the refusal of a budget below one round;
+  (:meth:`LedgerGRPOTrainer.price_round_ceiling`), the refusal of a budget below one round, and the
+  budget stop (``LedgerConfig.budget_stop``: each next optimizer step priced before it runs);
+* :mod:`~paper_repro.ledger.cost_models`: how a model is priced: the analytic FLOP model where it
+  knows the model, else by measuring the module (a mixture of experts, another family, a custom model
+  type), and reward models from the module that runs; what it cannot price, it says once;
 * :mod:`~paper_repro.ledger.kernels`: kernel dispatch, choosing the lean or fused sampler for each
   rollout and the bucketed or fused update for each policy forward (:data:`UPDATE_LAYOUTS`), with
   TRL's own path where they cannot run.
@@ -35,10 +42,22 @@ What the ledger counts, its two conventions, the budget contract, its outputs an
 ``docs/ledger.md``; how it hooks TRL: ``docs/DESIGN.md`` §3.
 """
 
+import logging
+
+from paper_repro.ledger.compat import (
+    ALLOW_UNTESTED_TRL_ENV,
+    HOOKED_METHODS,
+    SUPPORTED_TRL,
+    check_config_places,
+    check_hooked_methods,
+    check_trl,
+)
 from paper_repro.ledger.core import (
+    BUDGET_STOPS,
     COMPONENTS,
     METRIC_NAMES,
     TOKEN_COUNTS,
+    BudgetWarning,
     Component,
     FlopLedger,
     LedgerConfig,
@@ -55,14 +74,18 @@ from paper_repro.ledger.downsample import (
 )
 from paper_repro.ledger.kernels import UPDATE_LAYOUTS, KernelDispatch, check_kernel_choice
 from paper_repro.ledger.pricing import RoundPricing
-from paper_repro.ledger.trainer import SUPPORTED_TRL_VERSIONS, LedgerGRPOTrainer, check_trl_version
+from paper_repro.ledger.trainer import LedgerGRPOTrainer
 
 __all__ = [
+    "ALLOW_UNTESTED_TRL_ENV",
+    "BUDGET_STOPS",
     "COMPONENTS",
+    "HOOKED_METHODS",
     "METRIC_NAMES",
-    "SUPPORTED_TRL_VERSIONS",
+    "SUPPORTED_TRL",
     "TOKEN_COUNTS",
     "UPDATE_LAYOUTS",
+    "BudgetWarning",
     "Component",
     "Downsampling",
     "FlopLedger",
@@ -71,8 +94,10 @@ __all__ = [
     "LedgerGRPOTrainer",
     "RoundPricing",
     "as_conventions",
+    "check_config_places",
+    "check_hooked_methods",
     "check_kernel_choice",
-    "check_trl_version",
+    "check_trl",
     "downsample_batch",
     "forward_pass_work",
     "generation_pass_work",
@@ -80,3 +105,15 @@ __all__ = [
     "max_variance_subset",
     "real_rows_work",
 ]
+
+
+# The one line a run logs when it stops (rounds, spent / budget, why): shown by default, on stderr, as
+# transformers shows its own logs; `logging.getLogger("paper_repro.ledger").setLevel(logging.WARNING)`
+# silences it.
+_logger = logging.getLogger(__name__)
+if not _logger.handlers:
+    _handler = logging.StreamHandler()
+    _handler.setFormatter(logging.Formatter("%(message)s"))
+    _logger.addHandler(_handler)
+    _logger.setLevel(logging.INFO)
+    _logger.propagate = False

@@ -27,8 +27,8 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,13 +43,31 @@ COMPONENTS: tuple[Component, ...] = ("search", "learning", "reward")
 TOKEN_COUNTS = ("gen_rows", "gen_prompt_tokens", "gen_completion_tokens", "gen_executed_tokens",
                 "loss_rows", "loss_tokens", "loss_executed_tokens", "old_forward_rows",
                 "ref_forward_rows", "reward_tokens", "kept_rows")  # fmt: skip
+# C_learning's parts: the loss passes (forward and backward), the no-grad old-policy forwards
+# (mu > 1) and the no-grad reference forwards (beta != 0); they sum to C_learning.
+LearningPart = Literal["loss", "old", "ref"]
+LEARNING_PARTS: tuple[LearningPart, ...] = ("loss", "old", "ref")
+
+
+BUDGET_STOPS = ("step", "round", "overshoot")
+
+
+class BudgetWarning(UserWarning):
+    """A ledger-wrapped run spent more useful FLOPs than its budget, or was set up so that it could."""
 
 
 @dataclass(frozen=True)
 class LedgerConfig:
     """Options of the ledger; every field has a working default."""
 
-    budget_flops: float | None = None  # stop before the round that would pass this (useful FLOPs)
+    budget_flops: float | None = None  # useful FLOPs the run may spend (the budget contract)
+    # How the budget stops the run (docs/ledger.md, the budget contract): "step" (default) stops
+    # before the optimizer step that could pass it, a step inside a round priced exactly from its
+    # rollouts, one that starts a round at the round's ceiling, so C_total never passes the budget;
+    # "round" stops only at the end of a round, before the next round priced at its ceiling (never
+    # passes either, but may leave up to one costliest round unspent); "overshoot" prices the next
+    # round as the dearest so far, an estimate that a run can outgrow by one round (warns when used).
+    budget_stop: Literal["step", "round", "overshoot"] = "step"
     kept: int | None = None  # K completions kept per prompt for the update; None keeps all G
     downsample: Literal["max_variance", "random"] = "max_variance"
     log_path: str | Path | None = None  # one JSONL line per optimizer step
@@ -60,7 +78,9 @@ class LedgerConfig:
     # Without it the next round is priced as the dearest so far, which completions that grow under
     # RL can outrun.
     round_ceiling_flops: float | None = None
-    seed: int = 0  # for random down-sampling
+    downsample_seed: int = (
+        0  # for random down-sampling (not `seed`: that is GRPOConfig's, TrlParser reads both)
+    )
     # Max-variance down-sampling compares rewards rounded to this many decimals (None: exact): float
     # noise in a learned reward then cannot change which completions are kept.
     selection_decimals: int | None = None
@@ -68,9 +88,43 @@ class LedgerConfig:
     # default ``<output_dir>/compute_card``. ``write_card=False`` writes none.
     card_path: str | Path | None = None
     write_card: bool = True
-    # The peak the card states utilisation against (FLOP/s); default: the table of known GPU peaks for a
-    # GPU, a matmul peak measured in the process on CPU.
+    # The peak FLOP/s per device the card states MFU and HFU against; default: the table of GPU
+    # datasheet peaks (paper_repro.devices.GPU_PEAK_FLOPS) on a GPU, none on CPU (no MFU there).
     peak_flops: float | None = None
+    # Build the trainer under a TRL outside the tested minor series (a warning instead of a refusal;
+    # or set PAPER_REPRO_ALLOW_UNTESTED_TRL=1). The hooked methods' signatures are checked either way.
+    allow_untested_trl: bool = False
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any]) -> LedgerConfig:
+        """A ``LedgerConfig`` from a mapping of its fields (numbers written as strings, as YAML reads
+        ``3e15``, are converted); an unknown key is a ``TypeError`` that lists the fields."""
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise TypeError(
+                f"LedgerConfig has no option {', '.join(map(repr, unknown))}; its options: {', '.join(known)}. "
+                "A file that mixes GRPOConfig's and the ledger's options reads with "
+                "trl.TrlParser((GRPOConfig, LedgerConfig)).parse_args_and_config()"
+            )
+        numbers = {"budget_flops": float, "first_round_flops": float, "round_ceiling_flops": float,
+                   "peak_flops": float, "kept": int, "downsample_seed": int, "selection_decimals": int}  # fmt: skip
+        values = {k: numbers[k](v) if k in numbers and isinstance(v, str) else v for k, v in options.items()}
+        return cls(**values)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> LedgerConfig:
+        """A ``LedgerConfig`` from a YAML file of its fields, or from the ``ledger:`` section of one."""
+        import yaml
+
+        options = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(options, Mapping):
+            raise TypeError(
+                f"{path}: expected a mapping of LedgerConfig options, got {type(options).__name__}"
+            )
+        if isinstance(options.get("ledger"), Mapping):
+            options = options["ledger"]
+        return cls.from_dict(options)
 
     def __post_init__(self) -> None:
         if self.budget_flops is not None and not self.budget_flops > 0:
@@ -79,6 +133,10 @@ class LedgerConfig:
             raise ValueError(f"kept must be >= 1, got {self.kept}")
         if self.downsample not in ("max_variance", "random"):
             raise ValueError(f"downsample must be 'max_variance' or 'random', got {self.downsample!r}")
+        if self.budget_stop not in BUDGET_STOPS:
+            raise ValueError(
+                f"budget_stop must be one of {', '.join(map(repr, BUDGET_STOPS))}, got {self.budget_stop!r}"
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,6 +217,10 @@ class _StepAccumulator:
     tokens: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     generated: bool = False
+    # C_learning by part (LEARNING_PARTS), per convention
+    learning_parts: dict[str, dict[str, float]] = field(
+        default_factory=lambda: {c: dict.fromkeys(LEARNING_PARTS, 0.0) for c in CONVENTIONS}
+    )
 
 
 class FlopLedger:
@@ -180,11 +242,13 @@ class FlopLedger:
         self._current = _StepAccumulator()
         self._step_start = time.perf_counter()
         self.stopped_by_budget = False
+        self.stop_reason: str | None = None  # why the budget stopped the run (see stop_before)
         # running totals of the steps' records (added in step order, as a sum over them would be): the
         # summary, the per-step metrics and total_flos all read these
         self._totals = {c: dict.fromkeys(COMPONENTS, 0.0) for c in CONVENTIONS}
         self._token_totals: dict[str, float] = defaultdict(float)
         self._seconds_totals = dict.fromkeys((*COMPONENTS, "total"), 0.0)
+        self._learning_parts_totals = {c: dict.fromkeys(LEARNING_PARTS, 0.0) for c in CONVENTIONS}
         if self.config.log_path:
             Path(self.config.log_path).parent.mkdir(parents=True, exist_ok=True)
             Path(self.config.log_path).write_text("")
@@ -213,15 +277,32 @@ class FlopLedger:
         self.charge("search", cost)
         self._current.generated = True
 
-    def charge_forward(self, work: dict[str, Work], adapters_active: bool) -> None:
+    def _charge_learning(self, part: LearningPart, cost: dict[str, float]) -> None:
+        self.charge("learning", cost)
+        for convention in CONVENTIONS:
+            self._current.learning_parts[convention][part] += cost[convention]
+
+    def charge_forward(
+        self, work: dict[str, Work], adapters_active: bool, part: Literal["old", "ref"] | None = None
+    ) -> None:
+        """A no-grad policy forward: the old-policy log-probs (``part="old"``) or the reference ones
+        (``"ref"``); ``part`` defaults to ``"old"`` with the adapters active, else ``"ref"``."""
         lora = self.train.lora if adapters_active else None
-        self.charge("learning", {c: flops.forward_flops(self.policy, work[c], lora) for c in CONVENTIONS})
+        part = part or ("old" if adapters_active else "ref")
+        self._charge_learning(part, {c: flops.forward_flops(self.policy, work[c], lora) for c in CONVENTIONS})
 
     def charge_training_pass(self, work: dict[str, Work], executed_train: TrainSpec | None = None) -> None:
         """A loss pass (forward and backward); ``executed_train``: how the executed pass trained where
         that differs from the planner's ``self.train`` (no head recompute in backward)."""
         trains = {"useful": self.train, "executed": executed_train or self.train}
-        self.charge("learning", {c: flops.train_flops(self.policy, work[c], trains[c]) for c in CONVENTIONS})
+        self._charge_learning(
+            "loss", {c: flops.train_flops(self.policy, work[c], trains[c]) for c in CONVENTIONS}
+        )
+
+    def training_pass_flops(self, work: Work) -> float:
+        """Useful FLOPs of a loss pass over ``work``, as :meth:`charge_training_pass` charges it (the
+        budget stop prices the next step's buffered micro-batches with it)."""
+        return flops.train_flops(self.policy, work, self.train)
 
     def reduce_step(self, reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Sum the open step's FLOPs and token counts over processes (``reduce_sum``: an all-reduce,
@@ -229,15 +310,19 @@ class FlopLedger:
         run's totals and the budget stops every process at the same step. Seconds stay per process."""
         acc = self._current
         keys = [(c, k) for c in CONVENTIONS for k in COMPONENTS]
+        part_keys = [(c, k) for c in CONVENTIONS for k in LEARNING_PARTS]
         values = [acc.flops[c][k] for c, k in keys] + [acc.tokens.get(k, 0.0) for k in TOKEN_COUNTS]
         values.append(float(acc.generated))
+        values += [acc.learning_parts[c][k] for c, k in part_keys]
         summed = reduce_sum(torch.tensor(values, dtype=torch.float64)).tolist()
         for (c, k), v in zip(keys, summed, strict=False):
             acc.flops[c][k] = v
+        for (c, k), v in zip(part_keys, summed[len(keys) + len(TOKEN_COUNTS) + 1 :], strict=True):
+            acc.learning_parts[c][k] = v
         for k, v in zip(TOKEN_COUNTS, summed[len(keys) :], strict=False):
             if v or k in acc.tokens:
                 acc.tokens[k] = v
-        acc.generated = summed[-1] > 0
+        acc.generated = summed[len(keys) + len(TOKEN_COUNTS)] > 0
 
     # --- steps ---------------------------------------------------------------------------------
     def begin_step(self) -> None:
@@ -260,6 +345,7 @@ class FlopLedger:
             "flops": {c: {**acc.flops[c], "total": sum(acc.flops[c].values())} for c in CONVENTIONS},
             "tokens": dict(acc.tokens),
             "seconds": seconds,
+            "learning_parts": {c: dict(acc.learning_parts[c]) for c in CONVENTIONS},
         }
         self._round_cost += sum(useful.values())
         self._useful_total += sum(useful.values())
@@ -270,6 +356,9 @@ class FlopLedger:
             self._token_totals[k] += v
         for k, v in seconds.items():
             self._seconds_totals[k] += v
+        for c in CONVENTIONS:
+            for k in LEARNING_PARTS:
+                self._learning_parts_totals[c][k] += acc.learning_parts[c][k]
         if round_complete:
             self.rounds.append(self._round_cost)
             self._round_cost = 0.0
@@ -280,18 +369,42 @@ class FlopLedger:
         self._current = _StepAccumulator()
         return record
 
-    def should_stop(self) -> bool:
-        """True when the next generation round could take the useful C_total past the budget:
-        priced at ``round_ceiling_flops`` when set (a bound: the total never passes the budget),
-        else as the dearest round so far (an estimate)."""
+    def stop_before(self, next_cost: float, what: str) -> bool:
+        """True when ``next_cost`` more useful FLOPs (``what``: the step or round about to start) could
+        take C_total past the budget; the run then stops, and :attr:`stop_reason` says why."""
         budget = self.config.budget_flops
-        if budget is None or not self.rounds:
+        if budget is None or self._useful_total + next_cost <= budget:
             return False
-        next_round = self.config.round_ceiling_flops or max(self.rounds)
-        if self._useful_total + next_round > budget:
-            self.stopped_by_budget = True
-            return True
-        return False
+        self.stopped_by_budget = True
+        self.stop_reason = (
+            f"{what} could cost up to {next_cost:.4g} useful FLOPs, which would pass the budget "
+            f"({self._useful_total:.4g} spent + {next_cost:.4g} > {budget:.4g})"
+        )
+        return True
+
+    def should_stop(self, round_ceiling: float | None = None) -> bool:
+        """At the end of a generation round: True when the next round could take the useful C_total
+        past the budget, priced at ``round_ceiling`` (default ``round_ceiling_flops``; a bound: the
+        total never passes the budget), else as the dearest round so far (an estimate a run can
+        outgrow by one round)."""
+        if not self.rounds:
+            return False
+        ceiling = round_ceiling or self.config.round_ceiling_flops
+        if ceiling:
+            return self.stop_before(ceiling, "the next round, at its ceiling,")
+        return self.stop_before(max(self.rounds), "the next round, priced as the dearest so far,")
+
+    def stop_message(self, why: str) -> str:
+        """The one line a stopped run logs: its rounds and steps, spent / budget, and ``why``."""
+        spent = self.total("useful")
+        budget = self.config.budget_flops
+        share = f" of the budget {budget:.4g} ({spent / budget:.1%})" if budget else " (no budget)"
+        generated = sum(step["generated"] for step in self.steps)
+        cut = " (the last cut short)" if generated > len(self.rounds) else ""
+        return (
+            f"FLOP ledger: stopped after {generated} generation round(s){cut} and {len(self.steps)} "
+            f"optimizer step(s), at {spent:.4g} useful FLOPs{share}: {why}"
+        )
 
     def metrics(self) -> dict[str, float]:
         """The run so far as TRL-style metrics (:data:`METRIC_NAMES`): cumulative useful FLOPs per
@@ -343,9 +456,21 @@ class FlopLedger:
         out["over_budget"] = bool(
             self.config.budget_flops and self.total("useful") > self.config.budget_flops
         )
+        out["budget_stop"] = self.config.budget_stop
+        out["budget_spent"] = (
+            self.total("useful") / self.config.budget_flops if self.config.budget_flops else None
+        )
+        out["stop_reason"] = self.stop_reason
         out["max_round_flops"] = max(self.rounds) if self.rounds else float("nan")
         out["tokens"] = dict(self._token_totals)
+        # C_learning by part (loss passes, old-policy and reference forwards), per convention
+        out["learning_parts"] = self.learning_parts()
         return out
+
+    def learning_parts(self) -> dict[str, dict[str, float]]:
+        """C_learning split into the loss passes (``loss``), the old-policy forwards (``old``) and the
+        reference forwards (``ref``), per convention; each convention's parts sum to its C_learning."""
+        return {c: dict(self._learning_parts_totals[c]) for c in CONVENTIONS}
 
     def write_summary(self, path: str | Path) -> None:
         path = Path(path)

@@ -1,8 +1,8 @@
 """Pricing the costliest generation round before any compute, to refuse a budget that cannot buy one.
 
 :class:`RoundPricing` is a mixin of :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`.
-:meth:`RoundPricing.price_round_ceiling` prices, with the analytic FLOP model, the most one round can
-cost from what the trainer sees: its batch layout, the train dataset's longest prompt tokenized as TRL
+:meth:`RoundPricing.price_round_ceiling` prices, with the cost models the ledger charges
+(:mod:`paper_repro.ledger.cost_models`), the most one round can cost from what the trainer sees: its batch layout, the train dataset's longest prompt tokenized as TRL
 tokenizes it, every completion at ``max_completion_length``, and the reward models and the reward
 functions' ``flop_cost`` on a worst-case batch. At construction the trainer refuses a budget below one
 round: below the user's ``first_round_flops`` / ``round_ceiling_flops`` when given, else below this
@@ -17,14 +17,15 @@ from typing import Any
 import torch
 
 from paper_repro import flops
-from paper_repro.flops import GRPOStep, ModelShape
-from paper_repro.ledger.core import as_conventions
+from paper_repro.flops import GRPOStep
+from paper_repro.ledger.core import BudgetWarning, as_conventions, forward_pass_work
+from paper_repro.ledger.cost_models import unpriced_parts
 
 
 class RoundPricing:
     """Prices the costliest generation round and refuses a budget below one round (a mixin of
     :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`, which sets ``ledger``, ``_kept``,
-    ``_prefix_cache`` and ``round_price``)."""
+    ``_prefix_cache``, ``round_price`` and ``reward_model_costs``)."""
 
     def _check_first_round(self) -> None:
         """Refuse a budget below one round before any compute: against the user's
@@ -32,9 +33,20 @@ class RoundPricing:
         trainer prices itself (:meth:`price_round_ceiling`)."""
         config = self.ledger.config
         budget, first, ceiling = config.budget_flops, config.first_round_flops, config.round_ceiling_flops
-        if budget is not None and first is None and ceiling is None:
-            self.round_price = self.price_round_ceiling()
-            if self.round_price is not None and self.round_price["C_total"] > budget:
+        if budget is not None and config.budget_stop == "overshoot":
+            warnings.warn(
+                "LedgerConfig(budget_stop='overshoot') prices each next round as the dearest round so far: "
+                "a run whose completions grow can pass its budget by up to one round; the default "
+                "budget_stop='step' never passes it",
+                BudgetWarning,
+                stacklevel=3,
+            )
+        # the stop needs a round's ceiling too, unless it only estimates (overshoot) or was given one
+        stop_needs_price = config.budget_stop != "overshoot"
+        if budget is not None and ceiling is None and (first is None or stop_needs_price):
+            self.round_price = self.price_round_ceiling()  # warns when it cannot
+            # the user's first_round_flops, when given, is the price the refusal goes by
+            if first is None and self.round_price is not None and self.round_price["C_total"] > budget:
                 price = self.round_price
                 raise ValueError(
                     f"budget {budget:.3g} FLOPs does not surely buy one generation round: one round needs up "
@@ -54,8 +66,9 @@ class RoundPricing:
             )
 
     def price_round_ceiling(self) -> dict[str, Any] | None:
-        """The most one generation round can cost (useful FLOPs), priced with the analytic FLOP model
-        (:func:`paper_repro.flops.grpo_step_cost`) from what the trainer sees, before any compute:
+        """The most one generation round can cost (useful FLOPs), priced by
+        :func:`paper_repro.flops.grpo_step_cost` with the ledger's cost models from what the trainer
+        sees, before any compute:
 
         * the batch layout: a round is ``per_device_train_batch_size x steps_per_generation x world
           size`` rows, P = rows / G prompts of G = ``num_generations`` completions, K kept
@@ -63,26 +76,36 @@ class RoundPricing:
         * the longest prompt of the train dataset, tokenized as TRL tokenizes it
           (``_tokenize_prompts``: through the chat template for conversational prompts), and every
           completion at ``max_completion_length``;
-        * the policy's shape from its config, LoRA from its PEFT adapters, gradient checkpointing;
+        * the policy's cost model (the analytic shape from its config and LoRA from its PEFT adapters,
+          or its measured rates: :mod:`paper_repro.ledger.cost_models`), gradient checkpointing;
           the old-policy forward by TRL's rule (mu > 1, or vLLM importance sampling), the reference
           forward when beta != 0 (priced with the adapters on: a bound), prefix caching as counted;
-        * reward models (``nn.Module``) from their config, one forward over the longest prompt plus
+        * reward models (``nn.Module``) by the cost models the trainer charges them with
+          (``reward_model_costs``: priced from the module that runs), one forward over the longest prompt plus
           ``max_completion_length`` tokens per completion (assumes the reward tokenizer splits no
           finer than the policy's); reward functions with ``flop_cost`` by calling it on a worst-case
           batch: the longest prompt and a ``max_completion_length`` completion of one repeated
           ordinary token in each of the P x G rows. A function without ``flop_cost`` costs 0.
 
         Returns the priced round (``C_*``, ``rho`` and the layout), or None, with a warning, when the
-        train dataset's prompts cannot be read (an iterable dataset): then nothing is refused."""
+        train dataset's prompts cannot be read (an iterable dataset) or a model cannot be priced (the
+        trainer has warned which): then nothing is refused."""
         args = self.args
         world = self.accelerator.num_processes
         rows = args.per_device_train_batch_size * args.steps_per_generation * world
         g, k, mu = self.num_generations, self._kept, self.num_iterations
+        gaps = unpriced_parts(self.priced_models())
+        if gaps:
+            warnings.warn(
+                f"the FLOP ledger cannot price a round: it cannot price {'; '.join(gaps)}", stacklevel=3
+            )
+            return None
         longest = self._longest_prompt()
         if longest is None:
             warnings.warn(
                 "the FLOP ledger cannot read the train dataset's prompts to price a round: the budget is "
-                "not checked before training; pass round_ceiling_flops",
+                "not checked before training, and the budget stop prices a new round as the dearest so far "
+                "(an estimate a run can outgrow); pass LedgerConfig(round_ceiling_flops=...) for a guarantee",
                 stacklevel=3,
             )
             return None
@@ -96,15 +119,88 @@ class RoundPricing:
             completion_tokens=c, beta=self.beta, old_logprobs=old, prefix_cache=self._prefix_cache,
         )  # fmt: skip
         cost = flops.grpo_step_cost(self.ledger.policy, step, train=self.ledger.train)
+        # the loss passes alone: the part of the round spread over its optimizer steps
+        seq = flops.sequence_work(prompt_tokens + c, head_tokens=c)
+        loss = mu * (rows // g) * k * flops.train_flops(self.ledger.policy, seq, self.ledger.train)
         reward = self._reward_ceiling(prompt, prompt_tokens, rows)
         total = cost.C_total + reward
         return {
             "C_search": float(cost.C_search), "C_learning": float(cost.C_learning),
-            "C_reward": float(reward), "C_total": float(total),
+            "C_reward": float(reward), "C_total": float(total), "C_loss": float(loss),
             "rho": cost.C_learning / total if total > 0 else float("nan"),
             "P": rows // g, "G": g, "K": k, "mu": mu, "rows": rows,
             "prompt_tokens": prompt_tokens, "completion_tokens": c,
         }  # fmt: skip
+
+    # --- the budget stop ----------------------------------------------------------------------
+    def _stops_before_next_step(self, round_complete: bool) -> bool:
+        """At the end of an optimizer step, whether the budget stops the run here
+        (``LedgerConfig.budget_stop``; docs/ledger.md, the budget contract):
+
+        * ``"step"``: when the next optimizer step could pass the budget. A step inside a round runs
+          loss passes over rollouts already in TRL's buffer, priced exactly (useful FLOPs) from
+          their masks; a step that starts a round is priced at the round's ceiling less the loss
+          passes of the round's other steps. The total never passes the budget;
+        * ``"round"``: at the end of a round only, when the next round priced at its ceiling could;
+        * ``"overshoot"``: at the end of a round only, the next round priced as the dearest so far.
+        """
+        ledger = self.ledger
+        mode = ledger.config.budget_stop
+        if ledger.config.budget_flops is None:
+            return False
+        if mode == "step":
+            cost, what = self._next_step_price()
+            return ledger.stop_before(cost, what)
+        if not round_complete:
+            return False
+        if mode == "overshoot":
+            return ledger.stop_before(max(ledger.rounds), "the next round, priced as the dearest so far,")
+        return ledger.should_stop(self._round_ceiling_price())
+
+    def _round_ceiling_price(self) -> float | None:
+        """The most a whole round can cost: the user's ``round_ceiling_flops``, else the trainer's own
+        price (:meth:`price_round_ceiling`), else None (the stop then estimates)."""
+        given = self.ledger.config.round_ceiling_flops
+        if given is not None:
+            return given
+        return None if self.round_price is None else self.round_price["C_total"]
+
+    def _next_step_price(self) -> tuple[float, str]:
+        """Useful FLOPs the next optimizer step can cost (summed over processes), and what it is."""
+        args = self.args
+        per_round = args.steps_per_generation * self.num_iterations  # micro-batches of one round
+        start = self._step  # TRL's micro-batch counter
+        local, new_round_micro = 0.0, 0
+        for j in range(start, start + self.current_gradient_accumulation_steps):
+            if new_round_micro or j % per_round == 0 or self._buffered_inputs is None:
+                new_round_micro += 1
+            else:
+                local += self._buffered_loss_price(self._buffered_inputs[j % args.steps_per_generation])
+        if self.accelerator.num_processes > 1:
+            local = float(self.accelerator.reduce(torch.tensor(local, device=self.accelerator.device), "sum"))
+        if not new_round_micro:
+            return local, "the next optimizer step (loss passes over rollouts already generated)"
+        return local + self._round_start_price(new_round_micro, per_round), (
+            "the next optimizer step, which starts a generation round,"
+        )
+
+    def _round_start_price(self, micro_batches: int, per_round: int) -> float:
+        """The most the opening of a round can cost: generation, rewards, the old-policy and reference
+        forwards, and the loss passes of its first ``micro_batches`` of ``per_round`` micro-batches."""
+        given = self.ledger.config.round_ceiling_flops
+        if given is not None:
+            return given  # the whole round's ceiling: a bound on any part of it
+        if self.round_price is not None:
+            price = self.round_price
+            return price["C_total"] - price["C_loss"] * (1 - micro_batches / per_round)
+        # no ceiling could be priced (warned at construction): the dearest round so far, an estimate
+        return max(self.ledger.rounds, default=0.0)
+
+    def _buffered_loss_price(self, batch: dict[str, Any]) -> float:
+        """Useful FLOPs of the loss pass over one buffered micro-batch, as the ledger will charge it."""
+        mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        work = forward_pass_work(mask, batch["completion_ids"].size(1), compact_head=True)
+        return self.ledger.training_pass_flops(work["useful"])
 
     def _longest_prompt(self) -> tuple[Any, int] | None:
         """The train dataset's longest prompt and its tokens as TRL tokenizes it, or None."""
@@ -132,8 +228,8 @@ class RoundPricing:
         completions = completion_ids = None
         for func in self.reward_funcs:
             if isinstance(func, torch.nn.Module):
-                shape = ModelShape.from_config(func.config)
-                total += rows * flops.forward_flops(shape, flops.sequence_work(prompt_tokens + c))
+                cost = self.reward_model_costs[func]
+                total += rows * flops.forward_flops(cost, flops.sequence_work(prompt_tokens + c))
                 continue
             cost_fn = getattr(func, "flop_cost", None)
             if cost_fn is None:

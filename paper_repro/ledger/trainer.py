@@ -4,13 +4,14 @@ What it hooks (see ``docs/DESIGN.md`` §3.7):
 
 * ``_generate_single_turn``: the prompt and completion tokens of every rollout (C_search);
 * ``_get_per_token_logps_and_entropies``: every policy forward over prompt+completion. With grad
-  off it is the old-policy or reference forward (adapters disabled = reference); with grad on it is
-  the loss pass, whose backward follows (C_learning);
+  off it is the old-policy or reference forward (the reference model, the adapters disabled, or a
+  pre-wrapped PeftModel's ``"ref"`` adapter = reference); with grad on it is the loss pass, whose
+  backward follows (C_learning);
 * ``_calculate_rewards``: the reward functions; a reward model's cost comes from its own token
   counts (TRL's ``nn.Module`` path) or from the function's ``flop_cost`` attribute (C_reward);
 * ``_generate_and_score_completions``: K-of-G down-sampling of each generation batch;
-* a ``TrainerCallback`` closes each optimizer step: one JSONL line, wall seconds per component,
-  and the budget check.
+* a ``TrainerCallback`` closes each optimizer step (one JSONL line, wall seconds per component, the
+  budget stop) and, at the end, logs one line that says why the run stopped.
 
 What else reaches the outside:
 
@@ -20,7 +21,8 @@ What else reaches the outside:
 * ``state.total_flos`` is the ledger's useful C_total, so the trainer's end-of-training summary is right;
 * a compute card (JSON and Markdown) written at the end of training (:func:`compute_card`).
 
-It hooks private methods of TRL: it refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`.
+It hooks private methods of TRL: :mod:`~paper_repro.ledger.compat` checks the TRL release and the hooked
+methods' signatures when the trainer is built.
 
 The class's other jobs are mixins from the modules beside this one: K-of-G down-sampling
 (:class:`~paper_repro.ledger.downsample.Downsampling`), pricing the costliest round before training
@@ -31,8 +33,9 @@ bucketed/fused update (:class:`~paper_repro.ledger.kernels.KernelDispatch`).
 from __future__ import annotations
 
 import json
+import logging
 import time
-from collections import defaultdict
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -43,8 +46,9 @@ from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from paper_repro import flops
-from paper_repro.flops import ModelShape, TrainSpec
+from paper_repro.ledger.compat import check_config_places, check_trl
 from paper_repro.ledger.core import (
+    BudgetWarning,
     FlopLedger,
     LedgerConfig,
     as_conventions,
@@ -52,13 +56,12 @@ from paper_repro.ledger.core import (
     generation_pass_work,
     real_rows_work,
 )
+from paper_repro.ledger.cost_models import check_priced, policy_cost, reward_model_cost
 from paper_repro.ledger.downsample import Downsampling
 from paper_repro.ledger.kernels import KernelDispatch, check_kernel_choice
 from paper_repro.ledger.pricing import RoundPricing
 
-# The TRL versions whose private methods (``_generate_single_turn``, ``_get_per_token_logps_and_entropies``,
-# ``_calculate_rewards``, ``_generate_and_score_completions``, ``_metrics``) the ledger was tested with.
-SUPPORTED_TRL_VERSIONS: tuple[str, ...] = ("1.16.0",)
+logger = logging.getLogger(__name__)
 
 
 class _LedgerCallback(TrainerCallback):
@@ -71,6 +74,8 @@ class _LedgerCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         trainer = self.trainer
+        if trainer.accelerator.is_main_process:
+            trainer._report_stop(state)
         log_path = trainer.ledger.config.log_path
         if log_path:
             trainer.ledger.write_summary(Path(log_path).with_suffix(".summary.json"))
@@ -91,7 +96,7 @@ class _LedgerCallback(TrainerCallback):
         metrics = trainer._metrics["train"]
         for name, value in trainer.ledger.metrics().items():
             metrics[name] = [value]
-        if round_complete and trainer.ledger.should_stop():
+        if trainer._stops_before_next_step(round_complete):
             control.should_training_stop = True
         return control
 
@@ -101,31 +106,6 @@ class _LedgerCallback(TrainerCallback):
 # ---------------------------------------------------------------------------------------------
 
 
-def _lora_spec_of(model: Any, num_layers: int) -> flops.LoRASpec | None:
-    """The active LoRA adapters of a PEFT model as a LoRASpec (None for a plain model: full
-    training), read from the adapted modules themselves."""
-    ranks: dict[str, set[int]] = defaultdict(set)
-    for name, module in model.named_modules():
-        lora_a = getattr(module, "lora_A", None)
-        if isinstance(lora_a, torch.nn.ModuleDict) and len(lora_a):
-            for adapter in module.active_adapters:
-                if adapter in lora_a:
-                    ranks[name.rsplit(".", 1)[-1]].add(lora_a[adapter].out_features)
-    if not ranks:
-        return None
-    all_ranks = set().union(*ranks.values())
-    counts = defaultdict(int)
-    for name, module in model.named_modules():
-        if isinstance(getattr(module, "lora_A", None), torch.nn.ModuleDict) and len(module.lora_A):
-            counts[name.rsplit(".", 1)[-1]] += 1
-    if len(all_ranks) != 1 or any(n != num_layers for n in counts.values()):
-        raise ValueError(
-            "the FLOP ledger supports one LoRA rank on the same modules of every layer; "
-            f"found ranks {sorted(all_ranks)} on {dict(counts)} (of {num_layers} layers)"
-        )
-    return flops.LoRASpec(rank=all_ranks.pop(), target_modules=tuple(sorted(ranks)))
-
-
 class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer):
     """``trl.GRPOTrainer`` with a FLOP ledger, a FLOP budget and K-of-G down-sampling.
 
@@ -133,7 +113,8 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
     ``train()``, ``trainer.ledger`` holds the per-step records and ``trainer.ledger.summary()``
     the totals. On the way:
 
-    * construction refuses a TRL version outside :data:`SUPPORTED_TRL_VERSIONS`, and a budget below
+    * construction refuses a config in the wrong place, a TRL outside :data:`~paper_repro.ledger.compat.SUPPORTED_TRL`
+      (unless opted in) or with other hooked signatures, and a budget below
       one round (the user's ``first_round_flops`` / ``round_ceiling_flops``, else the round the
       trainer prices itself: :meth:`price_round_ceiling`);
     * every optimizer step puts the run's running totals into TRL's metrics (:data:`METRIC_NAMES`,
@@ -154,7 +135,8 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         update_layout: str = "padded",
         **kwargs: Any,
     ) -> None:
-        check_trl_version()
+        check_config_places(args, kwargs, ledger)
+        check_trl(allow_untested=bool(ledger and ledger.allow_untested_trl))
         check_kernel_choice(sampler, update_layout)
         super().__init__(*args, **kwargs)
         # "lean": rollouts by paper_repro.sampler where it reproduces HF generate (else HF generate);
@@ -166,19 +148,22 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         self.fused_update_fallback: str | None = None  # why the last "fused" forward ran HF's instead
         self.lean_fallback: str | None = None  # why the last rollout fell back to HF generate
         config = ledger or LedgerConfig()
-        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
-        shape = ModelShape.from_config(base.config)
-        lora = _lora_spec_of(self.model, shape.num_layers)
-        train = TrainSpec(
-            lora=lora,
-            # the flag Trainer enables checkpointing by (`gradient_checkpointing` is its deprecated alias)
-            gradient_checkpointing=bool(self.args.activation_checkpointing),
-            head_recompute=True,  # TRL's fused LM head recomputes logits in backward
+        # analytic where the FLOP model knows the policy, else measured (paper_repro.ledger.cost_models);
+        # `activation_checkpointing` is the flag Trainer enables checkpointing by
+        policy, train = policy_cost(self.model, bool(self.args.activation_checkpointing))
+        self.ledger = FlopLedger(policy, train, config)
+        # reward models (nn.Module reward functions) priced once, from the modules that run
+        self.reward_model_costs = {
+            func: reward_model_cost(func) for func in self.reward_funcs if isinstance(func, torch.nn.Module)
+        }
+        check_priced(
+            self.priced_models(),
+            config.budget_flops,
+            ["the vision encoder of this vision-language model"] if self._is_vlm else [],
         )
-        self.ledger = FlopLedger(shape, train, config)
         self._kept = config.kept or self.num_generations
         self._prefix_cache = self.use_vllm if config.prefix_cache is None else config.prefix_cache
-        self._downsample_rng = torch.Generator().manual_seed(config.seed)
+        self._downsample_rng = torch.Generator().manual_seed(config.downsample_seed)
         self._last_rewards: torch.Tensor | None = None
         self._adapter_layer = next(
             (m for m in self.model.modules() if isinstance(getattr(m, "lora_A", None), torch.nn.ModuleDict)),
@@ -187,12 +172,13 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         self._check_downsampling()
         self.round_price: dict[str, Any] | None = None  # the self-priced ceiling (price_round_ceiling)
         self._check_first_round()
-        if config.write_card and config.peak_flops is None and self.accelerator.device.type != "cuda":
-            # measured now, not in the card at the end: inside train() the matmuls would show in any
-            # FlopCounterMode around it and in its wall time (cached: once per process)
-            from paper_repro.ledger.card import cpu_matmul_peak
+        if config.write_card and self.accelerator.device.type == "cpu":
+            # the CPU matmul throughput the card shows beside the run, measured now, not in the card at
+            # the end: inside train() the matmuls would show in any FlopCounterMode around it and in its
+            # wall time (cached: once per process)
+            from paper_repro.ledger.card import cpu_matmul_throughput
 
-            cpu_matmul_peak()
+            cpu_matmul_throughput()
         self.add_callback(_LedgerCallback(self))
 
     # --- TRL's FLOP count ----------------------------------------------------------------------
@@ -231,17 +217,53 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         md_path.write_text(card_markdown(card))
         return card
 
+    # --- the end of a run ---------------------------------------------------------------------
+    def _report_stop(self, state) -> None:
+        """Log the one line that says how the run ended (rounds, spent / budget, why, the learning
+        rate there), and warn when the useful C_total passed the budget."""
+        ledger = self.ledger
+        if ledger.stopped_by_budget:
+            why = f"the budget stopped it: {ledger.stop_reason}"
+        elif state.max_steps and state.global_step >= state.max_steps:
+            why = f"max_steps={state.max_steps} reached"
+        else:
+            why = "the train dataset ran out, or another callback stopped it"
+        if self.lr_scheduler is not None:
+            lr = self.lr_scheduler.get_last_lr()[0]
+            why += (
+                f"; learning rate there {lr:.3g} of {self.args.learning_rate:.3g} "
+                f"({getattr(self.args.lr_scheduler_type, 'value', self.args.lr_scheduler_type)} schedule over max_steps={state.max_steps}, not over the budget)"
+            )
+        logger.info(ledger.stop_message(why))
+        budget = ledger.config.budget_flops
+        if budget is not None and ledger.total("useful") > budget:
+            spent = ledger.total("useful")
+            warnings.warn(
+                f"the FLOP ledger's run passed its budget: {spent:.4g} useful FLOPs of {budget:.4g} "
+                f"({spent / budget - 1:+.1%}), with budget_stop={ledger.config.budget_stop!r}",
+                BudgetWarning,
+                stacklevel=2,
+            )
+
     # --- helpers -------------------------------------------------------------------------------
     def _sync(self) -> None:
         if torch.cuda.is_available() and self.accelerator.device.type == "cuda":
             torch.cuda.synchronize()
 
-    def _is_reference(self, model: Any) -> bool:
-        """A no-grad forward is the reference one when it runs the separate reference model, or the
-        PEFT policy with its adapters disabled; otherwise it is the old-policy forward."""
+    def _forward_role(self, model: Any) -> tuple[bool, bool]:
+        """(is it the reference forward, does it run LoRA adapters) for a no-grad policy forward. TRL
+        runs the reference as the separate reference model (full fine-tuning), as the PEFT policy with
+        its adapters disabled (a ``peft_config`` given to the trainer), or, for a model passed already
+        wrapped as a ``PeftModel``, through the copy of its adapter TRL adds under the name ``"ref"``;
+        any other no-grad forward is the old-policy one, with the policy's own adapters."""
         if model is self.ref_model and model is not None:
-            return True
-        return self._adapter_layer is not None and bool(self._adapter_layer.disable_adapters)
+            return True, False
+        layer = self._adapter_layer
+        if layer is None:
+            return False, False
+        if layer.disable_adapters:
+            return True, False
+        return "ref" in layer.active_adapters, True
 
     # --- hooks ---------------------------------------------------------------------------------
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
@@ -307,8 +329,8 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
                     loss_executed_tokens=work["executed"].tokens,
                 )
             else:  # old-policy or reference log-probs
-                reference = self._is_reference(model)
-                self.ledger.charge_forward(work, adapters_active=not reference)
+                reference, adapters = self._forward_role(model)
+                self.ledger.charge_forward(work, adapters_active=adapters, part="ref" if reference else "old")
                 self.ledger.count(**{f"{'ref' if reference else 'old'}_forward_rows": input_ids.size(0)})
         if plan is None:
             return super()._get_per_token_logps_and_entropies(
@@ -355,8 +377,17 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         self._last_rewards = rewards
         return rewards
 
+    def priced_models(self) -> dict[str, Any]:
+        """The cost model of each model the ledger prices, by name: the policy and each reward model."""
+        rewards = {
+            f"reward model {name!r}": self.reward_model_costs[func]
+            for func, name in zip(self.reward_funcs, self.reward_func_names, strict=True)
+            if isinstance(func, torch.nn.Module)
+        }
+        return {"the policy": self.ledger.policy, **rewards}
+
     def _reward_model_hook(self, module: torch.nn.Module) -> Callable[..., None]:
-        shape = ModelShape.from_config(module.config)
+        cost = self.reward_model_costs[module]
 
         def hook(mod, args, kwargs):
             mask = kwargs.get("attention_mask")
@@ -369,7 +400,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
             executed = flops.padded_batch_work(ids.size(0), ids.size(1), ids.numel())
             self.ledger.charge(
                 "reward",
-                {c: flops.forward_flops(shape, w) for c, w in (("useful", useful), ("executed", executed))},
+                {c: flops.forward_flops(cost, w) for c, w in (("useful", useful), ("executed", executed))},
             )
             self.ledger.count(reward_tokens=useful.tokens)
 
@@ -380,26 +411,3 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         if not self.model.training or self._kept == self.num_generations:
             return batch
         return self._downsample(batch)
-
-
-# ---------------------------------------------------------------------------------------------
-# TRL versions
-# ---------------------------------------------------------------------------------------------
-
-
-def _trl_version() -> str:
-    import trl
-
-    return str(trl.__version__)
-
-
-def check_trl_version() -> None:
-    """Refuse a TRL version the ledger has not been tested with: it hooks TRL's private methods,
-    whose names, arguments and call order can change in any release, and would count wrong."""
-    version = _trl_version()
-    if version not in SUPPORTED_TRL_VERSIONS:
-        raise RuntimeError(
-            f"the FLOP ledger hooks private methods of TRL's GRPOTrainer and supports TRL "
-            f"{', '.join(SUPPORTED_TRL_VERSIONS)} only; found trl {version}. Install a supported version "
-            f"(pip install trl=={SUPPORTED_TRL_VERSIONS[-1]})"
-        )
