@@ -33,9 +33,12 @@ def ledger_lines():
 
     handler = Keep()
     logger = logging.getLogger("paper_repro.ledger")
+    level = logger.level  # the study's quiet_libraries, run by other tests in this process, raises it
     logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
     yield lines
     logger.removeHandler(handler)
+    logger.setLevel(level)
 
 
 # --- the budget contract ---------------------------------------------------------------------

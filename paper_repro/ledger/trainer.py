@@ -13,6 +13,10 @@ What it hooks (see ``docs/DESIGN.md`` §3.7):
 * a ``TrainerCallback`` closes each optimizer step (one JSONL line, wall seconds per component, the
   budget stop) and, at the end, logs one line that says why the run stopped.
 
+Each pass is priced by the policy's cost model (:mod:`~paper_repro.ledger.cost_models`): the analytic
+FLOP model for the families it knows, a one-off measurement of the module at construction otherwise;
+reward models likewise, from the module that runs.
+
 What else reaches the outside:
 
 * TRL's metrics path: every optimizer step sets ``flops/*`` and ``tokens/*`` in
