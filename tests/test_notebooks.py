@@ -223,6 +223,13 @@ def check_ledger_example(tmp_path: Path) -> None:
     card = json.loads((out / "compute_card.json").read_text())
     assert card["steps"] == 2 and set(card["flops"]) == {"useful", "executed"}
     assert (out / "compute_card.md").read_text().startswith("# Compute card")
+    # the budget contract: the stop line, and the summary's record of the stop
+    cells = nbformat.read(copy, as_version=4).cells
+    (run,) = [c for c in cells if "trainer.train()" in c.source]
+    assert "FLOP ledger: stopped after 2 generation round(s)" in json.dumps(run.outputs)
+    assert "max_steps=2 reached" in json.dumps(run.outputs)
+    (budget,) = [c for c in cells if "budget_spent" in c.source]
+    assert "budget_stop" in json.dumps(budget.outputs)
 
 
 # ------------------------------------------------------------------------------------------ tests
