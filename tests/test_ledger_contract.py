@@ -255,3 +255,17 @@ def test_a_trl_whose_hooked_methods_changed_fails_at_construction_naming_the_met
     monkeypatch.delattr(GRPOTrainer, "_tokenize_prompts")
     with pytest.raises(RuntimeError, match=r"has no method _tokenize_prompts"):
         check_hooked_methods()
+
+
+def test_the_stop_line_can_be_silenced_before_the_ledger_is_imported():
+    """The study silences the line in each worker before the ledger is imported there (the runner's
+    pool initializer): importing the ledger must not raise the level back."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging; logging.getLogger('paper_repro.ledger').setLevel(logging.WARNING); "
+        "import paper_repro.ledger; print(logging.getLogger('paper_repro.ledger').level)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(logging.WARNING)

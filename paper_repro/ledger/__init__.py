@@ -115,5 +115,6 @@ if not _logger.handlers:
     _handler = logging.StreamHandler()
     _handler.setFormatter(logging.Formatter("%(message)s"))
     _logger.addHandler(_handler)
-    _logger.setLevel(logging.INFO)
     _logger.propagate = False
+if _logger.level == logging.NOTSET:  # a level set before this import (e.g. to silence it) stays
+    _logger.setLevel(logging.INFO)
