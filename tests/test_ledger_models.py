@@ -276,6 +276,20 @@ def test_reward_models_are_priced_by_the_head_that_runs(tmp_path, tiny_policy, h
     assert price["C_reward"] == pytest.approx(price["rows"] * per_row)
 
 
+def _check_reward_hook(trainer, module, ids, mask) -> None:
+    """The reward hook's C_reward for one forward of ``module`` on a padded batch: ``executed`` within
+    2% of FlopCounterMode around that forward, ``useful`` (real tokens) below it."""
+    trainer.model.train()
+    handle = module.register_forward_pre_hook(trainer._reward_model_hook(module), with_kwargs=True)
+    counter = flop_counter()
+    with counter, torch.inference_mode():
+        module(input_ids=ids, attention_mask=mask)
+    handle.remove()
+    charged = trainer.ledger._current.flops
+    assert counter.get_total_flops() / charged["executed"]["reward"] == pytest.approx(1, abs=0.02)
+    assert 0 < charged["useful"]["reward"] < charged["executed"]["reward"]
+
+
 @pytest.mark.parametrize("how", ["checkpoint", "built in code"])
 def test_a_process_reward_model_is_priced_by_its_score_mlp(tmp_path, how):
     """Qwen2.5-Math-PRM's interface (remote code, a (h, h) -> (h, 2) score MLP at every position), as
@@ -297,15 +311,7 @@ def test_a_process_reward_model_is_priced_by_its_score_mlp(tmp_path, how):
     ids = torch.randint(4, prm.config.vocab_size, (6, 19))
     mask = torch.ones_like(ids)
     mask[0, 11:] = mask[3, 16:] = 0
-    trainer.model.train()
-    handle = prm.register_forward_pre_hook(trainer._reward_model_hook(prm), with_kwargs=True)
-    counter = flop_counter()
-    with counter, torch.inference_mode():
-        prm(input_ids=ids, attention_mask=mask)
-    handle.remove()
-    charged = trainer.ledger._current.flops
-    assert counter.get_total_flops() / charged["executed"]["reward"] == pytest.approx(1, abs=0.02)
-    assert 0 < charged["useful"]["reward"] < charged["executed"]["reward"]
+    _check_reward_hook(trainer, prm, ids, mask)
     h = prm.config.hidden_size
     assert trainer.reward_model_costs[prm].head == ((h, h), (h, 2))
 
@@ -325,13 +331,5 @@ def test_a_reward_model_outside_the_analytic_families_is_measured(tmp_path):
     ids = torch.randint(2, 50, (5, 13))
     mask = torch.ones_like(ids)
     mask[1, 7:] = 0
-    trainer.model.train()
-    handle = reward.register_forward_pre_hook(trainer._reward_model_hook(reward), with_kwargs=True)
-    counter = flop_counter()
-    with counter, torch.inference_mode():
-        reward(input_ids=ids, attention_mask=mask)
-    handle.remove()
-    charged = trainer.ledger._current.flops
-    assert counter.get_total_flops() / charged["executed"]["reward"] == pytest.approx(1, abs=0.02)
-    assert 0 < charged["useful"]["reward"] < charged["executed"]["reward"]
+    _check_reward_hook(trainer, reward, ids, mask)
     assert isinstance(trainer.reward_model_costs[reward], MeasuredCost)

@@ -22,6 +22,7 @@ import sys
 import textwrap
 import tomllib
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -43,6 +44,17 @@ LIBRARY = ("paper_repro.ledger", "paper_repro.ledger.card", "paper_repro.flops",
 def requirements(extras: tuple[str, ...] = ()) -> dict[str, Requirement]:
     reqs = [*PROJECT["dependencies"], *(r for e in extras for r in PROJECT["optional-dependencies"][e])]
     return {canonicalize_name(r.name): r for r in map(Requirement, reqs)}
+
+
+def _package_copy(source: Path) -> Path:
+    """What a build of the package reads (pyproject, README, the package), copied to ``source``."""
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(
+        ROOT / "paper_repro", source / "paper_repro", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    return source
 
 
 def pins() -> dict[str, str]:
@@ -150,13 +162,7 @@ def test_the_bare_package_installs_into_a_fresh_venv_and_runs_the_ledger_example
     pull a CUDA build), then ``pip install <package>`` with no extras and no constraints: the ranges
     resolve against the registry, torch stays, no study library comes in, and the README's ledger
     example runs."""
-    source = tmp_path / "src"  # a copy, so the build leaves nothing in the checkout
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    shutil.copytree(
-        ROOT / "paper_repro", source / "paper_repro", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    source = _package_copy(tmp_path / "src")  # a copy, so the build leaves nothing in the checkout
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
@@ -200,13 +206,7 @@ def test_the_gpu_extra_resolves_to_the_pinned_vllm_and_deepspeed(tmp_path):
     gpu extra once resolved to a vLLM that TRL 1.16 does not support or that needs another torch).
     On the project machines torch is the CPU wheel on local disk (2.13.0+cpu); a GPU host gets PyPI's
     CUDA build of the same version. Nothing is installed."""
-    source = tmp_path / "src"  # a copy, so the metadata build leaves nothing in the checkout
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    shutil.copytree(
-        ROOT / "paper_repro", source / "paper_repro", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    source = _package_copy(tmp_path / "src")  # a copy, so the metadata build leaves nothing in the checkout
     report = tmp_path / "report.json"
     cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--report",
            str(report), "-c", str(ROOT / "constraints.txt"), f"{source}[gpu]"]  # fmt: skip

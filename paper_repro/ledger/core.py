@@ -30,7 +30,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_type_hints
 
 import torch
 
@@ -107,8 +107,9 @@ class LedgerConfig:
                 "A file that mixes GRPOConfig's and the ledger's options reads with "
                 "trl.TrlParser((GRPOConfig, LedgerConfig)).parse_args_and_config()"
             )
-        numbers = {"budget_flops": float, "first_round_flops": float, "round_ceiling_flops": float,
-                   "peak_flops": float, "kept": int, "downsample_seed": int, "selection_decimals": int}  # fmt: skip
+        # the numeric fields, by their annotations (float | None -> float)
+        hints = get_type_hints(cls)
+        numbers = {k: t for k in known for t in (float, int) if t in (get_args(hints[k]) or (hints[k],))}
         values = {k: numbers[k](v) if k in numbers and isinstance(v, str) else v for k, v in options.items()}
         return cls(**values)
 
