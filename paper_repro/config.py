@@ -201,6 +201,54 @@ class StageDesign:
 
 
 @dataclass(frozen=True)
+class Curves:
+    """Every full-budget run evaluated along its budget (docs/CHOICES.md, compute curves).
+
+    ``points`` is the budget ladder, as multiples of the full budget C (``0.0625`` is C/16): a run is
+    evaluated at every point up to its own budget, each on the policy after the last round a run
+    whose budget is that point would train. At ``evaluate_all_at`` (and at a run's own budget) every
+    set is evaluated; elsewhere the native reward's held-out set alone. ``stage_budgets``: a stage
+    whose grid runs on past C, as a multiple of C (a point of the ladder); its C point is its
+    frontier at C, and a setting another stage shares (stage B's ``sparse`` is stage A's middle
+    policy) runs once, to the larger budget."""
+
+    points: tuple[float, ...] = ()
+    evaluate_all_at: tuple[float, ...] = (1.0,)
+    stage_budgets: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        points = self.points
+        if not points:
+            if self.stage_budgets:
+                raise ValueError("curves: stage_budgets needs a ladder (curves.points)")
+            return
+        if not all(p > 0 for p in points) or list(points) != sorted(set(points)):
+            raise ValueError(f"curves.points must be positive multiples of C, increasing, got {list(points)}")
+        if 1.0 not in points:
+            raise ValueError(f"curves.points must hold 1 (the full budget C), got {list(points)}")
+        stray = [p for p in self.evaluate_all_at if p not in points]
+        if stray:
+            raise ValueError(f"curves.evaluate_all_at {stray} are not points of the ladder {list(points)}")
+        for stage, multiple in self.stage_budgets.items():
+            if stage not in STAGES:
+                raise ValueError(f"curves.stage_budgets: unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+            if multiple < 1 or multiple not in points:
+                raise ValueError(
+                    f"curves.stage_budgets.{stage} = {multiple}: a stage runs to C or past it, to a point of "
+                    f"the ladder {list(points)}"
+                )
+
+    def ladder(self, budget_multiple: float) -> tuple[tuple[float, str], ...]:
+        """The points below a run's own budget (a multiple of C), each with what is evaluated there
+        (``"all"`` or ``"native"``)."""
+        return tuple(
+            (p, "all" if p in self.evaluate_all_at else "native")
+            for p in self.points
+            if p < budget_multiple * (1 - 1e-9)
+        )
+
+
+@dataclass(frozen=True)
 class Margins:
     """The claim tests' margins, fixed in the profile before the runs (docs/CHOICES.md, the claims)."""
 
@@ -243,6 +291,7 @@ class Profile:
     source: str = ""  # the YAML file it was read from
     resources: dict[str, Resources] = field(default_factory=dict)  # per policy label; missing: CPU
     estimate: Estimate = field(default_factory=Estimate)
+    curves: Curves = field(default_factory=Curves)
 
     def __post_init__(self) -> None:
         if not self.policies:
@@ -307,6 +356,17 @@ class Profile:
         clashes = sorted({n for n in names if names.count(n) > 1})
         if clashes:
             raise ValueError(f"profile {self.name}: setting names {clashes} appear in two stages")
+
+    def budget_multiple(self, setting: Setting) -> float:
+        """How far past C a setting's full-budget grid runs (a multiple of C): the largest
+        ``curves.stage_budgets`` of any stage with a setting of the same policy and reward (they are
+        one experiment, run once); 1 when none asks for more."""
+        same = {
+            s.stage
+            for s in self.all_settings()
+            if (s.policy, s.reward_system) == (setting.policy, setting.reward_system)
+        }
+        return max([1.0, *(m for stage, m in self.curves.stage_budgets.items() if stage in same)])
 
     def resources_for(self, policy: str) -> Resources:
         """The resources a run of ``policy`` asks for (a CPU process when the profile names none)."""
@@ -457,6 +517,17 @@ def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:
         source=source,
         resources={str(k): Resources(**_known(Resources, v)) for k, v in raw.get("resources", {}).items()},
         estimate=Estimate(**_known(Estimate, raw.get("estimate", {}))),
+        curves=_curves(raw.get("curves", {})),
+    )
+
+
+def _curves(raw: dict[str, Any]) -> Curves:
+    """``curves:`` of a profile: ``points``, ``evaluate_all_at`` and ``stage_budgets`` (:class:`Curves`)."""
+    raw = _known(Curves, dict(raw or {}))
+    return Curves(
+        points=tuple(float(p) for p in raw.get("points", ())),
+        evaluate_all_at=tuple(float(p) for p in raw.get("evaluate_all_at", (1.0,))),
+        stage_budgets={str(k): float(v) for k, v in (raw.get("stage_budgets") or {}).items()},
     )
 
 
@@ -542,6 +613,7 @@ def _known(cls, values: dict[str, Any]) -> dict[str, Any]:
 
 __all__ = [
     "STAGES",
+    "Curves",
     "Estimate",
     "Grid",
     "Margins",

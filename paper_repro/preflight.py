@@ -75,20 +75,27 @@ def check_spec(spec: RunSpec) -> None:
         if role not in spec.data_map:
             raise ValueError(f"run {spec.run_id}: no {role!r} dataset in the spec")
         load_examples(spec.data_map[role], limit=1)
+    problem = budget_problem(spec)
+    if problem:
+        raise ValueError(problem)
+
+
+def budget_problem(spec: RunSpec, budget: float | None = None) -> str | None:
+    """Why ``budget`` (default: the spec's) cannot buy one round of ``spec``'s cell, or None: below
+    the planner's first round, or, with the ``ceiling`` budget stop, below the costliest round."""
+    budget = spec.budget_flops if budget is None else budget
     first = spec.first_round_flops
-    if first is not None and first > spec.budget_flops:
-        raise ValueError(
-            f"budget {spec.budget_flops:.3g} FLOPs buys 0 rounds of cell {spec.cell} for model "
-            f"{spec.policy}; one round needs {first:.3g}"
-        )
+    if first is not None and first > budget:
+        return f"budget {budget:.3g} FLOPs buys 0 rounds of cell {spec.cell} for model {spec.policy}; one round needs {first:.3g}"
     if spec.train.budget_stop == "ceiling":
         ceiling = round_ceiling(spec)
-        if ceiling > spec.budget_flops:
-            raise ValueError(
-                f"budget {spec.budget_flops:.3g} FLOPs does not surely buy one round of cell {spec.cell} "
+        if ceiling > budget:
+            return (
+                f"budget {budget:.3g} FLOPs does not surely buy one round of cell {spec.cell} "
                 f"for model {spec.policy}: the costliest round (every completion at the maximum length) "
                 f"needs {ceiling:.3g}"
             )
+    return None
 
 
 def round_ceiling(spec: RunSpec) -> float:

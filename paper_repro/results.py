@@ -94,6 +94,26 @@ RUN_COLUMNS: tuple[str, ...] = (
 )
 
 
+# A run's compute curve (``curves.csv`` beside ``runs.csv``): one row per (run, budget point). A point
+# is a multiple of the profile's full budget C (``point``: 0.0625 is C/16, 4 is 4C; ``point_flops`` in
+# FLOPs); a run is evaluated at every ladder point up to its own budget, each on the policy after the
+# last round a run whose budget is that point would train (the same stop rule), so the row is that
+# run's row. ``final``: the point is the run's own budget (its row repeats the run's). ``evaluation``:
+# which sets were evaluated there ("all", or "native": the held-out native reward alone, the other
+# metrics NaN). ``status``: "ok", or "infeasible" (a run of this budget cannot buy one round; NaN
+# metrics). ``seconds_train``: training wall seconds up to the point; ``seconds_eval``: its evaluation.
+CURVE_COLUMNS: tuple[str, ...] = (
+    "curve_id", *IDENTITY, "point", "point_flops", "final", "evaluation", "target_rho", "P", "G", "K", "mu",
+    "model", "reward_system", "rho", "C_search", "C_learning", "C_reward", "C_total", "rho_executed",
+    "C_total_executed", "rho_time", "rounds", "steps", *METRICS, "seconds_train", "seconds_eval", "status",
+    "error", "git_sha", "created_at",
+)  # fmt: skip
+
+
+def curve_id(run_id: str, point: float) -> str:
+    """The key of a run's row at budget ``point`` (a multiple of the full budget) in ``curves.csv``."""
+    return f"{run_id}@{point:g}"
+
 # The columns a run's spec fills (:func:`row_identity`), each with how the spec gives it; the rest of
 # its row is measured (rho, C_*, rounds, metrics, seconds) or stamped (provenance).
 FROM_SPEC: dict[str, Any] = {

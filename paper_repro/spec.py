@@ -26,7 +26,8 @@ BudgetKind = Literal["full", "pilot"]
 HASH_EXCLUDES = ("stage", "setting", "cell", "target_rho", "predicted_rho", "first_round_flops", "runtime")
 # Fields added after results were recorded hash only when set away from their default, so the run ids
 # of earlier runs (which computed with those defaults) do not change.
-HASH_IF_SET = {"eval_heldout_limit": None, "weights": None, "eval_decoding": "exact"}
+HASH_IF_SET = {"eval_heldout_limit": None, "weights": None, "eval_decoding": "exact", "ladder": (),
+               "ladder_unit": None}  # fmt: skip
 TRAIN_HASH_IF_SET = {
     "chat_template": False,
     "generation": "hf",
@@ -75,6 +76,11 @@ class RunSpec:
     # sha256 of the local checkpoints' weight files (policy, PRM): a rebuilt testbed is a new run.
     # Hub ids are named by their id alone.
     weights: str | None = None
+    # the budget points below its own budget at which the run is evaluated along the way, as multiples
+    # of ``ladder_unit`` (the profile's full budget C, in FLOPs), each with what is evaluated there
+    # ("all" or "native"): config.Curves.ladder; its rows go to curves.csv (paper_repro.ladder)
+    ladder: tuple[tuple[float, str], ...] = ()
+    ladder_unit: float | None = None
     # where it runs (GPUs, micro-batches): not what it computes, so not in the run_id
     runtime: Resources = field(default_factory=Resources)
 
@@ -89,6 +95,18 @@ class RunSpec:
         check_choice("eval_decoding", self.eval_decoding, EVAL_DECODINGS)
         if self.budget_kind not in ("full", "pilot"):
             raise ValueError(f"budget_kind must be 'full' or 'pilot', got {self.budget_kind!r}")
+        if self.ladder:
+            if not self.ladder_unit or not self.ladder_unit > 0:
+                raise ValueError("a ladder needs its unit (ladder_unit: the full budget C in FLOPs)")
+            points = [p for p, _ in self.ladder]
+            if points != sorted(set(points)) or points[-1] * self.ladder_unit >= self.budget_flops:
+                raise ValueError(
+                    f"ladder points {points} (x {self.ladder_unit:.3g}) must increase and lie below the "
+                    f"run's budget {self.budget_flops:.3g}"
+                )
+            bad = sorted({e for _, e in self.ladder} - {"all", "native"})
+            if bad:
+                raise ValueError(f"a ladder point evaluates 'all' or 'native', got {bad}")
 
     def canonical(self) -> dict[str, Any]:
         spec = asdict(self)
@@ -134,14 +152,23 @@ def spec_from_json(text: str) -> RunSpec:
     raw["runtime"] = Resources(**raw["runtime"])
     raw["data"] = tuple(tuple(pair) for pair in raw["data"])
     raw["predicted_rho"] = float(raw["predicted_rho"])
+    raw["ladder"] = tuple((float(p), str(e)) for p, e in raw.get("ladder", ()))
     return RunSpec(**raw)
 
 
 def spec_for(
-    profile: Profile, setting: Setting, cell: Cell, seed: int, budget_kind: BudgetKind = "full"
+    profile: Profile,
+    setting: Setting,
+    cell: Cell,
+    seed: int,
+    budget_kind: BudgetKind = "full",
+    multiple: float = 1.0,
 ) -> RunSpec:
-    """The run of ``cell`` (planned for ``setting`` at its budget) with ``seed``."""
+    """The run of ``cell`` (planned for ``setting`` at its budget) with ``seed``, trained to
+    ``multiple`` times that budget with the same recipe. A full-budget run carries the profile's
+    ladder (:meth:`paper_repro.config.Curves.ladder`): the points below its budget it is evaluated at."""
     prm = profile.prm if profile.needs_prm_weights(setting) else None
+    ladder = profile.curves.ladder(multiple) if budget_kind == "full" else ()
     return RunSpec(
         profile=profile.name,
         stage=setting.stage,
@@ -149,7 +176,7 @@ def spec_for(
         cell=cell.label,
         seed=seed,
         budget_kind=budget_kind,
-        budget_flops=cell.budget_flops,
+        budget_flops=cell.budget_flops * multiple,
         policy=setting.policy,
         model=profile.policies[setting.policy],
         reward_system=setting.reward_system,
@@ -170,6 +197,8 @@ def spec_for(
         predicted_rho=cell.predicted_rho,
         first_round_flops=cell.round_cost.C_total,
         eval_heldout_limit=profile.eval.get("heldout_limit"),
+        ladder=ladder,
+        ladder_unit=cell.budget_flops if ladder else None,
         runtime=profile.resources_for(setting.policy),
         # a reward that pays for a model of its own (a judge) scores with its weights too
         weights=weights_fingerprint(profile.policies[setting.policy], prm, _own_model(setting.reward_system)),
@@ -209,11 +238,15 @@ def setting_specs(
     cells: Sequence[str] | None = None,
     quick: bool = False,
     fraction: float | None = None,
+    extend: bool = True,
 ) -> list[RunSpec]:
     """The runs of one setting's grid at the full or a pilot budget (``fraction``; None: the first):
     every planned cell (or ``cells``, or the quick subset) that surely buys one round
     (:func:`buys_a_round`) x ``seeds`` (a count from 0, or explicit seeds; None: the profile's). A
-    cell that is not in the setting's grid is refused with the grid's labels."""
+    cell that is not in the setting's grid is refused with the grid's labels. The cells are planned
+    at the budget; at the full budget, with ``extend``, a setting whose stage runs past C
+    (:meth:`~paper_repro.config.Profile.budget_multiple`) trains the same recipes on to its multiple
+    of C, its C point on the ladder being its frontier at C."""
     s = profile.setting(setting) if isinstance(setting, str) else setting
     planned = plan_setting(profile, s, budget_of(profile, budget_kind, fraction))
     grid = [c.label for c in planned.cells]
@@ -222,12 +255,15 @@ def setting_specs(
         if unknown:
             raise ValueError(f"cells {unknown} are not in the grid of setting {s.name} ({', '.join(grid)})")
     chosen = cells or (QUICK_CELLS if quick else grid)
+    multiple = profile.budget_multiple(s) if budget_kind == "full" and extend else 1.0
     surely = [
         c
         for c in planned.cells
         if c.label in chosen and buys_a_round(spec_for(profile, s, c, 0, budget_kind))
     ]
-    return [spec_for(profile, s, c, seed, budget_kind) for c in surely for seed in seed_list(profile, seeds)]
+    return [
+        spec_for(profile, s, c, seed, budget_kind, multiple) for c in surely for seed in seed_list(profile, seeds)
+    ]
 
 
 def buys_a_round(spec: RunSpec) -> bool:
@@ -256,7 +292,7 @@ def race_check_specs(profile: Profile, setting: Setting | str, pick: str | None)
     pick, the full-grid cell ``pick``, each at the full budget on the profile's fresh seeds."""
     s = profile.setting(setting) if isinstance(setting, str) else setting
     defaults = [default_cell_spec(profile, s, seed) for seed in profile.fresh_seeds]
-    picks = setting_specs(profile, s, profile.fresh_seeds, "full", cells=[pick]) if pick else []
+    picks = setting_specs(profile, s, profile.fresh_seeds, "full", cells=[pick], extend=False) if pick else []
     return defaults + picks
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from paper_repro import launch, provenance
 from paper_repro.evaluate import base_metrics, evaluate_run
+from paper_repro.ladder import BudgetLadder, curves_table, final_row
 from paper_repro.preflight import check_spec
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir, row_identity
 from paper_repro.spec import RunSpec, check_committed
@@ -177,9 +178,13 @@ def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[
     # in a multi-GPU run the launcher has cached them; only the main process reads them
     base = base_metrics(spec, parts, root) if launch.is_main_process() else None
     trainer = build_trainer(spec, parts, root / "steps" / f"{spec.run_id}.jsonl")
+    steps = BudgetLadder(trainer, spec, parts, root) if spec.ladder else None
+    if steps is not None:
+        trainer.add_callback(steps)  # after the ledger's, whose price of the next step it reads
     t0 = time.perf_counter()
     trainer.train()
-    seconds_train = time.perf_counter() - t0
+    # the ladder's evaluations along the way are in curves.csv, not in the run's training time
+    seconds_train = time.perf_counter() - t0 - (steps.seconds if steps else 0.0)
     if not trainer.accelerator.is_main_process:
         return None
     summary = trainer.ledger.summary()
@@ -188,7 +193,7 @@ def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[
     metrics = evaluate_run(spec, parts, policy)
     seconds_eval = time.perf_counter() - t0
     useful, executed, secs = summary["useful"], summary["executed"], summary["seconds"]
-    return {
+    row = {
         **metrics,
         **{f"base_{k}": base[k] for k in METRICS},
         "rho": useful["rho"],
@@ -207,3 +212,6 @@ def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[
         "seconds_train": seconds_train,
         "seconds_eval": seconds_eval,
     }
+    if steps is not None:  # the ladder's last point: the run's own budget
+        curves_table(root).append(final_row(spec, row, seconds_train, seconds_eval))
+    return row

@@ -128,9 +128,6 @@ def grpo_config(spec: RunSpec, layout: BatchLayout):
 
     cuda = torch.cuda.is_available()
     t = spec.train
-    expected_steps = (
-        math.ceil(spec.budget_flops / spec.first_round_flops) * spec.mu if spec.first_round_flops else 10_000
-    )
     vllm = {}
     if t.generation == "vllm":
         vllm = dict(
@@ -151,7 +148,7 @@ def grpo_config(spec: RunSpec, layout: BatchLayout):
         learning_rate=t.learning_rate,
         lr_scheduler_type=t.lr_scheduler,
         beta=t.beta,
-        max_steps=4 * expected_steps + 8,
+        max_steps=max_steps_for(spec, spec.budget_flops),
         seed=spec.seed,
         data_seed=spec.seed,
         bf16=t.dtype == "bfloat16" and cuda,
@@ -165,6 +162,14 @@ def grpo_config(spec: RunSpec, layout: BatchLayout):
         log_level="error",
         **vllm,
     )
+
+
+def max_steps_for(spec: RunSpec, budget: float) -> int:
+    """TRL's ``max_steps`` for a run of ``spec``'s recipe at ``budget``: only a cap (four times the
+    optimizer steps the planner's first round predicts, and 8 more); the ledger's budget stops the
+    run. The budget ladder (:mod:`paper_repro.ladder`) asks it of each of its points."""
+    expected = math.ceil(budget / spec.first_round_flops) * spec.mu if spec.first_round_flops else 10_000
+    return 4 * expected + 8
 
 
 def lora_config(spec: RunSpec):

@@ -27,6 +27,9 @@ class RoundPricing:
     :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`, which sets ``ledger``, ``_kept``,
     ``_prefix_cache``, ``round_price`` and ``reward_model_costs``)."""
 
+    # what the step after the latest one could cost, and what it is (:meth:`_price_of_next`)
+    next_price: tuple[float, str] | None = None
+
     def _check_first_round(self) -> None:
         """Refuse a budget below one round before any compute: against the user's
         ``first_round_flops`` / ``round_ceiling_flops`` when given, else against the ceiling the
@@ -134,28 +137,37 @@ class RoundPricing:
 
     # --- the budget stop ----------------------------------------------------------------------
     def _stops_before_next_step(self, round_complete: bool) -> bool:
-        """At the end of an optimizer step, whether the budget stops the run here
-        (``LedgerConfig.budget_stop``; docs/ledger.md, the budget contract):
+        """At the end of an optimizer step, whether the budget stops the run here: when what comes next
+        (:meth:`next_price`) could take the useful C_total past the budget. The price is kept in
+        :attr:`next_price`, so a callback can ask the same question of another budget (the budget
+        points of :mod:`paper_repro.curves`, evaluated along a run)."""
+        self.next_price = self._price_of_next(round_complete)
+        if self.ledger.config.budget_flops is None or self.next_price is None:
+            return False
+        return self.ledger.stop_before(*self.next_price)
 
-        * ``"step"``: when the next optimizer step could pass the budget. A step inside a round runs
-          loss passes over rollouts already in TRL's buffer, priced exactly (useful FLOPs) from
-          their masks; a step that starts a round is priced at the round's ceiling less the loss
-          passes of the round's other steps. The total never passes the budget;
-        * ``"round"``: at the end of a round only, when the next round priced at its ceiling could;
+    def _price_of_next(self, round_complete: bool) -> tuple[float, str] | None:
+        """The useful FLOPs that what comes after this optimizer step could cost, and what it is, under
+        ``LedgerConfig.budget_stop`` (docs/ledger.md, the budget contract); None where the stop rule
+        asks nothing here. It does not depend on the budget:
+
+        * ``"step"``: the next optimizer step. A step inside a round runs loss passes over rollouts
+          already in TRL's buffer, priced exactly (useful FLOPs) from their masks; a step that starts
+          a round is priced at the round's ceiling less the loss passes of the round's other steps.
+          The total never passes the budget;
+        * ``"round"``: at the end of a round only, the next round at its ceiling;
         * ``"overshoot"``: at the end of a round only, the next round priced as the dearest so far.
         """
         ledger = self.ledger
         mode = ledger.config.budget_stop
-        if ledger.config.budget_flops is None:
-            return False
         if mode == "step":
-            cost, what = self._next_step_price()
-            return ledger.stop_before(cost, what)
-        if not round_complete:
-            return False
-        if mode == "overshoot":
-            return ledger.stop_before(max(ledger.rounds), "the next round, priced as the dearest so far,")
-        return ledger.should_stop(self._round_ceiling_price())
+            return self._next_step_price()
+        if not round_complete or not ledger.rounds:
+            return None
+        ceiling = self._round_ceiling_price() if mode == "round" else None
+        if ceiling:
+            return ceiling, "the next round, at its ceiling,"
+        return max(ledger.rounds), "the next round, priced as the dearest so far,"
 
     def _round_ceiling_price(self) -> float | None:
         """The most a whole round can cost: the user's ``round_ceiling_flops``, else the trainer's own

@@ -1,0 +1,163 @@
+"""The budget ladder: a run's point at B is a run of budget B, row for row; curves.csv is append-only
+and a run killed between points resumes without a second row for any point."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from paper_repro import ladder, train
+from paper_repro.allocation import planner_for
+from paper_repro.config import Curves, load_profile
+from paper_repro.results import CURVE_COLUMNS, METRICS, ResultTable, curve_id
+from paper_repro.spec import setting_specs, spec_for
+
+# what a point's row and the run of that budget both record, and must agree on exactly
+SAME = ("rho", "C_search", "C_learning", "C_reward", "C_total", "rho_executed", "C_total_executed", "rounds",
+        "steps", *METRICS)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def profile(tiny_policy):
+    """cpu-tiny with the tiny random policy as policy M, short completions and 8-problem evaluations."""
+    base = load_profile("cpu-tiny")
+    return dataclasses.replace(
+        base,
+        policies={**base.policies, "M": str(tiny_policy)},
+        train=dataclasses.replace(base.train, max_completion_length=16),
+        expected_lengths={"prompt": 30, "completion": 16},
+        eval={"limit": 8, "max_new_tokens": 16, "batch_size": 64},
+    )
+
+
+def _laddered(profile, rounds: float, target: float, stop: str, points=((0.25, "native"), (0.5, "all"))):
+    """A run of about ``rounds`` rounds of the M cell nearest ``target`` with ``points`` on its ladder
+    (the unit is the run's own budget, so 0.25 is a quarter of it)."""
+    setting = next(s for s in profile.settings("A") if s.name == "M")
+    planner = planner_for(profile, setting)
+    one_round = planner.cell(target, 1e30).round_cost.C_total
+    cell = planner.cell(target, rounds * one_round)
+    spec = spec_for(profile, setting, cell, seed=0)
+    spec = dataclasses.replace(spec, train=dataclasses.replace(spec.train, budget_stop=stop))
+    return dataclasses.replace(spec, ladder=tuple(points), ladder_unit=spec.budget_flops)
+
+
+def _as_run_of(spec, multiple: float):
+    """The same recipe and seed as a plain run of budget ``multiple`` x the ladder's unit."""
+    return dataclasses.replace(spec, budget_flops=multiple * spec.ladder_unit, ladder=(), ladder_unit=None)
+
+
+def _curves(root) -> dict[str, dict]:
+    return {r["curve_id"]: r for r in ResultTable(root / "curves.csv", CURVE_COLUMNS, key="curve_id").rows()}
+
+
+def _equal(a: dict, b: dict) -> list[str]:
+    """The columns of SAME where two rows differ (NaN equals NaN)."""
+    out = []
+    for k in SAME:
+        x, y = float(a[k]), float(b[k])
+        if not (x == y or (math.isnan(x) and math.isnan(y))):
+            out.append(f"{k}: {x!r} != {y!r}")
+    return out
+
+
+@pytest.mark.parametrize(("stop", "target"), [("ceiling", 0.70), ("dearest", 0.85), ("step", 0.85)])
+def test_a_point_of_a_run_is_the_run_of_that_budget_row_for_row(profile, tmp_path, stop, target):
+    spec = _laddered(profile, rounds=8, target=target, stop=stop)
+    row = train.run_cell(spec, results_root=tmp_path / "ladder", threads=1, raise_errors=True)
+    assert row["status"] == "ok"
+    curves = _curves(tmp_path / "ladder")
+    assert set(curves) == {curve_id(spec.run_id, m) for m in (0.25, 0.5, 1.0)}
+    final = curves[curve_id(spec.run_id, 1.0)]
+    assert final["final"] == "True" and final["evaluation"] == "all" and not _equal(final, row)
+    for multiple, evaluation in spec.ladder:
+        alone = train.run_cell(_as_run_of(spec, multiple), results_root=tmp_path / "alone", threads=1,
+                               raise_errors=True)  # fmt: skip
+        point = curves[curve_id(spec.run_id, multiple)]
+        assert point["status"] == "ok" and point["evaluation"] == evaluation and point["final"] == "False"
+        if evaluation == "native":  # the other sets are not evaluated there
+            assert all(math.isnan(float(point[m])) for m in METRICS if m != "native_reward")
+            alone = {**alone, **{m: float("nan") for m in METRICS if m != "native_reward"}}
+        assert not _equal(point, alone), f"{stop}, point {multiple}: {_equal(point, alone)}"
+        assert 0 < int(point["rounds"]) <= int(row["rounds"])
+        assert float(point["C_total"]) <= multiple * spec.ladder_unit or stop == "dearest"
+    # the points are the run's own curve: spent FLOPs grow along it
+    spent = [float(curves[curve_id(spec.run_id, m)]["C_total"]) for m in (0.25, 0.5, 1.0)]
+    assert spent == sorted(spent) and spent[0] < spent[-1]
+
+
+def test_a_point_below_one_round_is_infeasible_with_its_reason(profile, tmp_path):
+    spec = _laddered(profile, rounds=3, target=0.70, stop="ceiling", points=((0.01, "native"), (0.5, "native")))
+    train.run_cell(spec, results_root=tmp_path, threads=1, raise_errors=True)
+    low = _curves(tmp_path)[curve_id(spec.run_id, 0.01)]
+    assert low["status"] == "infeasible" and "one round" in low["error"]
+    assert all(math.isnan(float(low[m])) for m in METRICS)
+
+
+def test_a_run_killed_between_points_resumes_without_a_second_row(profile, tmp_path, monkeypatch):
+    spec = _laddered(profile, rounds=6, target=0.70, stop="ceiling")
+    calls: list[float] = []
+    real = ladder.evaluate_point
+
+    def dies_after_the_first_point(spec_, parts, policy, evaluation):
+        calls.append(evaluation)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # killed at the second point, after the first was recorded
+        return real(spec_, parts, policy, evaluation)
+
+    monkeypatch.setattr(ladder, "evaluate_point", dies_after_the_first_point)
+    with pytest.raises(KeyboardInterrupt):
+        train.run_cell(spec, results_root=tmp_path, threads=1, raise_errors=True)
+    assert set(_curves(tmp_path)) == {curve_id(spec.run_id, 0.25)}
+    assert not ResultTable(tmp_path / "runs.csv").rows()
+    first = _curves(tmp_path)[curve_id(spec.run_id, 0.25)]
+
+    monkeypatch.setattr(ladder, "evaluate_point", real)
+    evaluated: list[str] = []
+    monkeypatch.setattr(ladder, "evaluate_point", lambda *a: evaluated.append(a[3]) or real(*a))
+    row = train.run_cell(spec, results_root=tmp_path, threads=1, raise_errors=True)
+    assert row["status"] == "ok" and evaluated == ["all"]  # only the missing point is evaluated again
+    lines = (tmp_path / "curves.csv").read_text().splitlines()
+    assert len(lines) == 1 + 3  # the header and one row per point
+    assert _curves(tmp_path)[curve_id(spec.run_id, 0.25)] == first
+    # a third run of the spec finds its row and adds nothing
+    assert train.run_cell(spec, results_root=tmp_path, threads=1)["skipped"]
+    assert (tmp_path / "curves.csv").read_text().splitlines() == lines
+
+
+def test_the_profile_ladder_reaches_each_runs_budget_and_stage_a_runs_on_to_4c():
+    profile = load_profile("cpu-tiny")
+    C = profile.budget_flops
+    a = setting_specs(profile, "M", seeds=1, cells=["r50"])[0]
+    b = setting_specs(profile, "dense", seeds=1, cells=["r50"])[0]
+    pilot = setting_specs(profile, "dense", seeds=[100], budget_kind="pilot", cells=["r50"])[0]
+    assert a.budget_flops == 4 * C and [p for p, _ in a.ladder] == [0.0625, 0.125, 0.25, 0.5, 1, 2]
+    assert dict(a.ladder)[1.0] == "all" and dict(a.ladder)[2.0] == "native"
+    assert b.budget_flops == C and [p for p, _ in b.ladder] == [0.0625, 0.125, 0.25, 0.5]
+    assert pilot.ladder == () and pilot.budget_flops < C
+    # stage B's sparse setting is stage A's middle policy: one run, to 4C
+    assert setting_specs(profile, "sparse", seeds=1, cells=["r50"])[0].run_id == a.run_id
+    # the recipe is the one planned at C
+    c = setting_specs(profile, "M", seeds=1, cells=["r50"], extend=False)[0]
+    assert (a.P, a.G, a.K, a.mu) == (c.P, c.G, c.K, c.mu) and c.budget_flops == C
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"points": [0.5, 0.25, 1]}, "increasing"),
+        ({"points": [0.25, 0.5]}, "must hold 1"),
+        ({"points": [0.5, 1], "evaluate_all_at": [2]}, "not points"),
+        ({"points": [0.5, 1, 2], "stage_budgets": {"A": 4}}, "point of the ladder"),
+        ({"points": [0.5, 1], "stage_budgets": {"Z": 1}}, "unknown stage"),
+        ({"stage_budgets": {"A": 2}}, "needs a ladder"),
+    ],
+)
+def test_a_bad_ladder_is_refused_with_what_is_wrong(raw, message):
+    from paper_repro.config import _curves
+
+    with pytest.raises(ValueError, match=message):
+        _curves(raw)
+    assert Curves().ladder(1.0) == ()
