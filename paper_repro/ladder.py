@@ -24,7 +24,9 @@ A point whose budget cannot buy one round of the cell (:func:`paper_repro.prefli
 has no run to equal: its row is ``infeasible``, with NaN metrics and why. Each row is appended to
 ``curves.csv`` as its point is reached (atomically, keyed by run and point), so a run killed between
 points keeps the points it reached, and its rerun evaluates only the points that are missing and
-writes no second row for any.
+writes no second row for any. The ladder is not part of the run's identity (the points leave the run
+as it was): a run recorded without some of its points (killed after its row, or made before the
+ladder reached it) is run again to measure them, and its row in ``runs.csv`` is not written twice.
 """
 
 from __future__ import annotations
@@ -66,6 +68,16 @@ def points_of(spec: RunSpec) -> list[Point]:
 
 def curves_table(root: Path) -> ResultTable:
     return ResultTable(root / "curves.csv", CURVE_COLUMNS, key="curve_id")
+
+
+def missing_points(spec: RunSpec, recorded: set[str]) -> list[float]:
+    """The points of ``spec``'s curve (its ladder and its own budget, as multiples of C) with no row
+    among the ``recorded`` curve ids: what a rerun of the run still has to measure. A run without a
+    ladder has no curve."""
+    if not spec.ladder:
+        return []
+    ends = [*(p.multiple for p in points_of(spec)), spec.budget_flops / (spec.ladder_unit or spec.budget_flops)]
+    return [m for m in ends if curve_id(spec.run_id, m) not in recorded]
 
 
 def point_row(spec: RunSpec, multiple: float, **values: Any) -> dict[str, Any]:
@@ -133,7 +145,7 @@ class BudgetLadder(TrainerCallback):
     def __init__(self, trainer, spec: RunSpec, parts: RunParts, root: Path) -> None:
         self.trainer, self.spec, self.parts = trainer, spec, parts
         self.table = curves_table(root)
-        done = self.table.done()
+        done = self.table.keys()
         self.pending: list[Point] = []
         self.seconds = 0.0
         self._start = time.perf_counter()

@@ -1,7 +1,8 @@
 """Running many specs in this process (or in worker processes), resumably.
 
-:func:`run_specs` skips every spec whose ``ok`` row is already in the table (so a sweep killed at any
-point and rerun finishes only what is missing), refuses bad input before any compute, runs the rest
+:func:`run_specs` skips every spec whose ``ok`` row is already in the table, with (for a run with a
+budget ladder) a row for each point of its curve in ``curves.csv`` (so a sweep killed at any point and
+rerun finishes only what is missing), refuses bad input before any compute, runs the rest
 (with a progress bar on a terminal), says in one line how many it ran and skipped, and returns the
 rows in spec order. With ``jobs > 1`` each worker is a fresh process with ``threads`` torch threads
 (default: the machine's cores divided among the jobs); rows are appended by the workers themselves,
@@ -18,6 +19,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from paper_repro.ladder import curves_table, missing_points
 from paper_repro.preflight import check_spec
 from paper_repro.quiet import quiet_libraries
 from paper_repro.results import RUN_COLUMNS, ResultTable, labels, results_dir
@@ -26,14 +28,18 @@ from paper_repro.train import run_cell
 
 
 def pending(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> list[RunSpec]:
-    """The specs without an ``ok`` row in their profile's table (in order, without repeats)."""
+    """The specs without an ``ok`` row in their profile's table, or without a row in ``curves.csv``
+    for a point of their ladder (in order, without repeats)."""
     done: dict[str, set[str]] = {}
+    measured: dict[str, set[str]] = {}
     out, seen = [], set()
     for spec in specs:
         if spec.profile not in done:
-            table = ResultTable(results_dir(spec.profile, results_root) / "runs.csv", RUN_COLUMNS)
-            done[spec.profile] = table.done()
-        if spec.run_id in done[spec.profile] or spec.run_id in seen:
+            root = results_dir(spec.profile, results_root)
+            done[spec.profile] = ResultTable(root / "runs.csv", RUN_COLUMNS).done()
+            measured[spec.profile] = curves_table(root).keys()
+        finished = spec.run_id in done[spec.profile] and not missing_points(spec, measured[spec.profile])
+        if finished or spec.run_id in seen:
             continue
         seen.add(spec.run_id)
         out.append(spec)

@@ -22,12 +22,13 @@ from paper_repro.config import QUICK_CELLS, Profile, Resources, Setting, TrainCo
 from paper_repro.weights import weights_fingerprint
 
 BudgetKind = Literal["full", "pilot"]
-# Labels of who asked for a run and the planner's predictions: not part of what the run computes.
-HASH_EXCLUDES = ("stage", "setting", "cell", "target_rho", "predicted_rho", "first_round_flops", "runtime")
+# Labels of who asked for a run, the planner's predictions and where the run is measured along the
+# way (its ladder: the points leave the run as it was, tests/test_ladder.py): not what it computes.
+HASH_EXCLUDES = ("stage", "setting", "cell", "target_rho", "predicted_rho", "first_round_flops", "runtime",
+                 "ladder", "ladder_unit")  # fmt: skip
 # Fields added after results were recorded hash only when set away from their default, so the run ids
 # of earlier runs (which computed with those defaults) do not change.
-HASH_IF_SET = {"eval_heldout_limit": None, "weights": None, "eval_decoding": "exact", "ladder": (),
-               "ladder_unit": None}  # fmt: skip
+HASH_IF_SET = {"eval_heldout_limit": None, "weights": None, "eval_decoding": "exact"}
 TRAIN_HASH_IF_SET = {
     "chat_template": False,
     "generation": "hf",
@@ -376,7 +377,10 @@ class Design:
             return f"its {', '.join(differ)} {'differ' if len(differ) > 1 else 'differs'} from the design's"
         kind, budget, seed = spec.get("budget_kind"), float(spec.get("budget_flops", "nan")), spec.get("seed")
         if kind == "full":
-            budgets, seeds = [profile.budget_flops], [*range(profile.seeds), *profile.fresh_seeds]
+            setting = next(s for s in profile.all_settings() if (s.policy, s.reward_system) == (policy, reward))
+            multiples = sorted({1.0, profile.budget_multiple(setting)})
+            budgets = [profile.budget_flops * m for m in multiples]
+            seeds = [*range(profile.seeds), *profile.fresh_seeds]
         else:
             budgets, seeds = list(profile.pilot_budgets().values()), list(profile.pilot_seeds)
         if not any(abs(budget - b) <= 1e-9 * b for b in budgets):

@@ -39,7 +39,7 @@ from typing import Any
 
 from paper_repro import launch, provenance
 from paper_repro.evaluate import base_metrics, evaluate_run
-from paper_repro.ladder import BudgetLadder, curves_table, final_row
+from paper_repro.ladder import BudgetLadder, curves_table, final_row, missing_points
 from paper_repro.preflight import check_spec
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir, row_identity
 from paper_repro.spec import RunSpec, check_committed
@@ -63,17 +63,21 @@ def run_cell(
     raise_errors: bool = False,
     pending: bool = False,
 ) -> dict[str, Any]:
-    """Run ``spec`` unless an ``ok`` row with its run_id exists; return the row (the existing one,
-    with ``skipped=True``, when it does). ``threads`` sets torch's CPU threads (a run-time choice,
+    """Run ``spec`` unless an ``ok`` row with its run_id exists (with the rows of its ladder's points,
+    :mod:`paper_repro.ladder`); return the row (the existing one, with ``skipped=True``, when it
+    does). A run whose row exists but some of whose points do not is run again for them; its row is
+    not written twice. ``threads`` sets torch's CPU threads (a run-time choice,
     not part of the spec). A failed attempt is kept as a ``failed`` row and retried by a rerun.
-    ``pending``: the caller (:func:`paper_repro.runner.run_specs`) has read the table, found no ok
-    row and checked the spec, so neither is done again."""
+    ``pending``: the caller (:func:`paper_repro.runner.run_specs`) has read the tables, found the run
+    unfinished and checked the spec, so neither is done again."""
     root = results_dir(spec.profile, results_root)
     table = ResultTable(root / "runs.csv", RUN_COLUMNS)
     if not pending:
         for row in table.rows():
             if row["run_id"] == spec.run_id and row["status"] == "ok":
-                return {**row, "skipped": True}
+                if not missing_points(spec, curves_table(root).keys()):
+                    return {**row, "skipped": True}
+                break  # run again to measure the points of its curve it lacks; its row stays the one
         check_committed([spec], results_root)
         check_spec(spec)
     if launch.needs_launch(spec):

@@ -161,3 +161,22 @@ def test_a_bad_ladder_is_refused_with_what_is_wrong(raw, message):
     with pytest.raises(ValueError, match=message):
         _curves(raw)
     assert Curves().ladder(1.0) == ()
+
+
+def test_a_run_recorded_without_its_curve_is_run_again_for_it_and_its_row_stays_one(profile, tmp_path):
+    """The ladder is not the run's identity: a run whose row predates its ladder (or was killed after
+    its row) is pending until its points are measured, and its row is not written twice."""
+    from paper_repro import runner
+
+    spec = _laddered(profile, rounds=4, target=0.70, stop="ceiling")
+    bare = dataclasses.replace(spec, ladder=(), ladder_unit=None)
+    assert bare.run_id == spec.run_id
+    first = train.run_cell(bare, results_root=tmp_path, threads=1, raise_errors=True)
+    assert not (tmp_path / "curves.csv").exists() and runner.pending([bare], tmp_path) == []
+    assert runner.pending([spec], tmp_path) == [spec]
+    runner.run_specs([spec], results_root=tmp_path, threads=1, progress=False)
+    assert runner.pending([spec], tmp_path) == []
+    (row,) = ResultTable(tmp_path / "runs.csv").rows()
+    assert row["created_at"] == first["created_at"]
+    final = _curves(tmp_path)[curve_id(spec.run_id, 1.0)]
+    assert not _equal(final, first)
