@@ -108,7 +108,7 @@ def run_setting(
     results_root = results_root_for(profile, quick, results_root)
     prof = prepare(profile, quick)
     specs = setting_specs(prof, setting, seeds, "full", cells, quick)
-    return _frontier_of(specs, len(specs), results_root, threads, executed_notebook)
+    return _frontier_of(specs, len(specs), results_root, threads, executed_notebook, prof.budget_flops)
 
 
 @dataclass(frozen=True)
@@ -197,11 +197,17 @@ def _rows_of(specs: list[RunSpec], results_root, threads, executed_notebook) -> 
 
 
 def _frontier_of(
-    specs: list[RunSpec], n_frontier: int, results_root, threads, executed_notebook
+    specs: list[RunSpec], n_frontier: int, results_root, threads, executed_notebook, budget_flops: float
 ) -> pd.DataFrame:
-    """Run ``specs``; the frontier of the first ``n_frontier`` of them (the others are run only)."""
-    from paper_repro.analysis.frontiers import frontier_table, numeric
+    """Run ``specs``; the frontier at the full budget ``budget_flops`` of the first ``n_frontier`` of
+    them (the others are run only): a run that goes on past it counts by its point there."""
+    from paper_repro.analysis.frontiers import at_full_budget, frontier_table, load_curves, numeric
+    from paper_repro.results import results_dir
 
     rows = runner.run_specs(specs, results_root, threads=threads, executed_notebook=executed_notebook)
     frame = numeric(pd.DataFrame(rows[:n_frontier]))
-    return frontier_table(frame[frame["status"] == "ok"])
+    frame = frame[frame["status"] == "ok"]
+    if specs:
+        curves = load_curves(results_dir(specs[0].profile, results_root) / "curves.csv", frame)
+        frame = at_full_budget(frame, curves, budget_flops)
+    return frontier_table(frame)

@@ -20,6 +20,14 @@ it) and writes, beside them:
   power (:mod:`paper_repro.analysis.claims`);
 - ``compute_cards.csv``: the runs' compute cards, flattened (:mod:`paper_repro.analysis.cards`; runs
   recorded before the ledger wrote cards have none);
+- from ``curves.csv`` (each grid run at the points of its budget ladder, :mod:`paper_repro.ladder`;
+  :mod:`paper_repro.analysis.curves`): ``curve_fits.csv`` (per setting and cell, a saturating fit of
+  each target against log C, its asymptote with a seed-bootstrap interval or *not identified*),
+  ``rho_star_by_budget.csv`` (rho*(C): the cells that could be best at each budget point),
+  ``size_star_by_budget.csv`` (size*(C): the (policy, cell) pairs of stage A that could be best at
+  equal FLOPs), ``extrapolation.csv`` and its summary (each curve fitted up to C/2, C predicted), and
+  two claims rows (does the best allocation move with the budget; does the best policy grow). A
+  stage whose runs go on past C counts at C by its point there (:func:`frontiers.at_full_budget`);
 
 and the figures to ``figures/<profile>/``. Deleting every output and rerunning rebuilds them from the
 committed runs. Settings that share runs (stage B's ``sparse`` is stage A's middle policy) appear
@@ -36,7 +44,16 @@ import pandas as pd
 
 from paper_repro.analysis import cards, conventions, figures, hacking
 from paper_repro.analysis import claims as claim_tests
-from paper_repro.analysis.frontiers import frontier_table, load_runs, runs_of, setting_rows, shared_runs
+from paper_repro.analysis.curves import CurveAnalysis, curve_analysis, grid_curves
+from paper_repro.analysis.frontiers import (
+    at_full_budget,
+    frontier_table,
+    load_curves,
+    load_runs,
+    runs_of,
+    setting_rows,
+    shared_runs,
+)
 from paper_repro.analysis.optima import optimum_table, window_verdict
 from paper_repro.analysis.race import RegimeThresholds, disagreement_table, race_table, regime_ceiling
 from paper_repro.config import Profile
@@ -66,6 +83,7 @@ class Analysis:
     figures: list[str]
     design: pd.DataFrame | None = None  # design.csv, the operating characteristics, when committed
     figures_dir: Path | None = None  # where ``figures`` were written
+    curves: CurveAnalysis | None = None  # the compute curves: fits, rho*(C), size*(C), extrapolation
 
 
 def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
@@ -124,6 +142,8 @@ def analyse(
     root = results_dir(profile.name, results_root)
     fig_dir = figures_folder(profile, results_root, figures_dir)
     runs = _checked_runs(root / "runs.csv", profile)
+    curves = load_curves(root / "curves.csv", runs)
+    runs = at_full_budget(runs, curves, profile.budget_flops)  # a run past C counts by its point at C
     settings = profile.all_settings()
     rows = study_rows(profile, runs)
     full_rows = rows["grid"]
@@ -157,6 +177,10 @@ def analyse(
     claims = claim_tests.claims_table(distinct, frontier, race, gains, classes, margins, design_table, powers)
     claims = pd.concat([claims, _convention_claim(distinct, classes, margins),
                         _hacking_claim(hacked, distinct, margins.gaming)], ignore_index=True)  # fmt: skip
+    # the question asked as the budget grows: the grid runs' compute curves (their ladders' points)
+    curve = curve_analysis(grid_curves(curves, full_rows), margins, tau, fig_dir, shared=shared,
+                           sizes=classes.sizes)  # fmt: skip
+    claims = pd.concat([claims, curve.claims], ignore_index=True)
     loso = _leave_one_seed_out(full_rows, shared, classes, margins, pilots, rows, thresholds, claims)
     claims["leave_one_seed_out"] = claims["claim"].map(loso).fillna("not recomputed")
     card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
@@ -164,11 +188,15 @@ def analyse(
                         ("fits", fits), ("disagreement", disagreement), ("race", race),
                         ("conventions", convention), ("reward_hacking", hacked),
                         ("reward_hacking_summary", hacked_summary), ("claims", claims),
-                        ("compute_cards", card_rows)):  # fmt: skip
+                        ("compute_cards", card_rows), ("curve_fits", curve.fits),
+                        ("rho_star_by_budget", curve.rho_star), ("size_star_by_budget", curve.size_star),
+                        ("extrapolation", curve.extrapolation),
+                        ("extrapolation_summary", curve.extrapolation_summary)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
     written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir)
+    written += [str(p) for p in curve.figures]
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
-                    hacked, hacked_summary, claims, written, design_table, fig_dir)  # fmt: skip
+                    hacked, hacked_summary, claims, written, design_table, fig_dir, curve)  # fmt: skip
 
 
 def figures_folder(profile: Profile, results_root=None, figures_dir=None) -> Path:

@@ -28,12 +28,13 @@ import pandas as pd
 CONVENTIONS = {"useful": "rho", "executed": "rho_executed", "6N": "rho_6N", "wall time": "rho_time"}
 
 
-def rho_6n(step_log: Path) -> float:
-    """``rho_6N`` of one run from its step log; NaN when the log is missing or holds no tokens."""
+def rho_6n(step_log: Path, steps: int | None = None) -> float:
+    """``rho_6N`` of one run from its step log (its first ``steps`` optimizer steps: a run's state at
+    a point of its ladder); NaN when the log is missing or holds no tokens."""
     if not step_log.exists():
         return float("nan")
     loss = generated = search = reward = 0.0
-    for line in step_log.read_text().splitlines():
+    for line in step_log.read_text().splitlines()[:steps]:
         step = json.loads(line)
         tokens, useful = step.get("tokens", {}), step.get("flops", {}).get("useful", {})
         loss += tokens.get("loss_tokens", 0.0)
@@ -48,7 +49,11 @@ def rho_6n(step_log: Path) -> float:
 
 def with_rho_6n(rows: pd.DataFrame, steps_dir: Path) -> pd.DataFrame:
     rows = rows.copy()
-    rows["rho_6N"] = [rho_6n(steps_dir / f"{run_id}.jsonl") for run_id in rows["run_id"]]
+    steps = rows["steps"] if "steps" in rows else [None] * len(rows)
+    rows["rho_6N"] = [
+        rho_6n(steps_dir / f"{run_id}.jsonl", None if pd.isna(n) else int(n))
+        for run_id, n in zip(rows["run_id"], steps, strict=True)
+    ]
     return rows
 
 

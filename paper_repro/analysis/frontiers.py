@@ -31,8 +31,11 @@ NUMERIC = (
     "seed", "budget_flops", "target_rho", "predicted_rho", "rho", "rho_time", "C_search", "C_learning",
     "C_reward", "C_total", "P", "G", "K", "mu", "rounds", "steps", *TARGETS,
     *(f"base_{t}" for t in TARGETS), "seconds_search", "seconds_learning", "seconds_reward",
-    "seconds_train", "seconds_eval", "seconds_total",
+    "seconds_train", "seconds_eval", "seconds_total", "rho_executed", "C_total_executed", "point", "point_flops",
 )  # fmt: skip
+# What a run's row at C takes from its point at C when the run went on past C (the rest is the run's).
+AT_POINT = ("rho", "C_search", "C_learning", "C_reward", "C_total", "rho_executed", "C_total_executed",
+            "rho_time", "rounds", "steps", *TARGETS, "seconds_train", "seconds_eval")  # fmt: skip
 
 
 def numeric(frame: pd.DataFrame) -> pd.DataFrame:
@@ -90,6 +93,42 @@ def of_design(runs: pd.DataFrame, profile, where: str = "the runs table") -> pd.
 
 
 STRAYS_NAMED = 5  # rows a warning names, of those left out
+
+
+def load_curves(path, runs: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a ``curves.csv`` (:data:`paper_repro.results.CURVE_COLUMNS`) whose run is one of
+    ``runs`` (the design's ok runs, :func:`load_runs`), numbers parsed; empty when there is none.
+    A point of a run killed before its row (no run row yet) is left out."""
+    from pathlib import Path
+
+    from paper_repro.results import CURVE_COLUMNS, ResultTable
+
+    if not Path(path).exists():
+        return pd.DataFrame(columns=list(CURVE_COLUMNS))
+    frame = ResultTable(path, CURVE_COLUMNS, key="curve_id").frame()
+    frame = numeric(frame[frame["run_id"].isin(set(runs["run_id"]))])
+    frame["final"] = frame["final"].astype(str) == "True"
+    return frame
+
+
+def at_full_budget(runs: pd.DataFrame, curves: pd.DataFrame, budget_flops: float) -> pd.DataFrame:
+    """``runs`` with every full-budget run that went on past C (a stage whose grid runs to 4C) in its
+    state at C: its point at C on the ladder (:data:`AT_POINT` from ``curves``; the point is a run of
+    budget C row for row, :mod:`paper_repro.ladder`), at budget C. A run past C without its point at C
+    is left out. Where a run of budget C and the C point of a longer run are the same experiment
+    (the same policy, reward, recipe and seed), the one recorded later stays."""
+    past = (runs["budget_kind"] == "full") & (runs["budget_flops"] > budget_flops * (1 + 1e-9))
+    if not past.any():
+        return runs
+    at_c = curves[np.isclose(curves["point_flops"], budget_flops) & (curves["status"] == "ok")]
+    at_c = at_c.set_index("run_id")
+    longer = runs[past & runs["run_id"].isin(at_c.index)].copy()
+    for column in AT_POINT:
+        longer[column] = at_c.loc[longer["run_id"], column].to_numpy()
+    longer["budget_flops"] = budget_flops
+    out = pd.concat([runs[~past], longer]).sort_values("created_at", kind="stable")
+    same = ["model", "reward_system", "P", "G", "K", "mu", "seed", "budget_kind", "budget_flops"]
+    return out.drop_duplicates(subset=same, keep="last").sort_index()
 
 
 def runs_of(runs: pd.DataFrame, setting, budget_kind: str, budget_flops: float) -> pd.DataFrame:

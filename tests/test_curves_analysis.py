@@ -1,0 +1,352 @@
+"""The compute-curve analysis (:mod:`paper_repro.analysis.curves`) on synthetic ``curves.csv`` tables
+whose truths are known by construction: saturating curves with a known asymptote, a best cell that
+moves (or not) with the budget, a best policy size that grows (or not)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from paper_repro.analysis import curves as cv
+from paper_repro.paths import repo_root
+from paper_repro.results import CURVE_COLUMNS, METRICS, curve_id
+
+FULL_FLOPS = 1e11
+LADDER = (0.0625, 0.125, 0.25, 0.5, 1.0)
+LADDER_A = (*LADDER, 2.0, 4.0)  # stage A runs to 4C
+CELLS = {"r15": 0.15, "r30": 0.30, "r50": 0.50, "r70": 0.70, "r85": 0.85}
+BASE = 0.3
+
+
+def known(A: float, mid_point: float, B: float, R0: float = BASE):
+    """A saturating truth in the budget point: asymptote ``A``, half the gain at ``mid_point`` C."""
+    return lambda point: float(
+        cv.saturating(math.log10(point * FULL_FLOPS), A, math.log10(mid_point * FULL_FLOPS), B, R0)
+    )
+
+
+def curve_rows(
+    truth,
+    settings: dict[str, str] | None = None,
+    cells: dict[str, float] | None = None,
+    seeds: int = 5,
+    points=LADDER,
+    sd: float = 0.01,
+    rng_seed: int = 0,
+    base: float | None = BASE,
+    infeasible: dict[tuple[str, float], str] | None = None,
+) -> pd.DataFrame:
+    """Rows of ``curves.csv`` (every :data:`CURVE_COLUMNS` column): ``truth(setting, cell, rho, point)``
+    is each metric's mean, plus normal seed noise of SD ``sd``. ``settings``: name -> stage (a stage A
+    setting's policy is its name); ``infeasible``: (cell, point) pairs that cannot buy a round
+    (``"*"`` for every setting, else the setting named)."""
+    settings = settings or {"M": "B"}
+    cells = cells or CELLS
+    rng = np.random.default_rng(rng_seed)
+    out = []
+    for setting, stage in settings.items():
+        model = setting if stage == "A" else "M"
+        for cell, rho in cells.items():
+            for seed in range(seeds):
+                run_id = f"{setting}-{cell}-{seed}"
+                for point in points:
+                    off = (infeasible or {}).get((cell, point)) in ("*", setting)
+                    row = dict.fromkeys(CURVE_COLUMNS, np.nan)
+                    row.update(
+                        curve_id=curve_id(run_id, point), run_id=run_id, profile="synthetic", stage=stage,
+                        setting=setting, cell=cell, seed=seed, budget_kind="full", budget_flops=points[-1] * FULL_FLOPS,
+                        point=point, point_flops=point * FULL_FLOPS, final=point == points[-1],
+                        evaluation="all" if point in (0.25, 1.0, 4.0) else "native", target_rho=rho, P=8, G=8, K=8,
+                        mu=1, model=model, reward_system="sparse", rho=rho + 0.01, C_total=point * FULL_FLOPS,
+                        rounds=int(10 * point) + 1, status="infeasible" if off else "ok",
+                    )  # fmt: skip
+                    if not off:
+                        mean = truth(setting, cell, rho, point)
+                        for t in METRICS:
+                            if t == "native_reward" or row["evaluation"] == "all":
+                                row[t] = mean + rng.normal(0, sd)
+                    if base is not None:
+                        for t in METRICS:
+                            row[f"base_{t}"] = base
+                    out.append(row)
+    return pd.DataFrame(out)
+
+
+def moving_peak(setting, cell, rho, point):
+    """The best rho moves from 0.15 at C/16 to 0.85 at C."""
+    peak = 0.15 + 0.7 * (math.log2(point) + 4) / 4
+    return 0.6 - 2.0 * (rho - peak) ** 2
+
+
+def static_peak(setting, cell, rho, point):
+    return 0.6 - 2.0 * (rho - 0.5) ** 2 + 0.05 * math.log2(point)
+
+
+def flat(setting, cell, rho, point):
+    return 0.5
+
+
+SIZE_CURVES = {"S": known(0.5, 0.0625 / 4, 1.0), "M": known(0.7, 0.5, 1.5), "L": known(0.9, 2.0, 2.0)}
+
+
+def growing(setting, cell, rho, point):
+    """Stage A: the small policy is best at small budgets, the large one at large budgets."""
+    return SIZE_CURVES[setting](point) - 0.3 * (rho - 0.5) ** 2
+
+
+def large_always(setting, cell, rho, point):
+    return 0.5 + 0.1 * ("SML".index(setting)) - 0.3 * (rho - 0.5) ** 2
+
+
+STAGE_A = {"S": "A", "M": "A", "L": "A"}
+
+
+# ---------------------------------------------------------------------------------------- the fit
+
+
+def test_fit_recovers_a_known_asymptote():
+    truth = known(0.7, 0.25, 1.5)
+    rows = curve_rows(lambda *a: truth(a[-1]), cells={"r50": 0.5}, points=LADDER_A)
+    fits = cv.fit_table(rows, targets=["native_reward"])
+    r = fits.iloc[0]
+    assert r["status"] == "identified", r["reason"]
+    assert r["R0_fixed"] and r["R0"] == pytest.approx(BASE)
+    assert abs(r["A"] - 0.7) < 0.03
+    assert r["A_lo"] <= 0.7 <= r["A_hi"]
+    assert 0.25 / 1.5 < r["C_mid_point"] < 0.25 * 1.5
+    assert abs(r["B"] - 1.5) < 0.5
+    assert r["n_points"] == len(LADDER_A) and r["n_seeds"] == 5
+
+
+def test_fit_with_a_free_start():
+    truth = known(0.7, 0.25, 1.5)
+    rows = curve_rows(lambda *a: truth(a[-1]), cells={"r50": 0.5}, points=LADDER_A, base=None)
+    r = cv.fit_table(rows, targets=["native_reward"]).iloc[0]
+    assert not r["R0_fixed"]
+    assert r["status"] == "identified", r["reason"]
+    assert abs(r["A"] - 0.7) < 0.05 and abs(r["R0"] - BASE) < 0.1
+
+
+def test_a_curve_that_has_not_bent_is_not_identified():
+    truth = known(0.9, 100.0, 1.0)  # half the gain at 100 C: still rising at the ladder's top
+    rows = curve_rows(lambda *a: truth(a[-1]), cells={"r50": 0.5}, points=LADDER_A)
+    r = cv.fit_table(rows, targets=["native_reward"]).iloc[0]
+    assert r["status"] == "not identified"
+    assert np.isnan(r["A"]) and np.isfinite(r["A_fit"])
+    assert "not bent" in r["reason"]
+
+
+def test_a_curve_on_its_plateau_pins_its_asymptote():
+    truth = known(0.6, 0.01, 1.5)  # half the gain at C/100: the ladder sees the plateau
+    rows = curve_rows(lambda *a: truth(a[-1]), cells={"r50": 0.5}, points=LADDER_A)
+    r = cv.fit_table(rows, targets=["native_reward"]).iloc[0]
+    assert r["status"] == "identified" and "only A is pinned" in r["reason"]
+    assert abs(r["A"] - 0.6) < 0.02
+
+
+def test_a_curve_the_form_does_not_fit_is_not_identified():
+    def dip(point):  # below the base policy first, then up: no saturating curve from R0 = 0.3
+        return 0.15 + 0.1 * (math.log2(point) + 4)
+
+    rows = curve_rows(lambda *a: dip(a[-1]), cells={"r50": 0.5}, points=LADDER)
+    r = cv.fit_table(rows, targets=["native_reward"]).iloc[0]
+    assert r["status"] == "not identified" and "does not fit" in r["reason"]
+    assert r["p_lack_of_fit"] < 0.05
+
+
+def test_one_seed_gives_no_interval_never_zero():
+    truth = known(0.7, 0.25, 1.5)
+    rows = curve_rows(lambda *a: truth(a[-1]), cells={"r50": 0.5}, points=LADDER_A, seeds=1)
+    r = cv.fit_table(rows, targets=["native_reward"]).iloc[0]
+    assert r["status"] == "not identified" and "one seed" in r["reason"]
+    assert np.isnan(r["A"]) and np.isnan(r["A_lo"]) and np.isnan(r["A_hi"]) and np.isnan(r["C_mid_lo"])
+
+
+def test_too_few_points_is_no_fit():
+    rows = curve_rows(flat, cells={"r50": 0.5}, points=(0.5, 1.0), base=None)
+    r = cv.fit_table(rows, targets=["native_reward"]).iloc[0]
+    assert r["status"] == "no fit" and "fewer than 4 points" in r["reason"]
+
+
+# ---------------------------------------------------------------------------------------- rho*(C), size*(C)
+
+
+def _best(table: pd.DataFrame, point: float, column: str = "best_cells", **where) -> str:
+    mask = (table["point"] == point) & (table["target"] == "native_reward")
+    for k, v in where.items():
+        mask &= table[k] == v
+    return table.loc[mask, column].iloc[0]
+
+
+def test_rho_star_follows_a_moving_and_a_static_best():
+    moving = cv.rho_star_table(curve_rows(moving_peak), targets=["native_reward"])
+    assert _best(moving, 0.0625) == "r15" and _best(moving, 1.0) == "r85"
+    assert _best(moving, 1.0, "best_rhos") == "0.860"  # the measured rho (target 0.85 + 0.01)
+    assert _best(moving, 1.0, "best_target_rhos") == "0.850"
+    static = cv.rho_star_table(curve_rows(static_peak), targets=["native_reward"])
+    assert set(static.loc[static["target"] == "native_reward", "best_cells"]) == {"r50"}
+
+
+def test_rho_star_leaves_out_infeasible_cells_and_says_so():
+    rows = curve_rows(moving_peak, infeasible={("r15", 0.0625): "*"})
+    table = cv.rho_star_table(rows, targets=["native_reward"])
+    first = table[table["point"] == 0.0625].iloc[0]
+    assert (
+        first["infeasible_cells"] == "r15" and first["n_cells"] == 4 and "r15" not in first["cells"].split()
+    )
+    assert "feasible cells only" in first["note"]
+    ends = cv.setting_ends(rows, "native_reward")
+    assert ends[0].low_point == 0.125 and ends[0].high_point == 1.0
+
+
+def test_size_star_finds_the_growing_best_size():
+    rows = curve_rows(growing, settings=STAGE_A, points=LADDER_A)
+    table = cv.size_star_table(rows, targets=["native_reward"])
+    assert _best(table, 0.0625, "best_sizes") == "S"
+    assert _best(table, 4.0, "best_sizes") == "L"
+    assert _best(table, 4.0, "argmax_pair") == "L:r50"
+    assert cv.size_order(["L", "S", "M"]) == ["S", "M", "L"]
+    assert cv.size_order(["7B", "1.5B", "3B"]) == ["1.5B", "3B", "7B"]
+
+
+# ---------------------------------------------------------------------------------------- the claims
+
+
+def _moves(*truths, sd: float = 0.01) -> str:
+    names = [f"s{i}" for i in range(len(truths))]
+    rows = pd.concat(
+        [
+            curve_rows(t, settings={n: "B"}, sd=sd, rng_seed=i)
+            for i, (n, t) in enumerate(zip(names, truths, strict=True))
+        ]
+    )
+    return cv.moves_decide(cv.setting_ends(rows, "native_reward")).verdict
+
+
+def test_moves_claim_returns_each_verdict():
+    assert _moves(moving_peak, moving_peak) == "held"
+    assert _moves(static_peak, static_peak) == "not held"
+    assert _moves(flat, flat, sd=0.05) == "inconclusive"
+    assert _moves(moving_peak, static_peak) == "heterogeneous"
+    rows = pd.concat(
+        [curve_rows(moving_peak, settings={"M": "A"}), curve_rows(moving_peak, settings={"sparse": "B"})]
+    )
+    assert [e.name for e in cv.setting_ends(rows, "native_reward", shared={"sparse": "M"})] == ["M"]
+    assert cv.moves_decide([]).verdict == "inconclusive"
+
+
+def test_moves_rule_and_aggregation():
+    assert cv.aggregate_moves(["held", "held", "not held"]) == "held"
+    assert cv.aggregate_moves(["not held", "not held", "inconclusive"]) == "not held"
+    assert cv.aggregate_moves(["held", "not held", "inconclusive"]) == "heterogeneous"
+    assert cv.aggregate_moves(["held", "inconclusive", "inconclusive"]) == "inconclusive"
+
+
+def _grows(truth, sd: float = 0.01) -> str:
+    rows = curve_rows(truth, settings=STAGE_A, points=LADDER_A, sd=sd)
+    return cv.grows_decide(cv.size_ends(rows, "native_reward"), ["S", "M", "L"]).verdict
+
+
+def test_grows_claim_returns_each_verdict():
+    assert _grows(growing) == "held"
+    assert _grows(large_always) == "not held"
+    assert _grows(flat, sd=0.05) == "inconclusive"
+    assert cv.grows_decide(None, ["S", "M", "L"]).verdict == "inconclusive"
+    order = ["S", "M", "L"]
+    assert cv.grow_verdict(["S"], ["M", "L"], order) == "held"
+    assert cv.grow_verdict(["M", "L"], ["S", "M"], order) == "not held"
+    assert cv.grow_verdict(["S", "M"], ["M", "L"], order) == "inconclusive"
+
+
+def test_operating_characteristics_by_simulation():
+    rows = curve_rows(moving_peak)
+    oc = cv.moves_operating(cv.setting_ends(rows, "native_reward"), replicates=60)
+    assert set(oc) >= {"oc_wrong_max", "oc_wrong_truth", "oc_agreement_min", "oc_held_when_true", "power_now"}
+    assert 0 <= oc["oc_wrong_max"] <= 0.05 and oc["oc_held_when_true"] > 0.9 and oc["power_now"] > 0.9
+    size_rows = curve_rows(growing, settings=STAGE_A, points=LADDER_A)
+    oc = cv.grows_operating(cv.size_ends(size_rows, "native_reward"), ["S", "M", "L"], replicates=60)
+    assert 0 <= oc["oc_wrong_max"] <= 0.05 and oc["oc_held_when_true"] > 0.9
+    one = cv.moves_operating(cv.setting_ends(curve_rows(moving_peak, seeds=1), "native_reward"))
+    assert np.isnan(one["oc_wrong_max"]) and "one seed" in one["oc_note"]
+
+
+def test_claims_rows_use_the_claims_table_columns():
+    rows = pd.concat([curve_rows(growing, settings=STAGE_A, points=LADDER_A), curve_rows(moving_peak)])
+    table = cv.curve_claims(rows, replicates=20)
+    assert list(table["claim"]) == [cv.MOVES_CLAIM, cv.GROWS_CLAIM]
+    assert set(table["kind"]) == {"our addition"}
+    assert set(table["verdict"]) <= {"held", "not held", "inconclusive", "heterogeneous"}
+    assert table.iloc[1]["verdict"] == "held"
+    committed = pd.read_csv(repo_root() / "data/results/cpu-tiny/claims.csv", nrows=0).columns
+    assert set(table.columns) <= set(committed)
+
+
+# ---------------------------------------------------------------------------------------- extrapolation
+
+
+def test_extrapolation_recovers_a_known_curve():
+    truth = known(0.7, 0.125, 1.5)
+    rows = curve_rows(lambda *a: truth(a[-1]), cells={"r30": 0.3, "r70": 0.7})
+    table = cv.extrapolation_table(rows, targets=["native_reward"], bootstrap=100)
+    assert len(table) == 2 and set(table["status"]) == {"ok"}
+    assert (table["abs_error"] < 0.02).all()
+    assert table["covered"].all()
+    summary = cv.extrapolation_summary(table)
+    assert summary.iloc[0]["median_abs_error"] < 0.02 and summary.iloc[0]["share_covered"] == 1.0
+
+
+# ---------------------------------------------------------------------------------------- the entry point
+
+
+def test_empty_curves_give_empty_tables_and_no_figures(tmp_path):
+    for empty in (pd.DataFrame(columns=list(CURVE_COLUMNS)), pd.DataFrame()):
+        result = cv.curve_analysis(empty, out_dir=tmp_path)
+        for table in (result.fits, result.rho_star, result.size_star, result.extrapolation,
+                      result.extrapolation_summary):  # fmt: skip
+            assert table.empty
+        assert result.figures == []
+        assert set(result.claims["verdict"]) == {"inconclusive"}
+
+
+def test_a_quick_run_says_what_it_cannot_estimate():
+    quick = {"r15": 0.15, "r50": 0.5, "r85": 0.85}
+    rows = curve_rows(moving_peak, cells=quick, seeds=1)
+    result = cv.curve_analysis(rows.astype(str), recipe_sd=0.0, replicates=20)  # a CSV's text cells
+    fits = result.fits[result.fits["target"] == "native_reward"]
+    assert fits["A_lo"].isna().all() and (fits["status"] != "identified").all()
+    assert fits["reason"].str.contains("one seed").all()
+    assert result.rho_star["note"].str.contains("no seed replication").all()
+    assert set(result.claims["verdict"]) == {"inconclusive"}
+    assert result.claims["oc_wrong_max"].isna().all()
+    assert result.extrapolation["covered"].isna().all()
+    assert set(result.extrapolation["status"]) <= {
+        "no interval: one seed",
+        "no fit: too few points up to C/2",
+    }
+
+
+def test_figures_are_written(tmp_path):
+    rows = pd.concat([curve_rows(growing, settings=STAGE_A, points=LADDER_A, seeds=3),
+                      curve_rows(moving_peak, seeds=3)])  # fmt: skip
+    result = cv.curve_analysis(
+        rows, recipe_sd=0.0, out_dir=tmp_path, targets=["native_reward"], bootstrap=30, replicates=20
+    )
+    names = sorted(p.name for p in result.figures)
+    assert names == ["compute_optimal_envelope_native_reward.png", "curves_native_reward.png",
+                     "rho_star_vs_budget_native_reward.png"]  # fmt: skip
+    assert all(p.exists() and p.stat().st_size > 0 for p in result.figures)
+
+
+def test_grid_curves_label_the_grid_runs_and_give_their_base():
+    rows = curve_rows(moving_peak, settings={"M": "A"}, base=None, seeds=2)
+    runs = rows.drop_duplicates("run_id")[["run_id", "stage", "setting", "cell", "target_rho"]]
+    grid = pd.concat([runs.assign(base_native_reward=0.25),
+                      runs.assign(stage="B", setting="sparse", base_native_reward=0.25)])  # fmt: skip
+    stray = curve_rows(flat, settings={"M": "A"}, seeds=1).assign(run_id="a-fresh-seed")
+    labelled = cv.grid_curves(pd.concat([rows, stray]), grid)
+    assert len(labelled) == 2 * len(rows) and set(labelled["setting"]) == {"M", "sparse"}
+    assert (labelled["base_native_reward"] == 0.25).all()
+    assert cv.grid_curves(rows.iloc[0:0], grid).empty
