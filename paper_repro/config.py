@@ -231,7 +231,9 @@ class Curves:
             raise ValueError(f"curves.evaluate_all_at {stray} are not points of the ladder {list(points)}")
         for stage, multiple in self.stage_budgets.items():
             if stage not in STAGES:
-                raise ValueError(f"curves.stage_budgets: unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+                raise ValueError(
+                    f"curves.stage_budgets: unknown stage {stage!r}; stages: {', '.join(STAGES)}"
+                )
             if multiple < 1 or multiple not in points:
                 raise ValueError(
                     f"curves.stage_budgets.{stage} = {multiple}: a stage runs to C or past it, to a point of "

@@ -61,9 +61,11 @@ class Point:
 
 
 def points_of(spec: RunSpec) -> list[Point]:
-    """The ladder's points below the run's own budget, in order."""
+    """The ladder's points below the run's own budget, in order (a spec whose budget was changed by
+    hand keeps those its budget reaches)."""
     unit = spec.ladder_unit or 0.0
-    return [Point(m, m * unit, evaluation) for m, evaluation in spec.ladder]
+    points = [Point(m, m * unit, evaluation) for m, evaluation in spec.ladder]
+    return [p for p in points if p.flops < spec.budget_flops * (1 - 1e-9)]
 
 
 def curves_table(root: Path) -> ResultTable:
@@ -76,7 +78,10 @@ def missing_points(spec: RunSpec, recorded: set[str]) -> list[float]:
     ladder has no curve."""
     if not spec.ladder:
         return []
-    ends = [*(p.multiple for p in points_of(spec)), spec.budget_flops / (spec.ladder_unit or spec.budget_flops)]
+    ends = [
+        *(p.multiple for p in points_of(spec)),
+        spec.budget_flops / (spec.ladder_unit or spec.budget_flops),
+    ]
     return [m for m in ends if curve_id(spec.run_id, m) not in recorded]
 
 
@@ -113,7 +118,9 @@ def spent_so_far(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def final_row(spec: RunSpec, run: dict[str, Any], seconds_train: float, seconds_eval: float) -> dict[str, Any]:
+def final_row(
+    spec: RunSpec, run: dict[str, Any], seconds_train: float, seconds_eval: float
+) -> dict[str, Any]:
     """The ladder's last point: the run's own budget, its row's numbers and full evaluation."""
     unit = spec.ladder_unit or spec.budget_flops
     columns = (*SPENT, "rho_executed", "C_total_executed", "rho_time", "rounds", "steps", *METRICS)

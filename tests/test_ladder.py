@@ -89,7 +89,9 @@ def test_a_point_of_a_run_is_the_run_of_that_budget_row_for_row(profile, tmp_pat
 
 
 def test_a_point_below_one_round_is_infeasible_with_its_reason(profile, tmp_path):
-    spec = _laddered(profile, rounds=3, target=0.70, stop="ceiling", points=((0.01, "native"), (0.5, "native")))
+    spec = _laddered(
+        profile, rounds=3, target=0.70, stop="ceiling", points=((0.01, "native"), (0.5, "native"))
+    )
     train.run_cell(spec, results_root=tmp_path, threads=1, raise_errors=True)
     low = _curves(tmp_path)[curve_id(spec.run_id, 0.01)]
     assert low["status"] == "infeasible" and "one round" in low["error"]

@@ -194,7 +194,7 @@ def analyse(
                         ("extrapolation_summary", curve.extrapolation_summary)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
     written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir)
-    written += [str(p) for p in curve.figures]
+    written += [p.stem for p in curve.figures]
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
                     hacked, hacked_summary, claims, written, design_table, fig_dir, curve)  # fmt: skip
 

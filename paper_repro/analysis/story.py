@@ -224,6 +224,57 @@ def story(analysis) -> str:
 
 
 def readings(analysis) -> dict[str, str]:
-    """:func:`figure_readings` of an :class:`paper_repro.analysis.Analysis`."""
+    """:func:`figure_readings` of an :class:`paper_repro.analysis.Analysis`, and
+    :func:`curve_readings` of its compute curves."""
     a = analysis
-    return figure_readings(a.optima, a.disagreement, a.race, a.conventions, a.hacking_summary, a.frontiers)
+    out = figure_readings(a.optima, a.disagreement, a.race, a.conventions, a.hacking_summary, a.frontiers)
+    if a.curves is not None:
+        out.update(curve_readings(a.curves))
+    return out
+
+
+def point_words(point: float) -> str:
+    """A budget point as a multiple of C: ``C/16``, ``C``, ``4C``."""
+    point = float(point)
+    if point >= 1:
+        return "C" if point == 1 else f"{point:g}C"
+    return f"C/{1 / point:g}"
+
+
+def curve_readings(curve, target: str = TARGET) -> dict[str, str]:
+    """One line per compute-curve figure (:mod:`paper_repro.analysis.curves`), from its tables."""
+    out = {}
+    fits = curve.fits[curve.fits["target"] == target] if len(curve.fits) else curve.fits
+    if len(fits):
+        identified = int((fits["status"] == "identified").sum())
+        summary = curve.extrapolation_summary
+        summary = summary[summary["target"] == target] if len(summary) else summary
+        tail = ""
+        if len(summary) and _finite(summary["median_abs_error"].iloc[0]):
+            tail = (
+                f"; fitted on the points up to C/2, C is predicted with a median absolute error of "
+                f"{_num(summary['median_abs_error'].iloc[0], 2)}"
+            )
+        out[f"curves_{target}"] = (
+            f"Native reward against the budget per cell, with ScaleRL-style saturating fits: the asymptote is "
+            f"identified for {identified} of {len(fits)} cells{tail}."
+        )
+    best = curve.rho_star[curve.rho_star["target"] == target] if len(curve.rho_star) else curve.rho_star
+    if len(best):
+        parts = []
+        for setting, rows in best.groupby("setting", sort=False):
+            rows = rows.sort_values("point")
+            ends = [rows.iloc[0], rows.iloc[-1]] if len(rows) > 1 else [rows.iloc[0]]
+            parts.append(
+                f"{setting} {' -> '.join(f'{{{r.best_cells}}} at {point_words(r.point)}' for r in ends)}"
+            )
+        out[f"rho_star_vs_budget_{target}"] = (
+            "The cells that could be best, at the ladder's ends: " + "; ".join(parts) + "."
+        )
+    sizes = curve.size_star[curve.size_star["target"] == target] if len(curve.size_star) else curve.size_star
+    if len(sizes):
+        parts = [f"{point_words(r.point)}: {r.best_sizes}" for r in sizes.sort_values("point").itertuples()]
+        out[f"compute_optimal_envelope_{target}"] = (
+            "The policy sizes that could be best at equal FLOPs, by budget: " + "; ".join(parts) + "."
+        )
+    return out
