@@ -1189,7 +1189,7 @@ def curves_figure(curves: pd.DataFrame, fits: pd.DataFrame, target: str, out_dir
             fit = fits[(fits["setting"] == setting) & (fits["cell"] == cell) & (fits["target"] == target)]
             if len(fit) and np.isfinite(fit["A_fit"].iloc[0]):
                 r = fit.iloc[0]
-                grid = np.linspace(np.log10(flops.min()) - 0.15, np.log10(flops.max()) + 0.15, 100)
+                grid = np.linspace(np.log10(flops.min()), np.log10(flops.max()), 100)  # no extrapolation
                 y = saturating(grid, r["A_fit"], np.log10(r["C_mid"]), r["B"], r["R0"])
                 ax.plot(10**grid, y, color=color, lw=1.3, ls="-" if r["status"] == "identified" else "--")
         ax.set_xscale("log")
@@ -1355,7 +1355,9 @@ def curve_analysis(
     written: list[Path] = []
     if out_dir is not None and not curves.empty:
         for t in figure_targets:
-            for path in (curves_figure(curves, fits, t, out_dir), rho_star_figure(rho_star, t, out_dir),
+            # a setting that is another's runs (stage B's sparse) is drawn once, as that setting
+            drawn = rho_star[~rho_star["setting"].isin(list(shared or {}))] if len(rho_star) else rho_star
+            for path in (curves_figure(distinct, fits, t, out_dir), rho_star_figure(drawn, t, out_dir),
                          envelope_figure(curves, size_star, t, out_dir, sizes)):  # fmt: skip
                 if path is not None:
                     written.append(path)

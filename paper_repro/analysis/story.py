@@ -263,7 +263,9 @@ def curve_readings(curve, target: str = TARGET) -> dict[str, str]:
     if len(best):
         parts = []
         for setting, rows in best.groupby("setting", sort=False):
-            rows = rows.sort_values("point")
+            # the ends the claim reads: the points where every cell of the setting is measured
+            whole = rows[rows["infeasible_cells"].fillna("").astype(str) == ""]
+            rows = (whole if len(whole) else rows).sort_values("point")
             ends = [rows.iloc[0], rows.iloc[-1]] if len(rows) > 1 else [rows.iloc[0]]
             parts.append(
                 f"{setting} {' -> '.join(f'{{{r.best_cells}}} at {point_words(r.point)}' for r in ends)}"
