@@ -69,6 +69,7 @@ def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> li
     import torch
 
     from paper_repro.sampler import lean_generate, unsupported
+    from paper_repro.sampler.tokens import encode
 
     rows = [p for p in prompts for _ in range(config.n)]
     texts: list[str] = []
@@ -85,14 +86,17 @@ def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> li
             # no random numbers, and the lean sampler drops finished rows from the batch
             for start in range(0, len(rows), config.batch_size):
                 if lean:
-                    batch_rows = rows[start : start + config.batch_size]
-                    ids = tokenizer(batch_rows, add_special_tokens=False)["input_ids"]
+                    # the prompts encoded once per tokenizer (a run is evaluated on the same sets at
+                    # every budget point); the fused decoder prefills only what decoding reads
+                    # (FusedDecoder.prefill: the same logits and cache, bit for bit)
+                    ids = encode(tokenizer, rows[start : start + config.batch_size])
                     eos = tokenizer.eos_token_id
                     completion_ids = lean_generate(
                         model, ids, max_new_tokens=config.max_new_tokens, do_sample=not greedy,
                         temperature=None if greedy else config.temperature, top_k=None, top_p=None,
                         eos_token_ids=eos if isinstance(eos, list) else [eos],
                         pad_token_id=tokenizer.pad_token_id, compact=greedy, fused=fused,
+                        trim=fused,
                     )  # fmt: skip
                     texts.extend(tokenizer.batch_decode(completion_ids, skip_special_tokens=True))
                     continue

@@ -20,7 +20,11 @@ HF's draws). The modules:
 * :mod:`~paper_repro.sampler.sampling`: each step's draw: HF's warpers, ``multinomial`` as HF
   generate's batch draws it, and the fused decoder's :func:`inverse_cdf`;
 * :mod:`~paper_repro.sampler.generate`: the decode loop, :func:`lean_generate` and
-  :func:`generate_like`, and :class:`LeanStats`, what a call ran (the ledger's ``executed`` count).
+  :func:`generate_like`, and :class:`LeanStats`, what a call ran (the ledger's ``executed`` count);
+  ``lean_generate(fused=True, trim=True)`` (a run's evaluation) computes the fused decoder's results
+  bit for bit with less work (:meth:`FusedDecoder.prefill` and :meth:`FusedDecoder.step`);
+* :mod:`~paper_repro.sampler.tokens`: :func:`~paper_repro.sampler.tokens.encode`, prompts' token
+  ids encoded once per tokenizer (a run's evaluation sets, at every budget point).
 """
 
 from paper_repro.choices import SAMPLERS

@@ -9,6 +9,12 @@ tokens are drawn by inverting the cumulative distribution at one uniform draw pe
 distribution, not HF's draws. ``tests/test_sampler.py`` checks greedy outputs
 identical to HF generate, sampled tokens' log-probabilities within 1e-4 of an HF forward, and the
 draws against HF's processed probabilities.
+
+``lean_generate(trim=True)`` (a run's evaluation) computes the same decoder's results bit for bit
+with less work: :meth:`FusedDecoder.prefill` runs the prompts' tokens only (not their padding) and
+the last layer at the last positions only, and :meth:`FusedDecoder.step` decodes over a cache that
+grows as it fills; ``tests/test_sampler_trim.py`` checks logits, cache, tokens and
+log-probabilities against :meth:`FusedDecoder.forward`'s.
 """
 
 from __future__ import annotations
@@ -53,6 +59,94 @@ def merge_flops(model: Any) -> float:
         for a_w, _, b_w, _, _ in projection(module).loras:
             total += 2.0 * a_w.shape[0] * a_w.shape[1] * b_w.shape[0]
     return total
+
+
+# FusedDecoder.prefill: prompt lengths are grouped in bands of this many tokens for the attention's
+# queries (fewer, larger matmuls, each row computing up to PACKED_BAND - 1 padding queries)
+PACKED_BAND = 8
+# FusedDecoder.prefill allocates the cache for this many decode steps; it grows by as many at a time
+CACHE_STEP = 16
+
+
+def _rotated(qk: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, half: int) -> torch.Tensor:
+    """:meth:`FusedDecoder.forward`'s ``qk * cos + qk.roll(half, dims=-1) * sin``, the same values
+    (the same elementwise products and sum), in two temporaries fewer."""
+    rolled = qk.roll(half, dims=-1).mul_(sin)
+    return (qk * cos).add_(rolled)
+
+
+GRAIN = 32768  # torch's at::internal::GRAIN_SIZE: elementwise ops smaller than this run on one thread
+# (activation, rows, width, threads, dtype) -> whether _thread_activation is forward's activation there
+_SPLIT_CHECKED: dict[tuple, bool] = {}
+
+
+def _thread_splits(total: int, width: int, threads: int) -> list[tuple[int, int]]:
+    """Where torch shares an elementwise op over a ``(total, width)`` tensor between ``threads``
+    threads (``at::parallel_for``: ``min(threads, ceil(elements / GRAIN))`` equal shares), as (row,
+    column) of each share's start that falls inside a row."""
+    elements = total * width
+    if threads == 1 or elements < GRAIN:
+        return []
+    shares = min(threads, -(-elements // GRAIN))
+    size = -(-elements // shares)
+    return [(b // width, b % width) for b in range(size, elements, size) if b % width]
+
+
+def _laid_out(act: Any, gate: torch.Tensor, at: torch.Tensor, total: int) -> torch.Tensor:
+    """``act(gate)`` of rows ``at`` computed in forward's ``(total, 2 * width)`` layout."""
+    width = gate.shape[1]
+    full = gate.new_empty((total, 2 * width))
+    full[at, :width] = gate
+    return act(full[:, :width])[at]
+
+
+def _thread_activation(act: Any, gate: torch.Tensor, at: torch.Tensor, total: int) -> torch.Tensor:
+    """``act(gate)`` of rows ``at`` as forward's ``(total, 2 * width)`` layout computes it on this
+    many threads: the rows in blocks under :data:`GRAIN` elements (each on one thread, row by row), the
+    rows that the threads' shares split (:func:`_thread_splits`) in their two parts."""
+    width = gate.shape[1]
+    if gate.stride(0) == width:  # rows one after another: torch would run them as one long row
+        gate = gate.new_empty((gate.shape[0], 2 * width))[:, :width].copy_(gate)
+    block = max(1, (GRAIN - 1) // width)
+    out = torch.cat([act(gate[i : i + block]) for i in range(0, gate.shape[0], block)])
+    for row, column in _thread_splits(total, width, torch.get_num_threads()):
+        i = int(torch.searchsorted(at, row))
+        if i < len(at) and int(at[i]) == row:
+            out[i, :column] = act(gate[i, :column])
+            out[i, column:] = act(gate[i, column:])
+    return out
+
+
+def _splits_as_forward(act: Any, total: int, width: int, dtype: torch.dtype) -> bool:
+    """Whether :func:`_thread_activation` computes every row of a ``(total, 2 * width)`` layout as
+    the layout itself does on this many threads, on values the activation rounds otherwise in torch's
+    vectorised loop than in its scalar one (so that any element computed in the other loop shows)."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(1 << 16, generator=generator, dtype=dtype)
+    strided = x.new_empty((len(x), 2))
+    strided[:, 0] = x
+    sensitive = x[act(x) != act(strided[:, 0])]  # contiguous: vectorised; strided: scalar
+    if not len(sensitive):  # both loops round alike here: where the threads' shares meet is moot
+        return True
+    pick = torch.randint(len(sensitive), (total, 2 * width), generator=generator)
+    values = sensitive[pick]
+    with torch.inference_mode():
+        return torch.equal(
+            _thread_activation(act, values[:, :width], torch.arange(total), total), act(values[:, :width])
+        )
+
+
+def trimmable(tensor: torch.Tensor) -> bool:
+    """Whether :meth:`FusedDecoder.prefill` and :meth:`FusedDecoder.step` may compute less than
+    :meth:`FusedDecoder.forward` for weights like ``tensor``: float32 on the CPU with torch's MKL, the
+    BLAS whose rows :func:`packed_floor` is sized for (and ``tests/test_sampler_trim.py`` checks)."""
+    return tensor.device.type == "cpu" and tensor.dtype == torch.float32 and torch.backends.mkl.is_available()
+
+
+def packed_floor() -> int:
+    """The fewest rows :meth:`FusedDecoder.prefill` gives a matmul of the projections and MLPs: 32 per
+    torch thread, well above the few rows per thread at which the CPU BLAS rounds a row otherwise."""
+    return 32 * max(1, torch.get_num_threads())
 
 
 @dataclass(frozen=True)
@@ -131,6 +225,9 @@ class FusedDecoder:
         self.additive: torch.Tensor | None = None  # (rows, width + capacity): 0 attended, min padded
         self.cos: torch.Tensor | None = None  # (positions, heads + kv_heads, head_dim) rotary tables
         self.sin: torch.Tensor | None = None
+        # the first layer's q/k/v projection of each token of the vocabulary (prefill and step): it
+        # reads the token's embedding only
+        self.first_qkv: torch.Tensor | None = None
 
     def mask(self, pad: torch.Tensor, q_length: int) -> torch.Tensor:
         """The padding of the rows so far (``pad``: 1 real, 0 padding), as this decoder reads it."""
@@ -203,6 +300,272 @@ class FusedDecoder:
         self.length = end
         last = rms_norm(h[:, -1], self.final_norm)
         return F.linear(last, *self.head).float()
+
+    def prefill(self, ids: torch.Tensor, position_ids: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward`'s first call (the left-padded prompts) computing only what decoding reads,
+        with its results bit for bit: the logits of the last positions and the keys and values of
+        the prompts' tokens (``lean_generate(trim=True)``).
+
+        :meth:`forward` runs every layer on every position of the padded batch. Here the projections,
+        norms and MLPs run on the prompts' tokens only (the first layer's projection is read from
+        :meth:`_first_qkv`); each layer's attention runs for the queries of the prompts' tokens only,
+        the prompts grouped in bands of :data:`PACKED_BAND` lengths, over the same keys with the same
+        mask and softmax rows (the padding's keys and values are another token's: attention weighs
+        them exactly 0, as it weighs forward's); the last layer's attention and MLP run for the last
+        positions only; and the cache has room for :data:`CACHE_STEP` decode steps (:meth:`step`
+        grows it). So each row of a matmul is computed from the same inputs in a matmul of fewer
+        rows. MKL gives a row the same bits whatever the number of rows once a matmul has a few rows
+        per thread (here up to 3 rows on one thread and up to 11 on two round otherwise), so every
+        matmul keeps at least :func:`packed_floor` rows, an attention matmul 16 rows per batch entry;
+        on more than one thread the SiLU rounds as forward's threads round it (:meth:`_activation`).
+        Anything else runs :meth:`forward`: weights that are not :func:`trimmable`, fewer prompt
+        tokens than the floor, an empty prompt, a cache already filled.
+        ``tests/test_sampler_trim.py`` checks logits, cache, tokens and log-probabilities against
+        forward's on the shipped policies, with and without LoRA, on one thread and on two."""
+        rows, width = ids.shape
+        floor = packed_floor()
+        heads, kv, dim, half = self.heads, self.kv_heads, self.head_dim, self.head_dim // 2
+        rep = heads // kv
+        lengths = pad.sum(-1)
+        n = int(lengths.sum())
+        left_padded = width == 1 or bool((pad[:, 1:] >= pad[:, :-1]).all())
+        if (
+            self.keys
+            or not trimmable(self.embed)
+            or ids.device.type != "cpu"
+            or not left_padded
+            or n < floor
+            or int(lengths.min()) == 0
+        ):
+            return self.forward(ids, position_ids, pad)
+        minimum = torch.finfo(self.embed.dtype).min
+        self.cos, self.sin = rotary_tables(
+            self.rotary, self.embed, width + self.capacity, self.heads, self.kv_heads, self.scaling
+        )
+        self.additive = self.embed.new_zeros((rows, width + self.capacity))
+        self.additive[:, :width].masked_fill_(pad == 0, minimum)
+        real = pad.reshape(-1).nonzero().squeeze(1)  # the prompts' tokens, row by row
+        # slot[r, j]: position j of row r among the tokens (padding: token 0, whose result is unread)
+        slot = torch.zeros(rows * width, dtype=torch.long)
+        slot[real] = torch.arange(n)
+        slot = slot.view(rows, width)
+        h = F.embedding(ids.reshape(-1)[real], self.embed)  # (n, hidden)
+        positions = position_ids.reshape(-1)[real]
+        cos, sin = self.cos[positions], self.sin[positions]  # (n, heads + kv, dim)
+        causal = torch.ones(width, width, dtype=torch.bool).tril()
+        # the attention's queries: the rows in bands of prompt lengths, each band's rows the queries
+        # of their last `band` positions (at least 16 rows in each matmul)
+        bands = ((lengths + PACKED_BAND - 1) // PACKED_BAND * PACKED_BAND).clamp(min=-(-16 // rep), max=width)
+        groups = []
+        for band in torch.unique(bands).tolist():
+            members = (bands == band).nonzero().squeeze(1)
+            if len(members) == rows:
+                members = None
+            member_pad = pad if members is None else pad[members]
+            blocked = ~(causal[width - band :] & (member_pad[:, None, :] != 0))  # (rows, band, width)
+            groups.append(
+                (members, slot[members if members is not None else slice(None), width - band :], blocked)
+            )
+        # each token's row among the groups' queries, concatenated
+        order = torch.cat([
+            ((torch.arange(rows) if m is None else m)[:, None] * width + torch.arange(width - w.shape[1], width)).reshape(-1)
+            for m, w, _ in groups
+        ])  # fmt: skip
+        pick = torch.empty(rows * width, dtype=torch.long)
+        pick[order] = torch.arange(len(order))
+        pick = pick[real]
+        # the last layer's queries: the last `tail` positions of every row; its MLP reads the last
+        # position only, once that is rows enough, else all `tail`
+        last_only = rows >= floor
+        tail = min(width, max(-(-16 // rep), 1 if last_only else -(-floor // rows)))
+        final_blocked = ~(causal[width - tail :] & (pad[:, None, :] != 0))
+        final_at = (torch.arange(rows)[:, None] * width + torch.arange(width - tail, width)).reshape(-1)
+        if last_only:
+            final_at = final_at.view(rows, tail)[:, -1]  # the rows the last MLP reads, in forward's layout
+        hidden = h.shape[-1]
+        tokens = ids.reshape(-1)[real]
+        padded = slot.reshape(-1)  # each position's token (padding: token 0's keys and values, which
+        # attention weighs exactly 0, as it weighs forward's)
+        for i, layer in enumerate(self.layers):
+            if i == 0:
+                qkv = self._first_qkv().index_select(0, tokens).view(n, heads + 2 * kv, dim)
+            else:
+                qkv = F.linear(rms_norm(h, layer.in_norm), *layer.qkv).view(n, heads + 2 * kv, dim)
+            qk = qkv[:, : heads + kv]
+            qk = _rotated(qk, cos, sin, half)
+            keys = qk.new_empty((rows, kv, dim, width + min(self.capacity, CACHE_STEP)))
+            values = qk.new_empty((rows, kv, keys.shape[3], dim))
+            keys[:, :, :, :width] = (
+                qk[:, heads:].index_select(0, padded).view(rows, width, kv, dim).permute(0, 2, 3, 1)
+            )
+            values[:, :, :width] = (
+                qkv[:, heads + kv :].index_select(0, padded).view(rows, width, kv, dim).transpose(1, 2)
+            )
+            self.keys.append(keys)
+            self.values.append(values)
+            queries = qk[:, :heads]
+            if i == len(self.layers) - 1:
+                out = self._attend(i, queries[slot[:, width - tail :]], None, final_blocked, width)
+                if last_only:
+                    out, h = out[:, -1], h[slot[:, -1]]
+                else:
+                    out, h = out.reshape(rows * tail, heads * dim), h[slot[:, width - tail :].reshape(-1)]
+                at = final_at
+            else:
+                out = torch.cat([
+                    self._attend(i, queries[where], members, blocked, width).reshape(-1, heads * dim)
+                    for members, where, blocked in groups
+                ])[pick]  # fmt: skip
+                at = real
+            h = (
+                torch.addmm(h, out, layer.o)
+                if layer.o_bias is None
+                else h + F.linear(out, layer.o.t(), layer.o_bias)
+            )
+            x = rms_norm(h, layer.post_norm)
+            gate_up = F.linear(x, layer.gate_up, layer.gate_up_bias)
+            act = self._activation(layer, gate_up, at, rows * width)
+            h = (
+                torch.addmm(h, act, layer.down)
+                if layer.down_bias is None
+                else h + F.linear(act, layer.down.t(), layer.down_bias)
+            )
+        self.length = width
+        last = h if last_only else h.view(rows, tail, hidden)[:, -1]
+        return F.linear(rms_norm(last, self.final_norm), *self.head).float()
+
+    def _first_qkv(self) -> torch.Tensor:
+        """The first layer's q/k/v projection (before rotary) of every token of the vocabulary,
+        ``(vocabulary, (heads + 2 * kv_heads) * head_dim)``: what :meth:`forward` computes for a token
+        of the prompts, or of a decode step of at least :func:`packed_floor` rows, bit for bit (the
+        projection of the token's normed embedding, in a matmul of at least as many rows)."""
+        if self.first_qkv is None:
+            vocabulary = self.embed.shape[0]
+            embed = self.embed.repeat(-(-packed_floor() // vocabulary), 1)
+            qkv = F.linear(rms_norm(embed, self.layers[0].in_norm), *self.layers[0].qkv)
+            self.first_qkv = qkv[:vocabulary].contiguous()
+        return self.first_qkv
+
+    def step(self, ids: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        """A decode step of :meth:`forward` (``ids``: ``(rows, 1)``, after :meth:`prefill`), the same
+        logits and cache bit for bit: the cache grows by :data:`CACHE_STEP` positions when full, and
+        a step of at least :func:`packed_floor` rows reads its first layer's q/k/v projection from
+        :meth:`_first_qkv`."""
+        rows = ids.shape[0]
+        heads, kv, dim, half = self.heads, self.kv_heads, self.head_dim, self.head_dim // 2
+        rep = heads // kv
+        start, end = self.length, self.length + 1
+        if end > self.keys[0].shape[3]:
+            self._grow(min(self.additive.shape[1], self.keys[0].shape[3] + CACHE_STEP))
+        positions = position_ids.reshape(-1)
+        cos = self.cos.index_select(0, positions).view(rows, 1, heads + kv, dim)
+        sin = self.sin.index_select(0, positions).view(rows, 1, heads + kv, dim)
+        mask = self.additive[:, None, None, :end]
+        h = F.embedding(ids, self.embed)
+        hidden = h.shape[-1]
+        table = rows >= packed_floor() and trimmable(self.embed)
+        for i, layer in enumerate(self.layers):
+            if i == 0 and table:
+                qkv = self._first_qkv().index_select(0, ids.reshape(-1)).view(rows, 1, heads + 2 * kv, dim)
+            else:
+                qkv = F.linear(rms_norm(h, layer.in_norm), *layer.qkv).view(rows, 1, heads + 2 * kv, dim)
+            qk = qkv[:, :, : heads + kv]
+            qk = _rotated(qk, cos, sin, half)
+            q = (
+                qk[:, :, :heads]
+                .reshape(rows, 1, kv, rep, dim)
+                .permute(0, 2, 3, 1, 4)
+                .reshape(rows, kv, rep, dim)
+            )
+            self.keys[i][:, :, :, start:end] = qk[:, :, heads:].permute(0, 2, 3, 1)
+            self.values[i][:, :, start:end] = qkv[:, :, heads + kv :].transpose(1, 2)
+            scores = torch.matmul(q, self.keys[i][:, :, :, :end]) + mask
+            out = torch.matmul(F.softmax(scores, dim=-1), self.values[i][:, :, :end])
+            out = out.view(rows, kv, rep, 1, dim).permute(0, 3, 1, 2, 4).reshape(rows, heads * dim)
+            h = h.reshape(rows, hidden)
+            h = (
+                torch.addmm(h, out, layer.o)
+                if layer.o_bias is None
+                else h + F.linear(out, layer.o.t(), layer.o_bias)
+            )
+            x = rms_norm(h, layer.post_norm)
+            gate, up = F.linear(x, layer.gate_up, layer.gate_up_bias).split(self.intermediate, dim=-1)
+            act = layer.act(gate).mul_(up)
+            h = (
+                torch.addmm(h, act, layer.down)
+                if layer.down_bias is None
+                else h + F.linear(act, layer.down.t(), layer.down_bias)
+            )
+            h = h.view(rows, 1, hidden)
+        self.length = end
+        return F.linear(rms_norm(h[:, -1], self.final_norm), *self.head).float()
+
+    def _activation(
+        self, layer: _FusedLayer, gate_up: torch.Tensor, at: torch.Tensor, total: int
+    ) -> torch.Tensor:
+        """``act(gate) * up`` of the MLP's rows ``gate_up``, the rows ``at`` (ascending) of
+        :meth:`forward`'s ``(total, 2 * intermediate)`` layout, as forward computes them.
+
+        The activation (SiLU: an ``exp``) rounds otherwise in torch's vectorised loop than in its
+        scalar one, which takes each row's last elements and, on more than one thread, the elements on
+        either side of where the threads' shares of the tensor meet, which depend on its size. On one
+        thread a row is a row wherever it is. On more, :func:`_thread_activation` computes each row as
+        one thread computes it, and the rows that forward's layout splits between threads as its
+        threads compute them; checked once per layout against the activation computed in forward's
+        layout (the rows scattered into a tensor of its shape and strides), which is used instead
+        where they differ."""
+        gate, up = gate_up.split(self.intermediate, dim=-1)
+        threads = torch.get_num_threads()
+        if threads == 1:
+            return layer.act(gate).mul_(up)
+        key = (type(layer.act), total, self.intermediate, threads, gate.dtype)
+        if key not in _SPLIT_CHECKED:
+            _SPLIT_CHECKED[key] = _splits_as_forward(layer.act, total, self.intermediate, gate.dtype)
+        if _SPLIT_CHECKED[key]:
+            return _thread_activation(layer.act, gate, at, total).mul_(up)
+        return _laid_out(layer.act, gate, at, total).mul_(up)
+
+    def _attend(
+        self, i: int, queries: torch.Tensor, members: torch.Tensor | None, blocked: torch.Tensor, width: int
+    ) -> torch.Tensor:
+        """Layer ``i``'s attention output, ``(rows, positions, heads * dim)``, of ``queries``
+        (``(rows, positions, heads, dim)``: the last positions of the rows ``members``, None: all), over
+        the cached keys and values of the prompts (``blocked``: the masked ones), as :meth:`forward`'s
+        prefill computes it: the same matmuls of fewer rows, the same mask and softmax rows."""
+        heads, kv, dim = self.heads, self.kv_heads, self.head_dim
+        rep = heads // kv
+        rows, length = queries.shape[:2]
+        q = (
+            queries.view(rows, length, kv, rep, dim)
+            .permute(0, 2, 3, 1, 4)
+            .reshape(rows, kv, rep * length, dim)
+        )
+        keys, values = self.keys[i][:, :, :, :width], self.values[i][:, :, :width]
+        if members is not None:
+            keys, values = keys[members], values[members]
+        scores = torch.matmul(q, keys).view(rows, kv, rep, length, width)
+        # forward adds the additive mask: minimum + a score is the minimum, as filled here
+        scores.masked_fill_(blocked[:, None, None], torch.finfo(scores.dtype).min)
+        out = torch.matmul(F.softmax(scores.view(rows, kv, rep * length, width), dim=-1), values)
+        return out.view(rows, kv, rep, length, dim).permute(0, 3, 1, 2, 4).reshape(rows, length, heads * dim)
+
+    def _grow(self, positions: int) -> None:
+        """Room for ``positions`` positions in the cache (its filled part copied): :meth:`prefill`
+        allocates the cache for :data:`CACHE_STEP` decode steps and it grows by as many, so that the
+        attention reads keys and values packed close together rather than spread over room for
+        ``capacity`` steps (the same matmuls over the same values, in less memory)."""
+        grown = []
+        for k in self.keys:
+            out = k.new_empty((*k.shape[:3], positions))
+            out[..., : self.length] = k[..., : self.length]
+            grown.append(out)
+        self.keys = grown
+        grown = []
+        for v in self.values:
+            out = v.new_empty((v.shape[0], v.shape[1], positions, v.shape[3]))
+            out[:, :, : self.length] = v[:, :, : self.length]
+            grown.append(out)
+        self.values = grown
 
     def keep(self, rows: torch.Tensor) -> None:
         """Keep the cached rows ``rows`` (copying the filled part only): dropping finished rows, or

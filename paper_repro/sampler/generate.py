@@ -62,6 +62,7 @@ def lean_generate(
     pad_to_multiple_of: int | None = None,
     stats: LeanStats | None = None,
     fused: bool = False,
+    trim: bool = False,
 ) -> list[list[int]]:
     """Completions of ``prompt_ids`` (one per row), each up to and including its first EOS, without
     padding: what TRL's ``_generate_single_turn`` returns from HF ``generate`` for the same rows.
@@ -71,7 +72,11 @@ def lean_generate(
     ``fused``: decode by :class:`FusedDecoder` (the same model with other roundings; a decode step of
     192 rows of policy S about 3.3 instead of 4.9 ms), each distinct prompt prefilled once and its
     cache copied to each of its rows (``stats.prefill_rows``), instead of :class:`Decoder` (HF's
-    computation, bit for bit, every row its own prefill)."""
+    computation, bit for bit, every row its own prefill). ``trim`` (fused only): the fused decoder's
+    tokens, logits and log-probabilities bit for bit, computing less (:meth:`FusedDecoder.prefill`
+    runs on the prompts' tokens only, :meth:`FusedDecoder.step` over a cache that grows as it fills);
+    a run's evaluation about 1.5x faster (``python -m paper_repro.bench eval``)."""
+    trim = trim and fused
     device = base_model(model).lm_head.weight.device
     rows = len(prompt_ids)
     if rows == 0:
@@ -99,7 +104,10 @@ def lean_generate(
 
     decoder = (FusedDecoder if fused else Decoder)(model, capacity=max_new_tokens)
     position = (pad.cumsum(-1) - 1).masked_fill(pad == 0, 0)
-    logits = decoder.forward(ids, position, decoder.mask(pad, width))
+    if trim:
+        logits = decoder.prefill(ids, position, pad)
+    else:
+        logits = decoder.forward(ids, position, decoder.mask(pad, width))
     position = position[:, -1:]
     if repeat is not None:
         decoder.keep(repeat)
@@ -132,10 +140,13 @@ def lean_generate(
             alive, tokens, unfinished = alive[keep], tokens[keep], unfinished[keep]
             pad, position = pad[keep], position[keep]
             decoder.keep(keep)
-        pad = torch.cat([pad, pad.new_ones((pad.shape[0], 1))], dim=-1)
         position = position + 1
         if stats is not None:
             stats.decode_rows.append(int(tokens.shape[0]))
+        if trim:  # the fused decoder reads the padding of the prompts only
+            logits = decoder.step(tokens[:, None], position)
+            continue
+        pad = torch.cat([pad, pad.new_ones((pad.shape[0], 1))], dim=-1)
         logits = decoder.forward(tokens[:, None], position, decoder.mask(pad, 1))
     completions = []
     is_eos = torch.isin(out, eos)
