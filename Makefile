@@ -43,6 +43,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m paper_repro.bench ledger
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python -m paper_repro.bench run
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m paper_repro.bench eval
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python -m paper_repro.bench ladder
 
 # The whole cpu-tiny study: stage notebooks executed with papermill (resumes where it stopped), then
 # the analysis. QUICK=1: a smoke run (1 seed, 3 cells, a quarter of the budget) into .../quick/ folders.

@@ -1,4 +1,4 @@
-"""Benchmarks (``make bench`` runs both).
+"""Benchmarks (``make bench`` runs them all).
 
 ``python -m paper_repro.bench ledger``: plain ``trl.GRPOTrainer`` against
 :class:`~paper_repro.ledger.LedgerGRPOTrainer` on the same tiny run (K = G, so both do the same work;
@@ -30,6 +30,11 @@ each, per problem (held-out, gsm and math problems together), and the ratio old 
 the two paths' metrics and greedy completions are identical (the run stops if they are not).
 ``--models`` adds checkpoints (a trained policy: longer completions, so more decoding) evaluated on
 the M setting's sets; ``--sets heldout`` times the held-out set alone (a budget point's evaluation).
+
+``python -m paper_repro.bench ladder``: what the budget ladder adds to a full-budget run
+(:func:`bench_ladder`): the same run of budget C with its ladder (C/16 to C/2, the native reward at
+each point) and without, alternating on one torch thread; the median seconds of each and the share
+added.
 """
 
 from __future__ import annotations
@@ -217,8 +222,8 @@ def bench_runs(
             shutil.copy(base / "base_metrics.csv", root / "base_metrics.csv")
             return run_cell(old_path(spec) if path == "old" else spec, root, threads=1, raise_errors=True)
 
-        specs = {
-            (size, cell): setting_specs(profile, size, [seed], cells=[cell])[0]
+        specs = {  # a run of budget C without its ladder, as before the ladder (bench_ladder times it)
+            (size, cell): _plain(setting_specs(profile, size, [seed], cells=[cell], extend=False)[0])
             for size in sizes
             for cell in cells
         }
@@ -498,13 +503,102 @@ def print_eval(result: dict[str, Any]) -> None:
         )
 
 
+def _plain(spec):
+    """``spec`` without its budget ladder (the same run: :mod:`paper_repro.ladder`)."""
+    import dataclasses
+
+    return dataclasses.replace(spec, ladder=(), ladder_unit=None)
+
+
+# ---------------------------------------------------------------------------------------- the ladder
+
+LADDER_CELLS = ("M/r30", "M/r70", "L/r50")  # full-budget runs of a cheap, a mid and a dear cell
+
+
+def bench_ladder(cells: tuple[str, ...] = LADDER_CELLS, repeats: int = 3, seed: int = 0) -> dict[str, Any]:
+    """What the budget ladder adds to a full-budget run (:mod:`paper_repro.ladder`): each size/cell's
+    run of budget C as the study runs it, with its ladder (C/16 to C/2, the native reward's held-out
+    set at each point) and without, alternating, ``repeats`` times each, one torch thread, after a
+    warm-up run; the medians. Both compute the same run (``tests/test_ladder.py``): the difference is
+    the points' evaluations, each on a merged copy of the policy."""
+    import shutil
+    from pathlib import Path
+
+    from paper_repro import study
+    from paper_repro.evaluate import base_metrics
+    from paper_repro.ladder import curves_table
+    from paper_repro.paths import repo_root
+    from paper_repro.spec import setting_specs
+    from paper_repro.train import run_cell
+    from paper_repro.trainer import load_parts
+
+    torch.set_num_threads(1)
+    profile = study.prepare("cpu-tiny")
+    committed = repo_root() / "data" / "results" / "cpu-tiny" / "base_metrics.csv"
+    out: dict[str, Any] = {"cells": {}, "torch_threads": 1, "repeats": repeats}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base"
+        base.mkdir()
+        if committed.exists():
+            shutil.copy(committed, base / "base_metrics.csv")
+        pairs = {}
+        for name in cells:
+            size, cell = name.split("/")
+            spec = setting_specs(profile, size, [seed], cells=[cell], extend=False)[0]
+            pairs[name] = {"ladder": spec, "plain": _plain(spec)}
+        for spec in {p["plain"].policy: p["plain"] for p in pairs.values()}.values():
+            base_metrics(spec, load_parts(spec), base)  # once per study, not per run: untimed
+
+        def run(spec, tag: str) -> dict[str, float]:
+            root = Path(tmp) / tag
+            root.mkdir()
+            shutil.copy(base / "base_metrics.csv", root / "base_metrics.csv")
+            row = run_cell(spec, root, threads=1, raise_errors=True)
+            points = [p for p in curves_table(root).rows() if p["final"] == "False" and p["status"] == "ok"]
+            return {
+                "total": float(row["seconds_total"]),
+                "evaluation": float(row["seconds_eval"]),
+                "points": float(len(points)),
+                "points_evaluation": sum(float(p["seconds_eval"]) for p in points),
+            }
+
+        run(next(iter(pairs.values()))["ladder"], "warmup")
+        for name, pair in pairs.items():
+            seconds: dict[str, list[dict[str, float]]] = {"plain": [], "ladder": []}
+            for i in range(repeats):
+                for kind in ("plain", "ladder") if i % 2 == 0 else ("ladder", "plain"):
+                    seconds[kind].append(run(pair[kind], f"{name.replace('/', '-')}-{kind}-{i}"))
+            med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in seconds.items()}
+            spec = pair["ladder"]
+            out["cells"][name] = {
+                "P": spec.P, "G": spec.G, "K": spec.K, "mu": spec.mu, "problems": spec.heldout_limit,
+                **med, "added": med["ladder"]["total"] / med["plain"]["total"] - 1,
+            }  # fmt: skip
+    out["median_added"] = statistics.median(c["added"] for c in out["cells"].values())
+    return out
+
+
+def print_ladder(result: dict[str, Any]) -> None:
+    print(f"seconds per full-budget run, median of {result['repeats']}, one torch thread")
+    print(
+        f"{'cell':<8} {'P G K mu':<12} {'plain':>8} {'ladder':>8} {'points':>7} {'their eval':>11} {'added':>7}"
+    )
+    for name, c in result["cells"].items():
+        layout = f"{c['P']} {c['G']} {c['K']} {c['mu']}"
+        print(
+            f"{name:<8} {layout:<12} {c['plain']['total']:8.2f} {c['ladder']['total']:8.2f} "
+            f"{c['ladder']['points']:7.0f} {c['ladder']['points_evaluation']:11.2f} {c['added']:+7.1%}"
+        )
+    print(f"the ladder adds {result['median_added']:+.1%} to a full-budget run (median over cells)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m paper_repro.bench", description=__doc__)
-    parser.add_argument("which", choices=["ledger", "run", "eval"])
+    parser.add_argument("which", choices=["ledger", "run", "eval", "ladder"])
     parser.add_argument("--repeats", type=int, default=None, help="default: 5 (ledger, eval), 1 (run)")
     parser.add_argument("--steps", type=int, default=LedgerBench.steps)
     parser.add_argument("--sizes", default=",".join(RUN_SIZES), help="run, eval: policy sizes")
-    parser.add_argument("--cells", default=",".join(RUN_CELLS), help="run: grid cells")
+    parser.add_argument("--cells", default=None, help="run: grid cells; ladder: size/cell pairs")
     parser.add_argument("--models", default="", help="eval: checkpoints too, on the M setting's sets")
     parser.add_argument("--threads", default="1", help="eval: torch thread counts")
     parser.add_argument("--sets", choices=["all", "heldout"], default="all", help="eval: the sets")
@@ -528,11 +622,23 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print_eval(result)
         return 0
+    if args.which == "ladder":
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        cells = tuple(args.cells.split(",")) if args.cells else LADDER_CELLS
+        result = bench_ladder(cells, args.repeats or 3)
+        print(json.dumps(result, indent=2)) if args.json else print_ladder(result)
+        return 0
     if args.which == "run":
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
-        runs = bench_runs(tuple(args.sizes.split(",")), tuple(args.cells.split(",")), args.repeats or 1)
+        runs = bench_runs(
+            tuple(args.sizes.split(",")),
+            tuple((args.cells or ",".join(RUN_CELLS)).split(",")),
+            args.repeats or 1,
+        )
         if args.json:
             print(json.dumps(runs, indent=2))
         else:
