@@ -114,6 +114,7 @@ def curve_id(run_id: str, point: float) -> str:
     """The key of a run's row at budget ``point`` (a multiple of the full budget) in ``curves.csv``."""
     return f"{run_id}@{point:g}"
 
+
 # The columns a run's spec fills (:func:`row_identity`), each with how the spec gives it; the rest of
 # its row is measured (rho, C_*, rounds, metrics, seconds) or stamped (provenance).
 FROM_SPEC: dict[str, Any] = {
