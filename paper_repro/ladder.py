@@ -32,13 +32,12 @@ ladder reached it) is run again to measure them, and its row in ``runs.csv`` is 
 from __future__ import annotations
 
 import copy
+import functools
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-from transformers import TrainerCallback
 
 from paper_repro import provenance
 from paper_repro.evaluate import EvalSets, evaluate_run
@@ -144,10 +143,25 @@ def evaluate_point(spec: RunSpec, parts: RunParts, policy, evaluation: str) -> d
     return evaluate_run(spec, parts, policy)
 
 
-class BudgetLadder(TrainerCallback):
-    """Takes the run's ladder points as the run reaches them (see the module's docstring); add it to
-    the ledger's trainer after the ledger's own callback, whose price of what comes next it reads.
-    ``seconds`` is the evaluations' wall time so far, which the run's ``seconds_train`` leaves out."""
+def budget_ladder(trainer, spec: RunSpec, parts: RunParts, root: Path) -> BudgetLadder:
+    """The trainer callback that takes ``spec``'s ladder points (:class:`BudgetLadder` as a
+    ``transformers.TrainerCallback``, built on first use so that importing this module, as the
+    runner does, does not import transformers' trainer)."""
+    return _callback_class()(trainer, spec, parts, root)
+
+
+@functools.cache
+def _callback_class() -> type:
+    from transformers import TrainerCallback
+
+    return type("BudgetLadderCallback", (BudgetLadder, TrainerCallback), {"__doc__": BudgetLadder.__doc__})
+
+
+class BudgetLadder:
+    """Takes the run's ladder points as the run reaches them (see the module's docstring), as a trainer
+    callback (:func:`budget_ladder`) added after the ledger's own, whose price of what comes next it
+    reads. ``seconds`` is the evaluations' wall time so far, which the run's ``seconds_train`` leaves
+    out."""
 
     def __init__(self, trainer, spec: RunSpec, parts: RunParts, root: Path) -> None:
         self.trainer, self.spec, self.parts = trainer, spec, parts

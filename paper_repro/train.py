@@ -39,7 +39,7 @@ from typing import Any
 
 from paper_repro import launch, provenance
 from paper_repro.evaluate import base_metrics, evaluate_run
-from paper_repro.ladder import BudgetLadder, curves_table, final_row, missing_points
+from paper_repro.ladder import budget_ladder, curves_table, final_row, missing_points
 from paper_repro.preflight import check_spec
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir, row_identity
 from paper_repro.spec import RunSpec, check_committed
@@ -182,7 +182,7 @@ def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[
     # in a multi-GPU run the launcher has cached them; only the main process reads them
     base = base_metrics(spec, parts, root) if launch.is_main_process() else None
     trainer = build_trainer(spec, parts, root / "steps" / f"{spec.run_id}.jsonl")
-    steps = BudgetLadder(trainer, spec, parts, root) if spec.ladder else None
+    steps = budget_ladder(trainer, spec, parts, root) if spec.ladder else None
     if steps is not None:
         trainer.add_callback(steps)  # after the ledger's, whose price of the next step it reads
     t0 = time.perf_counter()
