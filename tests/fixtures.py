@@ -39,7 +39,8 @@ def save_random_model(out_dir, head: str = "lm", seed: int = 0) -> Path:
 
 def tiny_profile_dict(policy, prm, name: str = TINY_PROFILE_NAME) -> dict:
     """cpu-tiny's YAML as a dict, changed to run tiny: every policy ``policy``, the PRM ``prm``,
-    12-token completions, 4-problem evaluations and a 1.5e9-FLOP budget."""
+    12-token completions, 4-problem evaluations and a 1.5e9-FLOP budget; its runs carry the ladder,
+    and stage A stops at C."""
     raw = yaml.safe_load(Path(load_profile("cpu-tiny").source).read_text())
     raw["name"] = name
     raw["testbed"] = False  # its models are built here, not by notebook 00
@@ -49,6 +50,7 @@ def tiny_profile_dict(policy, prm, name: str = TINY_PROFILE_NAME) -> dict:
     raw["eval"].update(limit=4, max_new_tokens=12)
     raw["budget"]["full_flops"] = 1.5e9
     raw["expected_lengths"]["completion"] = 12
+    raw["curves"]["stage_budgets"] = {}  # the ladder stays; stage A stops at C (tests/test_ladder.py has 4C)
     return raw
 
 

@@ -182,3 +182,35 @@ def test_a_run_recorded_without_its_curve_is_run_again_for_it_and_its_row_stays_
     assert row["created_at"] == first["created_at"]
     final = _curves(tmp_path)[curve_id(spec.run_id, 1.0)]
     assert not _equal(final, first)
+
+
+def test_a_run_past_c_counts_at_c_by_its_point_there():
+    """The analysis reads a stage's run that went on to 4C at C through its point at C; a run past C
+    without that point is left out, and a C run of the same experiment recorded earlier gives way."""
+    import pandas as pd
+
+    from paper_repro.analysis.frontiers import at_full_budget
+
+    C = 1e11
+    base = {"budget_kind": "full", "model": "M", "reward_system": "sparse", "P": 8, "G": 8, "K": 8, "mu": 1}
+    runs = pd.DataFrame([
+        {**base, "run_id": "long", "seed": 0, "budget_flops": 4 * C, "native_reward": 0.9, "rounds": 40,
+         "created_at": "2026-12-02T02"},
+        {**base, "run_id": "short", "seed": 0, "budget_flops": C, "native_reward": 0.5, "rounds": 10,
+         "created_at": "2026-12-02T01"},
+        {**base, "run_id": "lost", "seed": 1, "budget_flops": 4 * C, "native_reward": 0.8, "rounds": 41,
+         "created_at": "2026-12-02T03"},
+        {**base, "run_id": "other", "seed": 2, "budget_flops": C, "native_reward": 0.4, "rounds": 9,
+         "created_at": "2026-12-02T01"},
+    ])  # fmt: skip
+    point = {"run_id": "long", "point_flops": C, "status": "ok", "native_reward": 0.6, "rounds": 11}
+    curves = pd.DataFrame([point, {**point, "point_flops": 2 * C, "native_reward": 0.7, "rounds": 20}])
+    for column in ("rho", "C_search", "C_learning", "C_reward", "C_total", "rho_executed", "C_total_executed",
+                   "rho_time", "steps", "gsm_pass1", "math_pass1", "judge_score", "seconds_train",
+                   "seconds_eval"):  # fmt: skip
+        runs[column], curves[column] = 0.0, 0.0
+    at_c = at_full_budget(runs, curves, C).set_index("run_id")
+    assert sorted(at_c.index) == ["long", "other"]  # "lost" has no point at C; "short" gives way to "long"
+    assert at_c.loc["long", "budget_flops"] == C
+    assert (at_c.loc["long", "native_reward"], at_c.loc["long", "rounds"]) == (0.6, 11)
+    assert at_c.loc["other", "native_reward"] == 0.4
