@@ -200,20 +200,15 @@ def bench_runs(
 
     from paper_repro import study
     from paper_repro.evaluate import base_metrics
-    from paper_repro.paths import repo_root
     from paper_repro.spec import setting_specs
     from paper_repro.train import run_cell
     from paper_repro.trainer import load_parts
 
     torch.set_num_threads(1)
     profile = study.prepare("cpu-tiny")
-    committed = repo_root() / "data" / "results" / "cpu-tiny" / "base_metrics.csv"
     out: dict[str, Any] = {"cells": {}, "torch_threads": 1, "repeats": repeats}
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        base.mkdir()
-        if committed.exists():
-            shutil.copy(committed, base / "base_metrics.csv")
+        base = _base_folder(Path(tmp))
 
         def run(spec, path: str, tag: str) -> dict[str, Any]:
             root = Path(tmp) / tag
@@ -503,6 +498,21 @@ def print_eval(result: dict[str, Any]) -> None:
         )
 
 
+def _base_folder(tmp):
+    """``tmp/base`` with the committed base metrics (when there are any): the base policies are
+    evaluated once per study, never inside a timed run."""
+    import shutil
+
+    from paper_repro.paths import repo_root
+
+    committed = repo_root() / "data" / "results" / "cpu-tiny" / "base_metrics.csv"
+    base = tmp / "base"
+    base.mkdir()
+    if committed.exists():
+        shutil.copy(committed, base / "base_metrics.csv")
+    return base
+
+
 def _plain(spec):
     """``spec`` without its budget ladder (the same run: :mod:`paper_repro.ladder`)."""
     import dataclasses
@@ -527,20 +537,15 @@ def bench_ladder(cells: tuple[str, ...] = LADDER_CELLS, repeats: int = 3, seed: 
     from paper_repro import study
     from paper_repro.evaluate import base_metrics
     from paper_repro.ladder import curves_table
-    from paper_repro.paths import repo_root
     from paper_repro.spec import setting_specs
     from paper_repro.train import run_cell
     from paper_repro.trainer import load_parts
 
     torch.set_num_threads(1)
     profile = study.prepare("cpu-tiny")
-    committed = repo_root() / "data" / "results" / "cpu-tiny" / "base_metrics.csv"
     out: dict[str, Any] = {"cells": {}, "torch_threads": 1, "repeats": repeats}
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        base.mkdir()
-        if committed.exists():
-            shutil.copy(committed, base / "base_metrics.csv")
+        base = _base_folder(Path(tmp))
         pairs = {}
         for name in cells:
             size, cell = name.split("/")
