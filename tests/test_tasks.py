@@ -79,6 +79,44 @@ def test_shipped_splits_match_the_generator_and_never_overlap():
     assert steps["math_tiny"] > steps["gsm_tiny"] + 1.5
 
 
+def test_nested_splits_keep_their_first_rows_and_the_distribution_of_steps():
+    """heldout and gsm_tiny grew from 300 to 900 problems: their first 300 rows are the stream their
+    seed drew in SPLIT_ORDER (what every evaluation with ``limit: 300`` reads), the rest avoid every
+    prompt of every split (the SFT corpus's too) and keep the split's distribution of steps."""
+    splits = arith.build_splits(**_shipped_error_rates())
+    prompts = {name: [r["prompt"] for r in records] for name, records in splits.items()}
+    nested = [name for name, spec in arith.SPLITS.items() if spec.base is not None]
+    assert nested == ["gsm_tiny", "heldout"]
+    for name in nested:
+        spec = arith.SPLITS[name]
+        assert (spec.base, spec.size) == (300, 900)
+        others = {p for other, ps in prompts.items() if other != name for p in ps}
+        assert len(set(prompts[name])) == spec.size and not set(prompts[name]) & others
+        # the first rows: the split's own stream, cut at base, whatever it is asked for beyond
+        earlier = {p for other in arith.SPLIT_ORDER[: arith.SPLIT_ORDER.index(name)] for p in prompts[other]}
+        stream = [p.prompt for p, _ in arith.generate_split(spec, earlier)]
+        assert prompts[name][: spec.base] == stream[: spec.base]
+        assert arith.first_pass_prompts(splits) >= set(prompts[name][: spec.base])
+        assert not arith.first_pass_prompts(splits) & set(prompts[name][spec.base :])
+        # each block of 300 holds every step count about equally (75 expected, sd ~7.5)
+        for start in range(0, spec.size, spec.base):
+            block = splits[name][start : start + spec.base]
+            counts = [sum(r["n_steps"] == n for r in block) for n in spec.difficulty.steps]
+            assert min(counts) >= 55, (name, start, counts)
+    with pytest.raises(ValueError, match="needs its extension_seed"):
+        arith.SplitSpec("x", 10, 1, arith.MIXED, base=5)
+    with pytest.raises(ValueError, match="must be in"):
+        arith.SplitSpec("x", 10, 1, arith.MIXED, base=11, extension_seed=2)
+
+
+def test_splits_json_records_the_generator():
+    meta = json.loads((repo_root() / arith.TASK_DIR / "splits.json").read_text())
+    for name, spec in arith.SPLITS.items():
+        entry = meta["splits"][name]
+        assert (entry["size"], entry["seed"]) == (spec.size, spec.seed)
+        assert (entry.get("base"), entry.get("extension_seed")) == (spec.base, spec.extension_seed)
+
+
 def test_prm_labels_are_the_step_checker_verdicts():
     examples = arith.load_split("prm")
     labels = [label for e in examples for label in e.meta["labels"]]

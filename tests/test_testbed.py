@@ -157,7 +157,7 @@ def test_committed_greedy_pass1_is_reproducible(base_table, size):
     path = MODELS / testbed.POLICIES[size].name
     model = AutoModelForCausalLM.from_pretrained(path)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    examples = arith.load_split("gsm_tiny")
+    examples = arith.load_split("gsm_tiny")[: arith.SPLITS["gsm_tiny"].first_size]  # as the table measured
     greedy = evaluate.sample(model, tokenizer, [e.prompt for e in examples], evaluate.SampleConfig())
     correct = evaluate.score_matrix(greedy, [e.answer for e in examples], arith.is_correct)
     assert evaluate.pass_at_k(correct, 1) == pytest.approx(base_table.loc[size, "gsm_pass1"], abs=1e-9)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -66,7 +66,13 @@ class Difficulty:
 
 @dataclass(frozen=True)
 class SplitSpec:
-    """One shipped split: its size, its seed and its difficulty."""
+    """One shipped split: its size, its seed and its difficulty.
+
+    A *nested* split (``base`` set) grew after it was first shipped: its first ``base`` problems are
+    the split as first drawn (from ``seed``, in :data:`SPLIT_ORDER` with the others), the remaining
+    ``size - base`` are appended after every split is drawn (:func:`extend_split`, from
+    ``extension_seed``), so that an evaluation of the first ``base`` problems reads exactly the
+    problems it always read."""
 
     name: str
     size: int
@@ -74,20 +80,54 @@ class SplitSpec:
     difficulty: Difficulty
     note: str = ""
     shipped: bool = True  # written to data/tasks/arith/ (the SFT corpus is regenerated instead)
+    base: int | None = None  # a nested split: its first rows, as first shipped
+    extension_seed: int | None = None  # a nested split: the stream of its appended rows
+
+    def __post_init__(self) -> None:
+        if self.base is not None:
+            if not 0 < self.base <= self.size:
+                raise ValueError(f"split {self.name}: base {self.base} must be in (0, size {self.size}]")
+            if self.extension_seed is None:
+                raise ValueError(f"split {self.name}: a nested split needs its extension_seed")
+
+    @property
+    def first_size(self) -> int:
+        """Problems drawn in :data:`SPLIT_ORDER` with the other splits: the split as first shipped."""
+        return self.base if self.base is not None else self.size
 
 
 # The shipped splits. "train" plays Polaris-53K's role (RL prompts); "heldout" is the same
 # distribution for the native reward; "gsm_tiny" is the in-distribution downstream eval and
 # "math_tiny" the harder one (more steps, larger operands). "pretrain" is the SFT corpus of the base
 # policies (its solutions carry injected errors) and "prm" the step-labelled set for the tiny PRM.
+# "heldout" and "gsm_tiny" were shipped with 300 problems and grew to 900, nested: their first 300
+# rows are the 300 every evaluation with ``limit: 300`` reads; rows 300-899 (extension seeds: the
+# split's seed + 10) give three disjoint blocks of 300 to measure evaluation noise with
+# (``python -m paper_repro.bench eval-noise``).
 MIXED = Difficulty(steps=(2, 3, 4, 5))
 HARD = Difficulty(steps=(5, 6, 7))
 SPLITS: dict[str, SplitSpec] = {
     spec.name: spec
     for spec in (
-        SplitSpec("gsm_tiny", 300, 101, MIXED, "in-distribution downstream eval (GSM8K's role)"),
+        SplitSpec(
+            "gsm_tiny",
+            900,
+            101,
+            MIXED,
+            "in-distribution downstream eval (GSM8K's role)",
+            base=300,
+            extension_seed=111,
+        ),
         SplitSpec("math_tiny", 300, 102, HARD, "harder downstream eval: longer chains (MATH-500's role)"),
-        SplitSpec("heldout", 300, 103, MIXED, "held-out training distribution (native reward)"),
+        SplitSpec(
+            "heldout",
+            900,
+            103,
+            MIXED,
+            "held-out training distribution (native reward)",
+            base=300,
+            extension_seed=113,
+        ),
         SplitSpec("train", 4000, 104, MIXED, "RL prompts (Polaris-53K's role)"),
         SplitSpec("prm", 4000, 105, Difficulty(steps=(1, 2, 3, 4, 5, 6)), "step-labelled PRM set"),
         SplitSpec("pretrain", 50000, 106, Difficulty(steps=(1, 2, 3, 4, 5, 6)), "SFT corpus", False),
@@ -99,8 +139,10 @@ SHORTCUT_SHARE: dict[int, float] = {1: 0.0, 2: 0.3, 3: 0.45, 4: 0.6, 5: 0.65, 6:
 SHORTCUT_SEED = 107  # its own stream: the shortcut draw changes no problem of any split
 
 # Earlier splits win: a prompt that appears in an earlier split is never drawn for a later one, so
-# no evaluation prompt is ever trained on.
+# no evaluation prompt is ever trained on. A nested split's appended rows come after all of them
+# (:func:`extend_split`): they avoid every prompt of every split, the SFT corpus's included.
 SPLIT_ORDER = tuple(SPLITS)
+EXTENSION_TRIES = 100_000  # draws for one appended problem before the split is declared exhausted
 
 
 @dataclass(frozen=True)
@@ -385,8 +427,38 @@ def generate_split(
         yield problem, sample_errors(rng, len(problem.ops), error_rate)
 
 
+def extend_split(spec: SplitSpec, exclude: set[str]) -> Iterator[Problem]:
+    """The ``size - base`` problems appended to a nested split, none of whose prompts is in
+    ``exclude`` (every split's, drawn before) or drawn twice, from ``spec.extension_seed``.
+
+    Each draws its number of steps first, uniformly from the split's difficulty as
+    :func:`sample_problem` does, then problems of that many steps until one is new. Redrawing the
+    whole problem on a collision, as :func:`generate_split` does, would not keep the split's
+    distribution of steps: drawn after the SFT corpus, which holds most of the few thousand 2-step
+    prompts there are, the appended rows would be almost all of 3 to 5 steps."""
+    if spec.base is None or spec.extension_seed is None:
+        raise ValueError(f"split {spec.name} is not nested: it has no rows to append")
+    rng = random.Random(spec.extension_seed)
+    seen: set[str] = set()
+    for _ in range(spec.size - spec.base):
+        steps = rng.choice(spec.difficulty.steps)
+        difficulty = replace(spec.difficulty, steps=(steps,))
+        for _ in range(EXTENSION_TRIES):
+            problem = sample_problem(rng, difficulty)
+            if problem.prompt not in exclude and problem.prompt not in seen:
+                break
+        else:
+            raise RuntimeError(
+                f"split {spec.name}: no new {steps}-step problem in {EXTENSION_TRIES} draws "
+                f"after {len(seen)} appended rows"
+            )
+        seen.add(problem.prompt)
+        yield problem
+
+
 def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str, list[dict]]:
-    """All splits as records, disjoint by prompt (earlier splits in ``SPLIT_ORDER`` win).
+    """All splits as records, disjoint by prompt (earlier splits in ``SPLIT_ORDER`` win; a nested
+    split's appended rows, drawn last, avoid every other prompt).
 
     ``pretrain`` records carry a ``completion`` (a solution with injected slips, or a shortcut answer,
     flagged ``shortcut``); ``prm`` records carry ``steps`` (the solution's step lines), ``labels``
@@ -399,8 +471,11 @@ def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str,
     for name in SPLIT_ORDER:
         spec = SPLITS[name]
         rate = {"pretrain": pretrain_error_rate, "prm": prm_error_rate}.get(name, 0.0)
+        if spec.base is not None and rate:
+            raise ValueError(f"split {name}: only evaluation splits (no slips) can be nested")
         records = []
-        for problem, errors in generate_split(spec, taken, rate):
+        # a nested split's first rows, as first shipped: its seed's stream, cut where it was cut
+        for problem, errors in generate_split(replace(spec, size=spec.first_size), taken, rate):
             extra = {}
             if name == "pretrain":
                 share = SHORTCUT_SHARE.get(len(problem.ops), max(SHORTCUT_SHARE.values()))
@@ -418,7 +493,18 @@ def build_splits(pretrain_error_rate: float, prm_error_rate: float) -> dict[str,
             records.append(problem_to_record(problem, name, **extra))
         taken.update(r["prompt"] for r in records)
         out[name] = records
+    for name in SPLIT_ORDER:  # the nested splits' appended rows, in the same order, after every split
+        if SPLITS[name].base is not None:
+            appended = [problem_to_record(p, name) for p in extend_split(SPLITS[name], taken)]
+            taken.update(r["prompt"] for r in appended)
+            out[name] += appended
     return out
+
+
+def first_pass_prompts(splits: dict[str, list[dict]]) -> set[str]:
+    """The prompts of every split as first shipped (a nested split's first ``base`` rows): what the
+    committed PRM's fresh training problems were kept out of (:func:`paper_repro.testbed.build_all`)."""
+    return {r["prompt"] for name, records in splits.items() for r in records[: SPLITS[name].first_size]}
 
 
 def write_splits(
@@ -437,13 +523,22 @@ def write_splits(
         if SPLITS[name].shipped:
             paths[name] = write_jsonl(directory / f"{name}.jsonl", records)
     meta = {
-        "splits": {name: asdict(spec) for name, spec in SPLITS.items()},
+        "splits": {name: _spec_record(spec) for name, spec in SPLITS.items()},
         "pretrain_error_rate": pretrain_error_rate,
         "shortcut_share": SHORTCUT_SHARE,
         "prm_error_rate": prm_error_rate,
     }
     (directory / "splits.json").write_text(json.dumps(meta, indent=2) + "\n")
     return paths
+
+
+def _spec_record(spec: SplitSpec) -> dict:
+    """A split's entry of ``splits.json``: a split that is not nested records no nesting fields."""
+    record = asdict(spec)
+    if spec.base is None:
+        record.pop("base")
+        record.pop("extension_seed")
+    return record
 
 
 def write_jsonl(path: Path, records: Iterable[dict]) -> Path:

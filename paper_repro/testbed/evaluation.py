@@ -18,7 +18,9 @@ def evaluate_base(
 
     out: dict[str, float] = {}
     for split, prefix in (("gsm_tiny", "gsm"), ("math_tiny", "math")):
-        examples = arith.load_split(split, tasks_dir)[:limit]
+        examples = arith.load_split(split, tasks_dir)[
+            : arith.SPLITS[split].first_size if limit is None else limit
+        ]
         prompts = [e.prompt for e in examples]
         answers = [e.answer for e in examples]
         greedy = evaluate.sample(model, tokenizer, prompts, evaluate.SampleConfig(seed=seed))

@@ -50,7 +50,8 @@ def policy_samples(policy_dir: str | Path, prompts_split: str = "heldout", n: in
 
     from paper_repro import evaluate
 
-    examples = arith.load_split(prompts_split, tasks_dir)[:limit]
+    cut = arith.SPLITS[prompts_split].first_size if limit is None else limit  # None: as first shipped
+    examples = arith.load_split(prompts_split, tasks_dir)[:cut]
     model = AutoModelForCausalLM.from_pretrained(policy_dir)
     tokenizer = AutoTokenizer.from_pretrained(policy_dir)
     config = evaluate.SampleConfig(n=n, temperature=1.0, seed=seed)
