@@ -1,7 +1,9 @@
 """The figures on small synthetic tables (never the committed results): multi-panel figures wrap at
 two panels a row, the marks that are not data sit outside the data panels and are named in a legend,
-the RACE figure shows every setting it names, the stage notebooks' frontier helpers draw 95% error
-bars and name the cells that could be best, and a rebuild gives the same bytes."""
+the RACE figure shows every setting it names, the stage notebooks' frontier figure draws a panel per
+target with 95% Student-t bars over seeds (none with one seed, as its caption says), the base policy
+dashed, the cells that could be best filled and the others hollow, a NaN metric left out and named, and
+a rebuild gives the same bytes."""
 
 from __future__ import annotations
 
@@ -218,6 +220,72 @@ def test_setting_frontiers_is_one_panel_per_target_two_a_row(tables):
     three = figures.setting_frontiers(one(frontier), targets=TARGETS[:3])
     figures.notebook_image(three)
     assert len(three.axes) == 3  # the fourth slot is removed, not left empty
+
+
+def markers(ax) -> tuple[int, int]:
+    """The filled and the hollow cell markers on a panel."""
+    filled = hollow = 0
+    for c in ax.collections:
+        if not len(c.get_offsets()) or not hasattr(c, "get_sizes"):
+            continue
+        faces = c.get_facecolor()
+        white = len(faces) and np.allclose(faces[0][:3], 1.0)
+        hollow += len(c.get_offsets()) if white else 0
+        filled += 0 if white else len(c.get_offsets())
+    return filled, hollow
+
+
+def interval_bars(ax) -> int:
+    return sum(len(c.lines[2][0].get_segments()) for c in ax.containers if getattr(c, "has_yerr", False))
+
+
+def test_the_stage_figure_has_a_panel_per_target_a_marker_per_cell_and_the_best_filled(tables):
+    _, frontier, _ = tables
+    rows = one(frontier)
+    fig = figures.setting_frontiers(rows)
+    figures.notebook_image(fig)
+    assert len(fig.axes) == len(TARGETS)
+    hollow = 0
+    for ax, t in zip(fig.axes, TARGETS, strict=True):
+        _, keep = figures.frontier_best_set(rows, t)
+        assert markers(ax) == (int(keep.sum()), int((~keep).sum())), t  # filled: could be best
+        hollow += int((~keep).sum())
+        assert interval_bars(ax) == len(CELLS)
+        assert [ln.get_linestyle() for ln in ax.lines if ln.get_label() == "base policy"] == ["--"]
+    assert hollow  # the synthetic peak rules some cells out
+    caption = fig.get_suptitle()
+    assert "95% Student-t interval over seeds" in caption and "3 seeds" in caption
+    assert "filled: could be best at 95%" in caption and "hollow: ruled out" in caption
+    labels = legend_texts(fig)
+    assert labels[0] == "cell mean over seeds"
+    for words in ("95% Student-t interval over seeds", "could be best (95%)", "base policy"):
+        assert words in labels, words
+
+
+def test_the_stage_figure_leaves_out_a_nan_metric_and_says_so(tables):
+    _, frontier, _ = tables
+    rows = one(frontier).copy()
+    rows["judge_score"] = np.nan  # a metric that could not be computed, in every cell
+    rows.loc[rows["cell"] == "r70", "math_pass1"] = np.nan  # and in one cell
+    fig = figures.setting_frontiers(rows)
+    figures.notebook_image(fig)
+    native, _, math, judge = fig.axes
+    assert sum(markers(judge)) == 0 and interval_bars(judge) == 0
+    assert any("no judge score in any cell (NaN)" in t.get_text() for t in judge.texts)
+    assert sum(markers(math)) == len(CELLS) - 1 and interval_bars(math) == len(CELLS) - 1
+    assert math.get_title(loc="right") == "no value (NaN), left out: r70"
+    assert sum(markers(native)) == len(CELLS) and not native.get_title(loc="right")
+
+
+def test_with_one_seed_the_stage_figure_draws_no_interval_and_says_why():
+    rows = one(frontier_table(runs(seeds=1)))
+    fig = figures.setting_frontiers(rows)
+    figures.notebook_image(fig)
+    for ax in fig.axes:
+        assert interval_bars(ax) == 0
+        assert markers(ax) == (len(CELLS), 0)  # no seed noise to test against: every cell could be best
+    assert "one seed each: no interval" in fig.get_suptitle()
+    assert "95% Student-t interval over seeds" not in legend_texts(fig)
 
 
 def test_setting_frontiers_refuses_several_settings(tables):

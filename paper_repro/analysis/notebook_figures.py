@@ -46,6 +46,10 @@ def _one_setting(frontier: pd.DataFrame) -> None:
         raise ValueError(f"one setting's frontier rows expected, got {sorted(frontier['setting'].unique())}")
 
 
+INTERVAL = "95% Student-t interval over seeds"  # what the bars are (frontiers.frontier_table)
+BEST, OUT = "could be best (95%)", "ruled out (95%)"  # the filled and the hollow markers
+
+
 def setting_frontier(
     frontier: pd.DataFrame,
     target: str = "native_reward",
@@ -54,28 +58,49 @@ def setting_frontier(
     legend: bool = True,
 ):
     """One setting's frontier of ``target`` on ``ax`` (a new figure when None): each cell's mean over
-    seeds with its 95% interval (a proportion's clipped to [0, 1]) against realised rho, the base
-    policy dotted and the cells that could be best at 95% ringed (:func:`frontier_best_set`).
-    ``frontier``: one setting's rows of :func:`paper_repro.analysis.frontiers.frontier_table` (one
-    pilot budget's, for the pilots). Drawn, not saved; returns ``ax``."""
+    seeds against realised rho, with its 95% Student-t interval over seeds (:data:`INTERVAL`; a
+    proportion's clipped to [0, 1]; no bar where a cell has one seed), the base policy dashed, the
+    cells that could be best at 95% filled and the others hollow (:func:`frontier_best_set`). A cell
+    whose ``target`` is NaN (a metric that could not be computed) is left out and named in the panel;
+    a target NaN in every cell leaves the panel empty but for saying so. ``frontier``: one setting's
+    rows of :func:`paper_repro.analysis.frontiers.frontier_table` (one pilot budget's, for the
+    pilots). Drawn, not saved; returns ``ax``."""
     sns = theme()
     _one_setting(frontier)
     if ax is None:
         ax = _figure(figsize=(5.0, 3.2)).add_subplot()
-    g = frontier.sort_values("rho", kind="stable")
+    label = TARGET_LABELS.get(target, target)
     color = sns.color_palette("colorblind", 1)[0]
-    ax.errorbar(g["rho"], g[target], yerr=error_bars(g, target), marker="o", ms=4, capsize=2, color=color,
-                label="cell mean over seeds, 95% interval")  # fmt: skip
+    everything = frontier.sort_values("rho", kind="stable")
+    g = everything.dropna(subset=["rho", target])
+    missing = everything.loc[everything[target].isna(), "cell"].astype(str).tolist()
+    if len(g):
+        ax.plot(g["rho"], g[target], color=color, lw=1.2, label="cell mean over seeds")
+        bars = g.dropna(subset=[f"{target}_ci_low", f"{target}_ci_high"])
+        if len(bars):
+            ax.errorbar(bars["rho"], bars[target], yerr=error_bars(bars, target), fmt="none", capsize=2,
+                        color=color, lw=1, label=INTERVAL)  # fmt: skip
+        cells, keep = frontier_best_set(g, target, recipe_sd)
+        if keep.any():
+            ax.scatter(
+                cells.rho[keep], cells.mean[keep], s=36, color=color, edgecolors=color, zorder=3, label=BEST
+            )
+        if not keep.all():
+            ax.scatter(cells.rho[~keep], cells.mean[~keep], s=36, facecolors="white", edgecolors=color,
+                       linewidths=1.2, zorder=3, label=OUT)  # fmt: skip
     base = g[f"base_{target}"].dropna() if f"base_{target}" in g else pd.Series(dtype=float)
     if len(base):
-        ax.axhline(float(base.iloc[0]), color="grey", ls=":", lw=1, label="base policy")
-    cells, keep = frontier_best_set(g, target, recipe_sd)
-    if cells.k:
-        ax.scatter(cells.rho[keep], cells.mean[keep], s=110, facecolors="none", edgecolors="black",
-                   linewidths=0.9, zorder=3, label="could be best (95%)")  # fmt: skip
+        ax.axhline(float(base.iloc[0]), color="grey", ls="--", lw=1, label="base policy")
+    if missing and g.empty:
+        ax.text(0.5, 0.5, f"no {label} in any cell (NaN)", transform=ax.transAxes, ha="center", fontsize=8,
+                color="dimgrey")  # fmt: skip
+    elif missing:
+        ax.set_title(
+            f"no value (NaN), left out: {' '.join(missing)}", loc="right", fontsize=7, color="dimgrey"
+        )
     ax.set_xlim(0, 1)
     ax.set_xlabel(RHO_LABEL)
-    ax.set_ylabel(TARGET_LABELS.get(target, target))
+    ax.set_ylabel(label)
     if legend:
         ax.legend(*_in_order(ax), fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return ax
@@ -88,12 +113,45 @@ def _in_order(ax) -> tuple[list, list]:
     return [handles[i] for i in order], [labels[i] for i in order]
 
 
+def _legend_entries(axes) -> tuple[list, list]:
+    """Every panel's legend entries once (a panel may lack one: no interval, no hollow cell), in
+    :func:`_in_order`'s order."""
+    seen: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*_in_order(ax), strict=True):
+            seen.setdefault(label, handle)
+    order = ["cell mean over seeds", INTERVAL, BEST, OUT, "base policy"]
+    labels = sorted(seen, key=lambda x: order.index(x) if x in order else len(order))
+    return [seen[x] for x in labels], labels
+
+
+def frontier_caption(frontier: pd.DataFrame, recipe_sd: float = 0.0) -> str:
+    """What a frontier figure shows, in a line: the seeds behind each mean, the interval (or that a
+    single seed gives none) and the rule for the filled markers."""
+    seeds = (
+        pd.to_numeric(frontier["seeds"], errors="coerce").dropna().astype(int) if "seeds" in frontier else []
+    )
+    low, high = (int(min(seeds)), int(max(seeds))) if len(seeds) else (0, 0)
+    rule = "Gupta's subset, " + (
+        f"a recipe effect of SD {recipe_sd:.3g} allowed for" if recipe_sd else "seed noise alone"
+    )
+    if high <= 1:
+        return ("cell means of one seed each: no interval, and with no seed noise to test against every cell "
+                "could be best (all filled); base policy dashed")  # fmt: skip
+    n = f"{low}" if low == high else f"{low}-{high}"
+    one = "; a cell with one seed has no interval" if low <= 1 else ""
+    return (f"cell means over {n} seeds with their {INTERVAL}{one}; filled: could be best at 95% ({rule}), "
+            "hollow: ruled out; base policy dashed")  # fmt: skip
+
+
 def setting_frontiers(frontier: pd.DataFrame, targets=TARGETS, recipe_sd: float = 0.0):
-    """One setting's frontier of each of ``targets`` (:func:`setting_frontier`, two panels in a row,
-    one legend under them); returns the figure (drawn for a notebook, not saved)."""
+    """One setting's frontier of each of ``targets`` (:func:`setting_frontier`: native reward, gsm and
+    math pass@1, the judge's score; two panels in a row, one legend under them, a caption
+    (:func:`frontier_caption`) saying what the bars are and whether one seed leaves none); returns the
+    figure (drawn for a notebook, not saved)."""
     _one_setting(frontier)
     nrows, ncols = panel_grid(len(targets))
-    fig = _figure(figsize=(4.4 * ncols, 2.8 * nrows + 0.9))
+    fig = _figure(figsize=(4.4 * ncols, 2.8 * nrows + 1.1))
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for i, (ax, t) in enumerate(zip(axes.flat, targets, strict=False)):
         setting_frontier(frontier, t, ax, recipe_sd, legend=False)
@@ -101,10 +159,10 @@ def setting_frontiers(frontier: pd.DataFrame, targets=TARGETS, recipe_sd: float 
             ax.set_xlabel("")
     for ax in axes.flat[len(targets) :]:
         ax.remove()
-    fig.legend(*_in_order(axes.flat[0]), loc="outside lower center", ncol=3, fontsize=8)
+    fig.legend(*_legend_entries(axes.flat[: len(targets)]), loc="outside lower center", ncol=3, fontsize=8)
     name = str(frontier["setting"].iloc[0]) if len(frontier) and "setting" in frontier else "setting"
     fig.suptitle(
-        f"{name}: each target against realised rho (cell means over seeds, 95% intervals)", fontsize=10
+        f"{name}: each target against realised rho\n{frontier_caption(frontier, recipe_sd)}", fontsize=9
     )
     return fig
 
@@ -119,7 +177,7 @@ def pilot_frontiers(frontier: pd.DataFrame, pick: str | None = None, target: str
     _one_setting(frontier)
     fractions = list(dict.fromkeys(frontier["pilot_fraction"]))
     nrows, ncols = panel_grid(len(fractions))
-    fig = _figure(figsize=(4.4 * ncols, 2.9 * nrows + 0.9))
+    fig = _figure(figsize=(4.4 * ncols, 2.9 * nrows + 1.1))
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
     for i, (ax, fraction) in enumerate(zip(axes.flat, fractions, strict=False)):
         rows = frontier[np.isclose(frontier["pilot_fraction"], fraction)]
@@ -134,9 +192,9 @@ def pilot_frontiers(frontier: pd.DataFrame, pick: str | None = None, target: str
                        linewidths=1.1, zorder=4, label=f"RACE's pick ({pick})")  # fmt: skip
     for ax in axes.flat[len(fractions) :]:
         ax.remove()
-    fig.legend(*_in_order(axes.flat[0]), loc="outside lower center", ncol=2, fontsize=8)
+    fig.legend(*_legend_entries(axes.flat[: len(fractions)]), loc="outside lower center", ncol=3, fontsize=8)
     name = str(frontier["setting"].iloc[0]) if len(frontier) and "setting" in frontier else "setting"
-    fig.suptitle(f"{name}: RACE's pilot grids (cell means over the pilot seeds, 95% intervals)", fontsize=10)
+    fig.suptitle(f"{name}: RACE's pilot grids\n{frontier_caption(frontier, recipe_sd)}", fontsize=9)
     return fig
 
 
@@ -228,7 +286,7 @@ def _fresh_pairs(check: pd.DataFrame) -> pd.DataFrame:
     return pairs.dropna()
 
 
-def notebook_image(fig, max_width: int = 1000, colors: int = 64):
+def notebook_image(fig, max_width: int = 900, colors: int = 32):
     """``fig`` (:func:`setting_frontiers`, :func:`pilot_frontiers`) as an image for a notebook cell to
     show: rendered at 100 dpi, then made small as :func:`preview_png` does (an executed notebook's
     output stays far under :data:`paper_repro.notebook_hygiene.OUTPUT_LIMIT`)."""
