@@ -48,10 +48,16 @@ class StageEstimate:
 
 
 def study_specs(
-    profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None, quick: bool = False
+    profile: Profile,
+    stages: Sequence[str] = STAGE_ORDER,
+    seeds: int | None = None,
+    quick: bool = False,
+    unnamed: dict[str, int] | None = None,
 ) -> dict[str, list[RunSpec]]:
     """The specs each stage's notebooks run, in order: {stage: [RunSpec, ...]}, read from the sweep's
-    own jobs (:func:`paper_repro.sweep.study_jobs`), so the dry run checks exactly what would run."""
+    own jobs (:func:`paper_repro.sweep.study_jobs`), so the dry run checks exactly what would run.
+    ``unnamed``, when given, receives per RACE setting the runs its notebook will make that no spec
+    names yet (its picks, before its pilots have named them)."""
     from paper_repro import sweep
 
     unknown = sorted(set(stages) - set(STAGE_ORDER))
@@ -60,6 +66,8 @@ def study_specs(
     out: dict[str, list[RunSpec]] = {stage: [] for stage in stages}
     for job in sweep.study_jobs(profile, list(stages), seeds, quick):
         out[job.stage] += job.specs
+        if unnamed is not None and job.unknown_runs:
+            unnamed[job.parameters["setting"]] = job.unknown_runs
     return out
 
 
@@ -87,6 +95,28 @@ def _round_cost(profile: Profile, spec: RunSpec):
 
     planner = planner_for(profile, profile.setting(spec.setting))
     return planner.explicit(spec.P, spec.G, spec.K, spec.mu, spec.budget_flops).round_cost
+
+
+def _unnamed_picks_note(profile: Profile, unnamed: dict[str, int]) -> str:
+    """The RACE notebooks' runs no spec names yet (``unnamed``: per setting whose first-budget pilots,
+    with their curves, are not all recorded): RACE's pick and RACE+'s pick, each a full-grid cell at C
+    on the fresh seeds (a pick that is the other or TRL's default cell adds no run). Not in the
+    totals; priced at most as if both picks were the setting's costliest grid cell. ``profile``: the
+    one the runs use (the quick variant for a quick run)."""
+    from paper_repro.spec import setting_specs
+
+    if not unnamed:
+        return ""
+    n, hours = len(profile.fresh_seeds), 0.0
+    for name, runs in unnamed.items():
+        cells = setting_specs(profile, name, [profile.fresh_seeds[0]], "full", extend=False)
+        hours += runs * max((sum(run_gpu_hours(profile, c)) for c in cells), default=0.0)
+    return (
+        f"RACE's and RACE+'s picks: up to {sum(unnamed.values())} more full-budget runs in {len(unnamed)} "
+        f"setting(s) whose first-budget pilots are not all recorded (each pick a grid cell on the {n} fresh "
+        "seeds; a pick that is the other or TRL's default adds none), named by the pilots' results: not in "
+        f"the totals above; at most {hours:.3g} GPU-hours (each at its setting's costliest grid cell)"
+    )
 
 
 def hub_status() -> str | None:
@@ -138,7 +168,8 @@ def dry_run(
 ) -> dict:
     """Validate and price every run of ``stages``; raises ValueError on the first spec that cannot
     run (an unrealisable cell, a layout that does not fit, an unknown model)."""
-    by_stage = study_specs(profile, stages, seeds, quick)
+    unnamed: dict[str, int] = {}  # RACE settings whose picks the pilots have not named yet
+    by_stage = study_specs(profile, stages, seeds, quick, unnamed)
     if quick:
         profile = profile.quick_variant()
     seen: set[str] = set()
@@ -165,12 +196,10 @@ def dry_run(
             est.gpu_hours_train += hours_train
             est.gpu_hours_eval += hours_eval
             est.wall_hours += (hours_train + hours_eval) / layout.processes
-        if stage == "race":  # the pick is named by the pilots' results, so it cannot be priced before them
-            picks = len(profile.all_settings()) * len(profile.fresh_seeds)
-            est.notes.append(
-                f"RACE's picks: up to {picks} more full-budget runs (each setting's picked cell on its "
-                f"{len(profile.fresh_seeds)} fresh seeds), named by the pilots' results and not priced here"
-            )
+        if stage == "race":  # picks not yet named by the pilots' results cannot be priced exactly
+            note = _unnamed_picks_note(profile, unnamed)
+            if note:
+                est.notes.append(note)
         estimates.append(est)
     hub = hub_status()
     problems = [] if hub else check_hub_ids(refs)

@@ -3,8 +3,10 @@
 - :func:`run_setting` (notebooks 10 and 20): every grid cell x seed of one setting at the full
   budget; returns the setting's frontier (cell means with 95% CIs).
 - :func:`run_race_pilots` (notebook 30): one setting's grid at each RACE pilot budget on the
-  profile's pilot seeds, then RACE's pick (the first pilot budget's best cell) and TRL's default
-  allocation at the full budget on its fresh seeds; returns the pilot frontiers and that check.
+  profile's pilot seeds, then RACE's pick (the first pilot budget's best cell), RACE+'s pick (the
+  cell whose pilot compute curve predicts the best native reward at the full budget) and TRL's
+  default allocation at the full budget on its fresh seeds; returns the pilot frontiers, the picks,
+  RACE+'s predictions and that check.
 - Notebook 40 calls :func:`paper_repro.analysis.analyse`.
 
 A setting is named alone (``M``, ``dense``, ``prm``): the profile knows its stage. Runs go through
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +25,8 @@ import pandas as pd
 
 from paper_repro import runner
 from paper_repro.config import Profile, load_profile
-from paper_repro.results import RUN_COLUMNS, quick_dir
-from paper_repro.spec import RunSpec, pilot_specs, race_check_specs, setting_specs
+from paper_repro.results import RUN_COLUMNS, quick_dir, results_dir
+from paper_repro.spec import RunSpec, default_cell_spec, pilot_specs, race_check_specs, setting_specs
 
 
 def prepare(profile: str | Profile, quick: bool = False) -> Profile:
@@ -113,12 +115,17 @@ def run_setting(
 
 @dataclass(frozen=True)
 class RacePilots:
-    """What notebook 30 shows: the pilot frontiers (one per pilot fraction), the cell the first
-    fraction's pilots pick, and the pick beside TRL's default at the full budget on fresh seeds."""
+    """What notebook 30 shows: the pilot frontiers (one per pilot fraction), the cells the first
+    fraction's pilots pick (RACE's: the best mean; RACE+'s: the best prediction at the full budget of
+    the pilots' compute curves, with the predictions behind it), and both picks beside TRL's default
+    at the full budget on fresh seeds."""
 
     frontier: pd.DataFrame  # per pilot fraction and cell, with a ``pilot_fraction`` column
-    pick: str | None  # None: no pilot finished ok
-    check: pd.DataFrame  # per fresh seed: the pick's and the default's native reward
+    pick: str | None  # RACE's; None: no pilot finished ok
+    check: pd.DataFrame  # per fresh seed: the default's, RACE's pick's and RACE+'s pick's native reward
+    plus_pick: str | None = None  # RACE+'s; None: no pilot cell's curve could be fitted
+    # per first-fraction pilot cell: its curve's prediction at C (paper_repro.analysis.race.plus_pick)
+    predictions: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def run_race_pilots(
@@ -129,8 +136,9 @@ def run_race_pilots(
     threads: int | None = None,
     executed_notebook: str = "",
 ) -> RacePilots:
-    """Run one setting's RACE pilots (every pilot fraction x the profile's pilot seeds), then TRL's
-    default allocation and the first fraction's pick at the full budget on the fresh seeds.
+    """Run one setting's RACE pilots (every pilot fraction x the profile's pilot seeds, each evaluated
+    along its ladder), then TRL's default allocation, RACE's pick and RACE+'s pick (both from the
+    first fraction's pilots, :func:`race_picks`) at the full budget on the fresh seeds.
     ``quick``: into the quick folder unless ``results_root`` says otherwise."""
     from paper_repro.analysis.frontiers import frontier_table
 
@@ -145,18 +153,30 @@ def run_race_pilots(
         frontier_table(rows).assign(pilot_fraction=fraction)
         for fraction, rows in pilots.groupby("pilot_fraction", sort=False)
     ]
-    pick = race_pick(pilots[np.isclose(pilots["pilot_fraction"], prof.pilot_fraction)])
-    checks = race_check_specs(prof, s, pick)
-    fresh = run(checks).drop_duplicates("run_id").set_index("run_id")  # a pick that is the default: its runs
-    n = len(prof.fresh_seeds)  # the defaults first, then the pick's runs
+    first = pilots[np.isclose(pilots["pilot_fraction"], prof.pilot_fraction)]
+    pick, plus, predictions = race_picks(prof, first, _curves_of(prof, first, results_root))
+    fresh = run(race_check_specs(prof, s, pick, plus)).drop_duplicates("run_id").set_index("run_id")
+    reward = lambda spec: fresh["native_reward"].get(spec.run_id, np.nan) if spec else np.nan  # noqa: E731
+    roles = {"default": "default", f"pick ({pick})": pick, f"RACE+ pick ({plus})": plus}
     check = pd.DataFrame(
-        {
-            "default": [fresh["native_reward"].get(c.run_id, np.nan) for c in checks[:n]],
-            f"pick ({pick})": [fresh["native_reward"].get(c.run_id, np.nan) for c in checks[n:]] or np.nan,
-        },
+        {name: [reward(spec) for spec in _fresh_runs(prof, s, cell)] for name, cell in roles.items()},
         index=pd.Index(prof.fresh_seeds, name="seed"),
     )
-    return RacePilots(pd.concat(frontiers, ignore_index=True), pick, check)
+    return RacePilots(pd.concat(frontiers, ignore_index=True), pick, check, plus, predictions)
+
+
+def _fresh_runs(profile: Profile, setting, cell: str | None) -> list[RunSpec | None]:
+    """Per fresh seed, the run of ``cell`` (``"default"``: TRL's default allocation) at the full budget
+    (None where there is none: no pick, or a cell that does not surely buy a round)."""
+    if cell is None:
+        return [None] * len(profile.fresh_seeds)
+    if cell == "default":
+        return [default_cell_spec(profile, setting, seed) for seed in profile.fresh_seeds]
+    by_seed = {
+        spec.seed: spec
+        for spec in setting_specs(profile, setting, profile.fresh_seeds, "full", cells=[cell], extend=False)
+    }
+    return [by_seed.get(seed) for seed in profile.fresh_seeds]
 
 
 def race_pick(pilot_rows: pd.DataFrame) -> str | None:
@@ -169,22 +189,58 @@ def race_pick(pilot_rows: pd.DataFrame) -> str | None:
     return str(best_cell(pilot_rows).name)
 
 
+def race_picks(
+    profile: Profile, pilot_rows: pd.DataFrame, pilot_curves: pd.DataFrame
+) -> tuple[str | None, str | None, pd.DataFrame]:
+    """RACE's pick (:func:`race_pick`) and RACE+'s (:func:`paper_repro.analysis.race.plus_pick`: the
+    cell whose pilot curve, fitted with R0 at the base policy's native reward, predicts the best
+    native reward at the full budget) from one setting's first-fraction ok pilot rows and their
+    ``curves.csv`` rows, with RACE+'s predictions per cell. The notebook and :func:`race_specs` both
+    name the picks here, so a rerun names the same."""
+    from paper_repro.analysis.race import plus_pick
+
+    pick = race_pick(pilot_rows)
+    if pick is None:
+        return None, None, pd.DataFrame()
+    column = "base_native_reward"
+    base = pd.to_numeric(pilot_rows[column], errors="coerce").dropna() if column in pilot_rows else []
+    base = float(base.iloc[0]) if len(base) else np.nan  # NaN: R0 is fitted
+    plus, predictions = plus_pick(pilot_rows.dropna(subset=["native_reward"]), pilot_curves, base,
+                                  profile.budget_flops)  # fmt: skip
+    return pick, plus, predictions
+
+
+def _curves_of(profile: Profile, rows: pd.DataFrame, results_root) -> pd.DataFrame:
+    """The ``curves.csv`` rows of the runs in ``rows`` (numbers parsed)."""
+    from paper_repro.analysis.frontiers import load_curves
+
+    return load_curves(results_dir(profile.name, results_root) / "curves.csv", rows)
+
+
 def race_specs(
     profile: Profile, setting, results_root: str | Path | None = None, quick: bool = False
 ) -> tuple[list[RunSpec], int]:
-    """Every run of one setting's RACE notebook as far as the table says: its pilots, TRL's default on
-    the fresh seeds, and the pick's fresh runs once every first-budget pilot has a row; with the
-    number of pick runs not yet known (0 once they are)."""
+    """Every run of one setting's RACE notebook as far as the tables say: its pilots, TRL's default on
+    the fresh seeds, and RACE's and RACE+'s picks' fresh runs once every first-budget pilot has a row
+    in ``runs.csv`` and every ok one its curve's points in ``curves.csv`` (:func:`race_picks`); with
+    the number of pick runs not yet known (up to two cells per fresh seed; 0 once they are)."""
     from paper_repro.analysis.frontiers import numeric
+    from paper_repro.ladder import curves_table, missing_points
 
     pilots = pilot_specs(profile, setting, quick)
     first = [p for p in pilots if np.isclose(p.budget_flops, profile.pilot_budget_flops)]
     rows = runner.rows_for(first, results_root)
-    pick = None
-    if first and len(rows) == len(first):
-        frame = numeric(pd.DataFrame(rows, columns=RUN_COLUMNS))
-        pick = race_pick(frame[frame["status"] == "ok"])
-    return pilots + race_check_specs(profile, setting, pick), 0 if pick else len(profile.fresh_seeds)
+    ok = {r["run_id"] for r in rows if r["status"] == "ok"}
+    recorded = curves_table(results_dir(profile.name, results_root)).keys() if ok else set()
+    complete = bool(first) and len(rows) == len(first)
+    if complete and any(missing_points(p, recorded) for p in first if p.run_id in ok):
+        complete = False  # a pilot killed between its row and its curve's last point: it runs again
+    if not complete:
+        return pilots + race_check_specs(profile, setting, None), 2 * len(profile.fresh_seeds)
+    frame = numeric(pd.DataFrame(rows, columns=RUN_COLUMNS))
+    frame = frame[frame["status"] == "ok"]
+    pick, plus, _ = race_picks(profile, frame, _curves_of(profile, frame, results_root))
+    return pilots + race_check_specs(profile, setting, pick, plus), 0
 
 
 def _rows_of(specs: list[RunSpec], results_root, threads, executed_notebook) -> pd.DataFrame:

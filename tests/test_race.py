@@ -19,9 +19,12 @@ from paper_repro.analysis.race import (
     pilot_agreement,
     pilot_agreement_test,
     pilot_moved,
+    plus_pick,
+    plus_table,
     race_table,
     regime_ceiling,
     regime_kappa,
+    regret_interval,
 )
 
 RHO = {"r15": 0.16, "r30": 0.31, "r50": 0.50, "r70": 0.69, "r85": 0.84}
@@ -244,3 +247,171 @@ def test_the_rule_is_stated_in_words():
     text = pilot_agreement_test()
     for words in ("Spearman", "permutation", "best set", "uninformative", "not held if", "fewer than 3"):
         assert words in text
+
+
+# ---------------------------------------------------------------------------------------- RACE+
+
+C = 1e11  # the full budget in FLOPs; pilots at C/2, their ladders at C/8 and C/4 (as cpu-tiny's)
+LADDER = (0.125, 0.25)
+
+
+def rise(multiple, top, mid, b=2.0, base=BASE):
+    """A saturating curve from the base policy: half its gain at ``mid`` x C."""
+    return base + (top - base) / (1 + (mid / np.asarray(multiple, float)) ** b)
+
+
+# per cell: (asymptote, C_mid as a multiple of C); r50 leads at C/2, r70 rises late and leads at C
+CURVES = {"r15": (0.45, 1 / 32), "r30": (0.50, 1 / 32), "r50": (0.56, 1 / 32), "r70": (0.80, 0.7),
+          "r85": (0.42, 1 / 32)}  # fmt: skip
+
+
+def pilots_with_curves(setting="S", curves=CURVES, seeds=PILOT_SEEDS, ladder=LADDER, fraction=0.5, sd=0.002):
+    """One setting's pilot rows at ``fraction`` x C (as :func:`grid` makes them) and their curves.csv
+    rows at the ``ladder`` points and the pilot budget, each seed's curve shifted by a fixed offset."""
+    rows = grid(setting, [rise(fraction, *curves[c]) for c in RHO], seeds, sd=sd, budget=fraction * C)
+    rows["budget_flops"] = fraction * C
+    offsets = dict(zip(seeds, sd * pattern(len(list(seeds))), strict=True))
+    points = [
+        {"run_id": r.run_id, "point": m, "point_flops": m * C, "status": "ok",
+         "native_reward": float(rise(m, *curves[r.cell])) + offsets[r.seed]}
+        for r in rows.itertuples() for m in (*ladder, fraction)
+    ]  # fmt: skip
+    return rows, pd.DataFrame(points)
+
+
+def test_plus_pick_names_the_cell_predicted_best_at_c_not_the_best_at_the_pilot_budget():
+    rows, curves = pilots_with_curves()
+    assert rows.groupby("cell")["native_reward"].mean().idxmax() == "r50"  # RACE's pick
+    pick, table = plus_pick(rows, curves, BASE, C)
+    assert pick == "r70"
+    table = table.set_index("cell")
+    assert list(table.index) == list(RHO) and table["candidate"].all() and (table["status"] == "ok").all()
+    assert (
+        (table["n_points"] == 3).all()
+        and (table["n_seeds"] == 5).all()
+        and (table["pilot_point"] == 0.5).all()
+    )
+    truth = {c: float(rise(1.0, *CURVES[c])) for c in RHO}  # exact curves: the fit finds them
+    assert table["predicted"].to_dict() == pytest.approx(truth, abs=0.01)
+    assert table["R0"].to_numpy() == pytest.approx(BASE)  # fixed to the base policy's
+    assert (table["pred_lo"] <= table["predicted"]).all() and (table["predicted"] <= table["pred_hi"]).all()
+    assert table.loc["r50", "pilot_mean"] > table.loc["r70", "pilot_mean"]
+
+
+def test_cells_without_a_fit_are_not_candidates_and_no_fit_means_no_pick():
+    """r70 (the late riser) recorded without its ladder: its one point cannot be fitted, so it is no
+    candidate, and the pick is the best of the others; without any ladder, or with an infeasible
+    ladder point, no pick. With the base policy unknown R0 is free: four parameters, which the three
+    points cannot fit; a fourth point (C/16) fits them."""
+    rows, curves = pilots_with_curves()
+    late = rows.loc[rows["cell"] == "r70", "run_id"]
+    pick, table = plus_pick(rows, curves[~curves["run_id"].isin(late)], BASE, C, bootstrap=0)
+    assert pick == "r50"
+    r70 = table.set_index("cell").loc["r70"]
+    assert not r70["candidate"] and r70["n_points"] == 1 and np.isnan(r70["predicted"])
+    assert r70["status"].startswith("no fit: 1 point(s), the fit needs 3")
+    pick, table = plus_pick(rows, curves.iloc[0:0], BASE, C, bootstrap=0)  # the runs' own rows alone
+    assert pick is None and not table["candidate"].any() and (table["n_points"] == 1).all()
+    infeasible = curves.assign(status=np.where(curves["point"] == 0.125, "infeasible", "ok"))
+    pick, table = plus_pick(rows, infeasible, BASE, C, bootstrap=0)  # two points
+    assert pick is None and table["status"].str.contains("needs 3").all()
+    pick, table = plus_pick(rows, curves, float("nan"), C, bootstrap=0)  # three points, R0 free
+    assert pick is None and table["status"].str.contains("needs 4").all()
+    rows, curves = pilots_with_curves(ladder=(0.0625, *LADDER))
+    assert plus_pick(rows, curves, float("nan"), C, bootstrap=0)[0] is not None
+
+
+def test_regret_interval_resamples_both_sides_and_needs_two_seeds_each():
+    best, pick = np.array([0.60, 0.62, 0.64]), np.array([0.50, 0.52])
+    value, low, high, note = regret_interval(best, pick)
+    assert value == pytest.approx(0.11) and note == ""
+    assert 0.08 - 1e-12 <= low < value < high <= 0.14 + 1e-12  # inside the extremes of the resamples
+    assert regret_interval(best, pick) == (value, low, high, note)  # a fixed RNG seed
+    assert regret_interval(np.full(4, 0.6), np.full(3, 0.5))[:3] == pytest.approx((0.1, 0.1, 0.1))
+    one = regret_interval(best, pick[:1])
+    assert one[0] == pytest.approx(0.12) and np.isnan(one[1]) and np.isnan(one[2]) and "needs 2" in one[3]
+    none = regret_interval(best, np.array([np.nan]))
+    assert np.isnan(none[0]) and "no fresh-seed result" in none[3]
+
+
+def plus_study(shapes=("S", "M")):
+    """Full grids (SHAPES: S best at r70, M at r50), pilots whose curves are CURVES (RACE picks r50,
+    RACE+ r70) and fresh seeds on the full grid's means; TRL's default is r85's allocation."""
+    full = pd.concat([grid(s, SHAPES[s], FULL_SEEDS, budget=C) for s in shapes], ignore_index=True)
+    parts = [pilots_with_curves(s) for s in shapes]
+    pilots = pd.concat([p for p, _ in parts], ignore_index=True)
+    curves = pd.concat([c for _, c in parts], ignore_index=True)
+    fresh = pd.concat([grid(s, SHAPES[s], FRESH_SEEDS, budget=C) for s in shapes], ignore_index=True)
+    for frame in (full, fresh):
+        frame[["P", "G", "K", "mu"]] = [(8, 2 + list(RHO).index(c), 2, 1) for c in frame["cell"]]
+    defaults = fresh[fresh["cell"] == "r85"].assign(cell="default")
+    quarter = pilots.assign(C_total=pilots["C_total"] / 2)  # a second fraction: its FLOPs count, nothing else
+    return plus_table(full, {0.5: pilots, 0.25: quarter}, curves, fresh, defaults, {}, C)
+
+
+def test_plus_table_scores_both_picks_and_the_default_against_the_full_grid():
+    tables = plus_study()
+    row = tables.settings.set_index("setting")
+    assert row["race_pick"].to_dict() == {"S": "r50", "M": "r50"}
+    assert row["plus_pick"].to_dict() == {"S": "r70", "M": "r70"}
+    assert row["default_cell"].to_dict() == {"S": "r85", "M": "r85"}
+    assert row["full_best_cell"].to_dict() == {"S": "r70", "M": "r50"}
+    # the fresh seeds sit on the full grid's cell means, so each regret is the gap of the cell means
+    s, m = SHAPES["S"], SHAPES["M"]
+    expected = {("S", "race"): s[3] - s[2], ("S", "plus"): 0.0, ("S", "default"): s[3] - s[4],
+                ("M", "race"): 0.0, ("M", "plus"): m[2] - m[3], ("M", "default"): m[2] - m[4]}  # fmt: skip
+    for (setting, key), regret in expected.items():
+        assert row.loc[setting, f"{key}_regret"] == pytest.approx(regret), (setting, key)
+        assert (
+            row.loc[setting, f"{key}_regret_low"]
+            <= regret + 1e-12
+            <= row.loc[setting, f"{key}_regret_high"] + 2e-12
+        )
+        assert row.loc[setting, f"{key}_fresh_seeds"] == len(FRESH_SEEDS)
+    assert row.loc["S", "plus_in_best_set"] and not row.loc["S", "race_in_best_set"]
+    assert row.loc["M", "race_in_best_set"] and not row.loc["M", "plus_in_best_set"]
+    assert not row["default_in_best_set"].any()
+    assert row.loc["S", "pilot_flops_fraction"] == pytest.approx(0.5 * 5 / 10)
+    assert row.loc["S", "all_pilot_flops_fraction"] == pytest.approx(0.75 * 5 / 10)
+    assert (row["pilot_fraction"] == 0.5).all()
+    assert row.loc["S", "plus_spearman"] > row.loc["S", "race_spearman"]
+    cells = tables.cells.set_index(["setting", "cell"])
+    assert cells.loc[("S", "r70"), "full_mean"] == pytest.approx(s[3])
+    assert cells.loc[("S", "r70"), "error"] == pytest.approx(rise(1.0, *CURVES["r70"]) - s[3], abs=0.01)
+    summary = tables.summary.iloc[0]
+    assert summary["settings"] == 2
+    for key in ("race", "plus", "default"):
+        mean = np.mean([v for (_, k), v in expected.items() if k == key])
+        assert summary[f"{key}_mean_regret"] == pytest.approx(mean)
+        assert summary[f"{key}_regret_low"] <= mean + 1e-12 <= summary[f"{key}_regret_high"] + 2e-12
+    assert summary["race_in_best_set_share"] == 0.5 and summary["plus_in_best_set_share"] == 0.5
+    assert summary["default_in_best_set_share"] == 0.0
+
+
+def test_plus_table_with_one_seed_has_no_intervals_and_says_why():
+    tables = plus_study(("S",))
+    row = tables.settings.iloc[0]
+    assert np.isfinite(row["race_regret"]) and np.isfinite(row["race_regret_low"])
+    assert np.isnan(tables.summary.iloc[0]["race_regret_low"])  # one setting: no bootstrap over settings
+    assert "needs 2" in tables.summary.iloc[0]["race_note"]
+
+
+def test_race_check_specs_runs_both_picks_on_the_fresh_seeds_once_each():
+    """The default, RACE's pick and RACE+'s pick at C on the fresh seeds; a pick that is the other, or
+    the default's allocation (cpu-tiny's r66 is K = G = 8, mu = 1, P = 8), is the same runs."""
+    from dataclasses import replace
+
+    from paper_repro.config import load_profile
+    from paper_repro.spec import race_check_specs
+
+    profile = load_profile("cpu-tiny")  # the estimate's stop: no tokenizer to price a costliest round
+    profile = replace(profile, train=replace(profile.train, budget_stop="dearest"))
+    n = len(profile.fresh_seeds)
+    both = race_check_specs(profile, "M", "r50", "r90")
+    assert [s.cell for s in both] == ["default"] * n + ["r50"] * n + ["r90"] * n
+    assert {s.seed for s in both} == set(profile.fresh_seeds)
+    assert all(s.budget_kind == "full" and s.budget_flops == profile.budget_flops for s in both)
+    assert [s.run_id for s in race_check_specs(profile, "M", "r50", "r50")] == [
+        s.run_id for s in both[: 2 * n]
+    ]
+    assert [s.cell for s in race_check_specs(profile, "M", "r66", None)] == ["default"] * n  # TRL's default

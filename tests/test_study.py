@@ -121,45 +121,117 @@ def test_quick_mode_is_one_seed_a_quarter_budget_and_a_short_evaluation():
     assert quick_spec.eval_max_new_tokens == full_spec.eval_max_new_tokens
 
 
-def test_race_names_its_pick_once_every_first_budget_pilot_has_a_row(tmp_path):
-    """Before the pilots, RACE's notebook counts its pick's runs as unknown; once every pilot of the
-    first budget has a row, the pick is the best mean native reward over the pilot seeds, and its
-    runs (and the default's) are on the fresh seeds, none of the grid's or the pilots'."""
-    from paper_repro.results import RUN_COLUMNS
+def _late_riser(multiple: float, cell: str) -> float:
+    """A pilot cell's native reward at ``multiple`` x C: every cell saturates early (at C/32) at its own
+    level, r40 highest by C/2; r78 rises late and steeply (half its gain at 0.8 C) and is best at C."""
+    if cell == "r78":
+        return BASE_REWARD + 0.6 / (1 + (0.8 / multiple) ** 2)
+    top = {"r15": 0.45, "r40": 0.60, "r50": 0.55}.get(cell, 0.40)
+    return BASE_REWARD + (top - BASE_REWARD) / (1 + (1 / 32 / multiple) ** 2)
+
+
+BASE_REWARD = 0.3
+
+
+def _record_pilots(profile, specs, root, reward, curves=True) -> None:
+    """Rows for ``specs`` (pilots) in ``root``'s runs.csv and, with ``curves``, their curves' points
+    (their ladder and their own budget) in curves.csv: ``reward(multiple, cell)`` plus a seed offset."""
+    from paper_repro.ladder import curves_table, points_of
+    from paper_repro.results import RUN_COLUMNS, curve_id
+
+    runs, points = ResultTable(root / "runs.csv", RUN_COLUMNS), curves_table(root)
+    for s in specs:
+        own = s.budget_flops / profile.budget_flops
+        offset = 0.002 * (s.seed % 3 - 1)
+        if curves:
+            for m in [*(p.multiple for p in points_of(s)), own]:
+                points.append({"curve_id": curve_id(s.run_id, m), "run_id": s.run_id, "point": m,
+                               "point_flops": m * profile.budget_flops, "status": "ok",
+                               "native_reward": reward(m, s.cell) + offset})  # fmt: skip
+        runs.append({"run_id": s.run_id, "profile": s.profile, "status": "ok", "cell": s.cell, "seed": s.seed, "rho": 0.5,
+                     "C_reward": 0.0, "C_total": s.budget_flops, "budget_kind": "pilot",
+                     "budget_flops": s.budget_flops, "base_native_reward": BASE_REWARD,
+                     "native_reward": reward(own, s.cell) + offset})  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def dense_pilots():
+    """cpu-tiny and its dense setting's pilots (planned once: planning is what takes time here), on the
+    estimate's budget stop (no tokenizer to price a costliest round)."""
+    from dataclasses import replace
+
     from paper_repro.spec import pilot_specs
 
     profile = load_profile("cpu-tiny")
+    profile = replace(profile, train=replace(profile.train, budget_stop="dearest"))
+    return profile, pilot_specs(profile, "dense")
+
+
+def test_race_names_both_picks_once_every_first_budget_pilot_and_its_curve_is_recorded(
+    tmp_path, dense_pilots, monkeypatch
+):
+    """Before the pilots, RACE's notebook counts its picks' runs as unknown (two cells per fresh seed);
+    a pilot recorded without its curve's points still leaves them unknown (it runs again); once every
+    pilot of the first budget has its row and its points, RACE picks the best mean at the pilot budget
+    (r40) and RACE+ the best prediction at C (r78, which rises late), each on the fresh seeds, none of
+    the grid's or the pilots'; the second budget's pilots play no part."""
+    profile, pilots = dense_pilots
+    monkeypatch.setattr(study, "pilot_specs", lambda *args, **kwargs: pilots)
     specs, unknown = study.race_specs(profile, "dense", tmp_path)
-    assert unknown == len(profile.fresh_seeds) and not any(
+    assert unknown == 2 * len(profile.fresh_seeds) and not any(
         s.budget_kind == "full" and s.cell != "default" for s in specs
     )
-    table = ResultTable(tmp_path / "runs.csv", RUN_COLUMNS)
-    first = [s for s in pilot_specs(profile, "dense") if s.budget_flops == profile.pilot_budget_flops]
-    reward = {"r15": 0.2, "r30": 0.6, "r50": 0.3, "r70": 0.1, "r85": 0.0}
-    for s in first:
-        table.append({"run_id": s.run_id, "profile": s.profile, "status": "ok", "cell": s.cell, "rho": 0.5,
-                      "C_reward": 0.0, "C_total": 1.0, "native_reward": reward[s.cell] + 0.01 * (s.seed % 3)})  # fmt: skip
+    first = [s for s in pilots if s.budget_flops == profile.pilot_budget_flops]
+    assert {s.cell for s in first} >= {"r15", "r40", "r50", "r78"} and len(first) < len(pilots)
+    _record_pilots(profile, first[:-1], tmp_path, _late_riser)
+    assert study.race_specs(profile, "dense", tmp_path)[1] == 2 * len(profile.fresh_seeds)  # one missing
+    _record_pilots(profile, first[-1:], tmp_path, _late_riser, curves=False)
+    assert study.race_specs(profile, "dense", tmp_path)[1] == 2 * len(
+        profile.fresh_seeds
+    )  # its curve missing
+    _record_pilots(profile, first[-1:], tmp_path, _late_riser)  # its points (its row is not written twice)
     specs, unknown = study.race_specs(profile, "dense", tmp_path)
     picked = [s for s in specs if s.budget_kind == "full" and s.cell != "default"]
-    assert unknown == 0 and {s.cell for s in picked} == {"r30"}
+    assert unknown == 0 and {s.cell for s in picked} == {"r40", "r78"}
+    assert len(picked) == 2 * len(profile.fresh_seeds) and len({s.run_id for s in specs}) == len(specs)
     assert {s.seed for s in picked} == set(profile.fresh_seeds)
     assert not {s.seed for s in specs} & set(range(profile.seeds))
+    assert specs[: len(pilots)] == pilots
+
+
+def test_race_runs_one_cell_once_when_both_picks_name_it(tmp_path, dense_pilots, monkeypatch):
+    """Pilots whose best cell at C/2 also rises most to C: one pick, its fresh runs once."""
+    profile, pilots = dense_pilots
+    monkeypatch.setattr(study, "pilot_specs", lambda *args, **kwargs: pilots)
+    first = [s for s in pilots if s.budget_flops == profile.pilot_budget_flops]
+    _record_pilots(
+        profile, first, tmp_path, lambda m, cell: _late_riser(m, "r78" if cell == "r50" else "r15")
+    )
+    specs, unknown = study.race_specs(profile, "dense", tmp_path)
+    picked = [s for s in specs if s.budget_kind == "full" and s.cell != "default"]
+    assert unknown == 0 and {s.cell for s in picked} == {"r50"} and len(picked) == len(profile.fresh_seeds)
 
 
 def test_every_run_of_the_study_surely_buys_a_round():
     """The preflight check refuses a run whose budget cannot surely buy one costliest round (the
-    ``ceiling`` stop); the study never asks for one: such cells leave that budget's grid (at 1/16,
-    L's r85 and the PRM settings' r70), and every other planned cell stays."""
+    ``ceiling`` stop); the study never asks for one: such a cell leaves that budget's grid. At
+    cpu-tiny's budgets (C, and the pilots' C/2 and C/4) every planned cell surely buys one, so each
+    grid, the pilots' included, keeps every planned cell."""
     from paper_repro.allocation import plan_setting
     from paper_repro.preflight import round_ceiling
 
     profile = load_profile("cpu-tiny")
     specs = [s for job in sweep.study_jobs(profile) for s in job.specs]
     assert specs and all(round_ceiling(s) <= s.budget_flops for s in specs)
-    sixteenth = {(s.setting, s.cell) for s in specs if s.budget_flops == profile.budget_flops / 16}
-    assert ("L", "r85") not in sixteenth and ("prm", "r70") not in sixteenth and ("S", "r85") in sixteenth
-    for s in profile.all_settings():  # the full budget keeps every planned cell
+    for s in profile.all_settings():
         planned = {c.label for c in plan_setting(profile, s).cells}
         assert planned == {
             x.cell for x in specs if x.setting == s.name and x.budget_kind == "full" and x.seed == 0
         }
+        for budget in profile.pilot_budgets().values():
+            planned = {c.label for c in plan_setting(profile, s, budget).cells}
+            assert planned == {
+                x.cell
+                for x in specs
+                if x.setting == s.name and x.budget_kind == "pilot" and x.budget_flops == budget
+            }
