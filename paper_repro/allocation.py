@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from paper_repro import flops, models, rewards
@@ -33,6 +33,8 @@ from paper_repro.config import Grid, Profile, Setting, TrainConfig
 from paper_repro.flops import GRPOStep, LoRASpec, ModelShape, StepCost, TrainSpec
 
 MIN_ROUNDS = 5  # P is the largest allowed value that still buys this many rounds
+SECOND_SHARE = 0.08  # a second recipe's kept share K/G differs from the first's by this much (or its mu does)
+SECOND_SUFFIX = "b"  # a second recipe's cell label: the first's plus this (r50 -> r50b)
 
 
 class InfeasibleTarget(ValueError):
@@ -165,8 +167,13 @@ class Planner:
                 nearest,
                 (lo, hi),
             )
-        near = [s for s in shapes if abs(s[3].rho - target_rho) <= self.grid.tolerance]
-        g, k, mu, _ = min(
+        g, k, mu, _ = self._ranked(target_rho)[0]
+        return self._with_prompts(target_rho, g, k, mu, budget_flops)
+
+    def _ranked(self, target_rho: float) -> list[tuple[int, int, int, StepCost]]:
+        """The shapes that predict ``target_rho`` within the tolerance, plainest first."""
+        near = [s for s in self.shapes() if abs(s[3].rho - target_rho) <= self.grid.tolerance]
+        return sorted(
             near,
             key=lambda s: (
                 s[2],
@@ -175,7 +182,26 @@ class Planner:
                 abs(s[0] - self.grid.preferred_G),
             ),
         )
-        return self._with_prompts(target_rho, g, k, mu, budget_flops)
+
+    def second_cell(self, target_rho: float, budget_flops: float) -> Cell:
+        """A second recipe for ``target_rho``: the plainest shape within the tolerance whose group
+        size G differs from the first cell's and whose epochs mu or kept share K/G differ too (by at
+        least :data:`SECOND_SHARE`), so that the same target rho is reached by a different (G, K, mu);
+        labelled as the first plus ``b``. Raises :class:`InfeasibleTarget` when there is none."""
+        first = self.cell(target_rho, budget_flops)
+        other = [
+            s for s in self._ranked(target_rho)
+            if s[0] != first.G and (s[2] != first.mu or abs(s[1] / s[0] - first.K / first.G) >= SECOND_SHARE)
+        ]  # fmt: skip
+        if not other:
+            raise InfeasibleTarget(
+                f"target rho {target_rho:.2f} has no second recipe within tolerance {self.grid.tolerance} "
+                f"(another G with another mu or a K/G at least {SECOND_SHARE} apart)",
+                target_rho, first.predicted_rho, self.feasible_range(),
+            )  # fmt: skip
+        g, k, mu, _ = other[0]
+        cell = self._with_prompts(target_rho, g, k, mu, budget_flops)
+        return replace(cell, label=cell.label + SECOND_SUFFIX)
 
     def explicit(self, P: int, G: int, K: int, mu: int, budget_flops: float, label: str = "custom") -> Cell:
         """A cell given directly (e.g. TRL's defaults K = G, mu = 1), priced like the planned ones."""
@@ -258,13 +284,17 @@ def planner_for(profile: Profile, setting: Setting) -> Planner:
 
 
 def plan_setting(profile: Profile, setting: Setting, budget_flops: float | None = None) -> PlannedSetting:
-    """Every grid target of ``setting`` at ``budget_flops`` (default: the profile's full budget)."""
+    """Every grid target of ``setting`` at ``budget_flops`` (default: the profile's full budget), then
+    the second recipes the grid asks of the setting (``grid.recipes``; :meth:`Planner.second_cell`)."""
     budget = profile.budget_flops if budget_flops is None else budget_flops
     planner = planner_for(profile, setting)
     cells, infeasible = [], []
-    for target in profile.grid.targets:
+    second = profile.grid.second_targets(setting.policy, setting.reward_system)
+    jobs = [(t, planner.cell) for t in profile.grid.targets]
+    jobs += [(t, planner.second_cell) for t in second]
+    for target, plan in jobs:
         try:
-            cells.append(planner.cell(target, budget))
+            cells.append(plan(target, budget))
         except InfeasibleTarget as err:
             infeasible.append(err)
         except ValueError as err:  # the budget buys no round of this cell, even at the smallest P

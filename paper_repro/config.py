@@ -38,7 +38,7 @@ QUICK_BUDGET_SCALE = 0.25
 QUICK_EVAL_LIMIT = 100  # problems per evaluation set in quick mode (at most)
 # Quick mode's cells: r70 is TRL's default allocation for rule-based rewards, so the RACE comparison
 # needs no extra run.
-QUICK_CELLS: tuple[str, ...] = ("r15", "r50", "r70")
+QUICK_CELLS: tuple[str, ...] = ("r15", "r50", "r66")
 
 
 def profile_names() -> list[str]:
@@ -106,10 +106,25 @@ class Grid:
     K: tuple[int, ...] = (2, 4, 8, 16)
     mu: tuple[int, ...] = (1, 2, 3, 4)
     preferred_G: int = 8  # ties between equal-rho cells go to the G nearest this (TRL's default)
+    # second recipes: (policy, reward system, targets) -> each target also run by a second (P, G, K, mu)
+    # of the same predicted rho (allocation.Planner.second_cell), cell label + "b", in whichever
+    # stage's setting has that policy and reward (none: the entry runs nothing)
+    recipes: tuple[tuple[str, str, tuple[float, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.targets or not all(0 < t < 1 for t in self.targets):
             raise ValueError(f"target rhos must lie in (0, 1), got {self.targets}")
+        for policy, reward, targets in self.recipes:
+            stray = [t for t in targets if t not in self.targets]
+            if stray or not targets:
+                raise ValueError(
+                    f"grid.recipes ({policy}, {reward}): targets {list(targets)} must be grid targets "
+                    f"{list(self.targets)}"
+                )
+
+    def second_targets(self, policy: str, reward: str) -> tuple[float, ...]:
+        """The targets run by a second recipe in the setting of ``policy`` under ``reward``."""
+        return tuple(t for p, r, targets in self.recipes if (p, r) == (policy, reward) for t in targets)
         if not 0 < self.tolerance < 0.5:
             raise ValueError(f"tolerance must be in (0, 0.5), got {self.tolerance}")
         for name in ("P", "G", "K", "mu"):
@@ -258,6 +273,7 @@ class Margins:
     gain: float = 0.02  # RACE's "no stable gain": TOST margin on the paired native-reward gain
     aicc: float = 2.0  # a fitted form wins a frontier by this much AICc
     gaming: float = 0.10  # the PRM's excess gaming share ruled out below this
+    recipe: float = 0.03  # "at equal rho, the recipe does not matter": the recipes' equivalence margin
     recipe_sd: float | None = None  # a cell's recipe effect beyond seed noise; None: the study's own estimate
 
     def __post_init__(self) -> None:
@@ -494,6 +510,10 @@ def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:
         targets=tuple(float(t) for t in grid_raw.get("targets", Grid.targets)),
         tolerance=float(grid_raw.get("tolerance", Grid.tolerance)),
         preferred_G=int(grid_raw.get("preferred_G", Grid.preferred_G)),
+        recipes=tuple(
+            (str(r["policy"]), str(r["reward"]), tuple(float(t) for t in r["targets"]))
+            for r in grid_raw.get("recipes", ())
+        ),
         **{k: tuple(int(v) for v in allowed[k]) for k in ("P", "G", "K", "mu") if k in allowed},
     )
     budget = raw.pop("budget")

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -163,10 +164,16 @@ def spec_for(
     multiple: float = 1.0,
 ) -> RunSpec:
     """The run of ``cell`` (planned for ``setting`` at its budget) with ``seed``, trained to
-    ``multiple`` times that budget with the same recipe. A full-budget run carries the profile's
-    ladder (:meth:`paper_repro.config.Curves.ladder`): the points below its budget it is evaluated at."""
+    ``multiple`` times that budget with the same recipe. A run carries the profile's ladder
+    (:meth:`paper_repro.config.Curves.ladder`): the points below its budget it is evaluated at, as
+    multiples of the full budget C; of the pilots, only the first pilot fraction's, whose points RACE+
+    extrapolates from (a pilot at C/2: C/8 and C/4)."""
     prm = profile.prm if profile.needs_prm_weights(setting) else None
-    ladder = profile.curves.ladder(multiple) if budget_kind == "full" else ()
+    # the pilots RACE+ extrapolates from (the first pilot fraction's) carry the ladder; the others do not
+    first_pilots = budget_kind != "pilot" or math.isclose(cell.budget_flops, profile.pilot_budget_flops)
+    ladder = (
+        profile.curves.ladder(cell.budget_flops * multiple / profile.budget_flops) if first_pilots else ()
+    )
     return RunSpec(
         profile=profile.name,
         stage=setting.stage,
@@ -196,7 +203,7 @@ def spec_for(
         first_round_flops=cell.round_cost.C_total,
         eval_heldout_limit=profile.eval.get("heldout_limit"),
         ladder=ladder,
-        ladder_unit=cell.budget_flops if ladder else None,
+        ladder_unit=profile.budget_flops if ladder else None,
         runtime=profile.resources_for(setting.policy),
         # a reward that pays for a model of its own (a judge) scores with its weights too
         weights=weights_fingerprint(profile.policies[setting.policy], prm, _own_model(setting.reward_system)),
@@ -287,13 +294,23 @@ def pilot_specs(profile: Profile, setting: Setting | str, quick: bool = False) -
     ]
 
 
-def race_check_specs(profile: Profile, setting: Setting | str, pick: str | None) -> list[RunSpec]:
-    """RACE's check on fresh seeds: TRL's default allocation and (once the pilots have named it) the
-    pick, the full-grid cell ``pick``, each at the full budget on the profile's fresh seeds."""
+def race_check_specs(
+    profile: Profile, setting: Setting | str, pick: str | None, plus_pick: str | None = None
+) -> list[RunSpec]:
+    """RACE's check on fresh seeds: TRL's default allocation and (once the pilots have named them)
+    RACE's pick and RACE+'s pick, the full-grid cells ``pick`` and ``plus_pick``, each at the full
+    budget (C, not past it) on the profile's fresh seeds. The same experiment is one run: a pick that
+    is the other pick, or the default allocation's cell, adds none (the list holds each run id once,
+    the first asker's labels kept: the default, then RACE's pick). They carry no ladder: the compute
+    curves are the grid's, and the fresh runs are compared at C alone."""
     s = profile.setting(setting) if isinstance(setting, str) else setting
-    defaults = [default_cell_spec(profile, s, seed) for seed in profile.fresh_seeds]
-    picks = setting_specs(profile, s, profile.fresh_seeds, "full", cells=[pick], extend=False) if pick else []
-    return defaults + picks
+    specs = [default_cell_spec(profile, s, seed) for seed in profile.fresh_seeds]
+    for cell in dict.fromkeys(c for c in (pick, plus_pick) if c):
+        specs += setting_specs(profile, s, profile.fresh_seeds, "full", cells=[cell], extend=False)
+    unique: dict[str, RunSpec] = {}
+    for spec in specs:
+        unique.setdefault(spec.run_id, replace(spec, ladder=(), ladder_unit=None))
+    return list(unique.values())
 
 
 def default_cell_spec(

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from paper_repro import cli
 from paper_repro.allocation import InfeasibleTarget, plan_stage, planner_for
-from paper_repro.config import load_profile
+from paper_repro.config import Grid, load_profile
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,12 @@ def test_every_planned_cell_predicts_its_target_within_tolerance(profile_name, s
             assert cell.predicted_rounds >= 1
             assert cell.predicted_flops <= profile.budget_flops  # never planned above the budget
             assert profile.budget_flops - cell.predicted_flops < cell.round_cost.C_total  # within one round
-            assert cell.label == f"r{round(cell.target_rho * 100):02d}"
+            assert cell.label.removesuffix("b") == f"r{round(cell.target_rho * 100):02d}"
+        seconds = [c.target_rho for c in planned.cells if c.label.endswith("b")]
+        assert seconds == [
+            t for t in profile.grid.second_targets(planned.setting.policy, planned.setting.reward_system)
+            if t not in [e.target for e in planned.infeasible]
+        ]  # fmt: skip
         lo, hi = planned.feasible
         for err in planned.infeasible:
             assert not lo <= err.target <= hi or abs(err.nearest - err.target) > profile.grid.tolerance
@@ -42,10 +48,27 @@ def test_every_planned_cell_predicts_its_target_within_tolerance(profile_name, s
 
 def test_rule_based_stage_a_has_the_full_default_grid(tiny):
     for planned in plan_stage(tiny, "A"):
-        assert [c.target_rho for c in planned.cells] == list(tiny.grid.targets)  # every target is feasible
+        firsts = [c for c in planned.cells if not c.label.endswith("b")]
+        assert [c.target_rho for c in firsts] == list(tiny.grid.targets)  # every target is feasible
         # search-heavy cells discard rollouts (K < G); update-heavy ones reuse them (mu > 1)
         assert planned.cells[0].K < planned.cells[0].G
         assert planned.cells[-1].mu > 1
+
+
+def test_a_second_recipe_reaches_the_same_target_another_way(tiny):
+    """grid.recipes: the middle policy's r50 and r78 again, by another G and another K/G or mu."""
+    planned = {c.label: c for c in plan_stage(tiny, "A")[1].cells}  # M
+    for target in tiny.grid.second_targets("M", "sparse"):
+        first, second = planned[f"r{round(target * 100)}"], planned[f"r{round(target * 100)}b"]
+        assert abs(second.predicted_rho - target) <= tiny.grid.tolerance
+        assert second.G != first.G
+        assert second.mu != first.mu or abs(second.K / second.G - first.K / first.G) >= 0.08
+    assert not [c for c in plan_stage(tiny, "A")[0].cells if c.label.endswith("b")]  # S has none
+    one_shape = replace(
+        planner_for(tiny, _setting(tiny, "A", "M")), grid=Grid(targets=(0.66,), G=(4, 8), K=(4, 8), mu=(1,))
+    )
+    with pytest.raises(InfeasibleTarget, match="no second recipe"):
+        one_shape.second_cell(0.66, tiny.budget_flops)  # K = G, mu = 1 at either G: the same recipe
 
 
 def test_a_prm_caps_how_high_rho_can_go(tiny):
@@ -164,7 +187,7 @@ def test_plan_command_prints_every_setting_as_json(capsys):
 def test_plan_command_text_and_errors(capsys):
     assert cli.main(["plan", "--profile", "cpu-tiny", "--stage", "a"]) == 0
     text = capsys.readouterr().out
-    for label in ("S (policy S", "M (policy M", "L (policy L", "r15", "r85", "feasible rho"):
+    for label in ("S (policy S", "M (policy M", "L (policy L", "r15", "r90", "r50b", "feasible rho"):
         assert label in text
     assert cli.main(["plan", "--profile", "cpu-tiny", "--stage", "A", "--budget", "1e6"]) == 2
     assert "one round needs" in capsys.readouterr().err

@@ -122,7 +122,9 @@ def test_a_flat_world_holds_no_rho_star_claim(tmp_path, rng_seed):
     v = verdicts(result)
     for claim in (RULE, PRM, LOWER):
         assert v[claim] != "held", (claim, result.claims.set_index("claim").loc[claim, "note"])
-    assert (result.optima["status"] == "not identified").mean() > 0.8
+    # Gupta's set keeps the best cell at 95%, not every equal one: a flat frontier of three seeds over six
+    # to eight cells (the second recipes) loses a cell now and then, and its optimum is then identified
+    assert (result.optima["status"] == "not identified").mean() > 0.6
 
 
 def test_every_optimum_at_045_refutes_072_and_holds_0445(tmp_path):

@@ -50,11 +50,11 @@ def test_runs_outside_the_design_are_refused_from_the_committed_table(tmp_path):
     with pytest.raises(ValueError, match=r"refused: 3 run\(s\) are not runs of the cpu-tiny design") as err:
         runner.run_specs(quick, None)  # refused before any compute
     assert "train.budget_stop" in str(err.value) and "quick=True" in str(err.value)
-    other_seed = setting_specs(PROFILE, "S", seeds=[42], cells=["r30"])
+    other_seed = setting_specs(PROFILE, "S", seeds=[42], cells=["r40"])
     with pytest.raises(ValueError, match="seed 42 is not one of the design's full-budget seeds"):
         check_committed(other_seed, None)
     check_committed(quick + other_seed, tmp_path)  # anywhere else, exploring is free
-    check_committed(setting_specs(PROFILE, "S", cells=["r30"]), None)  # the design's own runs
+    check_committed(setting_specs(PROFILE, "S", cells=["r40"]), None)  # the design's own runs
     assert _digest(COMMITTED / "runs.csv") == before
 
 
@@ -83,12 +83,12 @@ def test_the_quick_papermill_trap_leaves_every_committed_verdict_unchanged(tmp_p
 
 def test_a_string_where_a_list_is_expected_is_refused_with_the_yaml_form():
     with pytest.raises(TypeError, match=r"cells: expected a list .* -y .*'cells: \[r30, r70\]'"):
-        study.run_setting("cpu-tiny", "S", cells='["r30"]')
+        study.run_setting("cpu-tiny", "S", cells='["r40"]')
     with pytest.raises(TypeError, match=r"seeds: expected .* got 'three'"):
         study.run_setting("cpu-tiny", "S", seeds="three")
     with pytest.raises(TypeError, match="quick: expected True or False"):
         study.run_race_pilots("cpu-tiny", "S", quick="yes")
-    study.check_parameters(seeds=[0, 1], cells=["r30"], quick=True, threads=2, results_root="x")
+    study.check_parameters(seeds=[0, 1], cells=["r40"], quick=True, threads=2, results_root="x")
 
 
 def test_papermill_reports_a_wrong_parameter_in_one_line(tmp_path):
@@ -96,7 +96,7 @@ def test_papermill_reports_a_wrong_parameter_in_one_line(tmp_path):
     line that names the type expected and the ``-y`` form."""
     done = subprocess.run(
         [sys.executable, "-m", "papermill", str(repo_root() / "notebooks" / "10_stage_A_model_size.ipynb"),
-         str(tmp_path / "out.ipynb"), "-p", "setting", "S", "-p", "cells", '["r30"]'],
+         str(tmp_path / "out.ipynb"), "-p", "setting", "S", "-p", "cells", '["r40"]'],
         capture_output=True, text=True, cwd=repo_root(), timeout=300,
     )  # fmt: skip
     assert done.returncode != 0

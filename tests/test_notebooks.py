@@ -80,7 +80,7 @@ def study_executions(profile: Path, results: Path, executed: Path) -> list[tuple
     PRM-style and rule-based frontiers fitted over those cells), 30 its quick pilots."""
     common = dict(profile=str(profile), quick=True, results_root=str(results), threads=1)
     runs = [
-        ("10_stage_A_model_size", "M", dict(setting="M", seeds=1, cells=["r70"])),
+        ("10_stage_A_model_size", "M", dict(setting="M", seeds=1, cells=["r66"])),
         ("20_stage_BD_reward_systems", "dense", dict(reward_system="dense", seeds=1)),
         ("20_stage_BD_reward_systems", "prm", dict(reward_system="prm", seeds=1)),  # stage D
         ("30_race_pilots", "M", dict(setting="M")),  # quick: the quick cells at the pilot budget

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis import cards, conventions, figures, hacking
+from paper_repro.analysis import cards, conventions, figures, hacking, recipes
 from paper_repro.analysis import claims as claim_tests
 from paper_repro.analysis.curves import CurveAnalysis, curve_analysis, grid_curves
 from paper_repro.analysis.frontiers import (
@@ -55,7 +55,7 @@ from paper_repro.analysis.frontiers import (
     shared_runs,
 )
 from paper_repro.analysis.optima import optimum_table, window_verdict
-from paper_repro.analysis.race import RegimeThresholds, disagreement_table, race_table, regime_ceiling
+from paper_repro.analysis.race import RegimeThresholds, disagreement_table, plus_table, race_table, regime_ceiling
 from paper_repro.config import Profile
 from paper_repro.paths import repo_root
 from paper_repro.results import METRICS, results_dir, write_table
@@ -167,6 +167,8 @@ def analyse(
     fits = _fit_table(distinct, optima)
     disagreement, share = disagreement_table(frontier)
     race, gains = race_table(full_rows, pilots, rows["fresh"], rows["fresh_default"], shared, thresholds, tau)
+    plus = plus_table(full_rows, pilots, curves, rows["fresh"], rows["fresh_default"], shared,
+                      profile.budget_flops, tau, thresholds)  # RACE+ beside RACE and TRL's default  # fmt: skip
     ceiling = regime_ceiling(distinct, [*classes.rule_based, *classes.prm_style], thresholds, tau)
     groups = {name: (name,) for name in (*classes.rule_based, *classes.prm_style)}
     convention = conventions.convention_table(distinct, groups, tau)
@@ -180,7 +182,8 @@ def analyse(
     # the question asked as the budget grows: the grid runs' compute curves (their ladders' points)
     curve = curve_analysis(grid_curves(curves, full_rows), margins, tau, fig_dir, shared=shared,
                            sizes=classes.sizes)  # fmt: skip
-    claims = pd.concat([claims, curve.claims], ignore_index=True)
+    recipe_row, recipe_pairs = recipes.recipe_claim(distinct, margins.recipe, frontier)  # at equal rho
+    claims = pd.concat([claims, curve.claims, recipe_row], ignore_index=True)
     loso = _leave_one_seed_out(full_rows, shared, classes, margins, pilots, rows, thresholds, claims)
     claims["leave_one_seed_out"] = claims["claim"].map(loso).fillna("not recomputed")
     card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
@@ -191,7 +194,9 @@ def analyse(
                         ("compute_cards", card_rows), ("curve_fits", curve.fits),
                         ("rho_star_by_budget", curve.rho_star), ("size_star_by_budget", curve.size_star),
                         ("extrapolation", curve.extrapolation),
-                        ("extrapolation_summary", curve.extrapolation_summary)):  # fmt: skip
+                        ("extrapolation_summary", curve.extrapolation_summary),
+                        ("recipe_pairs", recipe_pairs), ("race_plus", plus.settings),
+                        ("race_plus_cells", plus.cells), ("race_plus_summary", plus.summary)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
     written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir)
     written += [p.stem for p in curve.figures]
