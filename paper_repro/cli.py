@@ -231,6 +231,8 @@ def _design_command(args: argparse.Namespace) -> int:
     profile = study.prepare(args.profile, args.quick)
     variants = {f"{n} seeds": (n, 1.0) for n in args.more_seeds}
     variants.update({f"{r} recipes per cell": (profile.seeds, float(r) ** 0.5) for r in args.recipes})
+    if args.candidates or args.price_only:
+        return _design_candidates(args, profile, variants)
     table = simulate_design(profile, args.results, args.recipe_sd, args.seed_sd, args.amplitude, args.replicates, variants,
                    progress=lambda step: print(f"simulating {step}", flush=True))  # fmt: skip
     import pandas as pd
@@ -243,6 +245,82 @@ def _design_command(args: argparse.Namespace) -> int:
         print(worst.to_string())
     print(f"design.csv in {args.results or 'data/results/' + profile.name}: {len(table)} rows")
     return 0
+
+
+def _design_candidates(args: argparse.Namespace, profile, variants) -> int:
+    """``paper-repro design --candidates``: today's design, the profile's and the alternatives at their
+    cost (:mod:`paper_repro.analysis.design_cost`); design.csv and design_choices.csv."""
+    import pandas as pd
+
+    from paper_repro.analysis import design as sim
+    from paper_repro.analysis import design_cost as dc
+    from paper_repro.paths import repo_relative
+    from paper_repro.results import results_dir, write_table
+
+    root = results_dir(profile.name, args.results)
+    variance, source = sim.eval_variance(root / "eval_noise.csv", sim.eval_variance_arg(args.eval_var_run),
+                                         sim.eval_variance_arg(args.eval_var_shared))  # fmt: skip
+    print(f"evaluation noise: {source}" + ("" if variance else " (candidates at 300 problems only)"))
+    result = dc.compare(
+        profile, root / "runs.csv", args.replicates or sim.REPLICATES, args.candidate_replicates, args.minutes,
+        args.overhead_minutes, variance, source, curves_path=root / "curves.csv", variants=variants,
+        progress=lambda step: print(step, flush=True), simulate=not args.price_only,
+        overrides=(args.recipe_sd, args.seed_sd, args.amplitude),
+    )  # fmt: skip
+    with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60):
+        print("\ncost model (per run: train s = a + b x budget; evaluation per problem decoded):")
+        print(result.cost_model.table().round(4).to_string(index=False))
+        for note in result.notes:
+            print(note)
+        print(f"\nminutes: job-seconds / {dc.JOBS} / 60 + {args.overhead_minutes:g} min overhead (notebooks, "
+              "analysis: a parameter, not measured)")  # fmt: skip
+        print(_candidate_summary(result.choices).to_string(index=False))
+    write_table(root / "design_choices.csv", result.choices)
+    if args.price_only:
+        print(f"design_choices.csv (priced only) in {repo_relative(root)}")
+        return 0
+    write_table(root / "design.csv", result.design)
+    pick = result.recommended
+    chosen = next(c for c in result.candidates if c.name == "chosen")
+    print(f"\nthe rule: within {args.minutes:g} min, every claim's largest wrong share <= {dc.WRONG_LIMIT:g}, "
+          "the largest mean held-when-true, ties to fewer minutes")  # fmt: skip
+    misfit = dc.misfits(result.choices, "chosen", args.minutes)
+    if misfit:
+        print("the profile's design does not fit: " + "; ".join(misfit))
+    held = result.choices.loc[result.choices["candidate"].astype(bool), "held_when_true"]
+    if pick is None:
+        print("recommended: none of the candidates meets the rule")
+    elif pick.name == "chosen":
+        print("recommended: chosen (the profile's design as written)")
+    else:
+        print(f"recommended: {pick.name}")
+        verb = "cuts" if misfit else "changes (the profile's design fits, and the rule prefers this)"
+        print(f"  relative to the profile's design it {verb}: " + "; ".join(dc.cuts(chosen, pick)))
+    if pick is not None and not (held.fillna(0) > 0).any():
+        print("  only as the cheapest: no candidate holds any claim where it is true (every held-when-true is "
+              "0), so the rule cannot tell the candidates apart by power")  # fmt: skip
+    print(f"design.csv ({len(result.design)} rows: today as 'committed', the profile's as 'chosen') and "
+          f"design_choices.csv ({len(result.choices)} rows) in {repo_relative(root)}")  # fmt: skip
+    return 0
+
+
+def _candidate_summary(choices):
+    """One line per candidate: its minutes, runs, seeds, cells and headline operating characteristics."""
+    import pandas as pd
+
+    cols = {"wrong_max": "max", "held_when_true": ["min", "mean"], "agreement_min": "min"}
+    have = {k: v for k, v in cols.items() if k in choices}
+    head = choices.groupby("name", sort=False).agg(
+        minutes=("minutes", "first"), runs=("runs", "first"), seeds=("seeds", "first"),
+        problems=("eval_problems", "first"), cells=("cells", "first"), replicates=("replicates", "first"),
+    )  # fmt: skip
+    if have:
+        oc = choices.groupby("name", sort=False).agg(have)
+        oc.columns = ["_".join(c) for c in oc.columns]
+        head = head.join(oc)
+    if "recommended" in choices:
+        head["recommended"] = choices.groupby("name", sort=False)["recommended"].any()
+    return pd.DataFrame(head).reset_index().round(3)
 
 
 def _dry_run(args: argparse.Namespace) -> int:
@@ -437,6 +515,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also simulate the design with these seeds per cell")  # fmt: skip
     d.add_argument("--recipes", type=_positive_int, nargs="*", default=[],
                    help="also simulate r recipes averaged per cell (recipe SD / sqrt(r))")  # fmt: skip
+    d.add_argument("--candidates", action="store_true",
+                   help="compare candidate designs at their cost (the profile's, equal-cost alternatives trading "
+                        "cells, seeds and evaluation size, stage A's budget): design_choices.csv, and design.csv "
+                        "for today's and the profile's design")  # fmt: skip
+    d.add_argument("--price-only", action="store_true",
+                   help="with --candidates: price the candidates (the cost model's minutes), simulate none")  # fmt: skip
+    d.add_argument("--candidate-replicates", type=_positive_int, default=60,
+                   help="study pairs per truth for each candidate other than today's and the profile's "
+                        "(default: 60; those two take --replicates)")  # fmt: skip
+    d.add_argument("--minutes", type=float, default=75.0,
+                   help="the wall-minutes limit the candidates fill and the rule picks under (default: 75)")  # fmt: skip
+    d.add_argument("--overhead-minutes", type=float, default=6.0,
+                   help="fixed minutes for notebooks and the analysis added to every candidate (default: 6)")  # fmt: skip
+    d.add_argument("--eval-var-run", nargs="+", default=None, metavar="[TARGET=]V",
+                   help="per-run evaluation variance at 300 problems (native_reward, gsm_pass1; one number for "
+                        "both) when eval_noise.csv is missing or to override it")  # fmt: skip
+    d.add_argument("--eval-var-shared", nargs="+", default=None, metavar="[TARGET=]V",
+                   help="the evaluation variance a cell's seeds share at 300 problems (as --eval-var-run)")  # fmt: skip
     d.set_defaults(func=_design_command)
     return parser
 

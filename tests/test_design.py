@@ -146,3 +146,175 @@ def test_draws_are_the_training_configurations_in_the_order_they_first_ran():
         json.dumps({"update_layout": "fused"}),
     ]
     assert draws.draw(runs, 2)["created_at"].tolist() == ["2026-12-02", "2026-12-03"]
+
+
+# ---------------------------------------------------------------------------------------- candidates
+
+
+def _rate_rows(seconds_train, seconds_eval, setup=0.1):
+    """Committed rows of one class at two budgets: train ``seconds_train(budget)``, 900 problems."""
+    budgets = [1e11, 1e11, 1.25e10, 1.25e10, 5e10]
+    return pd.DataFrame({
+        "run_id": [f"r{i}" for i in range(len(budgets))], "policy": "M", "reward_class": "rule",
+        "budget_flops": budgets, "C_total": [0.95 * b for b in budgets],
+        "seconds_train": [seconds_train(b) for b in budgets], "seconds_eval": seconds_eval,
+        "seconds_total": [seconds_train(b) + seconds_eval + setup for b in budgets], "problems": 900,
+    })  # fmt: skip
+
+
+def test_the_cost_model_turns_known_seconds_into_known_minutes():
+    from paper_repro.analysis import design_cost as dc
+
+    rows = _rate_rows(lambda b: 0.5 + 1e-10 * b, seconds_eval=1.8)
+    model = dc.CostModel.from_runs(rows)
+    rate = model.rate("M", "rule")
+    assert rate.intercept == pytest.approx(0.5) and rate.per_flop == pytest.approx(1e-10)
+    assert rate.per_problem == pytest.approx(0.002) and rate.setup == pytest.approx(0.1)
+    assert model.rate("M", "prm") == model.rate("M", "*")  # a class with no rows: the policy's pooled rate
+    # a run to 1e11 FLOPs evaluated fully twice (at C on its ladder and at its end) and on the held-out
+    # set alone three times: 0.5 + 10 s training, 0.002 s x (2 x 900 + 3 x 300) problems, 0.1 s setup
+    job = dc.Job("grid", "M", "rule", 1e11, full_evals=2, native_evals=3, count=4)
+    assert model.seconds(job, 300, 300) == pytest.approx(16.0)
+    candidate = dc.Candidate("c", (0.5,), seeds=4)
+    price = dc.cost(candidate, model, [job], overhead=6.0)
+    assert price.runs == 4 and price.minutes == pytest.approx(4 * 16.0 / 2 / 60 + 6.0)
+    # 900 held-out and gsm problems (math stays 300): 2 x 2100 + 3 x 900 problems
+    bigger = dc.cost(dataclasses.replace(candidate, eval_problems=900), model, [job], overhead=0.0)
+    assert bigger.minutes == pytest.approx(4 * (10.6 + 0.002 * 6900) / 2 / 60)
+    # a committed run's full evaluation: held-out and gsm at its limit, math at its 300 at most
+    assert dc._limits({"eval_limit": 300}) == (300, 600) and dc._limits({"eval_limit": 900}) == (900, 1200)
+    # one budget only: no per-run part to identify, the plain ratio
+    flat = dc.CostModel.from_runs(_rate_rows(lambda b: 2e-10 * b, 1.8).assign(budget_flops=1e11))
+    assert flat.rate("M", "rule").intercept == 0.0
+
+
+def test_a_larger_evaluation_shrinks_the_seed_and_recipe_noise_of_its_targets(tmp_path):
+    noise = design.Noise(0.04, 0.05, {("S", "r15", "native_reward"): 0.1, ("S", "r15", "math_pass1"): 0.1,
+                                      ("S", "r30", "native_reward"): 0.06})  # fmt: skip
+    noise = dataclasses.replace(noise, setting_sd={("S", "native_reward"): 0.08})
+    variance = {"native_reward": (0.004, 0.0009), "gsm_pass1": (0.001, 0.0)}
+    assert noise.at_problems(300, None) is noise  # the committed size needs no evaluation noise
+    with pytest.raises(ValueError, match=r"eval_noise\.csv"):
+        noise.at_problems(900, None)
+    big = noise.at_problems(900, variance)
+    assert big.sd("S", "r15", "native_reward") == pytest.approx(np.sqrt(0.01 - 0.004 * 2 / 3))
+    assert big.sd("S", "r15", "math_pass1") == 0.1  # math stays at 300 problems
+    assert (
+        big.sd("S", "r50", "native_reward") < noise.sd("S", "r50", "native_reward") == 0.08
+    )  # setting's median
+    assert big.tau("native_reward") == pytest.approx(np.sqrt(0.0016 - 0.0009 * 2 / 3))
+    assert big.tau("gsm_pass1") == pytest.approx(0.04) and big.tau("judge_score") == 0.04
+    assert noise.at_problems(150, variance).sd("S", "r15", "native_reward") == pytest.approx(np.sqrt(0.014))
+    huge = noise.at_problems(900, {"native_reward": (1.0, 1.0), "gsm_pass1": (1.0, 1.0)})
+    assert huge.sd("S", "r15", "native_reward") == pytest.approx(0.05)  # floored at 25% of the variance
+    assert huge.tau("native_reward") == 0.0
+    assert big.divided(2.0).tau("native_reward") == pytest.approx(big.tau("native_reward") / 2)
+    # eval_noise.csv (bench eval-noise's columns): the non-shared and shared parts, a target's rows averaged
+    path = tmp_path / "eval_noise.csv"
+    pd.DataFrame({"target": ["native_reward", "gsm_pass1", "gsm_pass1"], "per_run_eval_var": 1.0,
+                  "nonshared_eval_var": [0.0004, 0.0002, 0.0004], "shared_bias_var": [0.0009, 0.0003, 0.0001],
+                  "problems_per_block": 300}).to_csv(path, index=False)  # fmt: skip
+    read = design.read_eval_variance(path)
+    assert read["native_reward"] == pytest.approx((0.0004, 0.0009)) and read["gsm_pass1"] == pytest.approx(
+        (0.0003, 0.0002)
+    )
+    # other names: an SD squared, another size rescaled to 300
+    pd.DataFrame({"target": ["native_reward"], "sd_run": [0.02], "var_shared": [0.001],
+                  "problems": [600]}).to_csv(path, index=False)  # fmt: skip
+    assert design.read_eval_variance(path)["native_reward"] == pytest.approx((0.0008, 0.002))
+    assert design.read_eval_variance(tmp_path / "none.csv") is None
+    assert design.eval_variance_arg(["0.003"]) == {"native_reward": 0.003, "gsm_pass1": 0.003}
+    assert design.eval_variance_arg(["gsm_pass1=0.1"]) == {"gsm_pass1": 0.1}
+
+
+def _choices(name, minutes, wrong, held, candidate=True):
+    return pd.DataFrame({"name": name, "candidate": candidate, "minutes": minutes, "claim": ["a", "b"],
+                         "wrong_max": wrong, "held_when_true": held})  # fmt: skip
+
+
+def test_the_rule_picks_the_most_powerful_candidate_that_fits():
+    from paper_repro.analysis import design_cost as dc
+
+    table = pd.concat([
+        _choices("today", 40.0, [0.0, 0.0], [1.0, 1.0], candidate=False),  # a reference, not a candidate
+        _choices("chosen", 90.0, [0.01, 0.02], [0.9, 0.9]),  # over the limit
+        _choices("wrong", 50.0, [0.01, 0.08], [0.95, 0.95]),  # a claim wrong too often
+        _choices("fits", 70.0, [0.02, 0.05], [0.5, 0.7]),
+        _choices("tie, cheaper", 65.0, [0.0, 0.0], [0.6, np.nan]),  # a claim with no true held: skipped
+        _choices("not simulated", 10.0, [np.nan, np.nan], [np.nan, np.nan]),
+    ])  # fmt: skip
+    assert dc.recommend(table, minutes=75).name == "tie, cheaper"
+    assert dc.recommend(table, minutes=66).name == "tie, cheaper"
+    assert dc.recommend(table, minutes=64) is None
+    assert dc.recommend(table, minutes=100).name == "chosen"
+    assert dc.misfits(table, "chosen", 75) == ["90.0 min > 75"] and dc.misfits(table, "fits", 75) == []
+    a = dc.Candidate("chosen", (0.15, 0.5, 0.9), 8, stage_a_multiple=2.0)
+    b = dataclasses.replace(a, targets=(0.15, 0.9), seeds=12, eval_problems=900)
+    assert dc.cuts(a, b) == ["targets 0.15 0.5 0.9 -> 0.15 0.9", "seeds per cell 8 -> 12",
+                             "held-out and gsm problems 300 -> 900"]  # fmt: skip
+
+
+def _small_profile():
+    """cpu-tiny with two settings (M under sparse, M under the PRM), three targets, a few allowed
+    shapes (the planner prices each), one seed of each pilot and fresh kind, and the budget stop on
+    the estimate (its runs are priced without the tokenizer)."""
+    from paper_repro.config import StageDesign
+
+    base = load_profile("cpu-tiny")
+    no_recipes = {"recipes": ()} if hasattr(base.grid, "recipes") else {}
+    grid = dataclasses.replace(
+        base.grid, targets=(0.37, 0.52, 0.66), G=(4, 8), K=(2, 4, 8), mu=(1, 2, 3), **no_recipes
+    )
+    return dataclasses.replace(
+        base, stages={"A": StageDesign(("M",), ("sparse",)), "D": StageDesign(("M",), ("prm",))}, grid=grid,
+        seeds=3, pilot_fractions=(0.5,), pilot_seeds=(100,), fresh_seeds=(200,),
+        train=dataclasses.replace(base.train, budget_stop="dearest"),
+    )  # fmt: skip
+
+
+def test_candidates_are_priced_and_simulated_end_to_end(tmp_path):
+    from paper_repro.allocation import plan_setting
+    from paper_repro.analysis import design_cost as dc
+    from paper_repro.results import METRICS
+    from paper_repro.spec import default_cell_spec, spec_for
+
+    profile = _small_profile()
+    rng = np.random.default_rng(0)
+    rows = []
+    for s in profile.all_settings():
+        for kind, budget, seeds in (("full", profile.budget_flops, [0, 1, 2, 200]),
+                                    ("pilot", profile.budget_flops / 2, [100])):  # fmt: skip
+            for cell in plan_setting(profile, s, budget).cells:
+                for seed in seeds:
+                    spec = spec_for(profile, s, cell, seed, kind)
+                    rows.append({"run_id": spec.run_id, "stage": s.stage, "setting": s.name, "cell": cell.label,
+                                 "seed": seed, "budget_kind": kind, "budget_flops": budget, "target_rho": cell.target_rho,
+                                 "rho": cell.predicted_rho, "C_total": 0.95 * budget, "P": cell.P, "G": cell.G,
+                                 "K": cell.K, "mu": cell.mu, "model": s.policy, "reward_system": s.reward_system,
+                                 **{m: 0.5 + rng.normal(0, 0.03) for m in METRICS}, "seconds_train": 1e-10 * budget,
+                                 "seconds_eval": 1.8, "seconds_total": 1e-10 * budget + 1.9, "status": "ok",
+                                 "created_at": "2026-12-01T00:00:00+00:00",
+                                 "spec": json.dumps(spec.canonical(), sort_keys=True, default=str)})  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "runs.csv", index=False)
+    assert default_cell_spec(profile, profile.setting("M"), 200).policy == "M"
+    chosen = dc.Candidate.from_profile(profile, eval_problems=300)
+    listed = [chosen, dataclasses.replace(chosen, name="900 problems", eval_problems=900),
+              dataclasses.replace(chosen, name="C", stage_a_multiple=1.0),
+              dataclasses.replace(chosen, name="4C", stage_a_multiple=4.0)]  # fmt: skip
+    variance = {"native_reward": (0.0005, 0.0001), "gsm_pass1": (0.0005, 0.0)}
+    result = dc.compare(profile, tmp_path / "runs.csv", replicates=1, candidate_replicates=1, candidate_list=listed,
+                        variance=variance, coverage_replicates=0)  # fmt: skip
+    choices = result.choices.groupby("name", sort=False).first()
+    assert list(choices.index) == ["today (committed)", "chosen", "900 problems", "C", "4C"]
+    assert choices.loc["today (committed)", "seeds"] == 3 and choices.loc["today (committed)", "runs"] == len(
+        rows
+    )
+    # per setting: 3 cells x 3 seeds, 3 pilots, TRL's default and two picks on the fresh seed
+    assert choices.loc["chosen", "runs"] == 2 * (9 + 3 + 3)
+    assert choices.loc["4C", "minutes"] > choices.loc["C", "minutes"]  # stage A's M runs on to 4C
+    assert choices.loc["900 problems", "minutes"] > choices.loc["chosen", "minutes"]  # more decoding
+    assert set(result.design["design"]) == {"committed", "chosen"}
+    assert (
+        result.choices["wrong_max"].notna().all()
+        and result.cost_model.rate("M", "prm").rows == len(rows) // 2
+    )

@@ -55,7 +55,13 @@ from paper_repro.analysis.frontiers import (
     shared_runs,
 )
 from paper_repro.analysis.optima import optimum_table, window_verdict
-from paper_repro.analysis.race import RegimeThresholds, disagreement_table, plus_table, race_table, regime_ceiling
+from paper_repro.analysis.race import (
+    RegimeThresholds,
+    disagreement_table,
+    plus_table,
+    race_table,
+    regime_ceiling,
+)
 from paper_repro.config import Profile
 from paper_repro.paths import repo_root
 from paper_repro.results import METRICS, results_dir, write_table

@@ -30,12 +30,30 @@ cells): held where the truth's best cells are not all inside the window, not hel
 
 :func:`power_table` is the claims table's power column: the same simulator with each frontier's
 unimodal fit of the committed cell means as the truth.
+
+A design's **evaluation size** moves both noises (:meth:`Noise.at_problems`). A run's score owes
+part of its variance to the problems drawn: ``v_run`` its own (a run x problem interaction) and
+``v_shared`` its cell's (a cell x problem interaction, so part of the recipe effect), each at the
+committed 300 problems per set and each ~ 1 / problems. At ``n`` held-out and gsm problems a
+target scored on them (native reward, gsm pass@1: :data:`EVAL_TARGETS`) has
+
+    sd^2(n) = sd^2(300) - v_run (1 - 300 / n), at least 25% of sd^2(300) (training's share);
+    tau^2(n) = tau^2 - v_shared (1 - 300 / n), at least 0,
+
+with ``v_run`` and ``v_shared`` measured (``eval_noise.csv``, ``python -m paper_repro.bench
+eval-noise``: :func:`read_eval_variance`) or given; without them only 300 problems are simulated.
+The recipe SD stays one number, ``tau``, estimated over every target; the shrink makes it per
+target for the targets that change (``Noise.recipe_by_target``); math (300 problems) keeps its
+noise, and so does the judge (it scores the gsm completions) unless the evaluation noise has a row
+for it. A cell the committed table lacks (a candidate design's new target or second recipe) takes
+its setting's median seed SD for the target. The candidate designs and their cost:
+:mod:`paper_repro.analysis.design_cost`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -53,6 +71,14 @@ COVERAGE_REPLICATES = 40  # studies per truth whose rho* intervals are bootstrap
 COVERAGE_BOOTSTRAP = 200
 RNG_SEED = 0
 DECIDED = ("held", "not held", "heterogeneous")
+EVAL_PROBLEMS = 300  # problems per evaluation set of the committed runs (the noise model's)
+# the targets scored on the held-out and gsm sets, whose size a design chooses: their evaluation noise
+# must be known to simulate another size. math stays at 300 problems. The judge scores the gsm
+# completions, so it would shrink too; it does where the evaluation noise has a judge_score row, and
+# keeps its noise (a conservative reading of its claims) where it has none
+EVAL_TARGETS = ("native_reward", "gsm_pass1")
+SEED_FLOOR = 0.25  # a larger evaluation keeps at least this share of a run's seed variance (training's)
+EvalVariance = dict[str, tuple[float, float]]  # target -> (v_run, v_shared) at EVAL_PROBLEMS problems
 
 Truth = Callable[[str, str, np.ndarray], np.ndarray]  # (setting, target, cell rhos) -> true means
 
@@ -80,11 +106,17 @@ class Layout:
 
 @dataclass(frozen=True)
 class Noise:
-    """Seed SD per (setting, cell, target) (``default`` where the table has none) and the recipe SD."""
+    """Seed SD per (setting, cell, target) (where the table has none: the setting's median over its
+    cells for that target, else ``default``) and the recipe SD (``recipe_by_target`` where a target's
+    differs). ``shrink``: per target, the seed variance a larger evaluation removes (:meth:`at_problems`)."""
 
     recipe_sd: float
     default: float
     seed_sd: dict[tuple[str, str, str], float]
+    setting_sd: dict[tuple[str, str], float] = field(default_factory=dict)
+    recipe_by_target: dict[str, float] = field(default_factory=dict)
+    shrink: dict[str, float] = field(default_factory=dict)
+    problems: int = EVAL_PROBLEMS  # held-out and gsm problems per evaluation
 
     @classmethod
     def from_runs(cls, runs: pd.DataFrame, names: Sequence[str], recipe_sd: float | None = None) -> Noise:
@@ -92,12 +124,129 @@ class Noise:
         table = {
             (s, c, t): float(v) for (s, c), row in sd.iterrows() for t, v in row.items() if np.isfinite(v)
         }
+        by_setting: dict[tuple[str, str], list[float]] = {}
+        for (s, _, t), v in table.items():
+            by_setting.setdefault((s, t), []).append(v)
         default = float(np.median(list(table.values()))) if table else 0.05
         tau = recipe_sd_estimate(runs, names) if recipe_sd is None else recipe_sd
-        return cls(tau, default, table)
+        return cls(tau, default, table, {k: float(np.median(v)) for k, v in by_setting.items()})
 
     def sd(self, setting: str, cell: str, target: str) -> float:
-        return self.seed_sd.get((setting, cell, target), self.default)
+        base = self.seed_sd.get((setting, cell, target), self.setting_sd.get((setting, target), self.default))
+        cut = self.shrink.get(target, 0.0)
+        return float(np.sqrt(max(base**2 - cut, SEED_FLOOR * base**2))) if cut else base
+
+    def tau(self, target: str) -> float:
+        """The recipe SD of ``target``."""
+        return self.recipe_by_target.get(target, self.recipe_sd)
+
+    def divided(self, divisor: float) -> Noise:
+        """The recipe SD of every target divided by ``divisor`` (r recipes averaged: sqrt(r))."""
+        return replace(self, recipe_sd=self.recipe_sd / divisor,
+                       recipe_by_target={t: v / divisor for t, v in self.recipe_by_target.items()})  # fmt: skip
+
+    def at_problems(self, problems: int, variance: EvalVariance | None) -> Noise:
+        """The noise of a study whose held-out and gsm sets have ``problems`` problems each, from one
+        at :data:`EVAL_PROBLEMS` (:func:`eval_shrink`). ``variance``: per target, (v_run, v_shared),
+        the variance a run's score and a cell's mean owe to the problems drawn, at 300 problems."""
+        if problems == EVAL_PROBLEMS:
+            return self
+        if variance is None:
+            raise ValueError(
+                f"{problems} problems per evaluation set: the noise model needs the evaluation noise at "
+                f"{EVAL_PROBLEMS} (data/results/<profile>/eval_noise.csv, written by python -m paper_repro.bench "
+                "eval-noise, or --eval-var-run and --eval-var-shared); only 300 can be simulated without it"
+            )
+        missing = [t for t in EVAL_TARGETS if t not in variance]
+        if missing:
+            raise ValueError(
+                f"the evaluation noise has no row for {', '.join(missing)} (it has {sorted(variance)})"
+            )
+        shrink, recipe = {}, {}
+        for target in [t for t in variance if t in (*EVAL_TARGETS, "judge_score")]:
+            v_run, v_shared = variance[target]
+            shrink[target] = eval_shrink(v_run, problems)
+            recipe[target] = float(np.sqrt(max(self.tau(target) ** 2 - eval_shrink(v_shared, problems), 0.0)))
+        return replace(
+            self, shrink=shrink, recipe_by_target={**self.recipe_by_target, **recipe}, problems=problems
+        )
+
+
+def eval_shrink(variance: float, problems: int) -> float:
+    """The variance ``problems`` problems remove from a score whose evaluation variance is ``variance``
+    at :data:`EVAL_PROBLEMS` (variance ~ 1 / problems; negative below 300: it adds)."""
+    return variance * (1 - EVAL_PROBLEMS / problems)
+
+
+VAR_COLUMNS = {  # what eval_noise.csv may call its columns: the first one present is read
+    # bench eval-noise: nonshared_eval_var is what a run's evaluation adds of its own (the seed x block
+    # residual), shared_bias_var the block's difficulty its cell's seeds share; per_run_eval_var (their
+    # sum) is neither, so it is not read
+    "target": ("target", "metric"),
+    "run": ("nonshared_eval_var", "v_run", "var_run", "sd_run"),
+    "shared": ("shared_bias_var", "v_shared", "var_shared", "sd_shared"),
+    "problems": ("problems_per_block", "problems", "n_problems"),
+}  # fmt: skip
+
+
+def read_eval_variance(path) -> EvalVariance | None:
+    """Per target, (v_run, v_shared) at :data:`EVAL_PROBLEMS` problems from ``eval_noise.csv`` (one row
+    per target; ``python -m paper_repro.bench eval-noise``), or None when there is no such file. A
+    column read as an SD (its name says ``sd``) is squared; a ``problems`` column rescales to 300.
+    A target with two rows (several cells measured) takes their mean."""
+    from pathlib import Path
+
+    if not Path(path).exists():
+        return None
+    table = pd.read_csv(path)
+    found = {k: next((c for c in names if c in table.columns), None) for k, names in VAR_COLUMNS.items()}
+    missing = [k for k in ("target", "run", "shared") if found[k] is None]
+    if missing:
+        raise ValueError(
+            f"{path}: cannot tell its {', '.join(missing)} column(s) among {list(table.columns)} "
+            f"(read: {', '.join(f'{k}: {list(v)}' for k, v in VAR_COLUMNS.items() if k in missing)})"
+        )
+    rows: dict[str, list[tuple[float, float]]] = {}
+    for _, row in table.iterrows():
+        scale = float(row[found["problems"]]) / EVAL_PROBLEMS if found["problems"] else 1.0
+        values = []
+        for k in ("run", "shared"):
+            v = float(row[found[k]])
+            values.append((v**2 if "sd" in found[k] else v) * scale)
+        rows.setdefault(str(row[found["target"]]), []).append((values[0], values[1]))
+    return {
+        t: (float(np.mean([r for r, _ in v])), float(np.mean([s for _, s in v]))) for t, v in rows.items()
+    }
+
+
+def eval_variance_arg(values: Sequence[str] | None) -> dict[str, float] | None:
+    """``--eval-var-run`` / ``--eval-var-shared``: one number for every target of :data:`EVAL_TARGETS`,
+    or ``target=number`` pairs."""
+    if not values:
+        return None
+    out = {}
+    for value in values:
+        target, _, number = value.rpartition("=")
+        if target and target not in (*EVAL_TARGETS, "judge_score"):
+            raise ValueError(
+                f"evaluation variance for {target!r}: targets are {', '.join(EVAL_TARGETS)} and judge_score"
+            )
+        for t in [target] if target else EVAL_TARGETS:
+            out[t] = float(number)
+    return out
+
+
+def eval_variance(
+    path, run: dict[str, float] | None = None, shared: dict[str, float] | None = None
+) -> tuple[EvalVariance | None, str]:
+    """The evaluation variances and where they came from: the command line's where given (both
+    needed), else ``path`` (eval_noise.csv), else none."""
+    if run or shared:
+        if not (run and shared) or set(run) != set(shared):
+            raise ValueError("give --eval-var-run and --eval-var-shared for the same targets")
+        return {t: (run[t], shared[t]) for t in run}, "the command line"
+    table = read_eval_variance(path)
+    return table, (str(path) if table is not None else "none")
 
 
 def recipe_sd_estimate(runs: pd.DataFrame, names: Sequence[str], targets: Sequence[str] = METRICS) -> float:
@@ -179,7 +328,7 @@ def fitted_truth(runs: pd.DataFrame, names: Sequence[str]) -> Truth:
 def recipe_draw(layout: Layout, noise: Noise, rng: np.random.Generator) -> dict[tuple[str, str, str], float]:
     """One draw of every (setting, cell, target)'s recipe effect."""
     return {
-        (s, c, t): float(rng.normal(0.0, noise.recipe_sd)) if noise.recipe_sd > 0 else 0.0
+        (s, c, t): float(rng.normal(0.0, tau)) if (tau := noise.tau(t)) > 0 else 0.0
         for s, cells in layout.cells.items()
         for c, _ in cells
         for t in METRICS
@@ -308,6 +457,7 @@ def operating_characteristics(
                 "coverage": coverage.get(targets.get(name), np.nan),
                 "seeds": layout.seeds, "cells_per_setting": int(np.median([len(c) for c in layout.cells.values()])),
                 "recipe_sd": noise.recipe_sd, "seed_sd_median": noise.default, "studies": len(flat),
+                "eval_problems": noise.problems,
             })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -421,25 +571,41 @@ def design_table(
     design and each of ``variants`` (name -> (seeds per cell, recipe-SD divisor): a divisor sqrt(r)
     stands for r recipes averaged per cell, the rule's allowance divided with it)."""
     variants = {"committed": (layout.seeds, 1.0), **(variants or {})}
-    world = truths(classes.prm_style, model.amplitude)
     frames = []
     for name, (seeds, divisor) in variants.items():
         rule = (
             margins if margins.recipe_sd is None else replace(margins, recipe_sd=margins.recipe_sd / divisor)
         )
-        claims = frontier_claims(classes, rule)
-        tests = {c.name: c.test for c in claims}
-        truth_tests = {c.name: c.test for c in frontier_claims(classes, replace(rule, recipe_sd=0.0))}
-        targets = {c.name: t for c in claims if (t := claim_target(c.name))}
-        noise = replace(model.noise, recipe_sd=model.noise.recipe_sd / divisor)
-        table = operating_characteristics(
-            layout.with_seeds(seeds), noise, world, tests, truth_tests, targets, replicates, coverage_replicates,
-            progress=(lambda t, n=name: progress(f"{n}: {t}")) if progress else None, margins=rule,
-        )  # fmt: skip
-        allowance = "estimated per study" if rule.recipe_sd is None else rule.recipe_sd
-        frames.append(table.assign(design=name, rule_recipe_sd=allowance, amplitude=model.amplitude,
-                                   noise_source=model.source))  # fmt: skip
+        frames.append(simulated(layout.with_seeds(seeds), model.noise.divided(divisor), model, classes, rule,
+                                name, replicates, coverage_replicates, progress))  # fmt: skip
     return pd.concat(frames, ignore_index=True)
+
+
+def simulated(
+    layout: Layout,
+    noise: Noise,
+    model: Model,
+    classes,
+    margins,
+    name: str,
+    replicates: int = REPLICATES,
+    coverage_replicates: int = COVERAGE_REPLICATES,
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """:func:`operating_characteristics` of one design (``layout`` with ``noise``, the truths as tall
+    as ``model``'s), every frontier claim tested by the rule ``margins``, its rows named ``name``."""
+    world = truths(classes.prm_style, model.amplitude)
+    claims = frontier_claims(classes, margins)
+    tests = {c.name: c.test for c in claims}
+    truth_tests = {c.name: c.test for c in frontier_claims(classes, replace(margins, recipe_sd=0.0))}
+    targets = {c.name: t for c in claims if (t := claim_target(c.name))}
+    table = operating_characteristics(
+        layout, noise, world, tests, truth_tests, targets, replicates, coverage_replicates,
+        progress=(lambda t: progress(f"{name}: {t}")) if progress else None, margins=margins,
+    )  # fmt: skip
+    allowance = "estimated per study" if margins.recipe_sd is None else margins.recipe_sd
+    return table.assign(design=name, rule_recipe_sd=allowance, amplitude=model.amplitude,
+                        noise_source=model.source)  # fmt: skip
 
 
 def summary(table: pd.DataFrame | None) -> pd.DataFrame:
