@@ -418,14 +418,14 @@ def build_parser() -> argparse.ArgumentParser:
         "run grid cells directly (no notebooks), skipping finished runs",
         "Run the planned cells x seeds of the given stages or settings and append one row per run to "
         "data/results/<profile>/runs.csv (or --results DIR). Finished runs are skipped.\n\n"
-        "  paper-repro cells --profile cpu-tiny --setting dense --cells r30 r70 --seed 3 4",
+        "  paper-repro cells --profile cpu-tiny --setting dense --cells r40 r66 --seed 3 4",
     )
     c.add_argument("--profile", required=True, help=profile_help)
     c.add_argument("--stage", nargs="+", type=str.upper, choices=STAGES, default=None,
                    help="every setting of these stages")  # fmt: skip
     c.add_argument("--setting", nargs="+", default=None,
                    help="these settings (a size of stage A, a reward system of B or D)")  # fmt: skip
-    c.add_argument("--cells", nargs="+", default=None, help="only these cells (e.g. r30 r70); default all")
+    c.add_argument("--cells", nargs="+", default=None, help="only these cells (e.g. r40 r66); default all")
     seeds = c.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", type=_positive_int, default=None,
                        help="seeds 0..N-1 per cell (default: the profile's count)")  # fmt: skip

@@ -69,8 +69,8 @@ def check_parameters(seeds=None, cells=None, quick=False, threads=None, results_
         or not all(isinstance(c, str) for c in cells)
     ):
         raise TypeError(
-            f"cells: expected a list of cell labels such as ['r30', 'r70'], got {cells!r} "
-            f"({type(cells).__name__}); pass a list with -y: {example} 'cells: [r30, r70]'"
+            f"cells: expected a list of cell labels such as ['r40', 'r66'], got {cells!r} "
+            f"({type(cells).__name__}); pass a list with -y: {example} 'cells: [r40, r66]'"
         )
     integer = lambda v: isinstance(v, int | np.integer) and not isinstance(v, bool)  # noqa: E731
     if seeds is not None and not (

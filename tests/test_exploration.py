@@ -82,7 +82,7 @@ def test_the_quick_papermill_trap_leaves_every_committed_verdict_unchanged(tmp_p
 
 
 def test_a_string_where_a_list_is_expected_is_refused_with_the_yaml_form():
-    with pytest.raises(TypeError, match=r"cells: expected a list .* -y .*'cells: \[r30, r70\]'"):
+    with pytest.raises(TypeError, match=r"cells: expected a list .* -y .*'cells: \[r40, r66\]'"):
         study.run_setting("cpu-tiny", "S", cells='["r40"]')
     with pytest.raises(TypeError, match=r"seeds: expected .* got 'three'"):
         study.run_setting("cpu-tiny", "S", seeds="three")
@@ -101,7 +101,7 @@ def test_papermill_reports_a_wrong_parameter_in_one_line(tmp_path):
     )  # fmt: skip
     assert done.returncode != 0
     assert "TypeError: cells: expected a list of cell labels" in done.stderr + done.stdout
-    assert "'cells: [r30, r70]'" in done.stderr + done.stdout
+    assert "'cells: [r40, r66]'" in done.stderr + done.stdout
 
 
 def test_run_cell_itself_refuses_a_run_outside_the_design(tmp_path):
