@@ -114,6 +114,15 @@ class Grid:
     def __post_init__(self) -> None:
         if not self.targets or not all(0 < t < 1 for t in self.targets):
             raise ValueError(f"target rhos must lie in (0, 1), got {self.targets}")
+        if not 0 < self.tolerance < 0.5:
+            raise ValueError(f"tolerance must be in (0, 0.5), got {self.tolerance}")
+        for name in ("P", "G", "K", "mu"):
+            values = getattr(self, name)
+            if not values or min(values) < 1:
+                raise ValueError(f"allowed {name} must be positive integers, got {values}")
+        if min(self.K) < 2:
+            # a group of one completion has zero reward variance, hence zero advantage
+            raise ValueError("K must be >= 2: GRPO's group advantage of a single completion is 0")
         for policy, reward, targets in self.recipes:
             stray = [t for t in targets if t not in self.targets]
             if stray or not targets:
@@ -125,15 +134,6 @@ class Grid:
     def second_targets(self, policy: str, reward: str) -> tuple[float, ...]:
         """The targets run by a second recipe in the setting of ``policy`` under ``reward``."""
         return tuple(t for p, r, targets in self.recipes if (p, r) == (policy, reward) for t in targets)
-        if not 0 < self.tolerance < 0.5:
-            raise ValueError(f"tolerance must be in (0, 0.5), got {self.tolerance}")
-        for name in ("P", "G", "K", "mu"):
-            values = getattr(self, name)
-            if not values or min(values) < 1:
-                raise ValueError(f"allowed {name} must be positive integers, got {values}")
-        if min(self.K) < 2:
-            # a group of one completion has zero reward variance, hence zero advantage
-            raise ValueError("K must be >= 2: GRPO's group advantage of a single completion is 0")
 
 
 @dataclass(frozen=True)

@@ -194,3 +194,17 @@ def test_plan_command_text_and_errors(capsys):
     assert cli.main(["plan", "--profile", "nope", "--stage", "A"]) == 2
     with pytest.raises(SystemExit):
         cli.main(["plan", "--profile", "cpu-tiny", "--stage", "Z"])
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(tolerance=0.6), "tolerance must be in"),
+        (dict(K=(1, 2)), "K must be >= 2"),
+        (dict(G=()), "allowed G must be positive"),
+        (dict(recipes=(("M", "sparse", (0.42,)),)), "must be grid targets"),
+    ],
+)
+def test_a_grid_the_planner_cannot_use_is_refused(fields, message):
+    with pytest.raises(ValueError, match=message):
+        Grid(targets=(0.15, 0.5), **fields)
