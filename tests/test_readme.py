@@ -42,11 +42,6 @@ def test_readme_results_block_is_generated_from_the_committed_tables():
         assert block == make("cpu-tiny"), "README results are stale: python -m paper_repro.analysis.report"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap until the study is rerun (README, Status): stage A's grid now runs on to 4C, a new "
-    "run id for each of its runs, and no committed run has its compute curve yet",
-)
 def test_the_committed_study_is_the_code_as_it_stands():
     """Every run the cpu-tiny study asks for (stages A, B, D at the full budget with the profile's
     seeds; RACE pilots and TRL's default cells) has an ok row in the committed runs.csv: the

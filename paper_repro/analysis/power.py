@@ -22,7 +22,8 @@ def oc_columns(name: str, design: pd.DataFrame | None) -> dict:
     empty = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN}
     if design is None or design.empty:
         return {**empty, "oc_note": "not simulated: no design.csv (paper-repro design)"}
-    rows = design[(design["claim"] == name) & (design["design"] == "committed")]
+    at = "chosen" if (design["design"] == "chosen").any() else "committed"  # the design the study ran
+    rows = design[(design["claim"] == name) & (design["design"] == at)]
     if rows.empty:
         return {**empty, "oc_note": "not simulated: the design simulator runs the frontier claims only"}
     worst = rows.loc[rows["wrong"].idxmax()]

@@ -210,7 +210,7 @@ def _design_sentences(results: Path) -> list[str]:
     if not path.exists():
         return []
     d = pd.read_csv(path)
-    now = d[d["design"] == "committed"]
+    now = d[d["design"] == ("chosen" if (d["design"] == "chosen").any() else "committed")]  # the study's
     if now.empty:
         return []
     held = now[now["true_verdict"] == "held"]["share_held"]
