@@ -140,7 +140,7 @@ def test_the_papers_world_holds_both_optima_and_lower(tmp_path):
     assert v[RULE] == "held" and v[PRM] == "held" and v[LOWER] == "held"
     tests = result.rho_star_tests.set_index("setting")
     assert (tests["verdict"] == "held").all()
-    assert tests.loc["M", "rho_star"] == pytest.approx(0.72, abs=0.03)
+    assert tests.loc["M", "rho_star"] == pytest.approx(0.72, abs=0.07)  # cells nearest 0.72: 0.68, 0.76
 
 
 def test_a_setting_sharing_its_runs_counts_once(tmp_path):
@@ -302,7 +302,7 @@ def test_pass1_vs_judge_can_return_every_verdict(tmp_path):
 
     held = runs(lambda s: 0.9, lambda s: 0.4, sub="a")
     assert claims.pass1_vs_judge(held, process).verdict == "held"
-    same = runs(lambda s: 0.45, None, sub="b")
+    same = runs(lambda s: 0.15, None, sub="b")  # one best cell for both (r40 and r50 both sit near 0.45)
     assert claims.pass1_vs_judge(same, process).verdict == "not held"
     flat = runs(lambda s: None, None, noise=0.05, sub="c")
     assert claims.pass1_vs_judge(flat, process).verdict == "inconclusive"
@@ -365,7 +365,7 @@ def test_the_claims_table_carries_the_power_column(tmp_path):
     assert c.loc[RULE, "power_now"] == pytest.approx(
         float(c.loc[RULE, "power_note"].split(",")[0].split(": ")[1])
     )
-    for fraction in ("1/8", "1/16"):
+    for fraction in ("1/2", "1/4"):  # the profile's pilot fractions
         name = f"RACE pilots at {fraction} of the budget name the full grid's regime"
         assert c.loc[name, "power_note"].startswith("not simulated")
     assert c.loc[f"{RULE} (on gsm pass@1)", "kind"] == "our addition"
@@ -542,7 +542,7 @@ def test_only_the_runs_of_the_design_are_analysed(tmp_path):
     text = str(warning.message)
     assert text.startswith("3 rows") and "earlier" not in text
     assert (
-        "quick (" in text and "seed 42 is not one of the design's full-budget seeds [0..9, 200..204]" in text
+        "quick (" in text and "seed 42 is not one of the design's full-budget seeds [0..4, 200..204]" in text
     )
     assert "train.budget_stop" in text and "eval_limit" in text  # the quick run's
     assert "recipe (" in text and "train.learning_rate differs" in text

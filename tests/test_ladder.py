@@ -137,17 +137,23 @@ def test_a_run_killed_between_points_resumes_without_a_second_row(profile, tmp_p
     assert (tmp_path / "curves.csv").read_text().splitlines() == lines
 
 
-def test_the_profile_ladder_reaches_each_runs_budget_and_stage_a_runs_on_to_4c():
+def test_the_profile_ladder_reaches_each_runs_budget_and_stage_a_runs_on_to_2c():
     profile = load_profile("cpu-tiny")
     C = profile.budget_flops
     a = setting_specs(profile, "M", seeds=1, cells=["r50"])[0]
     b = setting_specs(profile, "dense", seeds=1, cells=["r50"])[0]
     pilot = setting_specs(profile, "dense", seeds=[100], budget_kind="pilot", cells=["r50"])[0]
-    assert a.budget_flops == 4 * C and [p for p, _ in a.ladder] == [0.0625, 0.125, 0.25, 0.5, 1, 2]
-    assert dict(a.ladder)[1.0] == "all" and dict(a.ladder)[2.0] == "native"
-    assert b.budget_flops == C and [p for p, _ in b.ladder] == [0.0625, 0.125, 0.25, 0.5]
-    assert pilot.ladder == () and pilot.budget_flops < C
-    # stage B's sparse setting is stage A's middle policy: one run, to 4C
+    assert a.budget_flops == 2 * C and [p for p, _ in a.ladder] == [0.125, 0.25, 0.5, 1]
+    assert dict(a.ladder)[1.0] == "all" and dict(a.ladder)[0.5] == "native"
+    assert b.budget_flops == C and [p for p, _ in b.ladder] == [0.125, 0.25, 0.5]
+    # the first pilot fraction's pilots carry the ladder below their budget (RACE+), the others none
+    assert pilot.budget_flops == profile.pilot_budget_flops < C and [p for p, _ in pilot.ladder] == [
+        0.125,
+        0.25,
+    ]
+    other = setting_specs(profile, "dense", seeds=[100], budget_kind="pilot", cells=["r50"], fraction=0.25)[0]
+    assert other.ladder == ()
+    # stage B's sparse setting is stage A's middle policy: one run, to 2C
     assert setting_specs(profile, "sparse", seeds=1, cells=["r50"])[0].run_id == a.run_id
     # the recipe is the one planned at C
     c = setting_specs(profile, "M", seeds=1, cells=["r50"], extend=False)[0]

@@ -14,7 +14,7 @@ from paper_repro.spec import setting_specs
 
 def test_a_rerun_runs_only_what_is_missing(tiny_profile, tmp_path, monkeypatch):
     profile = load_profile(tiny_profile)
-    specs = setting_specs(profile, "M", seeds=1, cells=["r30", "r70"])
+    specs = setting_specs(profile, "M", seeds=1, cells=["r40", "r66"])
     assert len(specs) == 2
     runner.run_specs(specs[:1], tmp_path, progress=False)
     calls = []
@@ -42,7 +42,7 @@ def test_bad_specs_are_refused_before_any_run(tiny_profile, tmp_path):
 
 
 def test_cells_command_runs_a_stage_in_two_worker_processes(tiny_profile, tmp_path, capsys):
-    argv = ["cells", "--profile", str(tiny_profile), "--stage", "A", "--seeds", "1", "--cells", "r70"]
+    argv = ["cells", "--profile", str(tiny_profile), "--stage", "A", "--seeds", "1", "--cells", "r66"]
     argv += ["--jobs", "2", "--results", str(tmp_path)]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
@@ -51,7 +51,7 @@ def test_cells_command_runs_a_stage_in_two_worker_processes(tiny_profile, tmp_pa
         s.policy for s in load_profile(tiny_profile).settings("A")
     )
     assert all(r["status"] == "ok" for r in rows)
-    assert "r70" in out and "ok" in out
+    assert "r66" in out and "ok" in out
 
 
 def _study(tmp_path):

@@ -115,10 +115,10 @@ def test_setting_specs_cover_every_feasible_cell_and_seed():
         assert all(x.setting == s.name and x.stage == s.stage for x in specs)
     d = setting_specs(profile, "prm", seeds=1, budget_kind="pilot")
     assert all(s.budget_flops == profile.pilot_budget_flops and s.prm for s in d)
-    assert "r85" not in {s.cell for s in d}  # the PRM's cost caps rho
-    assert [s.seed for s in setting_specs(profile, "M", seeds=[4, 7], cells=["r30"])] == [4, 7]
-    with pytest.raises(ValueError, match=r"cells \['r85'\] are not in the grid of setting prm"):
-        setting_specs(profile, "prm", cells=["r85"])
+    assert "r90" not in {s.cell for s in d}  # the PRM's cost caps rho
+    assert [s.seed for s in setting_specs(profile, "M", seeds=[4, 7], cells=["r40"])] == [4, 7]
+    with pytest.raises(ValueError, match=r"cells \['r90'\] are not in the grid of setting prm"):
+        setting_specs(profile, "prm", cells=["r90"])
 
 
 def test_bad_input_is_refused_before_any_compute(profile, tmp_path):
@@ -142,7 +142,7 @@ def test_bad_input_is_refused_before_any_compute(profile, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("setting", "cell"), [("prm", "r30"), ("proxy_prm", "r70"), ("M", "r85"), ("S", "r15")]
+    ("setting", "cell"), [("prm", "r40"), ("proxy_prm", "r66"), ("M", "r90"), ("S", "r15")]
 )
 def test_the_study_prices_a_round_as_the_ledgers_trainer_does(setting, cell, tmp_path):
     """One price for the costliest round: the study's (which decides which cells a budget's grid

@@ -300,7 +300,7 @@ def notebook_image(fig, max_width: int = 900, colors: int = 32):
     return Image(data=preview_png(png, max_width, colors))
 
 
-def preview_png(path, max_width: int = 900, colors: int = 32) -> bytes:
+def preview_png(path, max_width: int = 800, colors: int = 32) -> bytes:
     """A small copy of the saved PNG at ``path`` (or a PNG file object) for a notebook to embed: at most
     ``max_width`` pixels wide and ``colors`` colours (a few tens of kB where the 150-dpi file is a few
     hundred). The file itself is left as it is."""
