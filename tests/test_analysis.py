@@ -3,7 +3,9 @@
 A synthetic study has the cpu-tiny profile's settings and planned cells; each target of each
 setting follows a known frontier (flat, or a parabola peaking at a chosen rho) plus seed noise. The
 verdicts must follow the truth: a flat world gives no *held* on any rho* claim; a world with every
-optimum at 0.45 gives *not held* for 0.72 and *held* for 0.445; the paper's world (0.72 rule-based,
+optimum at 0.45 gives *not held* for 0.72 and *held* for 0.445, and no verdict on "PRM-style is
+lower" (the sets hold the cells either side of 0.45); PRM-style optima above rule-based ones refute
+it; the paper's world (0.72 rule-based,
 0.445 PRM-style) gives *held* for both and for "PRM-style is lower".
 """
 
@@ -131,7 +133,16 @@ def test_every_optimum_at_045_refutes_072_and_holds_0445(tmp_path):
     result = analysed(tmp_path, lambda s: 0.45, noise=0.005, curvature=4, seeds=5)
     v = verdicts(result)
     assert v[RULE] == "not held" and v[PRM] == "held"
-    assert v[LOWER] == "not held"  # equal optima: no difference, by the equivalence margin
+    # equal optima: never "held". Each best set holds the two cells either side of 0.45 (rho 0.37-0.52),
+    # and sets that overlap by more than SAME_RHO allow either order, so the set rule cannot refute it
+    assert v[LOWER] == "inconclusive", v[LOWER]
+
+
+def test_a_prm_optimum_above_the_rule_based_one_refutes_lower(tmp_path):
+    peaks = lambda s: 0.66 if rewards.is_prm_based(s.reward_system) else 0.15  # noqa: E731
+    result = analysed(tmp_path, peaks, noise=0.005, curvature=4, seeds=5)
+    v = verdicts(result)
+    assert v[LOWER] == "not held", result.claims.set_index("claim").loc[LOWER, "best_cells"]
 
 
 def test_the_papers_world_holds_both_optima_and_lower(tmp_path):

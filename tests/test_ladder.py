@@ -200,7 +200,7 @@ def test_a_run_recorded_without_its_curve_is_run_again_for_it_and_its_row_stays_
 
 def test_a_run_past_c_counts_at_c_by_its_point_there():
     """The analysis reads a stage's run that went on to 4C at C through its point at C; a run past C
-    without that point is left out, and a C run of the same experiment recorded earlier gives way."""
+    without that point is left out with a warning that names it, and a C run of the same experiment recorded earlier gives way."""
     import pandas as pd
 
     from paper_repro.analysis.frontiers import at_full_budget
@@ -223,7 +223,8 @@ def test_a_run_past_c_counts_at_c_by_its_point_there():
                    "rho_time", "steps", "gsm_pass1", "math_pass1", "judge_score", "seconds_train",
                    "seconds_eval"):  # fmt: skip
         runs[column], curves[column] = 0.0, 0.0
-    at_c = at_full_budget(runs, curves, C).set_index("run_id")
+    with pytest.warns(UserWarning, match=r"1 full-budget run\(s\) past C have no point at C .*: lost"):
+        at_c = at_full_budget(runs, curves, C).set_index("run_id")
     assert sorted(at_c.index) == ["long", "other"]  # "lost" has no point at C; "short" gives way to "long"
     assert at_c.loc["long", "budget_flops"] == C
     assert (at_c.loc["long", "native_reward"], at_c.loc["long", "rounds"]) == (0.6, 11)

@@ -13,6 +13,7 @@ rho* from the fitted frontier is :mod:`paper_repro.analysis.optima`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -65,7 +66,6 @@ def of_design(runs: pd.DataFrame, profile, where: str = "the runs table") -> pd.
     are that history, and leave the analysis quietly. Any other row that is not of the design (a
     quick run, another seed, a hand-made recipe written into the committed table) leaves it with a
     warning that names it: exploring never changes which runs the analysis reads."""
-    import warnings
 
     from paper_repro.spec import Design
 
@@ -123,6 +123,13 @@ def at_full_budget(runs: pd.DataFrame, curves: pd.DataFrame, budget_flops: float
     at_c = curves[np.isclose(curves["point_flops"], budget_flops) & (curves["status"] == "ok")]
     at_c = at_c.set_index("run_id")
     longer = runs[past & runs["run_id"].isin(at_c.index)].copy()
+    lost = runs.loc[past & ~runs["run_id"].isin(at_c.index), "run_id"]
+    if len(lost):
+        warnings.warn(
+            f"{len(lost)} full-budget run(s) past C have no point at C in curves.csv and are left out "
+            f"(is curves.csv beside runs.csv?): {', '.join(lost.head(5))}{' ...' if len(lost) > 5 else ''}",
+            stacklevel=2,
+        )
     for column in AT_POINT:
         longer[column] = at_c.loc[longer["run_id"], column].to_numpy()
     longer["budget_flops"] = budget_flops
