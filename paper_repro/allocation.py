@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from paper_repro import flops, models, rewards
@@ -130,13 +131,18 @@ class Planner:
 
     def shapes(self) -> list[tuple[int, int, int, StepCost]]:
         """Every allowed (G, K, mu) with K <= G, priced for one prompt."""
-        return [
+        return list(self._shapes)
+
+    @cached_property
+    def _shapes(self) -> tuple[tuple[int, int, int, StepCost], ...]:
+        # priced once per planner: a cell, a second recipe and the feasible range each read them all
+        return tuple(
             (g, k, mu, self.round_cost(1, g, k, mu))
             for g in self.grid.G
             for k in self.grid.K
             if k <= g
             for mu in self.grid.mu
-        ]
+        )
 
     def feasible_range(self) -> tuple[float, float]:
         rhos = [cost.rho for *_, cost in self.shapes()]

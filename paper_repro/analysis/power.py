@@ -15,6 +15,13 @@ from paper_repro.analysis.verdict import NAN
 TARGET_POWER = 0.8  # the power column's "seeds for 80%"
 
 
+def study_design(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``design.csv`` for the design the study ran: ``chosen`` (the profile as written,
+    from ``paper-repro design --candidates``) where the table has it, else ``committed``."""
+    at = "chosen" if (table["design"] == "chosen").any() else "committed"
+    return table[table["design"] == at]
+
+
 def oc_columns(name: str, design: pd.DataFrame | None) -> dict:
     """The claim's operating characteristics at the study's design, from ``design.csv``: its largest
     wrong share over the truths (and which truth), its smallest two-draw agreement, and how often it
@@ -22,8 +29,8 @@ def oc_columns(name: str, design: pd.DataFrame | None) -> dict:
     empty = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN}
     if design is None or design.empty:
         return {**empty, "oc_note": "not simulated: no design.csv (paper-repro design)"}
-    at = "chosen" if (design["design"] == "chosen").any() else "committed"  # the design the study ran
-    rows = design[(design["claim"] == name) & (design["design"] == at)]
+    ran = study_design(design)
+    rows = ran[ran["claim"] == name]
     if rows.empty:
         return {**empty, "oc_note": "not simulated: the design simulator runs the frontier claims only"}
     worst = rows.loc[rows["wrong"].idxmax()]

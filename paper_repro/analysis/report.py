@@ -187,11 +187,14 @@ def _profile(profile: str):
 def _study_size(profile: str, results: Path) -> list[str]:
     """What the analysis read: the design's distinct runs by role (:func:`paper_repro.analysis.study_rows`)."""
     from paper_repro.analysis import study_rows
-    from paper_repro.analysis.frontiers import load_runs
+    from paper_repro.analysis.frontiers import at_full_budget, load_curves, load_runs
 
     design = _profile(profile)
     runs = load_runs(results / "runs.csv", design)
-    rows = study_rows(design, runs)
+    at_c = at_full_budget(runs, load_curves(results / "curves.csv", runs), design.budget_flops)
+    rows = study_rows(
+        design, at_c
+    )  # a run past C (stage A's) counts by its point at C, as the analysis reads it
     ids = lambda *roles: len({i for r in roles for i in rows[r]["run_id"]})  # noqa: E731
     pilots = [r for r in rows if r.startswith("pilot")]
     grid = rows["grid"].drop_duplicates("run_id")  # a run two settings share counts once
@@ -209,8 +212,9 @@ def _design_sentences(results: Path) -> list[str]:
     path = results / "design.csv"
     if not path.exists():
         return []
-    d = pd.read_csv(path)
-    now = d[d["design"] == ("chosen" if (d["design"] == "chosen").any() else "committed")]  # the study's
+    from paper_repro.analysis.power import study_design
+
+    now = study_design(pd.read_csv(path))
     if now.empty:
         return []
     held = now[now["true_verdict"] == "held"]["share_held"]
