@@ -1,7 +1,8 @@
 """``python -m paper_repro.recheck``: is the committed study bit-reproducible on this machine?
 
 Reruns a random sample of the committed runs of a profile's current study (by default 6 ``prm``
-runs, 2 each of ``proxy_prm`` and ``structured``, 2 RACE pilots) into an empty scratch table, and
+runs, 2 each of ``proxy_prm``, ``structured`` and ``sparse`` (stage A's, which run past C along their
+budget ladder), 2 RACE pilots) into an empty scratch table, and
 compares every metric, FLOP count, round and step count with the committed row: each row says the
 largest difference it found, in which column, and whether that is within :data:`TOLERANCE`. The
 sampled specs are the study's own (:func:`paper_repro.sweep.study_jobs`), so a run is rerun exactly
@@ -24,7 +25,7 @@ COMPARED = (*METRICS, "C_search", "C_learning", "C_reward", "C_total", "rounds",
 # between two machines of the project's kind, in 8 of 12 sampled rows, all `prm`), while one answer
 # that changes moves a 300-problem metric by 3.3e-3; FLOP counts, rounds and steps must be equal.
 TOLERANCE = {**dict.fromkeys(METRICS, 1e-6), **dict.fromkeys(COMPARED[len(METRICS) :], 0.0)}
-SAMPLE = {"prm": 6, "proxy_prm": 2, "structured": 2, "pilot": 2}
+SAMPLE = {"prm": 6, "proxy_prm": 2, "structured": 2, "sparse": 2, "pilot": 2}
 
 
 def sample(committed: pd.DataFrame, ids: set[str], seed: int = 0) -> pd.DataFrame:
