@@ -32,16 +32,17 @@ the two paths' metrics and greedy completions are identical (the run stops if th
 the M setting's sets; ``--sets heldout`` times the held-out set alone (a budget point's evaluation).
 
 ``python -m paper_repro.bench ladder``: what the budget ladder adds to a full-budget run
-(:func:`bench_ladder`): the same run of budget C with its ladder (C/16 to C/2, the native reward at
-each point) and without, alternating on one torch thread; the median seconds of each and the share
+(:func:`bench_ladder`): the same run of budget C with its ladder (its points below C, C/8 to C/2, the native
+reward at each point) and without, alternating on one torch thread; the median seconds of each and the share
 added.
 
 ``python -m paper_repro.bench eval-noise``: how noisy a run's evaluation on 300 problems is
-(:func:`bench_eval_noise`). ``--seeds`` runs (default 6) of one stage A cell (``--policy`` M,
+(:func:`bench_eval_noise`, ``NOISE_BLOCK``). ``--seeds`` runs (default 6) of one stage A cell (``--policy`` M,
 ``--cell`` r50: reward ``sparse``, target rho 0.50) are trained as the study trains them, at the full
 budget without the ladder; each trained policy is evaluated, as a run's evaluation is (greedy, the
 profile's decoder), on the three disjoint blocks of 300 problems of the 900-problem held-out and
-gsm sets (rows 0-299, the study's, 300-599 and 600-899). From each target's seed x block table, a
+gsm sets (rows 0-299, 300-599 and 600-899; the first was the study's whole evaluation when the noise was
+measured, before the study moved to all 900). From each target's seed x block table, a
 two-way random-effects ANOVA (:func:`eval_noise_components`) splits the evaluation noise at 300
 problems into the part shared by the cell's seeds (the block's own difficulty) and the part each
 run has of its own, and says which share of the seed variance the study sees at 300 problems is
@@ -166,9 +167,9 @@ def bench_ledger(cfg: LedgerBench) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------------- whole runs
 
-# Stage A cells of the committed study: r15 is the most search-heavy (K=2 of G=24), r85 the most
-# update-heavy (K=G, mu=2 for M and S; P=4, mu=2 for L)
-RUN_CELLS = ("r15", "r85")
+# Stage A cells of the committed study: r15 is the most search-heavy (K=2 of G=24), r90 the most
+# update-heavy (K=G=8, mu=3; P=4 for L)
+RUN_CELLS = ("r15", "r90")
 RUN_SIZES = tuple(POLICIES)  # every policy size of the testbed
 PATHS = ("old", "new")
 PARTS = ("search", "learning", "reward", "train_other", "evaluation", "setup", "total")
@@ -533,13 +534,13 @@ def _plain(spec):
 
 # ---------------------------------------------------------------------------------------- the ladder
 
-LADDER_CELLS = ("M/r30", "M/r70", "L/r50")  # full-budget runs of a cheap, a mid and a dear cell
+LADDER_CELLS = ("M/r40", "M/r66", "L/r50")  # full-budget runs of a cheap, a mid and a dear cell
 
 
 def bench_ladder(cells: tuple[str, ...] = LADDER_CELLS, repeats: int = 3, seed: int = 0) -> dict[str, Any]:
     """What the budget ladder adds to a full-budget run (:mod:`paper_repro.ladder`): each size/cell's
-    run of budget C as the study runs it, with its ladder (C/16 to C/2, the native reward's held-out
-    set at each point) and without, alternating, ``repeats`` times each, one torch thread, after a
+    run of budget C as the study runs it, with its ladder (its points below C, C/8 to C/2, the native
+    reward's held-out set at each point) and without, alternating, ``repeats`` times each, one torch thread, after a
     warm-up run; the medians. Both compute the same run (``tests/test_ladder.py``): the difference is
     the points' evaluations, each on a merged copy of the policy."""
     import shutil
@@ -698,13 +699,22 @@ def train_policy(spec, base_root, threads: int = 1):
     return policy, parts
 
 
+NOISE_BLOCK = 300  # problems per block: the evaluation size the noise is measured at (the sets hold 900)
+
+
 def bench_eval_noise(
-    k: int = 6, policy: str = "M", cell: str = "r50", blocks: int = 3, threads: int = 1
+    k: int = 6,
+    policy: str = "M",
+    cell: str = "r50",
+    blocks: int = 3,
+    threads: int = 1,
+    block: int = NOISE_BLOCK,
 ) -> dict[str, Any]:
     """Train ``k`` seeds (0 .. k-1) of stage A's ``policy`` setting's ``cell`` at the full budget
-    (no ladder, no extension past C) and evaluate each on ``blocks`` disjoint blocks of the
-    held-out and gsm sets, as many problems per block as the study evaluates; one row per target
-    (:data:`NOISE_TARGETS`) with :func:`eval_noise_components` of its seed x block table."""
+    (no ladder, no extension past C) and evaluate each on ``blocks`` disjoint blocks of ``block``
+    problems of the held-out and gsm sets; one row per target (:data:`NOISE_TARGETS`) with
+    :func:`eval_noise_components` of its seed x block table. Where the study evaluates ``block``
+    problems, block 0 is its evaluation, checked against the committed rows of the same runs."""
     import dataclasses
     from pathlib import Path
 
@@ -722,9 +732,8 @@ def bench_eval_noise(
     if len(specs) != k:
         raise ValueError(f"cell {cell} of setting {policy} gave {len(specs)} runs for {k} seeds")
     first = specs[0]
-    sizes = {"heldout": first.heldout_limit, "gsm": first.eval_limit}
-    if not all(sizes.values()):
-        raise ValueError(f"the profile evaluates whole sets ({sizes}): no block size to split them by")
+    sizes = {"heldout": block, "gsm": block}
+    study_sized = first.heldout_limit == block and first.eval_limit == block
     sets = {}
     for name, size in sizes.items():
         sets[name] = load_examples(first.data_map[name], limit=blocks * size)
@@ -750,7 +759,7 @@ def bench_eval_noise(
                 metrics = evaluate_run(spec, block, model)
                 for target in NOISE_TARGETS:
                     table[target][i, j] = metrics[target]
-            row = committed.get(spec.run_id)
+            row = committed.get(spec.run_id) if study_sized else None
             if row is not None:  # block 0 is the study's evaluation: the same run gives the same numbers
                 known += 1
                 for target in NOISE_TARGETS:

@@ -36,8 +36,8 @@ STAGES: tuple[str, ...] = ("A", "B", "D")
 # go to .../quick/ folders that are not committed.
 QUICK_BUDGET_SCALE = 0.25
 QUICK_EVAL_LIMIT = 100  # problems per evaluation set in quick mode (at most)
-# Quick mode's cells: r70 is TRL's default allocation for rule-based rewards, so the RACE comparison
-# needs no extra run.
+# Quick mode's cells: a search-heavy, a middle and an update-heavy one; r66 realises TRL's default
+# allocation (K = G = 8, mu = 1) for rule-based rewards, so the RACE comparison needs no extra run there.
 QUICK_CELLS: tuple[str, ...] = ("r15", "r50", "r66")
 
 

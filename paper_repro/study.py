@@ -179,35 +179,17 @@ def _fresh_runs(profile: Profile, setting, cell: str | None) -> list[RunSpec | N
     return [by_seed.get(seed) for seed in profile.fresh_seeds]
 
 
-def race_pick(pilot_rows: pd.DataFrame) -> str | None:
-    """RACE's pick: the cell of the best mean native reward over the (first pilot budget's) ok pilot
-    rows; None when none has a native reward."""
-    from paper_repro.analysis.race import best_cell
-
-    if pilot_rows.empty or pilot_rows["native_reward"].isna().all():
-        return None
-    return str(best_cell(pilot_rows).name)
-
-
 def race_picks(
     profile: Profile, pilot_rows: pd.DataFrame, pilot_curves: pd.DataFrame
 ) -> tuple[str | None, str | None, pd.DataFrame]:
-    """RACE's pick (:func:`race_pick`) and RACE+'s (:func:`paper_repro.analysis.race.plus_pick`: the
-    cell whose pilot curve, fitted with R0 at the base policy's native reward, predicts the best
-    native reward at the full budget) from one setting's first-fraction ok pilot rows and their
-    ``curves.csv`` rows, with RACE+'s predictions per cell. The notebook and :func:`race_specs` both
-    name the picks here, so a rerun names the same."""
-    from paper_repro.analysis.race import plus_pick
+    """RACE's pick and RACE+'s (:func:`paper_repro.analysis.race.picks`) from one setting's
+    first-fraction pilot rows (the ok ones count) and their ``curves.csv`` rows, with RACE+'s
+    predictions per cell. The notebook and :func:`race_specs` both name the picks here, and the
+    analysis scores the same, so a rerun names the same."""
+    from paper_repro.analysis.race import picks
 
-    pick = race_pick(pilot_rows)
-    if pick is None:
-        return None, None, pd.DataFrame()
-    column = "base_native_reward"
-    base = pd.to_numeric(pilot_rows[column], errors="coerce").dropna() if column in pilot_rows else []
-    base = float(base.iloc[0]) if len(base) else np.nan  # NaN: R0 is fitted
-    plus, predictions = plus_pick(pilot_rows.dropna(subset=["native_reward"]), pilot_curves, base,
-                                  profile.budget_flops)  # fmt: skip
-    return pick, plus, predictions
+    ok = pilot_rows[pilot_rows["status"] == "ok"] if "status" in pilot_rows else pilot_rows
+    return picks(ok, pilot_curves, profile.budget_flops)
 
 
 def _curves_of(profile: Profile, rows: pd.DataFrame, results_root) -> pd.DataFrame:

@@ -209,6 +209,15 @@ def test_a_larger_evaluation_shrinks_the_seed_and_recipe_noise_of_its_targets(tm
     assert huge.sd("S", "r15", "native_reward") == pytest.approx(0.05)  # floored at 25% of the variance
     assert huge.tau("native_reward") == 0.0
     assert big.divided(2.0).tau("native_reward") == pytest.approx(big.tau("native_reward") / 2)
+    # noise measured on runs evaluated at 900 problems: 900 needs nothing more, 300 adds back what 900
+    # removed, and 1800 removes what is left of it (the evaluation variance is stated at 300)
+    at_900 = dataclasses.replace(noise, problems=900)
+    assert at_900.at_problems(900, None) is at_900
+    small = at_900.at_problems(300, variance)
+    assert small.sd("S", "r15", "native_reward") == pytest.approx(np.sqrt(0.01 + 0.004 * 2 / 3))
+    assert small.tau("native_reward") == pytest.approx(np.sqrt(0.0016 + 0.0009 * 2 / 3))
+    more = at_900.at_problems(1800, variance)
+    assert more.sd("S", "r15", "native_reward") == pytest.approx(np.sqrt(0.01 - 0.004 * (1 / 3 - 1 / 6)))
     # eval_noise.csv (bench eval-noise's columns): the non-shared and shared parts, a target's rows averaged
     path = tmp_path / "eval_noise.csv"
     pd.DataFrame({"target": ["native_reward", "gsm_pass1", "gsm_pass1"], "per_run_eval_var": 1.0,

@@ -105,7 +105,7 @@ def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
 
 def study_rows(profile: Profile, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The study's rows by role, each labelled with its setting: ``grid`` (the full budget on the grid
-    seeds), ``fresh`` (full-budget grid cells on the fresh seeds: RACE's pick), ``fresh_default``
+    seeds), ``fresh`` (full-budget grid cells on the fresh seeds: RACE's and RACE+'s picks), ``fresh_default``
     (TRL's default on the fresh seeds), and ``pilot <fraction>`` (each pilot grid on the pilot seeds).
     A run on a seed of no role (an earlier design's) is left out."""
     settings = profile.all_settings()
@@ -239,6 +239,8 @@ def simulate_design(
     root = results_dir(profile.name, results_root)
     path = root / "runs.csv"
     runs = _checked_runs(path, profile) if path.exists() else None
+    if runs is not None:  # a run past C (stage A's) counts by its point at C, as the analysis reads it
+        runs = at_full_budget(runs, load_curves(root / "curves.csv", runs), profile.budget_flops)
     grid = study_rows(profile, runs)["grid"] if runs is not None else None
     if grid is not None and grid.empty:
         grid = None
@@ -252,7 +254,9 @@ def simulate_design(
     else:
         cells = tuple((f"r{round(100 * t):02d}", float(t)) for t in profile.grid.targets)
         layout = sim.Layout(dict.fromkeys(names, cells), profile.seeds)
-    model = sim.noise_model(grid, names, recipe_sd, seed_sd, amplitude)
+    from paper_repro.analysis.design_cost import eval_size
+
+    model = sim.noise_model(grid, names, recipe_sd, seed_sd, amplitude, problems=eval_size(profile))
     kwargs = {} if replicates is None else {"replicates": replicates}
     table = sim.design_table(layout, model, classes, profile.margins, variants, progress=progress, **kwargs)
     write_table(root / "design.csv", table)

@@ -109,6 +109,7 @@ import pandas as pd
 
 from paper_repro.analysis.best_sets import DEFAULT
 from paper_repro.analysis.optima import ALPHA, Cells, best_set, recipe_sd_estimate
+from paper_repro.analysis.power import NO_OC
 from paper_repro.analysis.verdict import NAN, Result
 from paper_repro.config import Margins
 from paper_repro.results import METRICS
@@ -831,8 +832,7 @@ def _operating(
 
 
 def _no_oc(reason: str) -> dict:
-    return {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN,
-            "oc_note": f"not simulated: {reason}", "power_now": NAN, "seeds_for_80pct_power": NAN,
+    return {**NO_OC, "oc_note": f"not simulated: {reason}", "power_now": NAN, "seeds_for_80pct_power": NAN,
             "power_note": f"not simulated: {reason}"}  # fmt: skip
 
 

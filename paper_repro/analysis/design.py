@@ -33,15 +33,16 @@ unimodal fit of the committed cell means as the truth.
 
 A design's **evaluation size** moves both noises (:meth:`Noise.at_problems`). A run's score owes
 part of its variance to the problems drawn: ``v_run`` its own (a run x problem interaction) and
-``v_shared`` its cell's (a cell x problem interaction, so part of the recipe effect), each at the
-committed 300 problems per set and each ~ 1 / problems. At ``n`` held-out and gsm problems a
-target scored on them (native reward, gsm pass@1: :data:`EVAL_TARGETS`) has
+``v_shared`` its cell's (a cell x problem interaction, so part of the recipe effect), each stated
+at 300 problems per set (:data:`EVAL_PROBLEMS`) and each ~ 1 / problems. From runs evaluated on
+``n0`` problems (the committed runs': 300 before the study that decides, 900 in it), at ``n``
+held-out and gsm problems a target scored on them (native reward, gsm pass@1: :data:`EVAL_TARGETS`) has
 
-    sd^2(n) = sd^2(300) - v_run (1 - 300 / n), at least 25% of sd^2(300) (training's share);
-    tau^2(n) = tau^2 - v_shared (1 - 300 / n), at least 0,
+    sd^2(n) = sd^2(n0) - v_run 300 (1 / n0 - 1 / n), at least 25% of sd^2(n0) (training's share);
+    tau^2(n) = tau^2 - v_shared 300 (1 / n0 - 1 / n), at least 0,
 
 with ``v_run`` and ``v_shared`` measured (``eval_noise.csv``, ``python -m paper_repro.bench
-eval-noise``: :func:`read_eval_variance`) or given; without them only 300 problems are simulated.
+eval-noise``: :func:`read_eval_variance`) or given; without them only ``n0`` problems are simulated.
 The recipe SD stays one number, ``tau``, estimated over every target; the shrink makes it per
 target for the targets that change (``Noise.recipe_by_target``); math (300 problems) keeps its
 noise, and so does the judge (it scores the gsm completions) unless the evaluation noise has a row
@@ -71,7 +72,7 @@ COVERAGE_REPLICATES = 40  # studies per truth whose rho* intervals are bootstrap
 COVERAGE_BOOTSTRAP = 200
 RNG_SEED = 0
 DECIDED = ("held", "not held", "heterogeneous")
-EVAL_PROBLEMS = 300  # problems per evaluation set of the committed runs (the noise model's)
+EVAL_PROBLEMS = 300  # problems per evaluation set at which the evaluation noise is stated (eval_noise.csv)
 # the targets scored on the held-out and gsm sets, whose size a design chooses: their evaluation noise
 # must be known to simulate another size. math stays at 300 problems. The judge scores the gsm
 # completions, so it would shrink too; it does where the evaluation noise has a judge_score row, and
@@ -116,10 +117,18 @@ class Noise:
     setting_sd: dict[tuple[str, str], float] = field(default_factory=dict)
     recipe_by_target: dict[str, float] = field(default_factory=dict)
     shrink: dict[str, float] = field(default_factory=dict)
-    problems: int = EVAL_PROBLEMS  # held-out and gsm problems per evaluation
+    problems: int = EVAL_PROBLEMS  # held-out and gsm problems per evaluation of the runs it was measured on
 
     @classmethod
-    def from_runs(cls, runs: pd.DataFrame, names: Sequence[str], recipe_sd: float | None = None) -> Noise:
+    def from_runs(
+        cls,
+        runs: pd.DataFrame,
+        names: Sequence[str],
+        recipe_sd: float | None = None,
+        problems: int = EVAL_PROBLEMS,
+    ) -> Noise:
+        """The seed SDs and the recipe SD of ``runs`` (each evaluated on ``problems`` held-out and gsm
+        problems per set)."""
         sd = runs[runs["setting"].isin(list(names))].groupby(["setting", "cell"])[list(METRICS)].std(ddof=1)
         table = {
             (s, c, t): float(v) for (s, c), row in sd.iterrows() for t, v in row.items() if np.isfinite(v)
@@ -129,7 +138,9 @@ class Noise:
             by_setting.setdefault((s, t), []).append(v)
         default = float(np.median(list(table.values()))) if table else 0.05
         tau = recipe_sd_estimate(runs, names) if recipe_sd is None else recipe_sd
-        return cls(tau, default, table, {k: float(np.median(v)) for k, v in by_setting.items()})
+        return cls(
+            tau, default, table, {k: float(np.median(v)) for k, v in by_setting.items()}, problems=problems
+        )
 
     def sd(self, setting: str, cell: str, target: str) -> float:
         base = self.seed_sd.get((setting, cell, target), self.setting_sd.get((setting, target), self.default))
@@ -146,16 +157,17 @@ class Noise:
                        recipe_by_target={t: v / divisor for t, v in self.recipe_by_target.items()})  # fmt: skip
 
     def at_problems(self, problems: int, variance: EvalVariance | None) -> Noise:
-        """The noise of a study whose held-out and gsm sets have ``problems`` problems each, from one
-        at :data:`EVAL_PROBLEMS` (:func:`eval_shrink`). ``variance``: per target, (v_run, v_shared),
-        the variance a run's score and a cell's mean owe to the problems drawn, at 300 problems."""
-        if problems == EVAL_PROBLEMS:
+        """The noise of a study whose held-out and gsm sets have ``problems`` problems each, from this
+        one's (at ``self.problems``, :func:`eval_shrink`). ``variance``: per target, (v_run, v_shared),
+        the variance a run's score and a cell's mean owe to the problems drawn, at
+        :data:`EVAL_PROBLEMS` problems."""
+        if problems == self.problems:
             return self
         if variance is None:
             raise ValueError(
-                f"{problems} problems per evaluation set: the noise model needs the evaluation noise at "
-                f"{EVAL_PROBLEMS} (data/results/<profile>/eval_noise.csv, written by python -m paper_repro.bench "
-                "eval-noise, or --eval-var-run and --eval-var-shared); only 300 can be simulated without it"
+                f"{problems} problems per evaluation set (the runs had {self.problems}): the noise model needs "
+                f"the evaluation noise at {EVAL_PROBLEMS} (data/results/<profile>/eval_noise.csv, written by python -m paper_repro.bench "
+                "eval-noise, or --eval-var-run and --eval-var-shared); only the runs' own size can be simulated without it"
             )
         missing = [t for t in EVAL_TARGETS if t not in variance]
         if missing:
@@ -165,17 +177,19 @@ class Noise:
         shrink, recipe = {}, {}
         for target in [t for t in variance if t in (*EVAL_TARGETS, "judge_score")]:
             v_run, v_shared = variance[target]
-            shrink[target] = eval_shrink(v_run, problems)
-            recipe[target] = float(np.sqrt(max(self.tau(target) ** 2 - eval_shrink(v_shared, problems), 0.0)))
+            shrink[target] = eval_shrink(v_run, problems, self.problems)
+            cut = eval_shrink(v_shared, problems, self.problems)
+            recipe[target] = float(np.sqrt(max(self.tau(target) ** 2 - cut, 0.0)))
         return replace(
             self, shrink=shrink, recipe_by_target={**self.recipe_by_target, **recipe}, problems=problems
         )
 
 
-def eval_shrink(variance: float, problems: int) -> float:
-    """The variance ``problems`` problems remove from a score whose evaluation variance is ``variance``
-    at :data:`EVAL_PROBLEMS` (variance ~ 1 / problems; negative below 300: it adds)."""
-    return variance * (1 - EVAL_PROBLEMS / problems)
+def eval_shrink(variance: float, problems: int, base: int = EVAL_PROBLEMS) -> float:
+    """The variance that evaluating on ``problems`` problems instead of ``base`` removes from a score
+    whose evaluation variance is ``variance`` at :data:`EVAL_PROBLEMS` (variance ~ 1 / problems;
+    negative when ``problems`` is below ``base``: it adds)."""
+    return variance * EVAL_PROBLEMS * (1 / base - 1 / problems)
 
 
 VAR_COLUMNS = {  # what eval_noise.csv may call its columns: the first one present is read
@@ -246,7 +260,9 @@ def eval_variance(
             raise ValueError("give --eval-var-run and --eval-var-shared for the same targets")
         return {t: (run[t], shared[t]) for t in run}, "the command line"
     table = read_eval_variance(path)
-    return table, (str(path) if table is not None else "none")
+    from paper_repro.paths import repo_relative
+
+    return table, (repo_relative(path) if table is not None else "none")
 
 
 def recipe_sd_estimate(runs: pd.DataFrame, names: Sequence[str], targets: Sequence[str] = METRICS) -> float:
@@ -531,10 +547,12 @@ def noise_model(
     recipe_sd: float | None = None,
     seed_sd: float | None = None,
     amplitude: float | None = None,
+    problems: int = EVAL_PROBLEMS,
 ) -> Model:
     """The simulation's noise and the truths' height: from the committed runs (per-cell seed SDs, the
     recipe SD of :func:`recipe_sd_estimate`, the median range of the frontiers' unimodal fits), each
-    replaced by the value given, if any. Without runs every value must be given."""
+    replaced by the value given, if any. Without runs every value must be given. ``problems``: the
+    held-out and gsm problems each run was evaluated on (the size the noise is measured at)."""
     have = runs is not None and not runs.empty
     missing = [
         k for k, v in (("recipe_sd", recipe_sd), ("seed_sd", seed_sd), ("amplitude", amplitude)) if v is None
@@ -543,9 +561,13 @@ def noise_model(
         raise ValueError(
             f"no committed runs to take the noise model from: give {', '.join('--' + k.replace('_', '-') for k in missing)}"
         )
-    noise = Noise.from_runs(runs, names, recipe_sd) if have else Noise(recipe_sd, seed_sd, {})
+    noise = (
+        Noise.from_runs(runs, names, recipe_sd, problems)
+        if have
+        else Noise(recipe_sd, seed_sd, {}, problems=problems)
+    )
     if seed_sd is not None:
-        noise = Noise(noise.recipe_sd, seed_sd, {})
+        noise = Noise(noise.recipe_sd, seed_sd, {}, problems=problems)
     if amplitude is None:
         ranges = [np.ptp(unimodal(c.mean, c.n)[0]) for n in names for t in CLAIM_TARGETS
                   if (c := Cells.of(runs[runs["setting"] == n], t)).k >= 2]  # fmt: skip

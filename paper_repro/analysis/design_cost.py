@@ -200,7 +200,9 @@ def _rate(rows: pd.DataFrame, ladder: pd.DataFrame) -> Rate:
         ladder[["seconds", "problems"]],
     ])  # fmt: skip
     evals = evals[(evals["problems"] > 0) & evals["seconds"].notna()]
-    per_problem = float(np.median(evals["seconds"] / evals["problems"])) if len(evals) else 0.0
+    per_problem = (
+        float(np.median(evals["seconds"] / evals["problems"])) if len(evals) else np.nan
+    )  # unmeasured
     setup = rows["seconds_total"] - rows["seconds_train"] - rows["seconds_eval"]
     return Rate(intercept, slope, per_problem, float(max(np.nanmedian(setup), 0.0)), ratio, len(rows))
 
@@ -279,7 +281,7 @@ class Candidate:
     @classmethod
     def from_profile(cls, profile: Profile, name: str = "chosen", **overrides) -> Candidate:
         stage_a = profile.curves.stage_budgets.get("A", 1.0)
-        base = cls(name, tuple(profile.grid.targets), profile.seeds, _eval_size(profile), stage_a,
+        base = cls(name, tuple(profile.grid.targets), profile.seeds, eval_size(profile), stage_a,
                    tuple(profile.pilot_fractions), tuple(profile.pilot_seeds), True)  # fmt: skip
         return replace(base, **overrides)
 
@@ -289,12 +291,11 @@ class Candidate:
         or dropped. The evaluation's size is the cost model's and the noise model's, not the profile's."""
         grid = base.grid
         changes: dict = {"targets": tuple(self.targets)}
-        if hasattr(grid, "recipes"):
-            kept = []
-            for policy, reward, targets in grid.recipes if self.recipes else ():
-                near = tuple(dict.fromkeys(min(self.targets, key=lambda t, x=x: abs(t - x)) for x in targets))
-                kept.append((policy, reward, near))
-            changes["recipes"] = tuple(kept)
+        kept = []
+        for policy, reward, targets in grid.recipes if self.recipes else ():
+            near = tuple(dict.fromkeys(min(self.targets, key=lambda t, x=x: abs(t - x)) for x in targets))
+            kept.append((policy, reward, near))
+        changes["recipes"] = tuple(kept)
         stages = dict(base.curves.stage_budgets)
         points = tuple(base.curves.points)
         if self.stage_a_multiple > 1:
@@ -319,7 +320,8 @@ class Candidate:
         }
 
 
-def _eval_size(profile: Profile) -> int:
+def eval_size(profile: Profile) -> int:
+    """Held-out and gsm problems per evaluation set of ``profile``'s runs."""
     return int(profile.eval.get("heldout_limit") or profile.eval.get("limit") or sim.EVAL_PROBLEMS)
 
 
@@ -365,12 +367,7 @@ def _fresh_specs(profile: Profile, setting, grid: Sequence) -> list:
     alloc = (default.P, default.G, default.K, default.mu)
     cells = [g.cell for g in grid if (g.P, g.G, g.K, g.mu) != alloc]
     picks = [*cells, None, None][:PICKS]
-    try:
-        return race_check_specs(profile, setting, *picks)
-    except TypeError:  # RACE's pick alone
-        return race_check_specs(profile, setting, picks[0]) + [
-            s for s in race_check_specs(profile, setting, picks[1]) if s.cell == picks[1]
-        ]
+    return race_check_specs(profile, setting, *picks)
 
 
 @dataclass(frozen=True)
@@ -453,7 +450,7 @@ def candidates(profile: Profile, pricer: Pricer, minutes: float = MINUTES) -> li
             out.append(replace(other, name=f"stage A to {multiple:g}C", note="the profile's seeds"))
             if multiple > 1:
                 out.append(replace(fill(other), name=f"stage A to {multiple:g}C, seeds to the limit"))
-    if getattr(profile.grid, "recipes", ()):
+    if profile.grid.recipes:
         out.append(
             replace(fill(replace(chosen, recipes=False)), name="no second recipes, seeds to the limit")
         )
@@ -603,7 +600,7 @@ def compare(
     ``overrides``: (recipe SD, seed SD, amplitude), each replacing the committed runs' where given (a
     sensitivity: what the candidates would show were the effects taller or the recipes quieter)."""
     from paper_repro.analysis import claims as claim_tests
-    from paper_repro.analysis.frontiers import setting_rows
+    from paper_repro.analysis.frontiers import at_full_budget, load_curves, setting_rows
 
     rows = committed_rows(runs_path, profile)
     curves = _curves(curves_path)
@@ -613,11 +610,16 @@ def compare(
     classes = claim_tests.Classes.of(profile, shared)
     names = [*classes.rule_based, *classes.prm_style]
     others = {*profile.pilot_seeds, *profile.fresh_seeds}
-    full = setting_rows(rows, profile.all_settings(), "full", profile.budget_flops)
+    if curves is not None:  # a run past C (stage A's) counts by its point at C, as the analysis reads it
+        rows_at_c = at_full_budget(rows, load_curves(curves_path, rows), profile.budget_flops)
+    else:
+        rows_at_c = rows
+    full = setting_rows(rows_at_c, profile.all_settings(), "full", profile.budget_flops)
     grid = full[~full["seed"].isin(others)]
     if grid.empty:
         raise ValueError(f"{runs_path}: no committed full-budget grid runs to take the noise model from")
-    noise_model = sim.noise_model(grid, names, *(overrides or (None, None, None)))
+    problems = int(grid["heldout"].median())  # what the committed runs were evaluated on
+    noise_model = sim.noise_model(grid, names, *(overrides or (None, None, None)), problems=problems)
     today = sim.Layout.from_runs(grid, names, int(grid["seed"].nunique()))
     pricer = Pricer(profile, model, overhead)
     listed = list(candidate_list) if candidate_list is not None else candidates(profile, pricer, minutes)
@@ -644,7 +646,7 @@ def compare(
 
     today_params = {
         "name": "today (committed)", "candidate": False, "targets": "committed cells", "seeds": today.seeds,
-        "eval_problems": sim.EVAL_PROBLEMS, "stage_a_multiple": 1.0, "pilot_fractions": "",
+        "eval_problems": problems, "stage_a_multiple": 1.0, "pilot_fractions": "",
         "pilot_seeds": np.nan, "second_recipes": False, "cells": sum(len(c) for c in today.cells.values()),
         "runs": len(rows), "minutes": measured, "overhead_minutes": overhead,
         "note": "minutes as measured: the committed runs' seconds_total / 2 / 60 + overhead",
@@ -680,7 +682,7 @@ def compare(
         table, reps = sims[key]
         if c.name == "chosen":
             design_frames.append(table.assign(design="chosen"))
-        source = f"evaluation noise: {variance_source}" if c.eval_problems != sim.EVAL_PROBLEMS else ""
+        source = f"evaluation noise: {variance_source}" if c.eval_problems != problems else ""
         note = "; ".join(x for x in (c.note, source) if x)
         frames.append(choice_rows(table, {**params, "replicates": reps, "note": note}))
     choices = pd.concat(frames, ignore_index=True)

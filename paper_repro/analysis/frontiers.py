@@ -112,7 +112,7 @@ def load_curves(path, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def at_full_budget(runs: pd.DataFrame, curves: pd.DataFrame, budget_flops: float) -> pd.DataFrame:
-    """``runs`` with every full-budget run that went on past C (a stage whose grid runs to 4C) in its
+    """``runs`` with every full-budget run that went on past C (a stage whose grid runs past C: stage A's, to 2C) in its
     state at C: its point at C on the ladder (:data:`AT_POINT` from ``curves``; the point is a run of
     budget C row for row, :mod:`paper_repro.ladder`), at budget C. A run past C without its point at C
     is left out. Where a run of budget C and the C point of a longer run are the same experiment

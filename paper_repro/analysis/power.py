@@ -13,6 +13,8 @@ import pandas as pd
 from paper_repro.analysis.verdict import NAN
 
 TARGET_POWER = 0.8  # the power column's "seeds for 80%"
+# the oc_* columns of a claim not simulated (its oc_note says why)
+NO_OC = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN}
 
 
 def study_design(table: pd.DataFrame) -> pd.DataFrame:
@@ -26,13 +28,12 @@ def oc_columns(name: str, design: pd.DataFrame | None) -> dict:
     """The claim's operating characteristics at the study's design, from ``design.csv``: its largest
     wrong share over the truths (and which truth), its smallest two-draw agreement, and how often it
     is held where the truth is held."""
-    empty = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN}
     if design is None or design.empty:
-        return {**empty, "oc_note": "not simulated: no design.csv (paper-repro design)"}
+        return {**NO_OC, "oc_note": "not simulated: no design.csv (paper-repro design)"}
     ran = study_design(design)
     rows = ran[ran["claim"] == name]
     if rows.empty:
-        return {**empty, "oc_note": "not simulated: the design simulator runs the frontier claims only"}
+        return {**NO_OC, "oc_note": "not simulated: the design simulator runs the frontier claims only"}
     worst = rows.loc[rows["wrong"].idxmax()]
     held = rows[rows["true_verdict"] == "held"]["share_held"]
     return {

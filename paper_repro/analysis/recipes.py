@@ -43,6 +43,7 @@ import pandas as pd
 from scipy import stats
 
 from paper_repro.allocation import SECOND_SUFFIX
+from paper_repro.analysis.power import NO_OC
 from paper_repro.analysis.verdict import NAN, Result
 
 CLAIM = "at equal rho, the recipe does not matter"
@@ -114,22 +115,23 @@ def pair_table(pairs: Sequence[Pair], margin: float, target: str = "native_rewar
     intervals, the TOST p value and the pair's verdict. ``recipes``: per (setting, cell) the columns
     P, G, K, mu and rho (a frontier table) for the recipe and rho columns."""
     rows = []
-    usable = [p for p in pairs if len(p.a) >= 2 and len(p.b) >= 2]
-    for p in pairs:
+    usable = [len(p.a) >= 2 and len(p.b) >= 2 for p in pairs]  # each side has a seed variance
+    tested = sum(usable)
+    for p, ok in zip(pairs, usable, strict=True):
         row = {"setting": p.setting, "first": p.first, "second": p.second, "target": target,
                "first_mean": p.a.mean() if len(p.a) else NAN, "second_mean": p.b.mean() if len(p.b) else NAN,
                "n_first": len(p.a), "n_second": len(p.b), "margin": margin}  # fmt: skip
         for side, cell in (("first", p.first), ("second", p.second)):
             row[f"{side}_recipe"], row[f"{side}_rho"] = _recipe(recipes, p.setting, cell)
-        if p in usable:
+        if ok:
             d, se, df = welch(p.a, p.b)
-            t90, t95 = stats.t.ppf(1 - ALPHA, df), stats.t.ppf(1 - ALPHA / (2 * len(usable)), df)
+            t90, t95 = stats.t.ppf(1 - ALPHA, df), stats.t.ppf(1 - ALPHA / (2 * tested), df)
             p_tost = (
                 max(stats.t.sf((d + margin) / se, df), stats.t.cdf((d - margin) / se, df)) if se > 0 else NAN
             )
             row |= {"difference": d, "se": se, "df": df, "ci90_low": d - t90 * se, "ci90_high": d + t90 * se,
                     "ci95_low": d - t95 * se, "ci95_high": d + t95 * se, "p_tost": p_tost,
-                    "pair_verdict": pair_verdict(d, se, df, margin, len(usable))}  # fmt: skip
+                    "pair_verdict": pair_verdict(d, se, df, margin, tested)}  # fmt: skip
         else:
             row["pair_verdict"] = f"not tested: {min(len(p.a), len(p.b))} seeds (needs 2)"
         rows.append(row)
@@ -187,8 +189,7 @@ def recipe_operating(pairs: Sequence[Pair], margin: float, replicates: int = REP
     truth the shares of each verdict and the wrong share; and the claims row's ``oc_*`` columns."""
     usable = [p for p in pairs if len(p.a) >= 2 and len(p.b) >= 2]
     if not usable:
-        empty = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN}
-        return pd.DataFrame(), {**empty, "oc_note": "not simulated: no recipe pair with two seeds each"}
+        return pd.DataFrame(), {**NO_OC, "oc_note": "not simulated: no recipe pair with two seeds each"}
     rng = np.random.default_rng(seed)
     rows = []
     for name, diffs in _truths(len(usable), margin).items():

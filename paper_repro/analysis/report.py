@@ -202,7 +202,7 @@ def _study_size(profile: str, results: Path) -> list[str]:
     return [
         f"The study analysed {len(runs)} distinct runs of the `{profile}` design: {ids('grid')} full-budget grid "
         f"runs ({cells} cells over {settings} distinct settings), {ids(*pilots)} RACE "
-        f"pilot runs and {ids('fresh', 'fresh_default')} runs on fresh seeds (RACE's pick and TRL's default)."
+        f"pilot runs and {ids('fresh', 'fresh_default')} runs on fresh seeds (RACE's pick, RACE+'s and TRL's default)."
     ]
 
 
