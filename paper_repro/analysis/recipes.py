@@ -82,21 +82,37 @@ def pairs_of(runs: pd.DataFrame, target: str = "native_reward") -> list[Pair]:
 
 def welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     """Difference of means (b - a), Welch's standard error and degrees of freedom."""
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    se = float(np.sqrt(va + vb))
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else np.inf
-    return float(b.mean() - a.mean()), se, float(df)
+    d, se, df = welch_rows(a[None, :], b[None, :])
+    return float(d[0]), float(se[0]), float(df[0])
+
+
+def welch_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`welch` of each row of ``a`` against the same row of ``b`` (studies x seeds)."""
+    na, nb = a.shape[1], b.shape[1]
+    va, vb = a.var(axis=1, ddof=1) / na, b.var(axis=1, ddof=1) / nb
+    se = np.sqrt(va + vb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(se > 0, (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1)), np.inf)
+    return b.mean(axis=1) - a.mean(axis=1), se, df
+
+
+VERDICTS = ("equivalent", "different", "open")  # a pair's, as codes 0, 1, 2 of pair_verdicts
+
+
+def pair_verdicts(d, se, df, margin: float, k: int, alpha: float = ALPHA) -> np.ndarray:
+    """:func:`pair_verdict` of arrays: the index in :data:`VERDICTS` of each pair's verdict."""
+    t90 = stats.t.ppf(1 - alpha, df)
+    t95 = stats.t.ppf(1 - alpha / (2 * k), df)
+    equivalent = (d - t90 * se > -margin) & (d + t90 * se < margin)
+    different = (d - t95 * se > margin) | (d + t95 * se < -margin)
+    return np.where(equivalent, 0, np.where(different, 1, 2))
 
 
 def pair_verdict(d: float, se: float, df: float, margin: float, k: int, alpha: float = ALPHA) -> str:
-    """``equivalent``, ``different`` or ``open`` (the module's rule; ``k`` pairs in all)."""
-    t90 = stats.t.ppf(1 - alpha, df)
-    t95 = stats.t.ppf(1 - alpha / (2 * k), df)
-    if d - t90 * se > -margin and d + t90 * se < margin:
-        return "equivalent"
-    if d - t95 * se > margin or d + t95 * se < -margin:
-        return "different"
-    return "open"
+    """``equivalent`` when the 90% interval of the difference lies inside ± ``margin`` (TOST at
+    ``alpha``), ``different`` when its 95% interval, Bonferroni over ``k`` pairs, lies beyond it,
+    ``open`` otherwise."""
+    return VERDICTS[int(pair_verdicts(np.array([d]), np.array([se]), np.array([df]), margin, k, alpha)[0])]
 
 
 def claim_verdict(verdicts: Sequence[str]) -> str:
@@ -191,18 +207,24 @@ def recipe_operating(pairs: Sequence[Pair], margin: float, replicates: int = REP
     if not usable:
         return pd.DataFrame(), {**NO_OC, "oc_note": "not simulated: no recipe pair with two seeds each"}
     rng = np.random.default_rng(seed)
+    sizes = [n for p in usable for n in (len(p.a), len(p.b))]
+    edges = np.cumsum([0, *sizes])
     rows = []
     for name, diffs in _truths(len(usable), margin).items():
         truth = "held" if np.all(np.abs(diffs) < margin - 1e-12) else "not held"  # at the margin: TOST's size
-        verdicts = []
-        for _ in range(replicates):
-            per = []
-            for p, d in zip(usable, diffs, strict=True):
-                a = rng.normal(0.0, p.a.std(ddof=1), len(p.a))
-                b = rng.normal(d, p.b.std(ddof=1), len(p.b))
-                per.append(pair_verdict(*welch(a, b), margin, len(usable)))
-            verdicts.append(claim_verdict(per))
-        share = {v: verdicts.count(v) / replicates for v in ("held", "not held", "inconclusive")}
+        # every study at once: per study, each pair's first cell's seeds then its second's
+        z = rng.standard_normal((replicates, edges[-1]))
+        codes = []
+        for i, (p, d) in enumerate(zip(usable, diffs, strict=True)):
+            a = z[:, edges[2 * i] : edges[2 * i + 1]] * p.a.std(ddof=1)
+            b = d + z[:, edges[2 * i + 1] : edges[2 * i + 2]] * p.b.std(ddof=1)
+            codes.append(pair_verdicts(*welch_rows(a, b), margin, len(usable)))
+        codes = np.stack(codes, axis=1)  # studies x pairs
+        held, differs = (codes == 0).all(axis=1), (codes == 1).any(axis=1)
+        verdicts = np.where(
+            held, "held", np.where(differs, "not held", "inconclusive")
+        )  # claim_verdict's rule
+        share = {v: float(np.mean(verdicts == v)) for v in ("held", "not held", "inconclusive")}
         wrong = share["not held"] if truth == "held" else share["held"]
         rows.append({"truth": name, "true_verdict": truth, **{f"share_{k.replace(' ', '_')}": v
                      for k, v in share.items()}, "wrong": wrong, "studies": replicates})  # fmt: skip
