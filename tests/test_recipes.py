@@ -67,3 +67,15 @@ def test_its_simulated_error_stays_at_the_tests_size():
     assert zero["share_held"] > 0.8  # 8 seeds at SD 0.012 settle a margin of 0.03
     far = table[table["truth"] == "difference 2 x margin"].iloc[0]
     assert far["share_not_held"] > 0.8 and far["share_held"] == 0
+
+
+def test_the_readme_says_what_each_recipe_verdict_means_for_reporting_rho(tmp_path):
+    from paper_repro.analysis.recipes import CLAIM, claim_verdict
+    from paper_repro.analysis.report import RECIPE_MEANING, _recipe_sentences
+
+    assert {claim_verdict(v) for v in (["equivalent"], ["different"], ["open"], [])} == set(RECIPE_MEANING)
+    pd.DataFrame({"claim": [CLAIM], "verdict": ["not held"]}).to_csv(tmp_path / "claims.csv", index=False)
+    pd.DataFrame({"setting": ["M"], "first": ["r50"], "second": ["r50b"], "difference": [-0.08], "ci90_low": [-0.1],
+                  "ci90_high": [-0.06], "margin": [0.03]}).to_csv(tmp_path / "recipe_pairs.csv", index=False)  # fmt: skip
+    (sentence,) = _recipe_sentences(tmp_path)
+    assert "M r50b − r50 -0.080 (90% -0.100 to -0.060)" in sentence and RECIPE_MEANING["not held"] in sentence

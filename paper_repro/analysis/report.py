@@ -165,7 +165,8 @@ def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
     root = root or repo_root()
     results = root / "data" / "results" / profile
     order = [s.name for s in _profile(profile).all_settings()]
-    context = [*_study_size(profile, results), *_design_sentences(results), *_race_sentences(results)]
+    context = [*_study_size(profile, results), *_design_sentences(results), *_race_sentences(results),
+               *_recipe_sentences(results)]  # fmt: skip
     lines = [
         SUMMARY_START,
         *story.answer(story.answer_tables(results), order),
@@ -235,6 +236,40 @@ def _design_sentences(results: Path) -> list[str]:
         f"{confirm}. A cell's recipe effect (SD {_fmt(now['recipe_sd'].iloc[0])}, shared by all its seeds) is "
         f"{_fmt(now['recipe_sd'].iloc[0] / now['amplitude'].iloc[0])} of a typical frontier's height "
         f"({_fmt(now['amplitude'].iloc[0])}).",
+    ]
+
+
+# what each verdict of "at equal rho, the recipe does not matter" means for the paper's advice to report rho
+RECIPE_MEANING = {
+    "held": "rho describes an allocation here to within the margin, so reporting rho alone loses little",
+    "not held": "two recipes of one rho differ by more than the margin, so rho alone does not describe an "
+    "allocation: report P, G, K and mu beside it",
+    "inconclusive": "neither equivalence nor a difference is shown at these seeds; until one is, report P, G, K "
+    "and mu beside rho",
+}
+
+
+def _recipe_sentences(results: Path) -> list[str]:
+    """The recipe-vs-rho claim (``claims.csv``, ``recipe_pairs.csv``): its pairs' differences and what
+    its verdict means for the paper's advice to report rho (:data:`RECIPE_MEANING`)."""
+    from paper_repro.analysis.recipes import CLAIM
+
+    path = results / "recipe_pairs.csv"
+    claims = pd.read_csv(results / "claims.csv").set_index("claim")
+    if not path.exists() or CLAIM not in claims.index:
+        return []
+    pairs = pd.read_csv(path)
+    verdict = str(claims.loc[CLAIM, "verdict"])
+    margin = float(pairs["margin"].iloc[0]) if len(pairs) else float("nan")
+    each = "; ".join(
+        f"{r['setting']} {r['second']} − {r['first']} {r['difference']:+.3f} (90% {r['ci90_low']:+.3f} to {r['ci90_high']:+.3f})"
+        for _, r in pairs.iterrows()
+        if pd.notna(r.get("difference"))
+    )
+    return [
+        f"Does rho describe an allocation? Two recipes of one target rho, second minus first in native reward: "
+        f'{each or "nothing measured"}. Against an equivalence margin of {margin:g}, "the recipe does not '
+        f'matter" is {verdict}: {RECIPE_MEANING.get(verdict, "the claims table says why")}.'
     ]
 
 
