@@ -260,7 +260,10 @@ def _design_candidates(args: argparse.Namespace, profile, variants) -> int:
     root = results_dir(profile.name, args.results)
     variance, source = sim.eval_variance(root / "eval_noise.csv", sim.eval_variance_arg(args.eval_var_run),
                                          sim.eval_variance_arg(args.eval_var_shared))  # fmt: skip
-    print(f"evaluation noise: {source}" + ("" if variance else " (candidates at 300 problems only)"))
+    print(
+        f"evaluation noise: {source}"
+        + ("" if variance else " (candidates at the runs' own evaluation size only)")
+    )
     result = dc.compare(
         profile, root / "runs.csv", args.replicates or sim.REPLICATES, args.candidate_replicates, args.minutes,
         args.overhead_minutes, variance, source, curves_path=root / "curves.csv", variants=variants,

@@ -245,7 +245,9 @@ def simulate_design(
     if grid is not None and grid.empty:
         grid = None
     shared = (
-        shared_runs(grid, [s.name for s in profile.all_settings()]) if grid is not None else _shared(profile)
+        shared_runs(grid, [s.name for s in profile.all_settings()])
+        if grid is not None
+        else shared_settings(profile)
     )
     classes = claim_tests.Classes.of(profile, shared)
     names = [*classes.rule_based, *classes.prm_style]
@@ -263,8 +265,9 @@ def simulate_design(
     return table
 
 
-def _shared(profile: Profile) -> dict[str, str]:
-    """Settings that ask for an earlier setting's experiment (the same policy and reward system)."""
+def shared_settings(profile: Profile) -> dict[str, str]:
+    """Settings that ask for an earlier setting's experiment (the same policy and reward system):
+    {later: earlier}, as :func:`shared_runs` finds them in a runs table."""
     seen: dict[tuple[str, str], str] = {}
     out = {}
     for s in profile.all_settings():

@@ -327,13 +327,11 @@ def eval_size(profile: Profile) -> int:
 
 def distinct_settings(profile: Profile) -> list:
     """The profile's settings less those that ask for an earlier one's runs (stage B's ``sparse`` is
-    stage A's M)."""
-    seen, out = set(), []
-    for s in profile.all_settings():
-        if (s.policy, s.reward_system) not in seen:
-            seen.add((s.policy, s.reward_system))
-            out.append(s)
-    return out
+    stage A's M; :func:`paper_repro.analysis.shared_settings`)."""
+    from paper_repro.analysis import shared_settings
+
+    shared = shared_settings(profile)
+    return [s for s in profile.all_settings() if s.name not in shared]
 
 
 def _job(spec, role: str, count: float = 1.0) -> Job:
@@ -600,13 +598,13 @@ def compare(
     ``overrides``: (recipe SD, seed SD, amplitude), each replacing the committed runs' where given (a
     sensitivity: what the candidates would show were the effects taller or the recipes quieter)."""
     from paper_repro.analysis import claims as claim_tests
+    from paper_repro.analysis import shared_settings
     from paper_repro.analysis.frontiers import at_full_budget, load_curves, setting_rows
 
     rows = committed_rows(runs_path, profile)
     curves = _curves(curves_path)
     model = CostModel.from_runs(rows, curves)
-    shared = {s.name: d.name for s in profile.all_settings() for d in distinct_settings(profile)
-              if (s.policy, s.reward_system) == (d.policy, d.reward_system) and s.name != d.name}  # fmt: skip
+    shared = shared_settings(profile)
     classes = claim_tests.Classes.of(profile, shared)
     names = [*classes.rule_based, *classes.prm_style]
     others = {*profile.pilot_seeds, *profile.fresh_seeds}
