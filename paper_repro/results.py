@@ -64,6 +64,19 @@ CONFIGURATION = (
     "max_completion_length",
 )
 METRICS = ("native_reward", "gsm_pass1", "math_pass1", "judge_score")
+# each target's name: in a sentence (the claims' words) and on an axis (the figures)
+TARGET_WORDS = {
+    "native_reward": "the native reward",
+    "gsm_pass1": "gsm pass@1",
+    "math_pass1": "math pass@1",
+    "judge_score": "the judge's score",
+}
+TARGET_LABELS = {
+    "native_reward": "native reward (held-out)",
+    "gsm_pass1": "gsm pass@1",
+    "math_pass1": "math pass@1",
+    "judge_score": "judge score",
+}
 BASE_METRICS = tuple(f"base_{m}" for m in METRICS)
 WALL = (
     "seconds_search",

@@ -1,5 +1,5 @@
 """Each setting's cells that could be best: the decision every rho* claim reads
-(:mod:`paper_repro.analysis.frontier_tests`), never a fitted curve.
+(:mod:`paper_repro.analysis.claims.frontier`), never a fitted curve.
 
 :class:`Frontiers` summarises a runs table's (setting, target) frontiers once (the claim tests read it
 many times per table, the design simulator thousands of times); :func:`setting_best` takes one

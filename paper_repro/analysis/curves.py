@@ -55,7 +55,7 @@ left out and named (``infeasible_cells``).
 equal FLOPs, each pair one "cell" of the same decision; ``best_sizes`` the policies among the pairs
 that could be best (smallest first).
 
-**The claims** (our addition; :func:`curve_claims`; the verdict words of
+**The claims** (our addition, declared in :mod:`paper_repro.analysis.claims.curves`; the verdict words of
 :data:`paper_repro.analysis.verdict.VERDICTS`). The ladder's two **ends** of a setting (or of stage
 A's pairs) are the smallest point where every one of its cells (pairs) is measured and the largest
 such point; fewer than two such points: inconclusive.
@@ -914,7 +914,7 @@ def grows_operating(
 
 
 def _target_words(target: str) -> str:
-    from paper_repro.analysis.wording import TARGET_WORDS
+    from paper_repro.results import TARGET_WORDS
 
     return TARGET_WORDS.get(target, target)
 
@@ -968,41 +968,6 @@ def size_ends(curves: pd.DataFrame, target: str) -> Ends | None:
         return None
     e = ends_of(rows, target, "stage A")
     return e if isinstance(e, Ends) else None
-
-
-def curve_claims(
-    curves: pd.DataFrame,
-    recipe_sd: float = 0.0,
-    target: str = "native_reward",
-    shared: Mapping[str, str] | None = None,
-    sizes: Sequence[str] | None = None,
-    replicates: int = REPLICATES,
-    seed: int = RNG_SEED,
-) -> pd.DataFrame:
-    """The two claims rows (our addition), in the claims table's columns (``leave_one_seed_out`` is
-    left to the analysis)."""
-    curves = prepared(curves)
-    seeds = curves.groupby(["setting", "cell"])["seed"].nunique() if len(curves) else pd.Series(dtype=float)
-    seeds_now = int(seeds.median()) if len(seeds) else 0
-    ends = setting_ends(curves, target, shared)
-    grid = pairs(curves)
-    found = size_order(grid["size"]) if len(grid) else []
-    order = [*sizes, *(s for s in found if s not in sizes)] if sizes is not None else found
-    pair_ends = size_ends(curves, target)
-    rows = []
-    for name, result, test, oc in (
-        (MOVES_CLAIM, moves_decide(ends, recipe_sd), moves_test(target, recipe_sd),
-         moves_operating(ends, recipe_sd, replicates, seed)),
-        (GROWS_CLAIM, grows_decide(pair_ends, order, recipe_sd), grows_test(target, recipe_sd),
-         grows_operating(pair_ends, order, recipe_sd, replicates, seed)),
-    ):  # fmt: skip
-        rows.append({
-            "claim": name if target == "native_reward" else f"{name} (on {_target_words(target)})",
-            "kind": "our addition", "paper_value": "not tested by the paper", "our_value": result.value,
-            "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict, "best_cells": result.best_cells,
-            "note": result.note, "test": test, "seeds_per_cell": seeds_now, **oc,
-        })  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------- extrapolation
@@ -1302,7 +1267,6 @@ class CurveAnalysis:
     size_star: pd.DataFrame
     extrapolation: pd.DataFrame
     extrapolation_summary: pd.DataFrame
-    claims: pd.DataFrame
     recipe_sd: float = NAN
     figures: list[Path] = field(default_factory=list)
 
@@ -1351,7 +1315,6 @@ def curve_analysis(
     rho_star = rho_star_table(curves, tau, targets)
     size_star = size_star_table(curves, tau, targets, sizes)
     extrapolation = extrapolation_table(curves, targets, bootstrap, seed)
-    claims = curve_claims(curves, tau, shared=shared, sizes=sizes, replicates=replicates, seed=seed)
     written: list[Path] = []
     if out_dir is not None and not curves.empty:
         for t in figure_targets:
@@ -1361,5 +1324,5 @@ def curve_analysis(
                          envelope_figure(curves, size_star, t, out_dir, sizes)):  # fmt: skip
                 if path is not None:
                     written.append(path)
-    return CurveAnalysis(fits, rho_star, size_star, extrapolation, extrapolation_summary(extrapolation), claims,
+    return CurveAnalysis(fits, rho_star, size_star, extrapolation, extrapolation_summary(extrapolation),
                          tau, written)  # fmt: skip

@@ -61,7 +61,9 @@ import pandas as pd
 
 from paper_repro.analysis import optima
 from paper_repro.analysis.best_sets import DEFAULT, Frontiers
-from paper_repro.analysis.claims import claim_target, frontier_claims
+from paper_repro.analysis.claims.paper import PAPER_RHO
+from paper_repro.analysis.claims.registry import Claim, claims
+from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.optima import Cells, fit_optimum, unimodal
 from paper_repro.results import METRICS
 
@@ -311,7 +313,7 @@ def truths(prm_style: Sequence[str], amplitude: float, base: float = 0.5) -> dic
         elif target == "judge_score":
             shape = _bump(rho, 0.5, 0.2, 0.2)
         else:
-            shape = _bump(rho, 0.445 if setting in prm_style else 0.72, 0.2, 0.2)
+            shape = _bump(rho, PAPER_RHO["PRM-style" if setting in prm_style else "rule-based"], 0.2, 0.2)
         return base + amplitude * shape
 
     out["the paper's world"] = paper
@@ -389,14 +391,16 @@ def noiseless(layout: Layout, truth: Truth) -> pd.DataFrame:
     return simulate(layout.with_seeds(2), truth, quiet, np.random.default_rng(0))
 
 
-ClaimTest = Callable[[pd.DataFrame, bool], "object"]  # (runs, estimate) -> claims.Result
+def simulated_claims() -> list[Claim]:
+    """The claims the simulator runs: every registered claim declared :class:`Simulated`."""
+    return claims(simulated=True)
 
 
-def truth_verdicts(layout: Layout, truth: Truth, tests: dict[str, ClaimTest]) -> dict:
-    """Each claim's verdict on the truth itself (the decision code on the noiseless study; the tests
-    must be built with a zero recipe effect, :func:`paper_repro.analysis.claims.frontier_claims`)."""
-    study = Frontiers(noiseless(layout, truth))
-    return {name: test(study, False) for name, test in tests.items()}
+def truth_verdicts(layout: Layout, truth: Truth, classes: Classes, margins, chosen: list[Claim]) -> dict:
+    """Each claim's verdict (a Result, by id) on the truth itself: its own decision on the noiseless
+    study, with no recipe effect allowed for (the best set is then exactly the truth's best cells)."""
+    study = Study.simulated(noiseless(layout, truth), classes, replace(margins, recipe_sd=0.0))
+    return {c.id: c.decide(study) for c in chosen}
 
 
 def is_wrong(verdict: str, truth) -> bool:
@@ -425,32 +429,33 @@ def operating_characteristics(
     layout: Layout,
     noise: Noise,
     world: dict[str, Truth],
-    tests: dict[str, ClaimTest],
-    truth_tests: dict[str, ClaimTest],
-    targets: dict[str, str],
+    classes: Classes,
+    margins=DEFAULT,
     replicates: int = REPLICATES,
     coverage_replicates: int = COVERAGE_REPLICATES,
     seed: int = RNG_SEED,
     progress: Callable[[str], None] | None = None,
-    margins=DEFAULT,
+    chosen: list[Claim] | None = None,
 ) -> pd.DataFrame:
     """One row per (truth, claim): verdict shares over ``2 * replicates`` studies (pairs sharing their
-    recipe effects), the wrong share, the two-draw agreement and the rho* interval coverage.
-    ``tests``: claim -> its test as the study runs it; ``truth_tests``: the same with no recipe effect
-    (for the truth's own verdict); ``targets``: claim -> the target whose rho* intervals its coverage
-    reads (claims absent from it get none); the coverage reads at most ``replicates`` studies."""
+    recipe effects), the wrong share, the two-draw agreement and the rho* interval coverage. Each
+    simulated study is a runs table in the analysis' shape, and every claim of ``chosen`` (None: every
+    simulated claim of the registry) decides it with its own ``decide`` under the rule ``margins``;
+    the coverage reads the target each claim declares (at most ``replicates`` studies)."""
+    chosen = simulated_claims() if chosen is None else chosen
+    targets = {c.id: c.simulation.target for c in chosen if c.simulation.target}
     rng = np.random.default_rng(seed)
     rows = []
     for truth_name, truth in world.items():
         if progress:
             progress(truth_name)
-        truth_verdict = truth_verdicts(layout, truth, truth_tests)
-        verdicts: dict[str, list[tuple[str, str]]] = {name: [] for name in tests}
+        truth_verdict = truth_verdicts(layout, truth, classes, margins, chosen)
+        verdicts: dict[str, list[tuple[str, str]]] = {c.id: [] for c in chosen}
         for _ in range(replicates):
             recipe = recipe_draw(layout, noise, rng)
-            pair = [Frontiers(simulate(layout, truth, noise, rng, recipe)) for _ in range(2)]
-            for name, test in tests.items():
-                verdicts[name].append(tuple(test(study, False).verdict for study in pair))
+            pair = [Study.simulated(simulate(layout, truth, noise, rng, recipe), classes, margins) for _ in range(2)]
+            for c in chosen:
+                verdicts[c.id].append(tuple(c.decide(study).verdict for study in pair))
         coverage = _coverage(
             layout,
             noise,
@@ -460,17 +465,18 @@ def operating_characteristics(
             rng,
             margins,
         )
-        for name, pairs in verdicts.items():
+        for c in chosen:
+            pairs = verdicts[c.id]
             flat = [v for pair in pairs for v in pair]
             share = {
                 v: flat.count(v) / len(flat) for v in ("held", "not held", "inconclusive", "heterogeneous")
             }
-            wrong = sum(is_wrong(v, truth_verdict[name]) for v in flat) / len(flat)
+            wrong = sum(is_wrong(v, truth_verdict[c.id]) for v in flat) / len(flat)
             rows.append({
-                "truth": truth_name, "claim": name, "true_verdict": truth_verdict[name].verdict,
+                "truth": truth_name, "claim": c.sentence, "claim_id": c.id, "true_verdict": truth_verdict[c.id].verdict,
                 **{f"share_{k.replace(' ', '_')}": v for k, v in share.items()},
                 "wrong": wrong, "agreement": sum(a == b for a, b in pairs) / len(pairs),
-                "coverage": coverage.get(targets.get(name), np.nan),
+                "coverage": coverage.get(targets.get(c.id), np.nan),
                 "seeds": layout.seeds, "cells_per_setting": int(np.median([len(c) for c in layout.cells.values()])),
                 "recipe_sd": noise.recipe_sd, "seed_sd_median": noise.default, "studies": len(flat),
                 "eval_problems": noise.problems,
@@ -508,24 +514,28 @@ def power_table(
     layout: Layout,
     noise: Noise,
     truth: Truth,
-    tests: dict[str, ClaimTest],
+    classes: Classes,
+    margins=DEFAULT,
     seeds: Sequence[int] = SEEDS,
     replicates: int = POWER_REPLICATES,
     seed: int = RNG_SEED,
+    chosen: list[Claim] | None = None,
 ) -> dict[str, dict[int, float]]:
-    """Per claim, the share of simulated studies (truth: the committed frontiers' unimodal fits,
-    with the recipe effect) that decide, per seed count in ``seeds``."""
+    """Per simulated claim (by id), the share of simulated studies (truth: the committed frontiers'
+    unimodal fits, with the recipe effect) that decide, per seed count in ``seeds``."""
+    chosen = simulated_claims() if chosen is None else chosen
     rng = np.random.default_rng(seed)
-    out: dict[str, dict[int, float]] = {name: {} for name in tests}
+    out: dict[str, dict[int, float]] = {c.id: {} for c in chosen}
     for n in seeds:
         design = layout.with_seeds(n)
-        decided = dict.fromkeys(tests, 0)
+        decided = dict.fromkeys(out, 0)
         for _ in range(replicates):
-            study = Frontiers(simulate(design, truth, noise, rng, recipe_draw(design, noise, rng)))
-            for name, test in tests.items():
-                decided[name] += test(study, False).verdict in DECIDED
-        for name in tests:
-            out[name][n] = decided[name] / replicates
+            study = Study.simulated(simulate(design, truth, noise, rng, recipe_draw(design, noise, rng)), classes,
+                                    margins)  # fmt: skip
+            for c in chosen:
+                decided[c.id] += c.decide(study).verdict in DECIDED
+        for claim_id in out:
+            out[claim_id][n] = decided[claim_id] / replicates
     return out
 
 
@@ -617,13 +627,9 @@ def simulated(
     """:func:`operating_characteristics` of one design (``layout`` with ``noise``, the truths as tall
     as ``model``'s), every frontier claim tested by the rule ``margins``, its rows named ``name``."""
     world = truths(classes.prm_style, model.amplitude)
-    claims = frontier_claims(classes, margins)
-    tests = {c.name: c.test for c in claims}
-    truth_tests = {c.name: c.test for c in frontier_claims(classes, replace(margins, recipe_sd=0.0))}
-    targets = {c.name: t for c in claims if (t := claim_target(c.name))}
     table = operating_characteristics(
-        layout, noise, world, tests, truth_tests, targets, replicates, coverage_replicates,
-        progress=(lambda t: progress(f"{name}: {t}")) if progress else None, margins=margins,
+        layout, noise, world, classes, margins, replicates, coverage_replicates,
+        progress=(lambda t: progress(f"{name}: {t}")) if progress else None,
     )  # fmt: skip
     allowance = "estimated per study" if margins.recipe_sd is None else margins.recipe_sd
     return table.assign(design=name, rule_recipe_sd=allowance, amplitude=model.amplitude,

@@ -597,15 +597,15 @@ def compare(
     ``simulate`` False: priced only (the choices table without operating characteristics).
     ``overrides``: (recipe SD, seed SD, amplitude), each replacing the committed runs' where given (a
     sensitivity: what the candidates would show were the effects taller or the recipes quieter)."""
-    from paper_repro.analysis import claims as claim_tests
     from paper_repro.analysis import shared_settings
+    from paper_repro.analysis.claims.study import Classes
     from paper_repro.analysis.frontiers import at_full_budget, load_curves, setting_rows
 
     rows = committed_rows(runs_path, profile)
     curves = _curves(curves_path)
     model = CostModel.from_runs(rows, curves)
     shared = shared_settings(profile)
-    classes = claim_tests.Classes.of(profile, shared)
+    classes = Classes.of(profile, shared)
     names = [*classes.rule_based, *classes.prm_style]
     others = {*profile.pilot_seeds, *profile.fresh_seeds}
     if curves is not None:  # a run past C (stage A's) counts by its point at C, as the analysis reads it

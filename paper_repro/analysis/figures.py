@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.frontiers import TARGET_LABELS, TARGETS
+from paper_repro.analysis.frontiers import TARGETS
 from paper_repro.analysis.notebook_figures import (
     best_cells_sentence,
     frontier_best_set,
@@ -36,6 +36,7 @@ from paper_repro.analysis.plot_style import (
     panel_grid,
     theme,
 )
+from paper_repro.results import TARGET_LABELS
 
 __all__ = [  # the figures, and the notebooks' helpers and the shared constants still read from here
     "MARKERS", "PANELS_PER_ROW", "PAPER_RHO", "PROPORTIONS", "RHO_LABEL", "RHO_TIME_LABEL", "all_figures",

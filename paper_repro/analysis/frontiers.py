@@ -22,12 +22,6 @@ import pandas as pd
 from paper_repro.results import METRICS
 
 TARGETS: tuple[str, ...] = METRICS
-TARGET_LABELS = {
-    "native_reward": "native reward (held-out)",
-    "gsm_pass1": "gsm pass@1",
-    "math_pass1": "math pass@1",
-    "judge_score": "judge score",
-}
 NUMERIC = (
     "seed", "budget_flops", "target_rho", "predicted_rho", "rho", "rho_time", "C_search", "C_learning",
     "C_reward", "C_total", "P", "G", "K", "mu", "rounds", "steps", *TARGETS,

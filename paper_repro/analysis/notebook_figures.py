@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.frontiers import TARGET_LABELS, TARGETS
+from paper_repro.analysis.frontiers import TARGETS
 from paper_repro.analysis.plot_style import RHO_LABEL, error_bars, file_metadata, panel_grid, theme
+from paper_repro.results import TARGET_LABELS
 
 
 def _figure(**kwargs):

@@ -24,16 +24,16 @@ def study_design(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["design"] == at]
 
 
-def oc_columns(name: str, design: pd.DataFrame | None) -> dict:
-    """The claim's operating characteristics at the study's design, from ``design.csv``: its largest
-    wrong share over the truths (and which truth), its smallest two-draw agreement, and how often it
-    is held where the truth is held."""
+def oc_columns(claim_id: str, design: pd.DataFrame | None) -> dict:
+    """The claim's operating characteristics at the study's design, from ``design.csv`` (its rows of
+    ``claim_id``): its largest wrong share over the truths (and which truth), its smallest two-draw
+    agreement, and how often it is held where the truth is held."""
     if design is None or design.empty:
         return {**NO_OC, "oc_note": "not simulated: no design.csv (paper-repro design)"}
     ran = study_design(design)
-    rows = ran[ran["claim"] == name]
+    rows = ran[ran["claim_id"] == claim_id]
     if rows.empty:
-        return {**NO_OC, "oc_note": "not simulated: the design simulator runs the frontier claims only"}
+        return {**NO_OC, "oc_note": "not simulated yet: design.csv has no rows of this claim (paper-repro design)"}
     worst = rows.loc[rows["wrong"].idxmax()]
     held = rows[rows["true_verdict"] == "held"]["share_held"]
     return {
@@ -45,17 +45,12 @@ def oc_columns(name: str, design: pd.DataFrame | None) -> dict:
     }
 
 
-def power_columns(name: str, powers: dict[str, dict[int, float]] | None, seeds_now: int) -> dict:
+def power_columns(claim_id: str, powers: dict[str, dict[int, float]] | None, seeds_now: int) -> dict:
     """The share of simulated studies that decide at the study's seeds per cell, and the seeds per
-    cell that reach 80% (:func:`paper_repro.analysis.design.power_table`)."""
-    if not powers or name not in powers:
-        reason = "not simulated: the test reads the pilot grid or the planner, or the frontier fits only"
-        return {
-            "power_now": NAN,
-            "seeds_for_80pct_power": NAN,
-            "power_note": reason if powers else "not computed",
-        }
-    table = powers[name]
+    cell that reach 80% (:func:`paper_repro.analysis.design.power_table`, keyed by claim id)."""
+    if not powers or claim_id not in powers:
+        return {"power_now": NAN, "seeds_for_80pct_power": NAN, "power_note": "not computed"}
+    table = powers[claim_id]
     needed = seeds_needed(table)
     note = ", ".join(f"{n} seeds: {p:.2f}" for n, p in sorted(table.items()))
     if needed is None:

@@ -36,7 +36,7 @@ on the full grid's seeds (which the pilots never used). :func:`pilot_agreement_t
 often two disjoint halves of the full grid's seeds name the same regime. For the first pilot fraction
 (the paper's 1/8; the profile's, 1/2 in cpu-tiny) :func:`race_table` also pairs RACE's pick with TRL's default allocation (K = G,
 mu = 1, at the full budget), both run **on fresh seeds** that neither the pilots nor the full grid
-used: the gains :func:`paper_repro.analysis.claims.no_race_gain` tests.
+used: the gains :func:`paper_repro.analysis.claims.tables.no_race_gain` tests.
 
 **RACE+** (our addition; :func:`plus_pick`). The same first-fraction pilots, read along their budget
 ladders: each is evaluated at the ladder's points below its budget (on cpu-tiny a pilot at C/2 at C/8
@@ -165,7 +165,7 @@ def parse_means(text: str) -> pd.Series:
 
 def disagreement_table(frontier: pd.DataFrame) -> tuple[pd.DataFrame, float]:
     """Per setting: the argmax cell of each target (a description; the claim is decided from the
-    targets' best sets, :func:`paper_repro.analysis.claims.disagree`)."""
+    targets' best sets, :func:`paper_repro.analysis.claims.frontier.disagree`)."""
     out = []
     for (stage, setting), f in frontier.groupby(["stage", "setting"], sort=False):
         rec = {"stage": stage, "setting": setting}

@@ -1,5 +1,6 @@
-"""The rho* claims' tests, each decided from whole best sets
-(:func:`paper_repro.analysis.best_sets.setting_best`), never from a fitted curve:
+"""The frontier claims: the rho* claims and the targets' claims, each decided from whole best sets
+(:func:`paper_repro.analysis.best_sets.setting_best`), never from a fitted curve, and each declared
+in the registry (:mod:`paper_repro.analysis.claims.registry`).
 
 - "rho* ~ x" for a class of settings (:func:`near`): a setting is held when every cell that could be
   best lies in ``x +- margins.rho``, not held when none does, inconclusive otherwise; the class is
@@ -11,8 +12,10 @@
   disagree" (:func:`disagree`): whole best sets compared, one wholly below the other (by more than
   :data:`paper_repro.analysis.optima.SAME_RHO`) or not.
 
-A flat world never gives *held*: every cell could be best, so no set fits in a window. Each test's
-words are in :mod:`paper_repro.analysis.wording`.
+The paper states its rho* claims on the native reward. Because native rewards differ in scale and a
+learned PRM's can be gamed, the reward-system claims are also declared on gsm pass@1 and on the
+judge (kind *our addition*). A flat world never gives *held*: every cell could be best, so no set
+fits in a window. Every claim here is simulated by the design simulator (:class:`Simulated`).
 """
 
 from __future__ import annotations
@@ -21,10 +24,14 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.best_sets import DEFAULT, Frontiers, SettingBest, contradict, setting_best
+from paper_repro.analysis.claims.paper import PAPER
+from paper_repro.analysis.claims.registry import Simulated, register_claim
+from paper_repro.analysis.claims.study import Study
 from paper_repro.analysis.optima import SAME_RHO, window_verdict
 from paper_repro.analysis.verdict import NAN, Result
+from paper_repro.analysis.wording import recipe_words
 from paper_repro.config import Margins
-from paper_repro.results import METRICS
+from paper_repro.results import METRICS, TARGET_WORDS
 
 
 def _class_estimate(bests: list[SettingBest]) -> tuple[float, float, float]:
@@ -171,3 +178,100 @@ def pass1_vs_judge(runs: pd.DataFrame, names, m: Margins = DEFAULT, estimate: bo
     note = "; ".join(f"{k}: {v}" for k, v in verdicts.items())
     return Result(values.count("held") / len(values), verdict=verdict, note=note, best_cells="; ".join(sets),
                   unanimous=_unanimous(values))  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------- words
+
+
+def near_test(x: float, m: Margins = DEFAULT, target: str = "native_reward") -> str:
+    return (
+        f"per distinct setting of the class, the cells that could be best for {TARGET_WORDS[target]} at 95% "
+        f"(Gupta's subset over all runs, Bonferroni, seed noise plus {recipe_words(m)}): a "
+        f"setting is held if every one of them has realised rho in [{x - m.rho:.3g}, {x + m.rho:.3g}], not "
+        "held if none has, inconclusive otherwise; the class is heterogeneous if two settings' sets share no "
+        "allocation, else held if every setting is held, not held if every one is not held, inconclusive "
+        "otherwise (our_value: the median of the settings' unimodal rho*, only where their sets overlap; "
+        "interval: the envelope of their seed-bootstrap 95% intervals)"
+    )
+
+
+def lower_test(m: Margins = DEFAULT, target: str = "native_reward") -> str:
+    return (
+        f"on the settings of the middle policy, each setting's cells that could be best for {TARGET_WORDS[target]} "
+        f"at 95% (as for rho* ~ x): heterogeneous if two settings of one class share no allocation; else "
+        f"held if every PRM-style best cell's rho lies below every rule-based one's by more than {SAME_RHO}, "
+        f"not held if no PRM-style best cell lies below any rule-based one by more than {SAME_RHO}, "
+        "inconclusive otherwise (our_value: PRM-style minus rule-based median unimodal rho*)"
+    )
+
+
+def disagree_test(m: Margins = DEFAULT) -> str:
+    return (
+        "per distinct setting, each target's cells that could be best at 95% (as for rho* ~ x): the targets "
+        "disagree on a setting when two targets' best sets share no allocation, agree when all of them lie "
+        f"within a window of width {2 * m.rho:.2g} in rho; held if a majority of settings disagree, not held "
+        "if a majority agree, inconclusive otherwise (our_value: share of settings that disagree)"
+    )
+
+
+def pass1_test(names, m: Margins = DEFAULT) -> str:
+    return (
+        f"settings {', '.join(names)}: each one's cells that could be best for gsm pass@1 and for the judge at "
+        f"95% (as for rho* ~ x); a setting says pass@1 prefers more update when every pass@1 best cell's rho "
+        f"lies above every judge best cell's by more than {SAME_RHO}, and the opposite when none does; held "
+        "if every setting says so, not held if none does, heterogeneous if settings say both, inconclusive "
+        "otherwise (our_value: share of settings that say so)"
+    )
+
+
+# ---------------------------------------------------------------------------------------- declarations
+
+RHO_MARGINS = ("rho", "recipe_sd")
+# the targets the reward-system claims are declared on: (id suffix, target); the native reward is the paper's
+CLAIM_TARGETS = (("", "native_reward"), (".gsm_pass1", "gsm_pass1"), (".judge_score", "judge_score"))
+
+
+def _on(target: str) -> str:
+    return "" if target == "native_reward" else f" (on {TARGET_WORDS[target]})"
+
+
+for _suffix, _target in CLAIM_TARGETS:
+    _kind = "paper claim" if _target == "native_reward" else "our addition"
+    _sim = Simulated(target=_target)
+
+    @register_claim(f"rho_star.rule_based{_suffix}", sentence="rule-based rewards: rho* ~ {paper}" + _on(_target),
+                    kind=_kind, paper="rho_star.rule_based", reads=("grid",), margins=RHO_MARGINS, simulation=_sim,
+                    words=lambda s, t=_target: near_test(PAPER["rho_star.rule_based"].value, s.margins, t))  # fmt: skip
+    def _rule_based(study: Study, t: str = _target) -> Result:
+        x = PAPER["rho_star.rule_based"].value
+        return near(study.grid, study.classes.rule_based, x, study.margins, t, study.estimate)
+
+    @register_claim(f"rho_star.prm_style{_suffix}", sentence="PRM-style rewards: rho* ~ {paper}" + _on(_target),
+                    kind=_kind, paper="rho_star.prm_style", reads=("grid",), margins=RHO_MARGINS, simulation=_sim,
+                    words=lambda s, t=_target: near_test(PAPER["rho_star.prm_style"].value, s.margins, t))  # fmt: skip
+    def _prm_style(study: Study, t: str = _target) -> Result:
+        x = PAPER["rho_star.prm_style"].value
+        return near(study.grid, study.classes.prm_style, x, study.margins, t, study.estimate)
+
+    @register_claim(f"rho_star.prm_lower{_suffix}",
+                    sentence="PRM-style rho* is lower than rule-based rho*" + _on(_target), kind=_kind,
+                    paper="rho_star.prm_lower", reads=("grid",), margins=RHO_MARGINS, simulation=_sim,
+                    words=lambda s, t=_target: lower_test(s.margins, t))  # fmt: skip
+    def _prm_lower(study: Study, t: str = _target) -> Result:
+        c = study.classes
+        return lower(study.grid, c.middle_rule, c.middle_prm, study.margins, t, study.estimate)
+
+
+@register_claim("targets_disagree", sentence="evaluation targets disagree on the best allocation",
+                kind="paper claim", paper="targets_disagree", reads=("grid",), margins=RHO_MARGINS,
+                simulation=Simulated(), words=lambda s: disagree_test(s.margins))  # fmt: skip
+def _targets_disagree(study: Study) -> Result:
+    return disagree(study.grid, study.classes.distinct, study.margins, study.estimate)
+
+
+@register_claim("pass1_vs_judge",
+                sentence="dense/PRM rewards: pass@1 prefers a high-update cell, the judge a mid-update cell",
+                kind="paper claim", paper="pass1_vs_judge", reads=("grid",), margins=("recipe_sd",),
+                simulation=Simulated(), words=lambda s: pass1_test(s.classes.process, s.margins))  # fmt: skip
+def _pass1_vs_judge(study: Study) -> Result:
+    return pass1_vs_judge(study.grid, study.classes.process, study.margins, study.estimate)

@@ -1,0 +1,248 @@
+"""The claims registry: one declaration per claim, which everything that lists claims reads.
+
+A claim is declared once, with :func:`register_claim` on its decision::
+
+    @register_claim(
+        "rho_star.rule_based",
+        sentence="rule-based rewards: rho* ~ {paper}",
+        kind="paper claim",
+        paper="rho_star.rule_based",
+        reads=("grid",),
+        margins=("rho", "recipe_sd"),
+        words=lambda study: near_words(...),
+        simulation=Simulated(target="native_reward"),
+    )
+    def rule_based(study: Study) -> Result: ...
+
+The declaration builds a :class:`ClaimSpec`: a stable id (nothing keys on the sentence), its
+sentence, its kind (:data:`KINDS`), the paper's value (a key of
+:data:`paper_repro.analysis.claims.paper.PAPER`), the tables it reads (:data:`READS`), the margins it
+reads from the profile, ``decide(study, **params) -> Result``, its words (the claims table's ``test``
+column, which the README and notebook 40 print), and how its operating characteristics are
+simulated:
+
+- :class:`Simulated`: by the design simulator (:mod:`paper_repro.analysis.design`), which generates
+  grid runs under known truths and calls this same ``decide`` on them (``design.csv``; the power
+  columns from the committed frontiers' fits);
+- :class:`OwnSimulation`: the claim simulates its own table (curves, recipe pairs) under its own
+  truths and calls its own decision on it;
+- :class:`NotSimulated`: with the reason.
+
+A claim whose rows depend on the study (one per pilot budget) declares ``variants``: the study ->
+the :class:`Variant` rows, each with an id suffix and the parameters its decision and sentence take.
+
+:func:`claims` gives the registered claims of a study in declaration order; the analysis
+(:func:`paper_repro.analysis.claims.table.claims_table`), leave-one-seed-out, the power and
+operating-characteristics columns and the design simulator all iterate it. Adding a claim is one
+declaration in one module of this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal
+
+from paper_repro.analysis.claims.paper import PAPER
+
+if TYPE_CHECKING:
+    from paper_repro.analysis.claims.study import Study
+    from paper_repro.analysis.verdict import Result
+
+Kind = Literal["paper claim", "our addition", "consistency check"]
+KINDS: tuple[str, ...] = ("paper claim", "our addition", "consistency check")
+# the study's tables a claim may read: the full-budget grid runs, their per-cell frontier table, the
+# RACE table (pilots), the fresh seeds' RACE picks and defaults, the grid's compute curves, the
+# reward-hacking table, the run's step logs (the 6N convention's rho)
+READS: tuple[str, ...] = ("grid", "frontier", "race", "fresh", "curves", "hacking", "steps")
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """Simulated by the design simulator on grid runs under its truths (``design.csv``).
+    ``target``: the target whose rho* intervals its coverage reads (None: no coverage)."""
+
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class OwnSimulation:
+    """The claim simulates its own table under its own truths, with the same decision:
+    ``operating(study, **params)`` returns the claims table's ``oc_*`` and ``power_*`` columns."""
+
+    operating: Callable[..., dict]
+    truths: str  # the truths, in words (docs and the registry's listing)
+
+
+@dataclass(frozen=True)
+class NotSimulated:
+    """No simulation, and why (the claims table's ``oc_note`` and ``power_note``)."""
+
+    reason: str
+
+
+Simulation = Simulated | OwnSimulation | NotSimulated
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of a claim with several: its id suffix, the parameters its decision takes, the words
+    its sentence fills in, and where it differs from the declaration, its kind and paper value."""
+
+    suffix: str
+    params: dict[str, Any] = field(default_factory=dict)
+    text: dict[str, str] = field(default_factory=dict)
+    kind: str | None = None
+    paper: str | None = None
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """One registered claim (:func:`register_claim`)."""
+
+    id: str
+    sentence: str  # {paper} is the paper's value; {name} any of a variant's text
+    kind: str
+    paper: str  # a key of PAPER
+    reads: tuple[str, ...]
+    margins: tuple[str, ...]
+    decide: Callable[..., Result]
+    words: Callable[..., str]
+    simulation: Simulation
+    variants: Callable[[Study], list[Variant]] | None = None
+
+    def __post_init__(self) -> None:
+        from paper_repro.config import Margins
+
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.paper not in PAPER:
+            raise ValueError(f"claim {self.id}: no paper value {self.paper!r} (paper.PAPER has {sorted(PAPER)})")
+        unknown = [r for r in self.reads if r not in READS]
+        if unknown or not self.reads:
+            raise ValueError(f"claim {self.id}: reads {list(self.reads)}; the tables are {', '.join(READS)}")
+        known = {f.name for f in fields(Margins)}
+        if bad := [m for m in self.margins if m not in known]:
+            raise ValueError(f"claim {self.id}: margins {bad} are not the profile's ({', '.join(sorted(known))})")
+
+    def instances(self, study: Study | None = None) -> list[Claim]:
+        """The claims table's rows of this declaration for ``study`` (one unless it has variants)."""
+        if self.variants is None:
+            return [Claim(self, self.id, self._sentence(self.paper, {}), self.kind, self.paper, {})]
+        if study is None:
+            return []
+        return [
+            Claim(self, f"{self.id}{v.suffix}", self._sentence(v.paper or self.paper, v.text), v.kind or self.kind,
+                  v.paper or self.paper, dict(v.params))
+            for v in self.variants(study)
+        ]  # fmt: skip
+
+    def _sentence(self, paper: str, text: dict[str, str]) -> str:
+        return self.sentence.format(paper=PAPER[paper].text, **text)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of the claims table: a declaration with its variant's parameters."""
+
+    spec: ClaimSpec
+    id: str
+    sentence: str
+    kind: str
+    paper: str
+    params: dict[str, Any]
+
+    @property
+    def paper_value(self) -> str:
+        return PAPER[self.paper].text
+
+    @property
+    def simulation(self) -> Simulation:
+        return self.spec.simulation
+
+    def decide(self, study: Study) -> Result:
+        return self.spec.decide(study, **self.params)
+
+    def words(self, study: Study) -> str:
+        return self.spec.words(study, **self.params)
+
+
+_REGISTRY: dict[str, ClaimSpec] = {}
+
+
+def register_claim(
+    id: str,
+    *,
+    sentence: str,
+    kind: Kind,
+    paper: str,
+    reads: tuple[str, ...],
+    words: Callable[..., str],
+    simulation: Simulation,
+    margins: tuple[str, ...] = (),
+    variants: Callable[[Study], list[Variant]] | None = None,
+) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
+    """Declare a claim whose decision is the decorated function (``decide(study, **params)``)."""
+
+    def wrap(decide: Callable[..., Result]) -> Callable[..., Result]:
+        if id in _REGISTRY:
+            raise ValueError(f"claim {id!r} is registered twice")
+        _REGISTRY[id] = ClaimSpec(id, sentence, kind, paper, tuple(reads), tuple(margins), decide, words,
+                                  simulation, variants)  # fmt: skip
+        return decide
+
+    return wrap
+
+
+def unregister(id: str) -> None:
+    """Remove a declaration (tests that register a claim of their own)."""
+    _REGISTRY.pop(id, None)
+
+
+@contextmanager
+def registered(id: str, decide: Callable[..., Result], **declaration) -> Iterator[ClaimSpec]:
+    """A claim registered for the duration of a ``with`` block (a toy claim in a test)."""
+    register_claim(id, **declaration)(decide)
+    try:
+        yield _REGISTRY[id]
+    finally:
+        unregister(id)
+
+
+# the modules of declarations, in the claims table's order; a claim declared elsewhere (a user's, a
+# test's) comes after them, in the order declared
+FAMILIES = ("frontier", "tables", "additions", "curves", "recipes")
+_PACKAGE = "paper_repro.analysis.claims"
+
+
+def specs() -> list[ClaimSpec]:
+    """Every declaration: the families' in :data:`FAMILIES` order, each in the order declared, then
+    any other."""
+    from importlib import import_module
+
+    for family in FAMILIES:
+        import_module(f"{_PACKAGE}.{family}")
+
+    def rank(s: ClaimSpec) -> int:
+        module = s.decide.__module__
+        family = module.rpartition(".")[2] if module.startswith(_PACKAGE) else ""
+        return FAMILIES.index(family) if family in FAMILIES else len(FAMILIES)
+
+    return sorted(_REGISTRY.values(), key=rank)
+
+
+def spec(id: str) -> ClaimSpec:
+    specs()
+    if id not in _REGISTRY:
+        raise KeyError(f"no claim {id!r}; registered: {', '.join(_REGISTRY)}")
+    return _REGISTRY[id]
+
+
+def claims(study: Study | None = None, simulated: bool | None = None) -> list[Claim]:
+    """The claims table's rows for ``study`` in declaration order; ``simulated=True``: only those the
+    design simulator runs (:class:`Simulated`)."""
+    out = [c for s in specs() for c in s.instances(study)]
+    if simulated is not None:
+        out = [c for c in out if isinstance(c.simulation, Simulated) == simulated]
+    return out

@@ -1,0 +1,167 @@
+"""What a claim reads: one study's tables, from its runs or simulated (:class:`Study`), and its
+settings by class (:class:`Classes`).
+
+A :class:`Study` holds the study's rows (the full-budget grid runs of every setting, the RACE pilots
+and fresh seeds, the grid's compute curves) and builds each derived table once, on first use: the
+distinct settings' frontiers (:class:`paper_repro.analysis.best_sets.Frontiers`), the recipe effect
+the best sets allow for, the per-cell frontier table, the RACE table, the reward-hacking table. The
+analysis builds one from the committed runs; leave-one-seed-out builds one per seed left out
+(:meth:`Study.without_seed`); the design simulator builds one per simulated study
+(:meth:`Study.simulated`), so that every claim decides real and simulated studies by one code path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from paper_repro import rewards
+from paper_repro.analysis.best_sets import Frontiers
+from paper_repro.config import Margins, Profile
+
+
+@dataclass(frozen=True)
+class Classes:
+    """The distinct settings of a profile, by class (names, in the profile's order)."""
+
+    rule_based: tuple[str, ...]
+    prm_style: tuple[str, ...]
+    process: tuple[str, ...]
+    sizes: tuple[str, ...]  # stage A, smallest policy first
+    middle: tuple[str, ...]  # the settings on the policy of stages B and D
+    shared: dict[str, str] = field(default_factory=dict)  # a setting -> the one whose runs it reuses
+
+    @classmethod
+    def of(cls, profile: Profile, shared: dict[str, str]) -> Classes:
+        settings = [s for s in profile.all_settings() if s.name not in shared]
+        prm = tuple(s.name for s in settings if rewards.is_prm_based(s.reward_system))
+        middle_policy = next((s.policy for s in profile.settings("B") + profile.settings("D")), None)
+        return cls(
+            rule_based=tuple(s.name for s in settings if s.name not in prm),
+            prm_style=prm,
+            process=tuple(s.name for s in settings if rewards.get(s.reward_system).reads != "answer"),
+            sizes=tuple(s.name for s in profile.settings("A")),
+            middle=tuple(s.name for s in settings if s.policy == middle_policy),
+            shared=dict(shared),
+        )
+
+    @property
+    def distinct(self) -> tuple[str, ...]:
+        """The settings the frontier claims read, rule-based first."""
+        return (*self.rule_based, *self.prm_style)
+
+    @property
+    def middle_rule(self) -> tuple[str, ...]:
+        return tuple(s for s in self.middle if s in self.rule_based)
+
+    @property
+    def middle_prm(self) -> tuple[str, ...]:
+        return tuple(s for s in self.middle if s in self.prm_style)
+
+
+@dataclass
+class Study:
+    """One study's tables, as the claims read them. ``grid_rows``: the full-budget runs on the grid
+    seeds of every setting (a setting that is another's runs included; the claims read the distinct
+    ones); ``estimate``: whether the claims bootstrap their rho* intervals (the simulator does not);
+    ``pilots``: pilot fraction -> its pilot grid's rows; ``fresh``/``fresh_default``: RACE's picks and
+    TRL's default on the fresh seeds; ``curves``: the grid runs' points on their budget ladders;
+    ``thresholds``: RACE's regime rule (:class:`paper_repro.analysis.race.RegimeThresholds`)."""
+
+    grid_rows: pd.DataFrame
+    classes: Classes
+    margins: Margins
+    estimate: bool = True
+    pilots: dict[float, pd.DataFrame] = field(default_factory=dict)
+    fresh: pd.DataFrame | None = None
+    fresh_default: pd.DataFrame | None = None
+    curves: pd.DataFrame | None = None
+    thresholds: object | None = None
+
+    @classmethod
+    def simulated(cls, runs: pd.DataFrame, classes: Classes, margins: Margins) -> Study:
+        """A simulated study: grid runs only, no bootstrap."""
+        return cls(runs, classes, margins, estimate=False)
+
+    @cached_property
+    def distinct(self) -> pd.DataFrame:
+        """The grid runs of the distinct settings (stage B's sparse is stage A's middle policy)."""
+        rows = self.grid_rows
+        return rows[~rows["setting"].isin(list(self.classes.shared))] if self.classes.shared else rows
+
+    @cached_property
+    def grid(self) -> Frontiers:
+        """The distinct settings' frontiers, summarised once."""
+        return Frontiers(self.distinct)
+
+    @cached_property
+    def tau(self) -> float:
+        """The recipe effect the best sets allow for (the margins', else the study's own estimate)."""
+        return self.grid.recipe_sd(self.margins)
+
+    @cached_property
+    def seeds_per_cell(self) -> int:
+        rows = self.distinct
+        return int(rows.groupby(["setting", "cell"])["seed"].nunique().median()) if len(rows) else 0
+
+    @cached_property
+    def frontier(self) -> pd.DataFrame:
+        """Per setting and cell, every target's mean over seeds (every setting)."""
+        from paper_repro.analysis.frontiers import frontier_table
+
+        return frontier_table(self.grid_rows)
+
+    @cached_property
+    def _race(self) -> tuple[pd.DataFrame, np.ndarray]:
+        from paper_repro.analysis.race import RegimeThresholds, race_table
+
+        empty = self.grid_rows.iloc[0:0]
+        return race_table(self.grid_rows, self.pilots, self.fresh if self.fresh is not None else empty,
+                          self.fresh_default if self.fresh_default is not None else empty, self.classes.shared,
+                          self.thresholds or RegimeThresholds(), self.tau)  # fmt: skip
+
+    @property
+    def race(self) -> pd.DataFrame:
+        """One row per setting and pilot fraction (:func:`paper_repro.analysis.race.race_table`)."""
+        return self._race[0]
+
+    @property
+    def gains(self) -> np.ndarray:
+        """RACE's pick minus TRL's default on the fresh seeds, per distinct setting and seed."""
+        return self._race[1]
+
+    @cached_property
+    def hacking(self) -> pd.DataFrame:
+        """Per distinct run, its change from base and whether it games its reward."""
+        from paper_repro.analysis.hacking import hacking_table
+
+        return hacking_table(self.distinct)
+
+    @cached_property
+    def curve_rows(self) -> pd.DataFrame:
+        """The grid's compute curves, their numbers parsed."""
+        from paper_repro.analysis.curves import prepared
+
+        return prepared(self.curves if self.curves is not None else pd.DataFrame())
+
+    @cached_property
+    def curve_tau(self) -> float:
+        """The recipe effect the curve claims' best sets allow for (the full-budget points' own)."""
+        from paper_repro.analysis.curves import curve_recipe_sd
+
+        rows = self.curve_rows
+        distinct = rows[~rows["setting"].isin(list(self.classes.shared))] if "setting" in rows else rows
+        return curve_recipe_sd(distinct, self.margins)
+
+    def without_seed(self, seed: int) -> Study:
+        """The study with one grid seed left out (its curves' points too)."""
+        curves = self.curves
+        if curves is not None and "seed" in curves:
+            curves = curves[pd.to_numeric(curves["seed"], errors="coerce") != seed]
+        return replace(self, grid_rows=self.grid_rows[self.grid_rows["seed"] != seed], curves=curves)
+
+    def with_margins(self, margins: Margins) -> Study:
+        return replace(self, margins=margins)

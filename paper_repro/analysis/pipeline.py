@@ -1,0 +1,295 @@
+"""The final analysis: every table and figure from the result tables alone (:func:`analyse`,
+``paper-repro analyse``, notebook 40), and the design simulator's command (:func:`simulate_design`).
+The tables it writes are listed in the package's docstring (:mod:`paper_repro.analysis`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from paper_repro.analysis import cards, conventions, figures, hacking, recipes
+from paper_repro.analysis.best_sets import setting_best
+from paper_repro.analysis.claims.paper import PAPER
+from paper_repro.analysis.claims.study import Classes, Study
+from paper_repro.analysis.claims.table import claims_table
+from paper_repro.analysis.curves import CurveAnalysis, curve_analysis, grid_curves
+from paper_repro.analysis.fit_forms import aicc_by_form
+from paper_repro.analysis.frontiers import (
+    at_full_budget,
+    load_curves,
+    load_runs,
+    runs_of,
+    setting_rows,
+    shared_runs,
+)
+from paper_repro.analysis.optima import optimum_table, window_verdict
+from paper_repro.analysis.race import RegimeThresholds, disagreement_table, plus_table, regime_ceiling
+from paper_repro.config import Profile
+from paper_repro.paths import repo_root
+from paper_repro.results import METRICS, results_dir, write_table
+
+# What the analysis reads of a runs table: without these it cannot run and says which are missing.
+REQUIRED = ("run_id", "stage", "setting", "cell", "seed", "budget_kind", "budget_flops", "target_rho", "rho",
+            "rho_executed", "rho_time", "C_reward", "C_total", "P", "G", "K", "mu", "rounds", "model",
+            "reward_system", "status", *METRICS, *(f"base_{m}" for m in METRICS))  # fmt: skip
+
+
+@dataclass
+class Analysis:
+    frontiers: pd.DataFrame
+    optima: pd.DataFrame
+    rho_star_tests: pd.DataFrame
+    fits: pd.DataFrame
+    disagreement: pd.DataFrame
+    disagreement_share: float
+    race: pd.DataFrame
+    regime_ceiling: float
+    conventions: pd.DataFrame
+    hacking: pd.DataFrame
+    hacking_summary: pd.DataFrame
+    claims: pd.DataFrame
+    figures: list[str]
+    design: pd.DataFrame | None = None  # design.csv, the operating characteristics, when committed
+    figures_dir: Path | None = None  # where ``figures`` were written
+    curves: CurveAnalysis | None = None  # the compute curves: fits, rho*(C), size*(C), extrapolation
+
+
+def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
+    """Full-budget rows of TRL's default allocation (K = G = preferred G, mu = 1, the grid's largest
+    P) per setting."""
+    g, p = profile.grid.preferred_G, max(profile.grid.P)
+    parts = []
+    for s in profile.all_settings():
+        rows = runs_of(runs, s, "full", profile.budget_flops)
+        parts.append(rows[(rows["P"] == p) & (rows["G"] == g) & (rows["K"] == g) & (rows["mu"] == 1)])
+    return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
+
+
+def study_rows(profile: Profile, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The study's rows by role, each labelled with its setting: ``grid`` (the full budget on the grid
+    seeds), ``fresh`` (full-budget grid cells on the fresh seeds: RACE's and RACE+'s picks), ``fresh_default``
+    (TRL's default on the fresh seeds), and ``pilot <fraction>`` (each pilot grid on the pilot seeds).
+    A run on a seed of no role (an earlier design's) is left out."""
+    settings = profile.all_settings()
+    full = setting_rows(runs, settings, "full", profile.budget_flops)
+    defaults = default_rows(profile, runs)
+    out = {
+        "grid": full[full["seed"].isin(range(profile.seeds))],
+        "fresh": full[full["seed"].isin(profile.fresh_seeds)],
+        "fresh_default": defaults[defaults["seed"].isin(profile.fresh_seeds)],
+    }
+    for fraction, budget in profile.pilot_budgets().items():
+        pilot = setting_rows(runs, settings, "pilot", budget)
+        out[f"pilot {fraction}"] = pilot[pilot["seed"].isin(profile.pilot_seeds)]
+    return out
+
+
+def _checked_runs(path: Path, profile: Profile) -> pd.DataFrame:
+    if not path.exists():
+        raise FileNotFoundError(f"no runs table at {path}: run the study first (make reproduce)")
+    with open(path) as fh:
+        header = fh.readline().rstrip("\n").split(",")
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise ValueError(f"{path} lacks the columns the analysis reads: {', '.join(missing)}")
+    return load_runs(path, profile)
+
+
+def analyse(
+    profile: Profile,
+    results_root: str | Path | None = None,
+    figures_dir: str | Path | None = None,
+    thresholds: RegimeThresholds | None = None,
+    power_replicates: int | None = None,
+) -> Analysis:
+    """Every table and figure of ``profile``'s study from the runs table in ``results_root`` (None:
+    the committed ``data/results/<profile>``), the figures to :func:`figures_folder`.
+    ``power_replicates``: simulated studies per seed count for the power column (None: the power
+    module's default, 0: none)."""
+    thresholds = thresholds or RegimeThresholds()
+    root = results_dir(profile.name, results_root)
+    fig_dir = figures_folder(profile, results_root, figures_dir)
+    runs = _checked_runs(root / "runs.csv", profile)
+    curves = load_curves(root / "curves.csv", runs)
+    runs = at_full_budget(runs, curves, profile.budget_flops)  # a run past C counts by its point at C
+    settings = profile.all_settings()
+    rows = study_rows(profile, runs)
+    full_rows = rows["grid"]
+    if full_rows.empty:
+        raise ValueError(
+            f"{root / 'runs.csv'} holds no full-budget run of the {profile.name} grid at budget "
+            f"{profile.budget_flops:.3g} ({len(runs)} ok rows in all). Runs of a quick study are analysed "
+            f"with quick=True (paper-repro run --quick does this)."
+        )
+    full_rows = conventions.with_rho_6n(full_rows, root / "steps")
+    pilots = {f: rows[f"pilot {f}"] for f in profile.pilot_fractions}
+    shared = shared_runs(full_rows, [s.name for s in settings])
+    classes = Classes.of(profile, shared)
+    study = Study(full_rows, classes, profile.margins, pilots=pilots, fresh=rows["fresh"],
+                  fresh_default=rows["fresh_default"], curves=grid_curves(curves, full_rows),
+                  thresholds=thresholds)  # fmt: skip
+    distinct, tau, margins = study.distinct, study.tau, profile.margins
+    frontier = study.frontier
+    optima = optimum_table(full_rows, frontier, shared, tau)
+    rho_star_tests = _rho_star_tests(distinct, classes, margins)
+    fits = _fit_table(distinct, optima)
+    disagreement, share = disagreement_table(frontier)
+    race = study.race
+    plus = plus_table(full_rows, pilots, curves, rows["fresh"], rows["fresh_default"], shared,
+                      profile.budget_flops, tau, thresholds)  # RACE+ beside RACE and TRL's default  # fmt: skip
+    ceiling = regime_ceiling(distinct, classes.distinct, thresholds, tau)
+    groups = {name: (name,) for name in classes.distinct}
+    convention = conventions.convention_table(distinct, groups, tau)
+    hacked = study.hacking
+    hacked_summary = hacking.hacking_summary(hacked)
+    design_table = _committed_design(root)
+    claims = claims_table(study, design_table, _powers(study, power_replicates))
+    # the question asked as the budget grows: the grid runs' compute curves (their ladders' points)
+    curve = curve_analysis(study.curves, margins, tau, fig_dir, shared=shared, sizes=classes.sizes)
+    recipe_pairs = recipes.pair_table(recipes.pairs_of(distinct), margins.recipe, recipes=frontier)  # at equal rho
+    card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
+    for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
+                        ("fits", fits), ("disagreement", disagreement), ("race", race),
+                        ("conventions", convention), ("reward_hacking", hacked),
+                        ("reward_hacking_summary", hacked_summary), ("claims", claims),
+                        ("compute_cards", card_rows), ("curve_fits", curve.fits),
+                        ("rho_star_by_budget", curve.rho_star), ("size_star_by_budget", curve.size_star),
+                        ("extrapolation", curve.extrapolation),
+                        ("extrapolation_summary", curve.extrapolation_summary),
+                        ("recipe_pairs", recipe_pairs), ("race_plus", plus.settings),
+                        ("race_plus_cells", plus.cells), ("race_plus_summary", plus.summary)):  # fmt: skip
+        write_table(root / f"{name}.csv", table)
+    written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir)
+    written += [p.stem for p in curve.figures]
+    return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
+                    hacked, hacked_summary, claims, written, design_table, fig_dir, curve)  # fmt: skip
+
+
+def figures_folder(profile: Profile, results_root=None, figures_dir=None) -> Path:
+    """Where the figures go: ``figures_dir``; else beside redirected results (``<results_root>/figures``,
+    so that exploring never rewrites the committed figures); else the committed ``figures/<profile>``."""
+    if figures_dir is not None:
+        return Path(figures_dir)
+    if results_root is not None:
+        return Path(results_root) / "figures"
+    return repo_root() / "figures" / profile.name
+
+
+def simulate_design(
+    profile: Profile,
+    results_root: str | Path | None = None,
+    recipe_sd: float | None = None,
+    seed_sd: float | None = None,
+    amplitude: float | None = None,
+    replicates: int | None = None,
+    variants: dict[str, tuple[int, float]] | None = None,
+    progress=None,
+) -> pd.DataFrame:
+    """The study's operating characteristics (``paper-repro design``): the frontier claims' own tests
+    on simulated studies of ``profile``'s design under known truths, with the noise the committed runs
+    show (or the values given), written to ``design.csv`` beside the runs. Its cells are the committed
+    runs' realised rhos, or the grid's targets before any run."""
+    from paper_repro.analysis import design as sim
+
+    root = results_dir(profile.name, results_root)
+    path = root / "runs.csv"
+    runs = _checked_runs(path, profile) if path.exists() else None
+    if runs is not None:  # a run past C (stage A's) counts by its point at C, as the analysis reads it
+        runs = at_full_budget(runs, load_curves(root / "curves.csv", runs), profile.budget_flops)
+    grid = study_rows(profile, runs)["grid"] if runs is not None else None
+    if grid is not None and grid.empty:
+        grid = None
+    shared = (
+        shared_runs(grid, [s.name for s in profile.all_settings()])
+        if grid is not None
+        else shared_settings(profile)
+    )
+    classes = Classes.of(profile, shared)
+    names = list(classes.distinct)
+    if grid is not None:
+        layout = sim.Layout.from_runs(grid, names, profile.seeds)
+    else:
+        cells = tuple((f"r{round(100 * t):02d}", float(t)) for t in profile.grid.targets)
+        layout = sim.Layout(dict.fromkeys(names, cells), profile.seeds)
+    from paper_repro.analysis.design_cost import eval_size
+
+    model = sim.noise_model(grid, names, recipe_sd, seed_sd, amplitude, problems=eval_size(profile))
+    kwargs = {} if replicates is None else {"replicates": replicates}
+    table = sim.design_table(layout, model, classes, profile.margins, variants, progress=progress, **kwargs)
+    write_table(root / "design.csv", table)
+    return table
+
+
+def shared_settings(profile: Profile) -> dict[str, str]:
+    """Settings that ask for an earlier setting's experiment (the same policy and reward system):
+    {later: earlier}, as :func:`shared_runs` finds them in a runs table."""
+    seen: dict[tuple[str, str], str] = {}
+    out = {}
+    for s in profile.all_settings():
+        key = (s.policy, s.reward_system)
+        if key in seen:
+            out[s.name] = seen[key]
+        else:
+            seen[key] = s.name
+    return out
+
+
+def _committed_design(root: Path) -> pd.DataFrame | None:
+    """The operating characteristics committed beside the runs (``design.csv``), if any."""
+    path = root / "design.csv"
+    return pd.read_csv(path) if path.exists() else None
+
+
+def _powers(study: Study, replicates: int | None) -> dict | None:
+    """Per simulated claim (by id), the share of simulated studies that decide per seed count: the
+    committed frontiers' unimodal fits as the truth, with their seed noise and the recipe effect they
+    show (:func:`paper_repro.analysis.design.power_table`); None with ``replicates == 0``."""
+    from paper_repro.analysis import design
+
+    distinct = study.distinct
+    if replicates == 0 or distinct.empty:
+        return None
+    names = study.classes.distinct
+    layout = design.Layout.from_runs(distinct, names, study.seeds_per_cell)
+    noise = design.Noise.from_runs(distinct, names)
+    counts = tuple(sorted({*design.SEEDS, study.seeds_per_cell}))
+    kwargs = {} if replicates is None else {"replicates": replicates}
+    truth = design.fitted_truth(distinct, names)
+    return design.power_table(layout, noise, truth, study.classes, study.margins, counts, **kwargs)
+
+
+def _rho_star_tests(distinct: pd.DataFrame, classes: Classes, margins) -> pd.DataFrame:
+    """Per distinct setting, the cells that could be best for its native reward tested against its
+    class's paper value (the per-setting verdicts behind the class claims)."""
+    out = []
+    for names, x in (
+        (classes.rule_based, PAPER["rho_star.rule_based"].value),
+        (classes.prm_style, PAPER["rho_star.prm_style"].value),
+    ):
+        for name in names:
+            best = setting_best(distinct, name, "native_reward", margins)
+            if not len(best.rhos):
+                continue
+            out.append({"setting": name, "paper_value": x, "margin": margins.rho, "best_cells": best.cells,
+                        "best_low": best.span[0], "best_high": best.span[1],
+                        "verdict": window_verdict(best.rhos, x, margins.rho), "rho_star": best.star,
+                        "ci95_low": best.low, "ci95_high": best.high, "status": best.status})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def _fit_table(distinct: pd.DataFrame, optima: pd.DataFrame) -> pd.DataFrame:
+    """Per distinct frontier: the AICc of each fitted form, the best, and whether it is flat (read
+    from ``optima``, which has already tested it)."""
+    flat = {(r.setting, r.target): not r.p_flat < 0.05 for r in optima.itertuples()}
+    out = []
+    for setting, rows in distinct.groupby("setting", sort=False):
+        for t in METRICS:
+            data = rows.dropna(subset=[t, "rho"])
+            if data["cell"].nunique() < 3:
+                continue
+            scores = aicc_by_form(data, t)
+            out.append({"setting": setting, "target": t, "runs": len(data), "flat": flat.get((setting, t)),
+                        **{f"aicc_{k}": v for k, v in scores.items()}, "best_fit": min(scores, key=scores.get)})  # fmt: skip
+    return pd.DataFrame(out)
