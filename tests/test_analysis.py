@@ -22,7 +22,11 @@ import pytest
 
 from paper_repro import rewards
 from paper_repro.allocation import plan_setting
-from paper_repro.analysis import analyse, claims, design
+from paper_repro.analysis import analyse, design
+from paper_repro.analysis.best_sets import DEFAULT
+from paper_repro.analysis.claims import Classes
+from paper_repro.analysis.claims.frontier import disagree, near, pass1_vs_judge
+from paper_repro.analysis.claims.tables import loglinear, no_race_gain
 from paper_repro.analysis.optima import (
     Cells,
     best_set,
@@ -32,6 +36,7 @@ from paper_repro.analysis.optima import (
     unimodal,
     window_verdict,
 )
+from paper_repro.analysis.power import seeds_needed
 from paper_repro.analysis.race import RegimeThresholds
 from paper_repro.config import load_profile
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable
@@ -107,12 +112,11 @@ def analysed(tmp_path, peak, **kwargs):
 
 
 def verdicts(result) -> dict[str, str]:
-    return dict(zip(result.claims["claim"], result.claims["verdict"], strict=True))
+    """Each claim's verdict, by its id."""
+    return dict(zip(result.claims["id"], result.claims["verdict"], strict=True))
 
 
-RULE = "rule-based rewards: rho* ~ 0.72"
-PRM = "PRM-style rewards: rho* ~ 0.44-0.45"
-LOWER = "PRM-style rho* is lower than rule-based rho*"
+RULE, PRM, LOWER = "rho_star.rule_based", "rho_star.prm_style", "rho_star.prm_lower"
 
 
 # ------------------------------------------------------------------------------- known truths
@@ -123,7 +127,7 @@ def test_a_flat_world_holds_no_rho_star_claim(tmp_path, rng_seed):
     result = analysed(tmp_path, lambda s: None, noise=0.03, rng_seed=rng_seed)
     v = verdicts(result)
     for claim in (RULE, PRM, LOWER):
-        assert v[claim] != "held", (claim, result.claims.set_index("claim").loc[claim, "note"])
+        assert v[claim] != "held", (claim, result.claims.set_index("id").loc[claim, "note"])
     # Gupta's set keeps the best cell at 95%, not every equal one: a flat frontier of three seeds over six
     # to eight cells (the second recipes) loses a cell now and then, and its optimum is then identified
     assert (result.optima["status"] == "not identified").mean() > 0.6
@@ -142,7 +146,7 @@ def test_a_prm_optimum_above_the_rule_based_one_refutes_lower(tmp_path):
     peaks = lambda s: 0.66 if rewards.is_prm_based(s.reward_system) else 0.15  # noqa: E731
     result = analysed(tmp_path, peaks, noise=0.005, curvature=4, seeds=5)
     v = verdicts(result)
-    assert v[LOWER] == "not held", result.claims.set_index("claim").loc[LOWER, "best_cells"]
+    assert v[LOWER] == "not held", result.claims.set_index("id").loc[LOWER, "best_cells"]
 
 
 def test_the_papers_world_holds_both_optima_and_lower(tmp_path):
@@ -158,7 +162,7 @@ def test_a_setting_sharing_its_runs_counts_once(tmp_path):
     result = analysed(tmp_path, paper_peaks, noise=0.005)
     optima = result.optima.set_index(["setting", "target"])
     assert optima.loc[("sparse", "native_reward"), "same_runs_as"] == "M"
-    note = result.claims.set_index("claim").loc[RULE, "note"]
+    note = result.claims.set_index("id").loc[RULE, "note"]
     assert "sparse" not in note and "M:" in note
 
 
@@ -274,12 +278,12 @@ def test_settings_whose_best_sets_do_not_overlap_are_heterogeneous():
                              for c in cells for s in range(5)])  # fmt: skip
 
     runs = pd.concat([setting("a", 0.16), setting("b", 0.84)], ignore_index=True)
-    m = claims.DEFAULT
-    result = claims.near(runs, ["a", "b"], 0.72, m)
+    m = DEFAULT
+    result = near(runs, ["a", "b"], 0.72, m)
     assert result.verdict == "heterogeneous" and np.isnan(result.value), result
     assert result.unanimous == "not held" and "a vs b" in result.note  # 0.84 lies outside 0.72 +- 0.10 too
     alike = pd.concat([setting("a", 0.69), setting("b", 0.72)], ignore_index=True)
-    held = claims.near(alike, ["a", "b"], 0.72, m)
+    held = near(alike, ["a", "b"], 0.72, m)
     assert held.verdict == "held" and held.value == pytest.approx(0.69, abs=0.01)
 
 
@@ -294,11 +298,9 @@ def test_targets_disagree_can_return_every_verdict(tmp_path):
         write_runs(tmp_path / sub / "runs.csv", peak, noise=noise, judge_peak=judge_peak, seeds=4)
         return pd.read_csv(tmp_path / sub / "runs.csv").query("budget_kind == 'full'")
 
-    assert claims.disagree(runs(lambda s: 0.2, sub="a"), names).verdict == "held"
-    assert claims.disagree(runs(None, sub="b"), names).verdict == "not held"
-    assert (
-        claims.disagree(runs(None, peak=lambda s: None, noise=0.05, sub="c"), names).verdict == "inconclusive"
-    )
+    assert disagree(runs(lambda s: 0.2, sub="a"), names).verdict == "held"
+    assert disagree(runs(None, sub="b"), names).verdict == "not held"
+    assert disagree(runs(None, peak=lambda s: None, noise=0.05, sub="c"), names).verdict == "inconclusive"
 
 
 def test_pass1_vs_judge_can_return_every_verdict(tmp_path):
@@ -312,11 +314,11 @@ def test_pass1_vs_judge_can_return_every_verdict(tmp_path):
         return pd.read_csv(tmp_path / sub / "runs.csv").query("budget_kind == 'full' and cell != 'default'")
 
     held = runs(lambda s: 0.9, lambda s: 0.4, sub="a")
-    assert claims.pass1_vs_judge(held, process).verdict == "held"
+    assert pass1_vs_judge(held, process).verdict == "held"
     same = runs(lambda s: 0.15, None, sub="b")  # one best cell for both (r40 and r50 both sit near 0.45)
-    assert claims.pass1_vs_judge(same, process).verdict == "not held"
+    assert pass1_vs_judge(same, process).verdict == "not held"
     flat = runs(lambda s: None, None, noise=0.05, sub="c")
-    assert claims.pass1_vs_judge(flat, process).verdict == "inconclusive"
+    assert pass1_vs_judge(flat, process).verdict == "inconclusive"
 
 
 def test_loglinear_can_return_every_verdict():
@@ -328,17 +330,17 @@ def test_loglinear_can_return_every_verdict():
         return pd.DataFrame({"setting": "M", "cell": [f"r{round(c * 100)}" for c in cells], "rho": cells,
                              **{t: y for t in METRICS}})  # fmt: skip
 
-    assert claims.loglinear(runs(lambda x: 0.5 + 0.2 * np.log(x), 0.005), ["M"]).verdict == "held"
-    assert claims.loglinear(runs(lambda x: 0.5 - 3 * (x - 0.5) ** 2, 0.005), ["M"]).verdict == "not held"
-    assert claims.loglinear(runs(lambda x: 0.5 + 0 * x, 0.05), ["M"]).verdict == "inconclusive"
+    assert loglinear(runs(lambda x: 0.5 + 0.2 * np.log(x), 0.005), ["M"]).verdict == "held"
+    assert loglinear(runs(lambda x: 0.5 - 3 * (x - 0.5) ** 2, 0.005), ["M"]).verdict == "not held"
+    assert loglinear(runs(lambda x: 0.5 + 0 * x, 0.05), ["M"]).verdict == "inconclusive"
 
 
 def test_no_race_gain_can_return_every_verdict():
     rng = np.random.default_rng(0)
-    assert claims.no_race_gain(rng.normal(0.0, 0.005, 20)).verdict == "held"
-    assert claims.no_race_gain(rng.normal(0.1, 0.01, 20)).verdict == "not held"
-    assert claims.no_race_gain(rng.normal(0.0, 0.1, 20)).verdict == "inconclusive"
-    assert "needs at least 3" in claims.no_race_gain(np.array([0.01, 0.02])).note
+    assert no_race_gain(rng.normal(0.0, 0.005, 20)).verdict == "held"
+    assert no_race_gain(rng.normal(0.1, 0.01, 20)).verdict == "not held"
+    assert no_race_gain(rng.normal(0.0, 0.1, 20)).verdict == "inconclusive"
+    assert "needs at least 3" in no_race_gain(np.array([0.01, 0.02])).note
 
 
 def test_conventions_robustness_can_return_every_verdict():
@@ -360,27 +362,38 @@ def test_power_grows_with_seeds_in_the_design_simulator():
     cells = tuple((f"r{c}", c / 100) for c in (16, 31, 50, 69, 84))
     layout = design.Layout({"M": cells}, seeds=3)
     noise = design.Noise(recipe_sd=0.0, default=0.05, seed_sd={})
-    tests = {"near": lambda r, e: claims.near(r, ["M"], 0.72, claims.DEFAULT, estimate=e)}
+    classes = Classes(rule_based=("M",), prm_style=(), process=(), sizes=(), middle=())
     truth = design.truths(("prm",), amplitude=0.3)["peak at 0.72"]
-    powers = design.power_table(layout, noise, truth, tests, seeds=(3, 40), replicates=20)
-    assert powers["near"][40] > powers["near"][3]
-    assert claims.seeds_needed({3: 0.1, 10: 0.85}) == 10 and claims.seeds_needed({3: 0.1}) is None
+    chosen = [c for c in design.simulated_claims() if c.id == "rho_star.rule_based"]
+    powers = design.power_table(
+        layout, noise, truth, classes, DEFAULT, seeds=(3, 40), replicates=20, chosen=chosen
+    )
+    assert powers["rho_star.rule_based"][40] > powers["rho_star.rule_based"][3]
+    assert seeds_needed({3: 0.1, 10: 0.85}) == 10 and seeds_needed({3: 0.1}) is None
 
 
 def test_the_claims_table_carries_the_power_column(tmp_path):
     write_runs(tmp_path / "runs.csv", paper_peaks, noise=0.05)
     result = analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=4)
-    c = result.claims.set_index("claim")
+    c = result.claims.set_index("id")
     assert {"power_now", "seeds_for_80pct_power", "power_note"} <= set(result.claims.columns)
     assert c.loc[RULE, "power_note"].startswith("3 seeds:")
     assert c.loc[RULE, "power_now"] == pytest.approx(
         float(c.loc[RULE, "power_note"].split(",")[0].split(": ")[1])
     )
     for fraction in ("1/2", "1/4"):  # the profile's pilot fractions
-        name = f"RACE pilots at {fraction} of the budget name the full grid's regime"
-        assert c.loc[name, "power_note"].startswith("not simulated")
-    assert c.loc[f"{RULE} (on gsm pass@1)", "kind"] == "our addition"
-    assert c.loc[f"{PRM} (on the judge's score)", "kind"] == "our addition"
+        row = c.loc[f"race.pilots@{fraction}"]
+        assert row["claim"] == f"RACE pilots at {fraction} of the budget name the full grid's regime"
+        assert row["power_note"].startswith("not simulated")
+    assert (
+        c.loc["race.pilots@1/2", "kind"] == "paper claim"
+        and c.loc["race.pilots@1/4", "kind"] == "our addition"
+    )
+    assert c.loc[f"{RULE}.gsm_pass1", "kind"] == "our addition"
+    assert (
+        c.loc[f"{PRM}.judge_score", "claim"] == "PRM-style rewards: rho* ~ 0.44-0.45 (on the judge's score)"
+    )
+    assert c.loc[f"{PRM}.judge_score", "kind"] == "our addition"
     assert set(result.claims["verdict"]) <= {"held", "not held", "inconclusive", "heterogeneous"}
     assert c.loc[RULE, "oc_note"].startswith("not simulated: no design.csv")
 
@@ -412,9 +425,8 @@ def test_every_table_and_figure_is_written(tmp_path):
     assert race.loc["M", "fresh_seeds"] == 2 and race.loc["prm", "fresh_seeds"] == 2  # the fresh seeds
     assert set(result.race["pilot_fraction"]) == set(PROFILE.pilot_fractions)
     assert (result.frontiers["seeds"] == 3).all()  # the fresh seeds stay out of the grid
-    loso = result.claims.set_index("claim")["leave_one_seed_out"]
-    assert loso[RULE].startswith(("the same without any one seed", "changes without seed"))
-    assert loso["the rho* verdicts are robust to the FLOP convention"] == "not recomputed"
+    loso = result.claims.set_index("id")["leave_one_seed_out"]
+    assert loso.str.startswith(("the same without any one seed", "changes without seed")).all()  # every claim
 
 
 # ------------------------------------------------------------------------------- reward hacking
@@ -568,5 +580,5 @@ def test_leave_one_seed_out_finds_a_verdict_that_rests_on_one_seed(tmp_path):
     frame.loc[wild, "native_reward"] += np.random.default_rng(1).normal(0, 0.5, int(wild.sum()))
     frame.to_csv(tmp_path / "runs.csv", index=False)
     claims_ = analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=0).claims
-    row = claims_.set_index("claim").loc[RULE]
+    row = claims_.set_index("id").loc[RULE]
     assert row["verdict"] != "held" and "seed 1: held" in row["leave_one_seed_out"], row["leave_one_seed_out"]

@@ -19,6 +19,7 @@ LADDER = (0.0625, 0.125, 0.25, 0.5, 1.0)
 LADDER_A = (*LADDER, 2.0, 4.0)  # stage A runs to 4C
 CELLS = {"r15": 0.15, "r30": 0.30, "r50": 0.50, "r70": 0.70, "r85": 0.85}
 BASE = 0.3
+CURVE_CLAIMS = ("curves.moves", "curves.grows")
 
 
 def known(A: float, mid_point: float, B: float, R0: float = BASE):
@@ -275,8 +276,12 @@ def test_operating_characteristics_by_simulation():
 
 def test_claims_rows_use_the_claims_table_columns():
     rows = pd.concat([curve_rows(growing, settings=STAGE_A, points=LADDER_A), curve_rows(moving_peak)])
-    table = cv.curve_claims(rows, replicates=20)
-    assert list(table["claim"]) == [cv.MOVES_CLAIM, cv.GROWS_CLAIM]
+    table = curve_claims(rows)
+    assert list(table["id"]) == list(CURVE_CLAIMS)
+    assert list(table["claim"]) == [
+        "the best allocation moves with the budget",
+        "as the budget grows, the best policy gets bigger",
+    ]
     assert set(table["kind"]) == {"our addition"}
     assert set(table["verdict"]) <= {"held", "not held", "inconclusive", "heterogeneous"}
     assert table.iloc[1]["verdict"] == "held"
@@ -308,19 +313,20 @@ def test_empty_curves_give_empty_tables_and_no_figures(tmp_path):
                       result.extrapolation_summary):  # fmt: skip
             assert table.empty
         assert result.figures == []
-        assert set(result.claims["verdict"]) == {"inconclusive"}
+        assert set(curve_claims(empty)["verdict"]) == {"inconclusive"}
 
 
 def test_a_quick_run_says_what_it_cannot_estimate():
     quick = {"r15": 0.15, "r50": 0.5, "r85": 0.85}
     rows = curve_rows(moving_peak, cells=quick, seeds=1)
-    result = cv.curve_analysis(rows.astype(str), recipe_sd=0.0, replicates=20)  # a CSV's text cells
+    result = cv.curve_analysis(rows.astype(str), recipe_sd=0.0)  # a CSV's text cells
     fits = result.fits[result.fits["target"] == "native_reward"]
     assert fits["A_lo"].isna().all() and (fits["status"] != "identified").all()
     assert fits["reason"].str.contains("one seed").all()
     assert result.rho_star["note"].str.contains("no seed replication").all()
-    assert set(result.claims["verdict"]) == {"inconclusive"}
-    assert result.claims["oc_wrong_max"].isna().all()
+    claims = curve_claims(rows.astype(str))
+    assert set(claims["verdict"]) == {"inconclusive"}
+    assert claims["oc_wrong_max"].isna().all()
     assert result.extrapolation["covered"].isna().all()
     assert set(result.extrapolation["status"]) <= {
         "no interval: one seed",
@@ -331,9 +337,7 @@ def test_a_quick_run_says_what_it_cannot_estimate():
 def test_figures_are_written(tmp_path):
     rows = pd.concat([curve_rows(growing, settings=STAGE_A, points=LADDER_A, seeds=3),
                       curve_rows(moving_peak, seeds=3)])  # fmt: skip
-    result = cv.curve_analysis(
-        rows, recipe_sd=0.0, out_dir=tmp_path, targets=["native_reward"], bootstrap=30, replicates=20
-    )
+    result = cv.curve_analysis(rows, recipe_sd=0.0, out_dir=tmp_path, targets=["native_reward"], bootstrap=30)
     names = sorted(p.name for p in result.figures)
     assert names == ["compute_optimal_envelope_native_reward.png", "curves_native_reward.png",
                      "rho_star_vs_budget_native_reward.png"]  # fmt: skip
@@ -350,3 +354,16 @@ def test_grid_curves_label_the_grid_runs_and_give_their_base():
     assert len(labelled) == 2 * len(rows) and set(labelled["setting"]) == {"M", "sparse"}
     assert (labelled["base_native_reward"] == 0.25).all()
     assert cv.grid_curves(rows.iloc[0:0], grid).empty
+
+
+def curve_claims(curves: pd.DataFrame, replicates: int = 20) -> pd.DataFrame:
+    """The two compute-curve claims' rows of the claims table, decided by the registry on a study
+    that has only ``curves`` (stage A's policies in the curves' own order)."""
+    from paper_repro.analysis.best_sets import DEFAULT
+    from paper_repro.analysis.claims import Classes, Study
+    from paper_repro.analysis.claims.table import claims_table
+
+    classes = Classes(rule_based=(), prm_style=(), process=(), sizes=(), middle=())
+    grid = pd.DataFrame(columns=["setting", "cell", "seed", "rho", "native_reward"])
+    study = Study(grid, classes, DEFAULT, curves=curves, replicates=replicates)
+    return claims_table(study, leave_one_out=False, ids=CURVE_CLAIMS)

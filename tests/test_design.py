@@ -10,7 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paper_repro.analysis import claims, design, simulate_design
+from paper_repro.analysis import design, simulate_design
+from paper_repro.analysis.best_sets import DEFAULT, Frontiers
+from paper_repro.analysis.claims import Classes
+from paper_repro.analysis.claims.paper import RULE_BASED_RHO
 from paper_repro.analysis.verdict import Result
 from paper_repro.cli import main
 from paper_repro.config import load_profile
@@ -20,15 +23,14 @@ PRM_CELLS = tuple((f"r{c}", c / 100) for c in (17, 33, 53, 70))
 LAYOUT = design.Layout(
     {"S": CELLS, "M": CELLS, "L": CELLS, "proxy_prm": PRM_CELLS, "prm": PRM_CELLS}, seeds=10
 )
-CLASSES = claims.Classes(
+CLASSES = Classes(
     rule_based=("S", "M", "L"), prm_style=("proxy_prm", "prm"), process=("proxy_prm", "prm"),
     sizes=("S", "M", "L"), middle=("M", "proxy_prm", "prm"),
 )  # fmt: skip
 
 
-def _tests(recipe_sd=None):
-    m = dataclasses.replace(claims.DEFAULT, recipe_sd=recipe_sd)
-    return {c.name: c.test for c in claims.frontier_claims(CLASSES, m)}
+def _margins(recipe_sd=None):
+    return dataclasses.replace(DEFAULT, recipe_sd=recipe_sd)
 
 
 def test_a_simulated_study_has_the_design_and_the_noise_it_was_given():
@@ -46,15 +48,15 @@ def test_a_simulated_study_has_the_design_and_the_noise_it_was_given():
 
 def test_the_truths_own_verdicts_follow_their_shapes():
     world = design.truths(CLASSES.prm_style, amplitude=0.1)
-    tests = _tests(recipe_sd=0.0)
-    rule, prm, lower = (f"{claims.RULE_BASED_RHO}", "0.44-0.45", "is lower")
+    chosen = design.simulated_claims()
+    rule, prm, lower = "rho_star.rule_based", "rho_star.prm_style", "rho_star.prm_lower"
     verdict = {
-        name: {k: r.verdict for k, r in design.truth_verdicts(LAYOUT, t, tests).items()}
+        name: {k: r.verdict for k, r in design.truth_verdicts(LAYOUT, t, CLASSES, _margins(), chosen).items()}
         for name, t in world.items()
     }
 
-    def of(truth, words):
-        return next(v for k, v in verdict[truth].items() if words in k and "(on" not in k)
+    def of(truth, claim_id):
+        return verdict[truth][claim_id]
 
     assert of("flat", rule) == of("flat", prm) == of("flat", lower) == "inconclusive"
     assert of("peak at 0.72", rule) == "held" and of("peak at 0.72", prm) == "not held"
@@ -80,7 +82,7 @@ def test_the_rules_are_seldom_wrong_with_the_noise_they_allow_for():
     world = design.truths(CLASSES.prm_style, amplitude=0.15)
     world = {k: world[k] for k in ("flat", "peak at 0.72", "the paper's world")}
     table = design.operating_characteristics(
-        LAYOUT, noise, world, _tests(), _tests(0.0), {}, replicates=15, coverage_replicates=0
+        LAYOUT, noise, world, CLASSES, _margins(), replicates=15, coverage_replicates=0
     )
     assert table["wrong"].max() <= 0.1, table.sort_values("wrong").tail(3)
     flat = table[table["truth"] == "flat"]
@@ -96,9 +98,9 @@ def test_the_recipe_effect_estimate_is_not_low_on_average(truth):
     world = design.truths(CLASSES.prm_style, amplitude=0.1)
     rng = np.random.default_rng(1)
     estimates = [
-        claims.Frontiers(
+        Frontiers(
             design.simulate(LAYOUT, world[truth], noise, rng, design.recipe_draw(LAYOUT, noise, rng))
-        ).recipe_sd(claims.DEFAULT)
+        ).recipe_sd(DEFAULT)
         for _ in range(20)
     ]
     assert 0.03 <= np.mean(estimates) <= 0.06
@@ -116,11 +118,10 @@ def test_the_design_command_writes_design_csv_and_the_claims_read_it(tmp_path):
     from paper_repro.analysis import analyse
 
     result = analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=0)
-    row = result.claims.set_index("claim").loc["rule-based rewards: rho* ~ 0.72"]
+    row = result.claims.set_index("id").loc["rho_star.rule_based"]
+    assert row["claim"] == f"rule-based rewards: rho* ~ {RULE_BASED_RHO}"
     assert np.isfinite(row["oc_wrong_max"]) and row["oc_note"].endswith("(design.csv)")
-    race_row = result.claims.set_index("claim").loc[
-        "RACE gives no stable held-out gain over a fixed default allocation"
-    ]
+    race_row = result.claims.set_index("id").loc["race.no_gain"]
     assert race_row["oc_note"].startswith("not simulated")
 
 

@@ -78,8 +78,8 @@ def test_the_quick_papermill_trap_leaves_every_committed_verdict_unchanged(tmp_p
         result = analyse(PROFILE, copy, tmp_path / "figures", power_replicates=0)
     named = " ".join(str(w.message) for w in caught)
     assert all(run_id in named for run_id in made["run_id"])
-    committed = pd.read_csv(COMMITTED / "claims.csv").set_index("claim")["verdict"]
-    assert result.claims.set_index("claim")["verdict"].to_dict() == committed.to_dict()
+    committed = pd.read_csv(COMMITTED / "claims.csv").set_index("id")["verdict"]
+    assert result.claims.set_index("id")["verdict"].to_dict() == committed.to_dict()
 
 
 def test_a_string_where_a_list_is_expected_is_refused_with_the_yaml_form():

@@ -70,11 +70,11 @@ def test_its_simulated_error_stays_at_the_tests_size():
 
 
 def test_the_readme_says_what_each_recipe_verdict_means_for_reporting_rho(tmp_path):
-    from paper_repro.analysis.recipes import CLAIM, claim_verdict
-    from paper_repro.analysis.report import RECIPE_MEANING, _recipe_sentences
+    from paper_repro.analysis.recipes import claim_verdict
+    from paper_repro.analysis.report import RECIPE_CLAIM, RECIPE_MEANING, _recipe_sentences
 
     assert {claim_verdict(v) for v in (["equivalent"], ["different"], ["open"], [])} == set(RECIPE_MEANING)
-    pd.DataFrame({"claim": [CLAIM], "verdict": ["not held"]}).to_csv(tmp_path / "claims.csv", index=False)
+    pd.DataFrame({"id": [RECIPE_CLAIM], "verdict": ["not held"]}).to_csv(tmp_path / "claims.csv", index=False)
     pd.DataFrame({"setting": ["M"], "first": ["r50"], "second": ["r50b"], "difference": [-0.08], "ci90_low": [-0.1],
                   "ci90_high": [-0.06], "margin": [0.03]}).to_csv(tmp_path / "recipe_pairs.csv", index=False)  # fmt: skip
     (sentence,) = _recipe_sentences(tmp_path)

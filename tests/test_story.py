@@ -16,7 +16,7 @@ from paper_repro.analysis import story
 from paper_repro.analysis.frontiers import frontier_table
 from paper_repro.analysis.optima import optimum_table
 from paper_repro.paths import repo_root
-from tests.test_curves_analysis import LADDER_A, STAGE_A, curve_rows, growing
+from tests.test_curves_analysis import LADDER_A, STAGE_A, curve_claims, curve_rows, growing
 from tests.test_figures import runs
 
 COMMITTED = repo_root() / "data" / "results" / "cpu-tiny"
@@ -24,7 +24,7 @@ ORDER = ["S", "M", "L", "sparse", "dense"]
 
 
 def claim(name, verdict, kind="paper claim", **columns) -> dict:
-    row = {"claim": name, "kind": kind, "verdict": verdict, "seeds_per_cell": 3, "power_now": np.nan,
+    row = {"id": name, "claim": name, "kind": kind, "verdict": verdict, "seeds_per_cell": 3, "power_now": np.nan,
            "seeds_for_80pct_power": np.nan, "power_note": "", "oc_held_when_true": np.nan, "note": ""}  # fmt: skip
     return {**row, **columns}
 
@@ -52,7 +52,7 @@ def synthetic() -> dict[str, pd.DataFrame]:
     frontier = frontier_table(rows)
     optima = optimum_table(rows, frontier, {"sparse": "M"})
     curve = curve_rows(growing, settings=STAGE_A, points=LADDER_A, seeds=3)
-    claims = pd.concat([CLAIMS, cv.curve_claims(curve, replicates=20)], ignore_index=True)
+    claims = pd.concat([CLAIMS, curve_claims(curve)], ignore_index=True)
     return {"optima": optima, "frontiers": frontier, "claims": claims,
             "rho_star_by_budget": cv.rho_star_table(curve, targets=["native_reward"]),
             "size_star_by_budget": cv.size_star_table(curve, targets=["native_reward"])}  # fmt: skip
@@ -109,9 +109,9 @@ def test_the_answer_with_curves_says_how_it_moves_with_the_budget(synthetic):
     assert "not measured" not in growth
     assert "at C/16" in growth and "at 4C" in growth  # the ladder's ends
     assert "size*(C)" in growth and "S at C/16;" in growth and "L at 4C" in growth  # the best policy grows
-    verdicts = synthetic["claims"].set_index("claim")["verdict"]
-    assert f"{cv.GROWS_CLAIM}: {verdicts[cv.GROWS_CLAIM]}" in growth
-    assert f"{cv.MOVES_CLAIM}: {verdicts[cv.MOVES_CLAIM]}" in growth
+    claims = synthetic["claims"].set_index("id")
+    for claim_id in ("curves.grows", "curves.moves"):
+        assert f"{claims.loc[claim_id, 'claim']}: {claims.loc[claim_id, 'verdict']}" in growth
 
 
 def test_the_claims_held_refuted_and_open_with_what_would_decide_them(synthetic):

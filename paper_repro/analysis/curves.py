@@ -132,9 +132,6 @@ DECIMALS = 6  # points are compared rounded to this
 SIZE_WORDS = ("XS", "S", "M", "L", "XL")  # size labels in order, where the labels are letters
 NUMBERS = ("seed", "point", "point_flops", "target_rho", "rho", *METRICS, *(f"base_{t}" for t in METRICS))
 
-MOVES_CLAIM = "the best allocation moves with the budget"
-GROWS_CLAIM = "as the budget grows, the best policy gets bigger"
-
 
 # ---------------------------------------------------------------------------------------- rows
 
@@ -1300,7 +1297,6 @@ def curve_analysis(
     targets: Sequence[str] | None = None,
     figure_targets: Sequence[str] = ("native_reward",),
     bootstrap: int = BOOTSTRAP,
-    replicates: int = REPLICATES,
     seed: int = RNG_SEED,
 ) -> CurveAnalysis:
     """Every table of the curve analysis of ``curves`` (rows of ``curves.csv``; numbers may be text),

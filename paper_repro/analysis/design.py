@@ -453,7 +453,10 @@ def operating_characteristics(
         verdicts: dict[str, list[tuple[str, str]]] = {c.id: [] for c in chosen}
         for _ in range(replicates):
             recipe = recipe_draw(layout, noise, rng)
-            pair = [Study.simulated(simulate(layout, truth, noise, rng, recipe), classes, margins) for _ in range(2)]
+            pair = [
+                Study.simulated(simulate(layout, truth, noise, rng, recipe), classes, margins)
+                for _ in range(2)
+            ]
             for c in chosen:
                 verdicts[c.id].append(tuple(c.decide(study).verdict for study in pair))
         coverage = _coverage(

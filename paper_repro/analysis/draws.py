@@ -97,7 +97,7 @@ def compare(profile: Profile, runs: pd.DataFrame, a: int, b: int) -> tuple[pd.Da
             design = design_of(profile, rows)
             settings.append(setting_verdicts(design, root / "runs.csv").set_index(["setting", "target"]))
             result = analyse(design, root, root / "figures", power_replicates=0)
-            table.append(result.claims.set_index("claim")["verdict"])
+            table.append(result.claims.set_index("id")["verdict"])
     side = settings[0].merge(settings[1], left_index=True, right_index=True, suffixes=(f"_{a}", f"_{b}"))
     return side, pd.DataFrame({f"draw {a}": table[0], f"draw {b}": table[1]})
 

@@ -148,7 +148,9 @@ def analyse(
     claims = claims_table(study, design_table, _powers(study, power_replicates))
     # the question asked as the budget grows: the grid runs' compute curves (their ladders' points)
     curve = curve_analysis(study.curves, margins, tau, fig_dir, shared=shared, sizes=classes.sizes)
-    recipe_pairs = recipes.pair_table(recipes.pairs_of(distinct), margins.recipe, recipes=frontier)  # at equal rho
+    recipe_pairs = recipes.pair_table(
+        recipes.pairs_of(distinct), margins.recipe, recipes=frontier
+    )  # at equal rho
     card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
     for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
                         ("fits", fits), ("disagreement", disagreement), ("race", race),

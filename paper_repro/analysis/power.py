@@ -33,7 +33,10 @@ def oc_columns(claim_id: str, design: pd.DataFrame | None) -> dict:
     ran = study_design(design)
     rows = ran[ran["claim_id"] == claim_id]
     if rows.empty:
-        return {**NO_OC, "oc_note": "not simulated yet: design.csv has no rows of this claim (paper-repro design)"}
+        return {
+            **NO_OC,
+            "oc_note": "not simulated yet: design.csv has no rows of this claim (paper-repro design)",
+        }
     worst = rows.loc[rows["wrong"].idxmax()]
     held = rows[rows["true_verdict"] == "held"]["share_held"]
     return {

@@ -46,7 +46,6 @@ from paper_repro.allocation import SECOND_SUFFIX
 from paper_repro.analysis.power import NO_OC
 from paper_repro.analysis.verdict import NAN, Result
 
-CLAIM = "at equal rho, the recipe does not matter"
 ALPHA = 0.05
 REPLICATES = 2000  # simulated studies per truth: a 5% rate to about +-0.5 points
 RNG_SEED = 0
@@ -239,21 +238,3 @@ def recipe_operating(pairs: Sequence[Pair], margin: float, replicates: int = REP
         "oc_note": f"{len(table)} truths, {replicates} studies each, with the pairs' own seed SDs (recipes.py)",
     }
     return table, oc
-
-
-def recipe_claim(runs: pd.DataFrame, margin: float, recipes: pd.DataFrame | None = None,
-                 target: str = "native_reward", replicates: int = REPLICATES) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
-    """The claims row (in the claims table's columns, ``leave_one_seed_out`` left to the analysis) and
-    the per-pair table (``recipe_pairs.csv``)."""
-    pairs = pairs_of(runs, target)
-    result = recipe_decide(pairs, margin)
-    _, oc = recipe_operating(pairs, margin, replicates)
-    seeds = runs.groupby(["setting", "cell"])["seed"].nunique() if len(runs) else pd.Series(dtype=float)
-    row = {
-        "claim": CLAIM, "kind": "our addition", "paper_value": "presumed by the advice to report rho",
-        "our_value": result.value, "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict,
-        "best_cells": "", "note": result.note, "test": recipe_test(margin),
-        "seeds_per_cell": int(seeds.median()) if len(seeds) else 0, **oc,
-        "power_now": NAN, "seeds_for_80pct_power": NAN, "power_note": "see oc_held_when_true (recipes.py)",
-    }  # fmt: skip
-    return pd.DataFrame([row]), pair_table(pairs, margin, target, recipes)

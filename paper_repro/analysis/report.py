@@ -26,6 +26,13 @@ from paper_repro.paths import repo_root
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"
 
+RECIPE_CLAIM = "recipes.rho_suffices"  # the recipe-vs-rho claim's id (paper_repro.analysis.claims.recipes)
+
+
+def _by_id(results: Path) -> pd.DataFrame:
+    """``claims.csv`` indexed by the claims' ids."""
+    return pd.read_csv(results / "claims.csv").set_index("id")
+
 
 def _fmt(value) -> str:
     if isinstance(value, float):
@@ -93,14 +100,14 @@ def _race_lines(results: Path) -> list[str]:
         return []
     race = pd.read_csv(path)
     race = race[race["same_runs_as"].fillna("") == ""]
-    claims = pd.read_csv(results / "claims.csv").set_index("claim")
+    claims = _by_id(results)
     lines = ["", "RACE per pilot budget (distinct settings; pilots that did not move off the base policy are "
              "uninformative and not scored):", "",
              "| pilot budget | pilot seeds | pilots' share of the full grid's FLOPs | moved | pooled rank correlation | 95% interval | pick in the full best set | verdict |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for fraction, rows in race.groupby("pilot_fraction", sort=False):
         words = fraction_words(fraction)
-        name = f"RACE pilots at {words} of the budget name the full grid's regime"
+        name = f"race.pilots@{words}"  # the claim's id (paper_repro.analysis.claims.tables)
         c = claims.loc[name] if name in claims.index else None
         value = "" if c is None else _fmt(c["our_value"])
         interval = "" if c is None or pd.isna(c["ci_low"]) else f"{_fmt(c['ci_low'])} – {_fmt(c['ci_high'])}"
@@ -252,14 +259,12 @@ RECIPE_MEANING = {
 def _recipe_sentences(results: Path) -> list[str]:
     """The recipe-vs-rho claim (``claims.csv``, ``recipe_pairs.csv``): its pairs' differences and what
     its verdict means for the paper's advice to report rho (:data:`RECIPE_MEANING`)."""
-    from paper_repro.analysis.recipes import CLAIM
-
     path = results / "recipe_pairs.csv"
-    claims = pd.read_csv(results / "claims.csv").set_index("claim")
-    if not path.exists() or CLAIM not in claims.index:
+    claims = _by_id(results)
+    if not path.exists() or RECIPE_CLAIM not in claims.index:
         return []
     pairs = pd.read_csv(path)
-    verdict = str(claims.loc[CLAIM, "verdict"])
+    verdict = str(claims.loc[RECIPE_CLAIM, "verdict"])
     margin = float(pairs["margin"].iloc[0]) if len(pairs) else float("nan")
     each = "; ".join(
         f"{r['setting']} {r['second']} − {r['first']} {r['difference']:+.3f} (90% {r['ci90_low']:+.3f} to {r['ci90_high']:+.3f})"

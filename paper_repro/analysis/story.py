@@ -24,6 +24,10 @@ import pandas as pd
 from paper_repro.analysis.wording import fraction_words
 
 TARGET = "native_reward"
+CURVE_CLAIMS = (
+    "curves.moves",
+    "curves.grows",
+)  # the compute-curve claims' ids (paper_repro.analysis.claims.curves)
 
 
 def _num(value, digits: int = 3) -> str:
@@ -482,8 +486,6 @@ def growth_line(rho_star: pd.DataFrame, size_star: pd.DataFrame, claims: pd.Data
                 target: str = TARGET) -> str:  # fmt: skip
     """One bullet: how the answer moves as the budget grows (rho*(C) at each distinct setting's ends,
     size*(C) at every point, the two curve claims' verdicts), or that the curves are not measured yet."""
-    from paper_repro.analysis.curves import GROWS_CLAIM, MOVES_CLAIM
-
     best = rho_star[rho_star["target"] == target] if len(rho_star) else rho_star
     sizes = size_star[size_star["target"] == target] if len(size_star) else size_star
     if best.empty and sizes.empty:
@@ -508,8 +510,8 @@ def growth_line(rho_star: pd.DataFrame, size_star: pd.DataFrame, claims: pd.Data
             for r in sizes.sort_values("point").itertuples()
         ]
         parts.append("size*(C), the policy sizes that could be best at equal FLOPs: " + "; ".join(steps))
-    verdicts = claims.set_index("claim")["verdict"] if len(claims) else pd.Series(dtype=object)
-    said = [f"{name}: {verdicts[name]}" for name in (MOVES_CLAIM, GROWS_CLAIM) if name in verdicts.index]
+    rows = claims.set_index("id") if len(claims) else pd.DataFrame(columns=["claim", "verdict"])
+    said = [f"{rows.loc[i, 'claim']}: {rows.loc[i, 'verdict']}" for i in CURVE_CLAIMS if i in rows.index]
     return f"- **As the budget grows:** {'. '.join(parts)}." + (
         f" Claims: {'; '.join(said)}." if said else ""
     )

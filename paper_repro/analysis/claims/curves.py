@@ -23,6 +23,10 @@ def _size_order(study: Study) -> list[str]:
     return [*sizes, *(s for s in found if s not in sizes)]
 
 
+def _replicates(study: Study) -> dict:
+    return {} if study.replicates is None else {"replicates": study.replicates}
+
+
 def _moves_ends(study: Study):
     from paper_repro.analysis import curves as cv
 
@@ -32,13 +36,14 @@ def _moves_ends(study: Study):
 def _moves_operating(study: Study) -> dict:
     from paper_repro.analysis import curves as cv
 
-    return cv.moves_operating(_moves_ends(study), study.curve_tau)
+    return cv.moves_operating(_moves_ends(study), study.curve_tau, **_replicates(study))
 
 
 def _grows_operating(study: Study) -> dict:
     from paper_repro.analysis import curves as cv
 
-    return cv.grows_operating(cv.size_ends(study.curve_rows, TARGET), _size_order(study), study.curve_tau)
+    ends = cv.size_ends(study.curve_rows, TARGET)
+    return cv.grows_operating(ends, _size_order(study), study.curve_tau, **_replicates(study))
 
 
 def _moves_words(study: Study) -> str:

@@ -14,7 +14,8 @@ from paper_repro.analysis.verdict import NAN, Result
 def _recipe_operating(study: Study) -> dict:
     from paper_repro.analysis import recipes
 
-    _, oc = recipes.recipe_operating(recipes.pairs_of(study.distinct), study.margins.recipe)
+    kwargs = {} if study.replicates is None else {"replicates": study.replicates}
+    _, oc = recipes.recipe_operating(recipes.pairs_of(study.distinct), study.margins.recipe, **kwargs)
     return {**oc, "power_now": NAN, "seeds_for_80pct_power": NAN,
             "power_note": "see oc_held_when_true (recipes.py)"}  # fmt: skip
 

@@ -39,7 +39,7 @@ declaration in one module of this package.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
@@ -118,13 +118,17 @@ class ClaimSpec:
         if self.kind not in KINDS:
             raise ValueError(f"claim {self.id}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
         if self.paper not in PAPER:
-            raise ValueError(f"claim {self.id}: no paper value {self.paper!r} (paper.PAPER has {sorted(PAPER)})")
+            raise ValueError(
+                f"claim {self.id}: no paper value {self.paper!r} (paper.PAPER has {sorted(PAPER)})"
+            )
         unknown = [r for r in self.reads if r not in READS]
         if unknown or not self.reads:
             raise ValueError(f"claim {self.id}: reads {list(self.reads)}; the tables are {', '.join(READS)}")
         known = {f.name for f in fields(Margins)}
         if bad := [m for m in self.margins if m not in known]:
-            raise ValueError(f"claim {self.id}: margins {bad} are not the profile's ({', '.join(sorted(known))})")
+            raise ValueError(
+                f"claim {self.id}: margins {bad} are not the profile's ({', '.join(sorted(known))})"
+            )
 
     def instances(self, study: Study | None = None) -> list[Claim]:
         """The claims table's rows of this declaration for ``study`` (one unless it has variants)."""
@@ -239,10 +243,16 @@ def spec(id: str) -> ClaimSpec:
     return _REGISTRY[id]
 
 
-def claims(study: Study | None = None, simulated: bool | None = None) -> list[Claim]:
+def claims(
+    study: Study | None = None, simulated: bool | None = None, ids: Sequence[str] | None = None
+) -> list[Claim]:
     """The claims table's rows for ``study`` in declaration order; ``simulated=True``: only those the
-    design simulator runs (:class:`Simulated`)."""
-    out = [c for s in specs() for c in s.instances(study)]
+    design simulator runs (:class:`Simulated`); ``ids``: only these (a declaration's variants are
+    built only when one of them is asked for)."""
+    chosen = specs() if ids is None else [s for s in specs() if any(i.startswith(s.id) for i in ids)]
+    out = [c for s in chosen for c in s.instances(study)]
+    if ids is not None:
+        out = [c for c in out if c.id in ids]
     if simulated is not None:
         out = [c for c in out if isinstance(c.simulation, Simulated) == simulated]
     return out

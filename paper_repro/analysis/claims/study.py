@@ -69,7 +69,8 @@ class Study:
     ones); ``estimate``: whether the claims bootstrap their rho* intervals (the simulator does not);
     ``pilots``: pilot fraction -> its pilot grid's rows; ``fresh``/``fresh_default``: RACE's picks and
     TRL's default on the fresh seeds; ``curves``: the grid runs' points on their budget ladders;
-    ``thresholds``: RACE's regime rule (:class:`paper_repro.analysis.race.RegimeThresholds`)."""
+    ``thresholds``: RACE's regime rule (:class:`paper_repro.analysis.race.RegimeThresholds`);
+    ``replicates``: simulated studies per truth where a claim simulates its own table."""
 
     grid_rows: pd.DataFrame
     classes: Classes
@@ -80,6 +81,9 @@ class Study:
     fresh_default: pd.DataFrame | None = None
     curves: pd.DataFrame | None = None
     thresholds: object | None = None
+    replicates: int | None = (
+        None  # studies per truth of the claims' own simulations (None: each one's default)
+    )
 
     @classmethod
     def simulated(cls, runs: pd.DataFrame, classes: Classes, margins: Margins) -> Study:

@@ -11,6 +11,7 @@ from its declared simulation (:mod:`paper_repro.analysis.power`): the design sim
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -37,9 +38,9 @@ def _simulation_columns(claim: Claim, study: Study, design, powers, seeds: int) 
     return {**oc_columns(claim.id, design), **power_columns(claim.id, powers, seeds)}
 
 
-def decided(study: Study) -> dict[str, str]:
-    """Every claim's verdict on ``study`` (by id): what leave-one-seed-out compares."""
-    return {c.id: c.decide(study).verdict for c in claims(study)}
+def decided(study: Study, ids: Sequence[str] | None = None) -> dict[str, str]:
+    """Every claim's verdict on ``study`` (by id; ``ids``: only these): what leave-one-seed-out compares."""
+    return {c.id: c.decide(study).verdict for c in claims(study, ids=ids)}
 
 
 def claims_table(
@@ -47,13 +48,14 @@ def claims_table(
     design: pd.DataFrame | None = None,
     powers: dict[str, dict[int, float]] | None = None,
     leave_one_out: bool = True,
+    ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """One row per registered claim of ``study``. ``design``: the operating characteristics
     (``design.csv``) whose study-design rows give the simulated claims' wrong and agreement rates;
     ``powers``: per claim id, the simulated share decided per seed count
-    (:func:`paper_repro.analysis.design.power_table`)."""
+    (:func:`paper_repro.analysis.design.power_table`); ``ids``: only these claims (None: every one)."""
     rows, seeds = [], study.seeds_per_cell
-    for claim in claims(study):
+    for claim in claims(study, ids=ids):
         result = claim.decide(study)
         rows.append({
             "id": claim.id, "claim": claim.sentence, "kind": claim.kind, "paper_value": claim.paper_value,
@@ -63,7 +65,9 @@ def claims_table(
         })  # fmt: skip
     table = pd.DataFrame(rows, columns=COLUMNS[:-1])
     if leave_one_out:
-        table["leave_one_seed_out"] = table["id"].map(leave_one_seed_out(study, table)).fillna("not recomputed")
+        table["leave_one_seed_out"] = (
+            table["id"].map(leave_one_seed_out(study, table)).fillna("not recomputed")
+        )
     return table
 
 
@@ -76,9 +80,10 @@ def leave_one_seed_out(study: Study, table: pd.DataFrame) -> dict[str, str]:
         return {}
     moves: dict[str, list[str]] = {i: [] for i in verdict}
     for seed in seeds:
-        for claim_id, v in decided(replace(study.without_seed(seed), estimate=False)).items():
+        for claim_id, v in decided(replace(study.without_seed(seed), estimate=False), list(moves)).items():
             if claim_id in moves and v != verdict[claim_id]:
                 moves[claim_id].append(f"seed {seed}: {v}")
     return {
-        i: "the same without any one seed" if not m else f"changes without {'; '.join(m)}" for i, m in moves.items()
+        i: "the same without any one seed" if not m else f"changes without {'; '.join(m)}"
+        for i, m in moves.items()
     }

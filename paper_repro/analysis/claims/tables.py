@@ -138,9 +138,13 @@ def with_kappa(result: Result, race: pd.DataFrame) -> Result:
 # ---------------------------------------------------------------------------------------- declarations
 
 PILOTS = NotSimulated("the test reads the pilot grids, which the frontier model does not generate")
-FRESH = NotSimulated("the test reads the fresh seeds' picks and defaults, which the frontier model does not generate")
-FITS = NotSimulated("its AICc wins are not tabulated over the frontier model's truths (it reads the grid runs only, "
-                    "so it could be)")
+FRESH = NotSimulated(
+    "the test reads the fresh seeds' picks and defaults, which the frontier model does not generate"
+)
+FITS = NotSimulated(
+    "its AICc wins are not tabulated over the frontier model's truths (it reads the grid runs only, "
+    "so it could be)"
+)
 PLANNER = NotSimulated("a consistency check of the planner's arithmetic: nothing random to simulate")
 
 
