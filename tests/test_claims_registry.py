@@ -1,0 +1,87 @@
+"""The claims registry: a claim is one declaration, and everything that lists claims reads it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from paper_repro.analysis import analyse, report, simulate_design, story
+from paper_repro.analysis.claims import registry
+from paper_repro.analysis.claims.registry import NotSimulated, Simulated, register_claim, registered
+from paper_repro.analysis.verdict import Result
+from tests.test_analysis import PROFILE, paper_peaks, write_runs
+
+TOY = "toy.middle_cell_best"
+TOY_SENTENCE = "toy: the middle policy's best native-reward cell lies above rho 0.5"
+
+
+def _toy(study) -> Result:
+    """Held when every cell that could be best for M lies above rho 0.5, not held when none does."""
+    from paper_repro.analysis.best_sets import setting_best
+
+    best = setting_best(study.grid, "M", "native_reward", study.margins, estimate=False)
+    if not len(best.rhos):
+        return Result(note="no runs of M")
+    verdict = (
+        "held" if (best.rhos > 0.5).all() else "not held" if (best.rhos <= 0.5).all() else "inconclusive"
+    )
+    return Result(float(best.rhos.mean()), verdict=verdict, note="toy", best_cells=best.words())
+
+
+TOY_DECLARATION = dict(sentence=TOY_SENTENCE, kind="our addition", paper="not tested", reads=("grid",),
+                       margins=("recipe_sd",), words=lambda study: "toy: M's best set against rho 0.5",
+                       simulation=Simulated(target="native_reward"))  # fmt: skip
+
+
+def test_a_toy_claim_is_one_declaration_and_every_consumer_finds_it(tmp_path):
+    """Registered from here, with no other file touched: the toy claim has its row in claims.csv, the
+    README's table, notebook 40's story and the design simulator's design.csv (and its power)."""
+    results = tmp_path / "data" / "results" / PROFILE.name
+    results.mkdir(parents=True)
+    write_runs(results / "runs.csv", paper_peaks, noise=0.01, seeds=3)
+    with registered(TOY, _toy, **TOY_DECLARATION):
+        design = simulate_design(PROFILE, results, replicates=2)
+        toy = design[design["claim_id"] == TOY]
+        assert len(toy) == len(set(design["truth"])) and (toy["claim"] == TOY_SENTENCE).all()
+        assert set(toy.loc[toy["truth"] == "peak at 0.72", "true_verdict"]) == {"held"}
+        assert set(toy.loc[toy["truth"] == "peak at 0.45, symmetric", "true_verdict"]) == {"not held"}
+        result = analyse(PROFILE, results, tmp_path / "figures", power_replicates=2)
+        row = pd.read_csv(results / "claims.csv").set_index("id").loc[TOY]
+        assert row["claim"] == TOY_SENTENCE and row["test"] == "toy: M's best set against rho 0.5"
+        assert row["oc_note"].endswith("(design.csv)") and np.isfinite(row["oc_wrong_max"])
+        assert row["power_note"].startswith("3 seeds:")
+        assert row["leave_one_seed_out"].startswith(("the same", "changes"))
+        assert f"| {TOY_SENTENCE} | our addition |" in report.results_block(PROFILE.name, tmp_path)
+        assert f"**{TOY_SENTENCE}: {row['verdict']}.**" in story.story(result)
+    assert TOY not in {c.id for c in registry.claims()}
+
+
+def test_every_declaration_is_checked_when_it_is_made():
+    def declare(**changes):
+        register_claim("toy.bad", **{**TOY_DECLARATION, **changes})(_toy)
+
+    with pytest.raises(ValueError, match="kind"):
+        declare(kind="a finding")
+    with pytest.raises(ValueError, match="no paper value"):
+        declare(paper="0.72")
+    with pytest.raises(ValueError, match="reads"):
+        declare(reads=("the runs",))
+    with pytest.raises(ValueError, match="margins"):
+        declare(margins=("width",))
+    assert "toy.bad" not in {s.id for s in registry.specs()}
+    with registered(TOY, _toy, **TOY_DECLARATION), pytest.raises(ValueError, match="registered twice"):
+        declare_twice = register_claim(TOY, **TOY_DECLARATION)
+        declare_twice(_toy)
+
+
+def test_the_registry_lists_the_claims_table_in_order_with_unique_ids():
+    specs = registry.specs()
+    ids = [s.id for s in specs]
+    assert len(ids) == len(set(ids))
+    assert ids[:3] == ["rho_star.rule_based", "rho_star.prm_style", "rho_star.prm_lower"]
+    assert ids[-1] == "recipes.rho_suffices"
+    for s in specs:  # each says how it is simulated, and a claim that is not says why
+        assert isinstance(s.simulation, (Simulated, NotSimulated, registry.OwnSimulation))
+        if isinstance(s.simulation, NotSimulated):
+            assert len(s.simulation.reason) > 20
