@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from paper_repro import bench
+from paper_repro.bench.eval_noise import eval_noise_components
 
 
 def test_an_additive_table_is_split_exactly():
     """No interaction: the residual is 0, the block and seed effects come back as their variances."""
     seeds = np.array([0.0, 0.02, -0.01, 0.03, 0.01, -0.02])
     blocks = np.array([0.015, -0.01, -0.005])
-    out = bench.eval_noise_components(0.6 + seeds[:, None] + blocks[None, :])
+    out = eval_noise_components(0.6 + seeds[:, None] + blocks[None, :])
     assert out["nonshared_eval_var"] == pytest.approx(0.0, abs=1e-15)
     assert out["shared_bias_var"] == pytest.approx(blocks.var(ddof=1))
     assert out["true_seed_var"] == pytest.approx(seeds.var(ddof=1))
@@ -38,7 +38,7 @@ def test_the_estimates_are_unbiased_for_known_components():
         + rng.normal(0, var_c**0.5, (n, 1, b))
         + rng.normal(0, var_e**0.5, (n, k, b))
     )
-    est = [bench.eval_noise_components(t) for t in y]
+    est = [eval_noise_components(t) for t in y]
 
     def mean(key: str) -> float:
         return float(np.mean([e[key] for e in est]))
@@ -60,9 +60,9 @@ def test_the_estimates_are_unbiased_for_known_components():
 def test_negative_estimates_are_clipped_at_zero_and_named():
     """Blocks that agree better than their residuals allow: the shared bias estimate is negative."""
     y = np.array([[0.60, 0.62, 0.58], [0.62, 0.58, 0.60], [0.58, 0.60, 0.62], [0.61, 0.60, 0.59]])
-    out = bench.eval_noise_components(y)
+    out = eval_noise_components(y)
     assert out["shared_bias_var_raw"] < 0
     assert out["shared_bias_var"] == 0.0 and "shared_bias_var" in out["clipped"]
     assert out["nonshared_eval_var"] > 0
     with pytest.raises(ValueError, match="at least 2"):
-        bench.eval_noise_components(np.zeros((5, 1)))
+        eval_noise_components(np.zeros((5, 1)))

@@ -2,7 +2,7 @@
 and :meth:`~paper_repro.sampler.FusedDecoder.step`, what a run's evaluation decodes with) against the
 fused decoder's own computation: the same logits, cache, tokens and log-probabilities, bit for bit,
 on the shipped policies (with and without LoRA adapters), on one torch thread and on two; and a
-run's evaluation against the one before it (``paper_repro.bench.reference_evaluate_policy``)."""
+run's evaluation against the one before it (``paper_repro.bench.evaluation.reference_evaluate_policy``)."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def test_an_evaluation_is_the_one_before_it():
     """:func:`paper_repro.evaluate.evaluate_policy` (the fused decoder, trimmed; the prompts' tokens
     cached) and the evaluation before it: the same metrics and the same greedy completions, with the
     run's reward, grader and judge, evaluated twice (the second time on cached prompts)."""
-    from paper_repro.bench import reference_evaluate_policy, reference_sample
+    from paper_repro.bench.evaluation import reference_evaluate_policy, reference_sample
     from paper_repro.evaluate import EvalSets, SampleConfig, evaluate_policy, sample
     from paper_repro.judge import build_judge
     from paper_repro.rewards import build_reward
