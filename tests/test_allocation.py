@@ -111,7 +111,7 @@ def test_unknown_profile_and_stage_are_refused(tiny):
 def _with_stages(stages: dict, policies: dict | None = None):
     import yaml
 
-    from paper_repro.config import _profile_from_dict
+    from paper_repro.config.loading import _profile_from_dict
 
     raw = yaml.safe_load(Path(load_profile("cpu-tiny").source).read_text())
     raw["stages"] = stages

@@ -424,7 +424,8 @@ def test_a_run_refuses_unpinned_hub_ids_before_any_compute(offline_hub, tiny_gpu
 
 
 def test_every_hub_id_of_the_gpu_paper_profiles_carries_a_revision():
-    from paper_repro.config import _read_raw, profile_names
+    from paper_repro.config import profile_names
+    from paper_repro.config.loading import _read_raw
 
     names = [n for n in profile_names() if n.startswith("gpu-paper")]
     assert len(names) == 3

@@ -172,7 +172,7 @@ def test_the_profile_ladder_reaches_each_runs_budget_and_stage_a_runs_on_to_2c()
     ],
 )
 def test_a_bad_ladder_is_refused_with_what_is_wrong(raw, message):
-    from paper_repro.config import _curves
+    from paper_repro.config.loading import _curves
 
     with pytest.raises(ValueError, match=message):
         _curves(raw)
