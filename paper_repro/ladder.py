@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from paper_repro import provenance
-from paper_repro.evaluate import EvalSets, evaluate_run
+from paper_repro.evaluate import EvalSets
 from paper_repro.preflight import budget_problem
 from paper_repro.results import CURVE_COLUMNS, METRICS, ResultTable, curve_id, row_identity
+from paper_repro.run_eval import evaluate_run
 from paper_repro.spec import RunSpec
 from paper_repro.trainer import RunParts, max_steps_for
 

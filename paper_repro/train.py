@@ -21,7 +21,7 @@ A run that raises after the checks is recorded as ``status=failed`` with its err
 The pieces live one to a module: the spec and its ``run_id`` (:mod:`paper_repro.spec`), weight
 fingerprints (:mod:`paper_repro.weights`), the checks before compute (:mod:`paper_repro.preflight`),
 the batch layout and multi-GPU launch (:mod:`paper_repro.launch`), trainer assembly
-(:mod:`paper_repro.trainer`) and the evaluation (:mod:`paper_repro.evaluate`).
+(:mod:`paper_repro.trainer`) and a run's evaluation (:mod:`paper_repro.run_eval`, on :mod:`paper_repro.evaluate`).
 
 How this GRPO differs from the paper's (as far as the summary lets us know): LoRA on every linear
 layer of a small policy, TRL's ``dapo`` loss (its default), no KL (beta = 0), a constant learning
@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from paper_repro import launch, provenance
-from paper_repro.evaluate import base_metrics, evaluate_run
 from paper_repro.ladder import budget_ladder, curves_table, final_row, missing_points
 from paper_repro.preflight import check_spec
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir, row_identity
+from paper_repro.run_eval import base_metrics, evaluate_run
 from paper_repro.spec import RunSpec, check_committed
 from paper_repro.trainer import build_trainer, load_parts
 from paper_repro.weights import sources as _sources

@@ -97,7 +97,7 @@ def train_policy(spec, base_root, threads: int = 1):
 
     from transformers import set_seed
 
-    from paper_repro.evaluate import base_metrics
+    from paper_repro.run_eval import base_metrics
     from paper_repro.trainer import build_trainer, load_parts
 
     torch.set_num_threads(threads)
@@ -133,8 +133,9 @@ def bench_eval_noise(
     import numpy as np
 
     from paper_repro import provenance, study
-    from paper_repro.evaluate import EvalSets, evaluate_run
+    from paper_repro.evaluate import EvalSets
     from paper_repro.paths import repo_root
+    from paper_repro.run_eval import evaluate_run
     from paper_repro.spec import setting_specs
     from paper_repro.tasks import load_examples
 

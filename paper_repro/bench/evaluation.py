@@ -1,4 +1,4 @@
-"""``python -m paper_repro.bench eval``: a run's greedy evaluation (:func:`paper_repro.evaluate.evaluate_run`:
+"""``python -m paper_repro.bench eval``: a run's greedy evaluation (:func:`paper_repro.run_eval.evaluate_run`:
 the held-out set with the run's reward, gsm and math pass@1, the judge) of each policy, on the new
 path and on the old one, :func:`reference_evaluate_run` (the evaluation as it was before
 ``lean_generate(trim=True)`` and the prompts' token cache, kept verbatim here to time and check the
@@ -123,7 +123,7 @@ def _render(spec, parts):
 
 
 def reference_evaluate_run(spec, parts, model) -> dict[str, float]:
-    """:func:`paper_repro.evaluate.evaluate_run` on the old path (:func:`reference_evaluate_policy`)."""
+    """:func:`paper_repro.run_eval.evaluate_run` on the old path (:func:`reference_evaluate_policy`)."""
     return reference_evaluate_policy(
         model, parts.tokenizer, parts.eval_sets, parts.reward, parts.judge, parts.grader,
         _eval_config(spec), render=_render(spec, parts),
@@ -153,7 +153,7 @@ def _same_metrics(a: dict[str, float], b: dict[str, float]) -> bool:
 
 
 def _evaluate(path: str, spec, parts, model) -> dict[str, float]:
-    from paper_repro.evaluate import evaluate_run
+    from paper_repro.run_eval import evaluate_run
     from paper_repro.sampler import tokens
 
     if path == "old":

@@ -27,8 +27,8 @@ def bench_ladder(cells: tuple[str, ...] = LADDER_CELLS, repeats: int = 3, seed: 
     from pathlib import Path
 
     from paper_repro import study
-    from paper_repro.evaluate import base_metrics
     from paper_repro.ladder import curves_table
+    from paper_repro.run_eval import base_metrics
     from paper_repro.spec import setting_specs
     from paper_repro.train import run_cell
     from paper_repro.trainer import load_parts
