@@ -249,11 +249,12 @@ def _design_command(args: argparse.Namespace) -> int:
 
 def _design_candidates(args: argparse.Namespace, profile, variants) -> int:
     """``paper-repro design --candidates``: today's design, the profile's and the alternatives at their
-    cost (:mod:`paper_repro.analysis.design_cost`); design.csv and design_choices.csv."""
+    cost (:mod:`paper_repro.planning`, :mod:`paper_repro.analysis.design.candidates`); design.csv and
+    design_choices.csv."""
     import pandas as pd
 
     from paper_repro.analysis import design as sim
-    from paper_repro.analysis import design_cost as dc
+    from paper_repro.analysis.design import candidates as dc
     from paper_repro.paths import repo_relative
     from paper_repro.results import results_dir, write_table
 

@@ -164,7 +164,7 @@ def _rate_rows(seconds_train, seconds_eval, setup=0.1):
 
 
 def test_the_cost_model_turns_known_seconds_into_known_minutes():
-    from paper_repro.analysis import design_cost as dc
+    from paper_repro import planning as dc
 
     rows = _rate_rows(lambda b: 0.5 + 1e-10 * b, seconds_eval=1.8)
     model = dc.CostModel.from_runs(rows)
@@ -243,7 +243,7 @@ def _choices(name, minutes, wrong, held, candidate=True):
 
 
 def test_the_rule_picks_the_most_powerful_candidate_that_fits():
-    from paper_repro.analysis import design_cost as dc
+    from paper_repro.analysis.design import candidates as dc
 
     table = pd.concat([
         _choices("today", 40.0, [0.0, 0.0], [1.0, 1.0], candidate=False),  # a reference, not a candidate
@@ -284,7 +284,7 @@ def _small_profile():
 
 def test_candidates_are_priced_and_simulated_end_to_end(tmp_path):
     from paper_repro.allocation import plan_setting
-    from paper_repro.analysis import design_cost as dc
+    from paper_repro.analysis.design import candidates as dc
     from paper_repro.results import METRICS
     from paper_repro.spec import default_cell_spec, spec_for
 

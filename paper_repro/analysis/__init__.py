@@ -61,15 +61,15 @@ if TYPE_CHECKING:
         analyse,
         default_rows,
         figures_folder,
-        shared_settings,
         simulate_design,
         study_rows,
     )
+    from paper_repro.planning import shared_settings
 
 __all__ = ["REQUIRED", "Analysis", "analyse", "default_rows", "figures_folder", "shared_settings",
            "simulate_design", "study_rows"]  # fmt: skip
 # name -> the module that owns it, imported on first use
-_LAZY = dict.fromkeys(__all__, "paper_repro.analysis.pipeline")
+_LAZY = {**dict.fromkeys(__all__, "paper_repro.analysis.pipeline"), "shared_settings": "paper_repro.planning"}
 
 
 def __getattr__(name: str):

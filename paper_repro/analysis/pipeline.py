@@ -28,6 +28,7 @@ from paper_repro.analysis.optima import optimum_table, window_verdict
 from paper_repro.analysis.race import RegimeThresholds, disagreement_table, plus_table, regime_ceiling
 from paper_repro.config import Profile
 from paper_repro.paths import repo_root
+from paper_repro.planning import shared_settings
 from paper_repro.results import METRICS, results_dir, write_table
 
 # What the analysis reads of a runs table: without these it cannot run and says which are missing.
@@ -215,27 +216,13 @@ def simulate_design(
     else:
         cells = tuple((f"r{round(100 * t):02d}", float(t)) for t in profile.grid.targets)
         layout = sim.Layout(dict.fromkeys(names, cells), profile.seeds)
-    from paper_repro.analysis.design_cost import eval_size
+    from paper_repro.planning import eval_size
 
     model = sim.noise_model(grid, names, recipe_sd, seed_sd, amplitude, problems=eval_size(profile))
     kwargs = {} if replicates is None else {"replicates": replicates}
     table = sim.design_table(layout, model, classes, profile.margins, variants, progress=progress, **kwargs)
     write_table(root / "design.csv", table)
     return table
-
-
-def shared_settings(profile: Profile) -> dict[str, str]:
-    """Settings that ask for an earlier setting's experiment (the same policy and reward system):
-    {later: earlier}, as :func:`shared_runs` finds them in a runs table."""
-    seen: dict[tuple[str, str], str] = {}
-    out = {}
-    for s in profile.all_settings():
-        key = (s.policy, s.reward_system)
-        if key in seen:
-            out[s.name] = seen[key]
-        else:
-            seen[key] = s.name
-    return out
 
 
 def _committed_design(root: Path) -> pd.DataFrame | None:

@@ -1,12 +1,13 @@
 """The claims: a registry of declarations (:mod:`~paper_repro.analysis.claims.registry`), what they
 read (:mod:`~paper_repro.analysis.claims.study`), the paper's values
 (:mod:`~paper_repro.analysis.claims.paper`), the families of claims, each a module of declarations
-(:data:`~paper_repro.analysis.claims.registry.FAMILIES`, registered when the registry is first
-read), and the claims table built from the registry (:mod:`~paper_repro.analysis.claims.table`).
+(:data:`~paper_repro.analysis.claims.registry.FAMILIES`, registered here, when the package is
+first imported), and the claims table built from the registry (:mod:`~paper_repro.analysis.claims.table`).
 
 A new claim is one declaration (:func:`register_claim`) in one of the families' modules.
 """
 
+from paper_repro.analysis.claims import additions, curves, frontier, recipes, tables  # noqa: F401  (they register)
 from paper_repro.analysis.claims.registry import claims, register_claim, registered, spec, specs
 from paper_repro.analysis.claims.study import Classes, Study
 

@@ -1,9 +1,9 @@
-"""The cost of a design, and candidate designs compared at their cost (``paper-repro design --candidates``).
+"""The pre-run planner of designs: what a candidate design of the study costs, before any run
+(``paper-repro design --candidates``; the analysis simulates each candidate's operating
+characteristics: :mod:`paper_repro.analysis.design.candidates`).
 
-The next study's design is chosen by the design simulator (:mod:`paper_repro.analysis.design`)
-before any run: each **candidate** (its grid targets, seeds per cell, evaluation size, stage A's
-budget, pilots, second recipes) is priced in wall minutes on the cpu-tiny machine and simulated
-under the known truths, and a rule picks one.
+Each **candidate** (its grid targets, seeds per cell, evaluation size, stage A's budget, pilots,
+second recipes) is priced in wall minutes on the cpu-tiny machine:
 
 - **the cost model** (:class:`CostModel`), measured from the committed runs (the ``ok`` rows of the
   design's current generation in ``runs.csv``; :func:`committed_rows`), per policy and reward class
@@ -18,13 +18,13 @@ under the known truths, and a rule picks one.
 - **a candidate's runs** (:func:`jobs`), through the planner and the run specs of the profile with the
   candidate's values (:meth:`Candidate.profile`; :func:`paper_repro.spec.setting_specs`,
   :func:`~paper_repro.spec.pilot_specs`, :func:`~paper_repro.spec.default_cell_spec`), per distinct
-  setting (stage B's ``sparse`` is stage A's M: counted once): its grid at its budget multiple of C
-  with its ladder points and second-recipe cells, the pilots at every pilot fraction on every pilot
-  seed with theirs, and the fresh seeds' runs (:func:`~paper_repro.spec.race_check_specs`: TRL's
-  default and two picks, RACE's and RACE+'s, taken as two grid cells other than the default's: every
-  cell costs the same at one budget). A
-  full evaluation decodes the held-out and gsm sets (the candidate's problems each) and math (300);
-  a ``native`` ladder point the held-out set alone. The base policy's evaluation (once per setting,
+  setting (stage B's ``sparse`` is stage A's M: counted once, :func:`shared_settings`): its grid at
+  its budget multiple of C with its ladder points and second-recipe cells, the pilots at every pilot
+  fraction on every pilot seed with theirs, and the fresh seeds' runs
+  (:func:`~paper_repro.spec.race_check_specs`: TRL's default and two picks, RACE's and RACE+'s, taken
+  as two grid cells other than the default's: every cell costs the same at one budget). A full
+  evaluation decodes the held-out and gsm sets (the candidate's problems each) and math (300); a
+  ``native`` ladder point the held-out set alone. The base policy's evaluation (once per setting,
   cached) and a ladder point the budget cannot reach (not evaluated) are left out;
 - **minutes**: the runs' job-seconds / 2 (two jobs at a time on two cores) / 60, plus a fixed
   ``overhead`` (default 6 minutes for the notebooks and the analysis: a parameter, not measured);
@@ -33,19 +33,13 @@ under the known truths, and a rule picks one.
   profile's range) with the seeds the limit buys, the same at the other evaluation size (900 problems
   per held-out and gsm set where the profile has 300, 300 where it has 900), stage A at the other
   budgets (C, 2C, 4C: at the profile's seeds, and for 2C and 4C with the seeds the limit buys), and
-  the design without its second recipes; beside them ``today`` (the committed runs' layout and
-  seeds, its minutes as measured). The profile's design and today's are simulated at ``replicates``
-  (with the rho* coverage), the others at ``candidate_replicates``; a candidate whose simulated design
-  is an earlier one's (stage A's budget changes the cost, not the frontier at C) shares its table;
-- **the rule** (:func:`recommend`): among the candidates within the minutes whose every claim's
-  largest wrong share over the truths is at most 5%, the one with the largest mean over claims of
-  the held-when-true share (its smallest over the truths that hold); ties go to fewer minutes.
+  the design without its second recipes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -53,13 +47,11 @@ import numpy as np
 import pandas as pd
 
 from paper_repro import rewards
-from paper_repro.analysis import design as sim
 from paper_repro.config import Profile
 
+EVAL_PROBLEMS = 300  # problems per held-out and gsm set of an evaluation, where a profile names none
 OVERHEAD_MINUTES = 6.0  # notebooks and the analysis, on top of the runs (a parameter, not measured)
 MINUTES = 75.0  # the study's wall-time limit the rule picks under
-WRONG_LIMIT = 0.05  # a candidate's every claim: largest wrong share over the truths at most this
-CANDIDATE_REPLICATES = 60  # study pairs per truth for a candidate (a 5% rate to about +-2 points)
 JOBS = 2  # runs at a time on the cpu-tiny machine's two cores
 MORE_PROBLEMS = 900  # the other evaluation size the candidates try (300 where the profile's is 900)
 MATH_PROBLEMS = 300  # the math set's problems (math_tiny holds 300: an evaluation decodes no more)
@@ -117,7 +109,7 @@ def _json(text) -> dict:
 def _limits(spec: dict) -> tuple[int, int]:
     """(held-out problems, gsm and math problems together) a run's full evaluation decodes: ``eval_limit``
     each, the math set's 300 at most."""
-    limit = int(spec.get("eval_limit") or sim.EVAL_PROBLEMS)
+    limit = int(spec.get("eval_limit") or EVAL_PROBLEMS)
     return int(spec.get("eval_heldout_limit") or limit), limit + min(limit, MATH_PROBLEMS)
 
 
@@ -271,7 +263,7 @@ class Candidate:
     name: str
     targets: tuple[float, ...]
     seeds: int
-    eval_problems: int = sim.EVAL_PROBLEMS
+    eval_problems: int = EVAL_PROBLEMS
     stage_a_multiple: float = 1.0
     pilot_fractions: tuple[float, ...] = (0.125,)
     pilot_seeds: tuple[int, ...] = (100,)
@@ -322,14 +314,26 @@ class Candidate:
 
 def eval_size(profile: Profile) -> int:
     """Held-out and gsm problems per evaluation set of ``profile``'s runs."""
-    return int(profile.eval.get("heldout_limit") or profile.eval.get("limit") or sim.EVAL_PROBLEMS)
+    return int(profile.eval.get("heldout_limit") or profile.eval.get("limit") or EVAL_PROBLEMS)
+
+
+def shared_settings(profile: Profile) -> dict[str, str]:
+    """Settings that ask for an earlier setting's experiment (the same policy and reward system):
+    {later: earlier}, as :func:`paper_repro.analysis.frontiers.shared_runs` finds them in a runs table."""
+    seen: dict[tuple[str, str], str] = {}
+    out = {}
+    for s in profile.all_settings():
+        key = (s.policy, s.reward_system)
+        if key in seen:
+            out[s.name] = seen[key]
+        else:
+            seen[key] = s.name
+    return out
 
 
 def distinct_settings(profile: Profile) -> list:
     """The profile's settings less those that ask for an earlier one's runs (stage B's ``sparse`` is
-    stage A's M; :func:`paper_repro.analysis.shared_settings`)."""
-    from paper_repro.analysis import shared_settings
-
+    stage A's M; :func:`shared_settings`)."""
     shared = shared_settings(profile)
     return [s for s in profile.all_settings() if s.name not in shared]
 
@@ -435,7 +439,7 @@ def candidates(profile: Profile, pricer: Pricer, minutes: float = MINUTES) -> li
         if n >= 3:
             words = f"{n} cells evenly spaced" + (" (fewer)" if n < k else " (more)")
             out.append(replace(fill(replace(chosen, targets=spaced(chosen.targets, n))), name=words))
-    size = MORE_PROBLEMS if chosen.eval_problems < MORE_PROBLEMS else sim.EVAL_PROBLEMS
+    size = MORE_PROBLEMS if chosen.eval_problems < MORE_PROBLEMS else EVAL_PROBLEMS
     other = replace(chosen, eval_problems=size)
     out.append(replace(fill(other), name=f"profile's targets, {size} problems"))
     for n in (k - 2, k - 1):
@@ -465,233 +469,3 @@ def candidates(profile: Profile, pricer: Pricer, minutes: float = MINUTES) -> li
         )
         unique.setdefault(key, c)
     return list(unique.values())
-
-
-# ---------------------------------------------------------------------------------------- the comparison
-
-
-def layout_of(candidate: Candidate, base: Profile, names: Sequence[str]) -> sim.Layout:
-    """The simulated design of ``candidate``: per distinct setting in ``names`` the planner's cells at
-    the full budget (second recipes included where the candidate runs them) at their predicted rho."""
-    from paper_repro.allocation import plan_setting
-
-    profile = candidate.profile(base)
-    cells = {}
-    for name in names:
-        planned = plan_setting(profile, profile.setting(name))
-        cells[name] = tuple(
-            sorted(((c.label, float(c.predicted_rho)) for c in planned.cells), key=lambda x: x[1])
-        )
-    return sim.Layout(cells, candidate.seeds)
-
-
-def choice_rows(table: pd.DataFrame, params: dict) -> pd.DataFrame:
-    """Per claim of one design's per-truth table (:func:`paper_repro.analysis.design.summary`), with
-    the candidate's parameters and cost ``params``."""
-    rows = sim.summary(table).drop(columns=["design"])
-    return pd.DataFrame([{**params, **r} for r in rows.to_dict("records")])
-
-
-def recommend(
-    choices: pd.DataFrame, minutes: float = MINUTES, wrong: float = WRONG_LIMIT
-) -> pd.Series | None:
-    """The rule: among the candidates (rows with ``candidate`` true) within ``minutes`` whose every
-    claim's ``wrong_max`` is at most ``wrong``, the largest mean over claims of ``held_when_true``;
-    ties to fewer minutes. One row per candidate (its name, minutes and score), or None."""
-    rows = choices[choices["candidate"].astype(bool)] if "candidate" in choices else choices
-    per = rows.groupby("name", sort=False).agg(
-        minutes=("minutes", "first"),
-        wrong_max=("wrong_max", lambda w: w.max() if w.notna().all() else np.nan),
-        held_mean=("held_when_true", "mean"),
-    )
-    ok = per[(per["minutes"] <= minutes) & (per["wrong_max"] <= wrong)]
-    if ok.empty:
-        return None
-    best = ok.assign(score=ok["held_mean"].fillna(0)).sort_values(
-        ["score", "minutes"], ascending=[False, True]
-    )
-    return best.iloc[0].rename(best.index[0])
-
-
-def misfits(
-    choices: pd.DataFrame, name: str, minutes: float = MINUTES, wrong: float = WRONG_LIMIT
-) -> list[str]:
-    """Why candidate ``name`` does not meet the rule's bounds (none when it does)."""
-    rows = choices[choices["name"] == name]
-    out = []
-    if rows["minutes"].iloc[0] > minutes:
-        out.append(f"{rows['minutes'].iloc[0]:.1f} min > {minutes:g}")
-    if "wrong_max" not in rows or rows["wrong_max"].isna().any():
-        out.append("not simulated")
-    else:
-        out += [
-            f"{r.claim}: wrong {r.wrong_max:.3f} ({r.wrong_truth})"
-            for r in rows.itertuples()
-            if r.wrong_max > wrong
-        ]
-    return out
-
-
-def cuts(chosen: Candidate, other: Candidate) -> list[str]:
-    """What ``other`` changes of ``chosen``, in words."""
-    out = []
-    dropped = [t for t in chosen.targets if t not in other.targets]
-    added = [t for t in other.targets if t not in chosen.targets]
-    if dropped or added:
-        out.append(
-            f"targets {' '.join(f'{t:g}' for t in chosen.targets)} -> {' '.join(f'{t:g}' for t in other.targets)}"
-        )
-    for name, words in (("seeds", "seeds per cell"), ("eval_problems", "held-out and gsm problems"),
-                        ("stage_a_multiple", "stage A's budget (x C)"), ("pilot_fractions", "pilot fractions"),
-                        ("pilot_seeds", "pilot seeds"), ("recipes", "second recipes")):  # fmt: skip
-        a, b = getattr(chosen, name), getattr(other, name)
-        if a != b:
-            out.append(f"{words} {_words(a)} -> {_words(b)}")
-    return out
-
-
-def _words(value) -> str:
-    if isinstance(value, tuple):
-        return (
-            f"{len(value)}" if all(isinstance(v, int) for v in value) else " ".join(f"{v:g}" for v in value)
-        )
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-@dataclass
-class Comparison:
-    """What :func:`compare` found: the per-truth table of today and the profile's design
-    (``design.csv``), the choices table (``design_choices.csv``), the candidates, the cost model, and
-    the recommended candidate (None when none meets the rule)."""
-
-    design: pd.DataFrame
-    choices: pd.DataFrame
-    candidates: list[Candidate]
-    cost_model: CostModel
-    recommended: Candidate | None
-    notes: list[str]
-
-
-def compare(
-    profile: Profile,
-    runs_path: str | Path,
-    replicates: int = sim.REPLICATES,
-    candidate_replicates: int = CANDIDATE_REPLICATES,
-    minutes: float = MINUTES,
-    overhead: float = OVERHEAD_MINUTES,
-    variance: sim.EvalVariance | None = None,
-    variance_source: str = "none",
-    candidate_list: Sequence[Candidate] | None = None,
-    coverage_replicates: int = sim.COVERAGE_REPLICATES,
-    curves_path: str | Path | None = None,
-    variants: dict[str, tuple[int, float]] | None = None,
-    progress: Callable[[str], None] | None = None,
-    simulate: bool = True,
-    overrides: tuple[float | None, float | None, float | None] | None = None,
-) -> Comparison:
-    """Today's design (the committed runs' layout and seeds, at ``replicates``) and the candidates
-    (:func:`candidates`, or ``candidate_list``; the profile's design ``chosen`` at ``replicates``, the
-    others at ``candidate_replicates`` without coverage) simulated with the committed runs' noise,
-    priced by the cost model, and the rule's pick (:func:`recommend`). A candidate whose evaluation
-    size needs the evaluation noise when there is none is priced, not simulated (its note says why).
-    ``simulate`` False: priced only (the choices table without operating characteristics).
-    ``overrides``: (recipe SD, seed SD, amplitude), each replacing the committed runs' where given (a
-    sensitivity: what the candidates would show were the effects taller or the recipes quieter)."""
-    from paper_repro.analysis import shared_settings
-    from paper_repro.analysis.claims.study import Classes
-    from paper_repro.analysis.frontiers import at_full_budget, load_curves, setting_rows
-
-    rows = committed_rows(runs_path, profile)
-    curves = _curves(curves_path)
-    model = CostModel.from_runs(rows, curves)
-    shared = shared_settings(profile)
-    classes = Classes.of(profile, shared)
-    names = [*classes.rule_based, *classes.prm_style]
-    others = {*profile.pilot_seeds, *profile.fresh_seeds}
-    if curves is not None:  # a run past C (stage A's) counts by its point at C, as the analysis reads it
-        rows_at_c = at_full_budget(rows, load_curves(curves_path, rows), profile.budget_flops)
-    else:
-        rows_at_c = rows
-    full = setting_rows(rows_at_c, profile.all_settings(), "full", profile.budget_flops)
-    grid = full[~full["seed"].isin(others)]
-    if grid.empty:
-        raise ValueError(f"{runs_path}: no committed full-budget grid runs to take the noise model from")
-    problems = int(grid["heldout"].median())  # what the committed runs were evaluated on
-    noise_model = sim.noise_model(grid, names, *(overrides or (None, None, None)), problems=problems)
-    today = sim.Layout.from_runs(grid, names, int(grid["seed"].nunique()))
-    pricer = Pricer(profile, model, overhead)
-    listed = list(candidate_list) if candidate_list is not None else candidates(profile, pricer, minutes)
-    say = progress or (lambda _: None)
-    measured = measured_minutes(rows, overhead)
-    given = [f"{k} {v:g}" for k, v in zip(("recipe SD", "seed SD", "amplitude"), overrides or (), strict=False)
-             if v is not None]  # fmt: skip
-    notes = [
-        f"noise model: recipe SD {noise_model.noise.recipe_sd:.4f}, median seed SD {noise_model.noise.default:.4f}, "
-        f"truths' height {noise_model.amplitude:.4f}" + (f" ({', '.join(given)} given)" if given else ""),
-        f"today's {len(rows)} committed runs: {measured - overhead:.1f} min of runs as measured (seconds_total / "
-        f"{JOBS} / 60), {predicted_minutes(rows, model):.1f} as the cost model prices them, written over "
-        f"{wall_span_minutes(rows):.1f} min of wall time",
-    ]
-    priced = []
-    for c in listed:
-        price, layout = pricer(c), layout_of(c, profile, names)
-        params = {"name": c.name, "candidate": True, **c.describe(),
-                  "cells": sum(len(v) for v in layout.cells.values()), "runs": price.runs,
-                  "minutes": price.minutes, "overhead_minutes": overhead,
-                  **{f"minutes_{k}": v / JOBS / 60 for k, v in price.by_role.items()}}  # fmt: skip
-        say(f"priced {c.name}: {price.runs:.0f} runs, {price.minutes:.1f} min")
-        priced.append((c, layout, params))
-
-    today_params = {
-        "name": "today (committed)", "candidate": False, "targets": "committed cells", "seeds": today.seeds,
-        "eval_problems": problems, "stage_a_multiple": 1.0, "pilot_fractions": "",
-        "pilot_seeds": np.nan, "second_recipes": False, "cells": sum(len(c) for c in today.cells.values()),
-        "runs": len(rows), "minutes": measured, "overhead_minutes": overhead,
-        "note": "minutes as measured: the committed runs' seconds_total / 2 / 60 + overhead",
-    }  # fmt: skip
-    if not simulate:
-        frames = [pd.DataFrame([{**p, "replicates": 0} for p in [today_params, *(p for *_, p in priced)]])]
-        choices = pd.concat(frames, ignore_index=True)
-        return Comparison(pd.DataFrame(), choices, listed, model, None, notes)
-
-    today_table = sim.design_table(today, noise_model, classes, profile.margins, variants, replicates,
-                                   coverage_replicates, progress)  # fmt: skip
-    design_frames = [today_table]
-    frames = [
-        choice_rows(
-            today_table[today_table["design"] == "committed"], {**today_params, "replicates": replicates}
-        )
-    ]
-    sims: dict[tuple, tuple[pd.DataFrame, int]] = {}
-    for c, layout, params in priced:
-        try:
-            noise = noise_model.noise.at_problems(c.eval_problems, variance)
-        except ValueError as err:
-            notes.append(f"{c.name}: not simulated: {err}")
-            frames.append(pd.DataFrame([{**params, "replicates": 0, "note": f"not simulated: {err}"}]))
-            continue
-        key = (tuple(sorted(layout.cells.items())), layout.seeds, c.eval_problems)
-        if key not in sims:  # a candidate that differs in cost alone shares an earlier one's simulation
-            reps = replicates if c.name == "chosen" else candidate_replicates
-            say(f"simulating {c.name}: {layout.seeds} seeds, {params['cells']} cells, {reps} replicates")
-            cover = coverage_replicates if c.name == "chosen" else 0
-            sims[key] = (sim.simulated(layout, noise, noise_model, classes, profile.margins, c.name, reps,
-                                       cover, progress), reps)  # fmt: skip
-        table, reps = sims[key]
-        if c.name == "chosen":
-            design_frames.append(table.assign(design="chosen"))
-        source = f"evaluation noise: {variance_source}" if c.eval_problems != problems else ""
-        note = "; ".join(x for x in (c.note, source) if x)
-        frames.append(choice_rows(table, {**params, "replicates": reps, "note": note}))
-    choices = pd.concat(frames, ignore_index=True)
-    pick = recommend(choices, minutes)
-    recommended = next((c for c in listed if pick is not None and c.name == pick.name), None)
-    choices["recommended"] = choices["name"] == (recommended.name if recommended else None)
-    return Comparison(pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes)
-
-
-def _curves(path) -> pd.DataFrame | None:
-    if path is None or not Path(path).exists():
-        return None
-    table = pd.read_csv(path, low_memory=False)
-    return table if not table.empty else None

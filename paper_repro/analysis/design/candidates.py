@@ -1,0 +1,268 @@
+"""Candidate designs compared (``paper-repro design --candidates``): each candidate the planner
+prices (:mod:`paper_repro.planning`) is simulated under the known truths (its layout at the
+planner's cells, :func:`layout_of`), and a rule picks one:
+
+- **the simulation**: the profile's design and today's (the committed runs' layout and seeds, its
+  minutes as measured) at ``replicates`` (with the rho* coverage), the others at
+  ``candidate_replicates``; a candidate whose simulated design is an earlier one's (stage A's budget
+  changes the cost, not the frontier at C) shares its table;
+- **the rule** (:func:`recommend`): among the candidates within the minutes whose every claim's
+  largest wrong share over the truths is at most 5%, the one with the largest mean over claims of
+  the held-when-true share (its smallest over the truths that hold); ties go to fewer minutes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from paper_repro.analysis.design import characteristics as oc
+from paper_repro.analysis.design.noise import EvalVariance, Layout
+from paper_repro.config import Profile
+from paper_repro.planning import (
+    JOBS,
+    MINUTES,
+    OVERHEAD_MINUTES,
+    Candidate,
+    CostModel,
+    Pricer,
+    candidates,
+    committed_rows,
+    measured_minutes,
+    predicted_minutes,
+    shared_settings,
+    wall_span_minutes,
+)
+
+WRONG_LIMIT = 0.05  # a candidate's every claim: largest wrong share over the truths at most this
+CANDIDATE_REPLICATES = 60  # study pairs per truth for a candidate (a 5% rate to about +-2 points)
+
+
+def layout_of(candidate: Candidate, base: Profile, names: Sequence[str]) -> Layout:
+    """The simulated design of ``candidate``: per distinct setting in ``names`` the planner's cells at
+    the full budget (second recipes included where the candidate runs them) at their predicted rho."""
+    from paper_repro.allocation import plan_setting
+
+    profile = candidate.profile(base)
+    cells = {}
+    for name in names:
+        planned = plan_setting(profile, profile.setting(name))
+        cells[name] = tuple(
+            sorted(((c.label, float(c.predicted_rho)) for c in planned.cells), key=lambda x: x[1])
+        )
+    return Layout(cells, candidate.seeds)
+
+
+def choice_rows(table: pd.DataFrame, params: dict) -> pd.DataFrame:
+    """Per claim of one design's per-truth table (:func:`paper_repro.analysis.design.summary`), with
+    the candidate's parameters and cost ``params``."""
+    rows = oc.summary(table).drop(columns=["design"])
+    return pd.DataFrame([{**params, **r} for r in rows.to_dict("records")])
+
+
+def recommend(
+    choices: pd.DataFrame, minutes: float = MINUTES, wrong: float = WRONG_LIMIT
+) -> pd.Series | None:
+    """The rule: among the candidates (rows with ``candidate`` true) within ``minutes`` whose every
+    claim's ``wrong_max`` is at most ``wrong``, the largest mean over claims of ``held_when_true``;
+    ties to fewer minutes. One row per candidate (its name, minutes and score), or None."""
+    rows = choices[choices["candidate"].astype(bool)] if "candidate" in choices else choices
+    per = rows.groupby("name", sort=False).agg(
+        minutes=("minutes", "first"),
+        wrong_max=("wrong_max", lambda w: w.max() if w.notna().all() else np.nan),
+        held_mean=("held_when_true", "mean"),
+    )
+    ok = per[(per["minutes"] <= minutes) & (per["wrong_max"] <= wrong)]
+    if ok.empty:
+        return None
+    best = ok.assign(score=ok["held_mean"].fillna(0)).sort_values(
+        ["score", "minutes"], ascending=[False, True]
+    )
+    return best.iloc[0].rename(best.index[0])
+
+
+def misfits(
+    choices: pd.DataFrame, name: str, minutes: float = MINUTES, wrong: float = WRONG_LIMIT
+) -> list[str]:
+    """Why candidate ``name`` does not meet the rule's bounds (none when it does)."""
+    rows = choices[choices["name"] == name]
+    out = []
+    if rows["minutes"].iloc[0] > minutes:
+        out.append(f"{rows['minutes'].iloc[0]:.1f} min > {minutes:g}")
+    if "wrong_max" not in rows or rows["wrong_max"].isna().any():
+        out.append("not simulated")
+    else:
+        out += [
+            f"{r.claim}: wrong {r.wrong_max:.3f} ({r.wrong_truth})"
+            for r in rows.itertuples()
+            if r.wrong_max > wrong
+        ]
+    return out
+
+
+def cuts(chosen: Candidate, other: Candidate) -> list[str]:
+    """What ``other`` changes of ``chosen``, in words."""
+    out = []
+    dropped = [t for t in chosen.targets if t not in other.targets]
+    added = [t for t in other.targets if t not in chosen.targets]
+    if dropped or added:
+        out.append(
+            f"targets {' '.join(f'{t:g}' for t in chosen.targets)} -> {' '.join(f'{t:g}' for t in other.targets)}"
+        )
+    for name, words in (("seeds", "seeds per cell"), ("eval_problems", "held-out and gsm problems"),
+                        ("stage_a_multiple", "stage A's budget (x C)"), ("pilot_fractions", "pilot fractions"),
+                        ("pilot_seeds", "pilot seeds"), ("recipes", "second recipes")):  # fmt: skip
+        a, b = getattr(chosen, name), getattr(other, name)
+        if a != b:
+            out.append(f"{words} {_words(a)} -> {_words(b)}")
+    return out
+
+
+def _words(value) -> str:
+    if isinstance(value, tuple):
+        return (
+            f"{len(value)}" if all(isinstance(v, int) for v in value) else " ".join(f"{v:g}" for v in value)
+        )
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` found: the per-truth table of today and the profile's design
+    (``design.csv``), the choices table (``design_choices.csv``), the candidates, the cost model, and
+    the recommended candidate (None when none meets the rule)."""
+
+    design: pd.DataFrame
+    choices: pd.DataFrame
+    candidates: list[Candidate]
+    cost_model: CostModel
+    recommended: Candidate | None
+    notes: list[str]
+
+
+def compare(
+    profile: Profile,
+    runs_path: str | Path,
+    replicates: int = oc.REPLICATES,
+    candidate_replicates: int = CANDIDATE_REPLICATES,
+    minutes: float = MINUTES,
+    overhead: float = OVERHEAD_MINUTES,
+    variance: EvalVariance | None = None,
+    variance_source: str = "none",
+    candidate_list: Sequence[Candidate] | None = None,
+    coverage_replicates: int = oc.COVERAGE_REPLICATES,
+    curves_path: str | Path | None = None,
+    variants: dict[str, tuple[int, float]] | None = None,
+    progress: Callable[[str], None] | None = None,
+    simulate: bool = True,
+    overrides: tuple[float | None, float | None, float | None] | None = None,
+) -> Comparison:
+    """Today's design (the committed runs' layout and seeds, at ``replicates``) and the candidates
+    (:func:`candidates`, or ``candidate_list``; the profile's design ``chosen`` at ``replicates``, the
+    others at ``candidate_replicates`` without coverage) simulated with the committed runs' noise,
+    priced by the cost model, and the rule's pick (:func:`recommend`). A candidate whose evaluation
+    size needs the evaluation noise when there is none is priced, not simulated (its note says why).
+    ``simulate`` False: priced only (the choices table without operating characteristics).
+    ``overrides``: (recipe SD, seed SD, amplitude), each replacing the committed runs' where given (a
+    sensitivity: what the candidates would show were the effects taller or the recipes quieter)."""
+    from paper_repro.analysis.claims.study import Classes
+    from paper_repro.analysis.frontiers import at_full_budget, load_curves, setting_rows
+
+    rows = committed_rows(runs_path, profile)
+    curves = _curves(curves_path)
+    model = CostModel.from_runs(rows, curves)
+    shared = shared_settings(profile)
+    classes = Classes.of(profile, shared)
+    names = [*classes.rule_based, *classes.prm_style]
+    others = {*profile.pilot_seeds, *profile.fresh_seeds}
+    if curves is not None:  # a run past C (stage A's) counts by its point at C, as the analysis reads it
+        rows_at_c = at_full_budget(rows, load_curves(curves_path, rows), profile.budget_flops)
+    else:
+        rows_at_c = rows
+    full = setting_rows(rows_at_c, profile.all_settings(), "full", profile.budget_flops)
+    grid = full[~full["seed"].isin(others)]
+    if grid.empty:
+        raise ValueError(f"{runs_path}: no committed full-budget grid runs to take the noise model from")
+    problems = int(grid["heldout"].median())  # what the committed runs were evaluated on
+    noise_model = oc.noise_model(grid, names, *(overrides or (None, None, None)), problems=problems)
+    today = Layout.from_runs(grid, names, int(grid["seed"].nunique()))
+    pricer = Pricer(profile, model, overhead)
+    listed = list(candidate_list) if candidate_list is not None else candidates(profile, pricer, minutes)
+    say = progress or (lambda _: None)
+    measured = measured_minutes(rows, overhead)
+    given = [f"{k} {v:g}" for k, v in zip(("recipe SD", "seed SD", "amplitude"), overrides or (), strict=False)
+             if v is not None]  # fmt: skip
+    notes = [
+        f"noise model: recipe SD {noise_model.noise.recipe_sd:.4f}, median seed SD {noise_model.noise.default:.4f}, "
+        f"truths' height {noise_model.amplitude:.4f}" + (f" ({', '.join(given)} given)" if given else ""),
+        f"today's {len(rows)} committed runs: {measured - overhead:.1f} min of runs as measured (seconds_total / "
+        f"{JOBS} / 60), {predicted_minutes(rows, model):.1f} as the cost model prices them, written over "
+        f"{wall_span_minutes(rows):.1f} min of wall time",
+    ]
+    priced = []
+    for c in listed:
+        price, layout = pricer(c), layout_of(c, profile, names)
+        params = {"name": c.name, "candidate": True, **c.describe(),
+                  "cells": sum(len(v) for v in layout.cells.values()), "runs": price.runs,
+                  "minutes": price.minutes, "overhead_minutes": overhead,
+                  **{f"minutes_{k}": v / JOBS / 60 for k, v in price.by_role.items()}}  # fmt: skip
+        say(f"priced {c.name}: {price.runs:.0f} runs, {price.minutes:.1f} min")
+        priced.append((c, layout, params))
+
+    today_params = {
+        "name": "today (committed)", "candidate": False, "targets": "committed cells", "seeds": today.seeds,
+        "eval_problems": problems, "stage_a_multiple": 1.0, "pilot_fractions": "",
+        "pilot_seeds": np.nan, "second_recipes": False, "cells": sum(len(c) for c in today.cells.values()),
+        "runs": len(rows), "minutes": measured, "overhead_minutes": overhead,
+        "note": "minutes as measured: the committed runs' seconds_total / 2 / 60 + overhead",
+    }  # fmt: skip
+    if not simulate:
+        frames = [pd.DataFrame([{**p, "replicates": 0} for p in [today_params, *(p for *_, p in priced)]])]
+        choices = pd.concat(frames, ignore_index=True)
+        return Comparison(pd.DataFrame(), choices, listed, model, None, notes)
+
+    today_table = oc.design_table(today, noise_model, classes, profile.margins, variants, replicates,
+                                   coverage_replicates, progress)  # fmt: skip
+    design_frames = [today_table]
+    frames = [
+        choice_rows(
+            today_table[today_table["design"] == "committed"], {**today_params, "replicates": replicates}
+        )
+    ]
+    sims: dict[tuple, tuple[pd.DataFrame, int]] = {}
+    for c, layout, params in priced:
+        try:
+            noise = noise_model.noise.at_problems(c.eval_problems, variance)
+        except ValueError as err:
+            notes.append(f"{c.name}: not simulated: {err}")
+            frames.append(pd.DataFrame([{**params, "replicates": 0, "note": f"not simulated: {err}"}]))
+            continue
+        key = (tuple(sorted(layout.cells.items())), layout.seeds, c.eval_problems)
+        if key not in sims:  # a candidate that differs in cost alone shares an earlier one's simulation
+            reps = replicates if c.name == "chosen" else candidate_replicates
+            say(f"simulating {c.name}: {layout.seeds} seeds, {params['cells']} cells, {reps} replicates")
+            cover = coverage_replicates if c.name == "chosen" else 0
+            sims[key] = (oc.simulated(layout, noise, noise_model, classes, profile.margins, c.name, reps,
+                                       cover, progress), reps)  # fmt: skip
+        table, reps = sims[key]
+        if c.name == "chosen":
+            design_frames.append(table.assign(design="chosen"))
+        source = f"evaluation noise: {variance_source}" if c.eval_problems != problems else ""
+        note = "; ".join(x for x in (c.note, source) if x)
+        frames.append(choice_rows(table, {**params, "replicates": reps, "note": note}))
+    choices = pd.concat(frames, ignore_index=True)
+    pick = recommend(choices, minutes)
+    recommended = next((c for c in listed if pick is not None and c.name == pick.name), None)
+    choices["recommended"] = choices["name"] == (recommended.name if recommended else None)
+    return Comparison(pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes)
+
+
+def _curves(path) -> pd.DataFrame | None:
+    if path is None or not Path(path).exists():
+        return None
+    table = pd.read_csv(path, low_memory=False)
+    return table if not table.empty else None

@@ -1,0 +1,291 @@
+"""Operating characteristics: each simulated claim's own decision on simulated studies whose truth is
+known (:func:`operating_characteristics`, ``design.csv``), and the claims table's power column
+(:func:`power_table`). The model: :mod:`paper_repro.analysis.design`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from paper_repro.analysis.best_sets import DEFAULT, Frontiers
+from paper_repro.analysis.claims.registry import Claim, claims
+from paper_repro.analysis.claims.study import Classes, Study
+from paper_repro.analysis.design.noise import EVAL_PROBLEMS, Layout, Noise
+from paper_repro.analysis.design.studies import Truth, noiseless, recipe_draw, simulate, truths
+from paper_repro.analysis.optima import Cells, fit_optimum, unimodal
+
+SEEDS: tuple[int, ...] = (3, 5, 10, 20, 40)  # seed counts the power column tries
+REPLICATES = 200  # study pairs per truth: a 5% rate to about +-1.1 points
+POWER_REPLICATES = 40  # simulated studies per seed count for the power column
+COVERAGE_REPLICATES = 40  # studies per truth whose rho* intervals are bootstrapped
+COVERAGE_BOOTSTRAP = 200
+RNG_SEED = 0
+DECIDED = ("held", "not held", "heterogeneous")
+
+
+def simulated_claims() -> list[Claim]:
+    """The claims the simulator runs: every registered claim declared :class:`Simulated`."""
+    return claims(simulated=True)
+
+
+def truth_verdicts(layout: Layout, truth: Truth, classes: Classes, margins, chosen: list[Claim]) -> dict:
+    """Each claim's verdict (a Result, by id) on the truth itself: its own decision on the noiseless
+    study, with no recipe effect allowed for (the best set is then exactly the truth's best cells)."""
+    study = Study.simulated(noiseless(layout, truth), classes, replace(margins, recipe_sd=0.0))
+    return {c.id: c.decide(study) for c in chosen}
+
+
+def is_wrong(verdict: str, truth) -> bool:
+    """A decided verdict that the truth's own (a Result) contradicts. Where the truth is heterogeneous
+    yet every setting's truth gives one verdict, that verdict is not wrong: the class reading it misses
+    is the settings' disagreement, not the claim."""
+    if verdict not in DECIDED or verdict == truth.verdict:
+        return False
+    return not (truth.verdict == "heterogeneous" and verdict == truth.unanimous)
+
+
+def true_best_rhos(layout: Layout, truth: Truth, target: str) -> dict[str, np.ndarray]:
+    """Per setting, the realised rhos of the truth's best cells for ``target``."""
+    out = {}
+    for setting, cells in layout.cells.items():
+        rho = np.array([r for _, r in cells])
+        means = truth(setting, target, rho)
+        out[setting] = rho[means >= np.nanmax(means) - 1e-12]
+    return out
+
+
+# ---------------------------------------------------------------------------------------- tables
+
+
+def operating_characteristics(
+    layout: Layout,
+    noise: Noise,
+    world: dict[str, Truth],
+    classes: Classes,
+    margins=DEFAULT,
+    replicates: int = REPLICATES,
+    coverage_replicates: int = COVERAGE_REPLICATES,
+    seed: int = RNG_SEED,
+    progress: Callable[[str], None] | None = None,
+    chosen: list[Claim] | None = None,
+) -> pd.DataFrame:
+    """One row per (truth, claim): verdict shares over ``2 * replicates`` studies (pairs sharing their
+    recipe effects), the wrong share, the two-draw agreement and the rho* interval coverage. Each
+    simulated study is a runs table in the analysis' shape, and every claim of ``chosen`` (None: every
+    simulated claim of the registry) decides it with its own ``decide`` under the rule ``margins``;
+    the coverage reads the target each claim declares (at most ``replicates`` studies)."""
+    chosen = simulated_claims() if chosen is None else chosen
+    targets = {c.id: c.simulation.target for c in chosen if c.simulation.target}
+    rng = np.random.default_rng(seed)
+    rows = []
+    for truth_name, truth in world.items():
+        if progress:
+            progress(truth_name)
+        truth_verdict = truth_verdicts(layout, truth, classes, margins, chosen)
+        verdicts: dict[str, list[tuple[str, str]]] = {c.id: [] for c in chosen}
+        for _ in range(replicates):
+            recipe = recipe_draw(layout, noise, rng)
+            pair = [
+                Study.simulated(simulate(layout, truth, noise, rng, recipe), classes, margins)
+                for _ in range(2)
+            ]
+            for c in chosen:
+                verdicts[c.id].append(tuple(c.decide(study).verdict for study in pair))
+        coverage = _coverage(
+            layout,
+            noise,
+            truth,
+            list(dict.fromkeys(targets.values())),
+            min(coverage_replicates, replicates),
+            rng,
+            margins,
+        )
+        for c in chosen:
+            pairs = verdicts[c.id]
+            flat = [v for pair in pairs for v in pair]
+            share = {
+                v: flat.count(v) / len(flat) for v in ("held", "not held", "inconclusive", "heterogeneous")
+            }
+            wrong = sum(is_wrong(v, truth_verdict[c.id]) for v in flat) / len(flat)
+            rows.append({
+                "truth": truth_name, "claim": c.sentence, "claim_id": c.id, "true_verdict": truth_verdict[c.id].verdict,
+                **{f"share_{k.replace(' ', '_')}": v for k, v in share.items()},
+                "wrong": wrong, "agreement": sum(a == b for a, b in pairs) / len(pairs),
+                "coverage": coverage.get(targets.get(c.id), np.nan),
+                "seeds": layout.seeds, "cells_per_setting": int(np.median([len(c) for c in layout.cells.values()])),
+                "recipe_sd": noise.recipe_sd, "seed_sd_median": noise.default, "studies": len(flat),
+                "eval_problems": noise.problems,
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _coverage(layout, noise, truth, targets, replicates, rng, margins=DEFAULT) -> dict[str, float]:
+    """Per target: the share of (study, setting) with an identified rho* whose 95% seed-bootstrap
+    interval holds the rho of one of the truth's best cells."""
+    out = {}
+    for target in targets:
+        best = true_best_rhos(layout, truth, target)
+        hits = []
+        for _ in range(replicates):
+            study = simulate(layout, truth, noise, rng, recipe_draw(layout, noise, rng))
+            tau = Frontiers(study).recipe_sd(margins)
+            for setting in layout.cells:
+                opt = fit_optimum(study[study["setting"] == setting], target, tau,
+                                  bootstrap=COVERAGE_BOOTSTRAP, describe=False)  # fmt: skip
+                if opt.identified:
+                    hits.append(
+                        bool(
+                            np.any(
+                                (best[setting] >= opt.ci95_low - 1e-9)
+                                & (best[setting] <= opt.ci95_high + 1e-9)
+                            )
+                        )
+                    )
+        out[target] = float(np.mean(hits)) if hits else np.nan
+    return out
+
+
+def power_table(
+    layout: Layout,
+    noise: Noise,
+    truth: Truth,
+    classes: Classes,
+    margins=DEFAULT,
+    seeds: Sequence[int] = SEEDS,
+    replicates: int = POWER_REPLICATES,
+    seed: int = RNG_SEED,
+    chosen: list[Claim] | None = None,
+) -> dict[str, dict[int, float]]:
+    """Per simulated claim (by id), the share of simulated studies (truth: the committed frontiers'
+    unimodal fits, with the recipe effect) that decide, per seed count in ``seeds``."""
+    chosen = simulated_claims() if chosen is None else chosen
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[int, float]] = {c.id: {} for c in chosen}
+    for n in seeds:
+        design = layout.with_seeds(n)
+        decided = dict.fromkeys(out, 0)
+        for _ in range(replicates):
+            study = Study.simulated(simulate(design, truth, noise, rng, recipe_draw(design, noise, rng)), classes,
+                                    margins)  # fmt: skip
+            for c in chosen:
+                decided[c.id] += c.decide(study).verdict in DECIDED
+        for claim_id in out:
+            out[claim_id][n] = decided[claim_id] / replicates
+    return out
+
+
+# ---------------------------------------------------------------------------------------- the command
+
+
+@dataclass(frozen=True)
+class Model:
+    """The noise model and truths' height a design table was simulated with, and where each came from."""
+
+    noise: Noise
+    amplitude: float
+    source: str
+
+
+def noise_model(
+    runs: pd.DataFrame | None,
+    names: Sequence[str],
+    recipe_sd: float | None = None,
+    seed_sd: float | None = None,
+    amplitude: float | None = None,
+    problems: int = EVAL_PROBLEMS,
+) -> Model:
+    """The simulation's noise and the truths' height: from the committed runs (per-cell seed SDs, the
+    recipe SD of :func:`recipe_sd_estimate`, the median range of the frontiers' unimodal fits), each
+    replaced by the value given, if any. Without runs every value must be given. ``problems``: the
+    held-out and gsm problems each run was evaluated on (the size the noise is measured at)."""
+    have = runs is not None and not runs.empty
+    missing = [
+        k for k, v in (("recipe_sd", recipe_sd), ("seed_sd", seed_sd), ("amplitude", amplitude)) if v is None
+    ]
+    if not have and missing:
+        raise ValueError(
+            f"no committed runs to take the noise model from: give {', '.join('--' + k.replace('_', '-') for k in missing)}"
+        )
+    noise = (
+        Noise.from_runs(runs, names, recipe_sd, problems)
+        if have
+        else Noise(recipe_sd, seed_sd, {}, problems=problems)
+    )
+    if seed_sd is not None:
+        noise = Noise(noise.recipe_sd, seed_sd, {}, problems=problems)
+    if amplitude is None:
+        ranges = [np.ptp(unimodal(c.mean, c.n)[0]) for n in names for t in CLAIM_TARGETS
+                  if (c := Cells.of(runs[runs["setting"] == n], t)).k >= 2]  # fmt: skip
+        amplitude = float(np.median(ranges))
+    source = "the committed runs" if have else "the command line"
+    return Model(noise, amplitude, source)
+
+
+CLAIM_TARGETS = ("native_reward", "gsm_pass1", "judge_score")
+
+
+def design_table(
+    layout: Layout,
+    model: Model,
+    classes,
+    margins,
+    variants: dict[str, tuple[int, float]] | None = None,
+    replicates: int = REPLICATES,
+    coverage_replicates: int = COVERAGE_REPLICATES,
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """The operating characteristics of every frontier claim under every truth, for the committed
+    design and each of ``variants`` (name -> (seeds per cell, recipe-SD divisor): a divisor sqrt(r)
+    stands for r recipes averaged per cell, the rule's allowance divided with it)."""
+    variants = {"committed": (layout.seeds, 1.0), **(variants or {})}
+    frames = []
+    for name, (seeds, divisor) in variants.items():
+        rule = (
+            margins if margins.recipe_sd is None else replace(margins, recipe_sd=margins.recipe_sd / divisor)
+        )
+        frames.append(simulated(layout.with_seeds(seeds), model.noise.divided(divisor), model, classes, rule,
+                                name, replicates, coverage_replicates, progress))  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
+
+
+def simulated(
+    layout: Layout,
+    noise: Noise,
+    model: Model,
+    classes,
+    margins,
+    name: str,
+    replicates: int = REPLICATES,
+    coverage_replicates: int = COVERAGE_REPLICATES,
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """:func:`operating_characteristics` of one design (``layout`` with ``noise``, the truths as tall
+    as ``model``'s), every frontier claim tested by the rule ``margins``, its rows named ``name``."""
+    world = truths(classes.prm_style, model.amplitude)
+    table = operating_characteristics(
+        layout, noise, world, classes, margins, replicates, coverage_replicates,
+        progress=(lambda t: progress(f"{name}: {t}")) if progress else None,
+    )  # fmt: skip
+    allowance = "estimated per study" if margins.recipe_sd is None else margins.recipe_sd
+    return table.assign(design=name, rule_recipe_sd=allowance, amplitude=model.amplitude,
+                        noise_source=model.source)  # fmt: skip
+
+
+def summary(table: pd.DataFrame | None) -> pd.DataFrame:
+    """Per design and claim, over the truths: the largest wrong share (and its truth), the smallest
+    two-draw agreement, and the share held where the truth holds (notebook 40's view of ``design.csv``)."""
+    if table is None or table.empty:
+        return pd.DataFrame({"note": ["no design.csv: run paper-repro design --profile <profile>"]})
+    rows = []
+    for (name, claim), g in table.groupby(["design", "claim"], sort=False):
+        worst = g.loc[g["wrong"].idxmax()]
+        held = g[g["true_verdict"] == "held"]["share_held"]
+        rows.append({"design": name, "claim": claim, "wrong_max": worst["wrong"],
+                     "wrong_truth": worst["truth"] if worst["wrong"] > 0 else "",
+                     "agreement_min": g["agreement"].min(), "held_when_true": held.min() if len(held) else np.nan,
+                     "coverage_min": g["coverage"].min()})  # fmt: skip
+    return pd.DataFrame(rows).round(3)

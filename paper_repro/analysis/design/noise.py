@@ -1,0 +1,216 @@
+"""The noise of a simulated study: its layout (:class:`Layout`: per setting its cells at their
+realised rho, and the seeds per cell), the seed and recipe noise the committed runs show
+(:class:`Noise`), and how a design's evaluation size moves both (:meth:`Noise.at_problems`, from the
+evaluation noise ``eval_noise.csv``: :func:`read_eval_variance`). The model is set out in
+:mod:`paper_repro.analysis.design`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from paper_repro.analysis import optima
+from paper_repro.analysis.optima import Cells
+from paper_repro.planning import EVAL_PROBLEMS
+from paper_repro.results import METRICS
+
+# EVAL_PROBLEMS: the problems per evaluation set at which the evaluation noise is stated (eval_noise.csv)
+# the targets scored on the held-out and gsm sets, whose size a design chooses: their evaluation noise
+# must be known to simulate another size. math stays at 300 problems. The judge scores the gsm
+# completions, so it would shrink too; it does where the evaluation noise has a judge_score row, and
+# keeps its noise (a conservative reading of its claims) where it has none
+EVAL_TARGETS = ("native_reward", "gsm_pass1")
+SEED_FLOOR = 0.25  # a larger evaluation keeps at least this share of a run's seed variance (training's)
+EvalVariance = dict[str, tuple[float, float]]  # target -> (v_run, v_shared) at EVAL_PROBLEMS problems
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A study's design: per distinct setting its cells ``((name, realised rho), ...)``, and the seeds
+    per cell."""
+
+    cells: dict[str, tuple[tuple[str, float], ...]]
+    seeds: int
+
+    @classmethod
+    def from_runs(cls, runs: pd.DataFrame, names: Sequence[str], seeds: int) -> Layout:
+        cells = {}
+        for name in names:
+            rows = runs[runs["setting"] == name]
+            means = rows.groupby("cell")["rho"].mean().sort_values()
+            cells[name] = tuple((str(c), float(r)) for c, r in means.items())
+        return cls(cells, seeds)
+
+    def with_seeds(self, seeds: int) -> Layout:
+        return replace(self, seeds=seeds)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Seed SD per (setting, cell, target) (where the table has none: the setting's median over its
+    cells for that target, else ``default``) and the recipe SD (``recipe_by_target`` where a target's
+    differs). ``shrink``: per target, the seed variance a larger evaluation removes (:meth:`at_problems`)."""
+
+    recipe_sd: float
+    default: float
+    seed_sd: dict[tuple[str, str, str], float]
+    setting_sd: dict[tuple[str, str], float] = field(default_factory=dict)
+    recipe_by_target: dict[str, float] = field(default_factory=dict)
+    shrink: dict[str, float] = field(default_factory=dict)
+    problems: int = EVAL_PROBLEMS  # held-out and gsm problems per evaluation of the runs it was measured on
+
+    @classmethod
+    def from_runs(
+        cls,
+        runs: pd.DataFrame,
+        names: Sequence[str],
+        recipe_sd: float | None = None,
+        problems: int = EVAL_PROBLEMS,
+    ) -> Noise:
+        """The seed SDs and the recipe SD of ``runs`` (each evaluated on ``problems`` held-out and gsm
+        problems per set)."""
+        sd = runs[runs["setting"].isin(list(names))].groupby(["setting", "cell"])[list(METRICS)].std(ddof=1)
+        table = {
+            (s, c, t): float(v) for (s, c), row in sd.iterrows() for t, v in row.items() if np.isfinite(v)
+        }
+        by_setting: dict[tuple[str, str], list[float]] = {}
+        for (s, _, t), v in table.items():
+            by_setting.setdefault((s, t), []).append(v)
+        default = float(np.median(list(table.values()))) if table else 0.05
+        tau = recipe_sd_estimate(runs, names) if recipe_sd is None else recipe_sd
+        return cls(
+            tau, default, table, {k: float(np.median(v)) for k, v in by_setting.items()}, problems=problems
+        )
+
+    def sd(self, setting: str, cell: str, target: str) -> float:
+        base = self.seed_sd.get((setting, cell, target), self.setting_sd.get((setting, target), self.default))
+        cut = self.shrink.get(target, 0.0)
+        return float(np.sqrt(max(base**2 - cut, SEED_FLOOR * base**2))) if cut else base
+
+    def tau(self, target: str) -> float:
+        """The recipe SD of ``target``."""
+        return self.recipe_by_target.get(target, self.recipe_sd)
+
+    def divided(self, divisor: float) -> Noise:
+        """The recipe SD of every target divided by ``divisor`` (r recipes averaged: sqrt(r))."""
+        return replace(self, recipe_sd=self.recipe_sd / divisor,
+                       recipe_by_target={t: v / divisor for t, v in self.recipe_by_target.items()})  # fmt: skip
+
+    def at_problems(self, problems: int, variance: EvalVariance | None) -> Noise:
+        """The noise of a study whose held-out and gsm sets have ``problems`` problems each, from this
+        one's (at ``self.problems``, :func:`eval_shrink`). ``variance``: per target, (v_run, v_shared),
+        the variance a run's score and a cell's mean owe to the problems drawn, at
+        :data:`EVAL_PROBLEMS` problems."""
+        if problems == self.problems:
+            return self
+        if variance is None:
+            raise ValueError(
+                f"{problems} problems per evaluation set (the runs had {self.problems}): the noise model needs "
+                f"the evaluation noise at {EVAL_PROBLEMS} (data/results/<profile>/eval_noise.csv, written by python -m paper_repro.bench "
+                "eval-noise, or --eval-var-run and --eval-var-shared); only the runs' own size can be simulated without it"
+            )
+        missing = [t for t in EVAL_TARGETS if t not in variance]
+        if missing:
+            raise ValueError(
+                f"the evaluation noise has no row for {', '.join(missing)} (it has {sorted(variance)})"
+            )
+        shrink, recipe = {}, {}
+        for target in [t for t in variance if t in (*EVAL_TARGETS, "judge_score")]:
+            v_run, v_shared = variance[target]
+            shrink[target] = eval_shrink(v_run, problems, self.problems)
+            cut = eval_shrink(v_shared, problems, self.problems)
+            recipe[target] = float(np.sqrt(max(self.tau(target) ** 2 - cut, 0.0)))
+        return replace(
+            self, shrink=shrink, recipe_by_target={**self.recipe_by_target, **recipe}, problems=problems
+        )
+
+
+def eval_shrink(variance: float, problems: int, base: int = EVAL_PROBLEMS) -> float:
+    """The variance that evaluating on ``problems`` problems instead of ``base`` removes from a score
+    whose evaluation variance is ``variance`` at :data:`EVAL_PROBLEMS` (variance ~ 1 / problems;
+    negative when ``problems`` is below ``base``: it adds)."""
+    return variance * EVAL_PROBLEMS * (1 / base - 1 / problems)
+
+
+VAR_COLUMNS = {  # what eval_noise.csv may call its columns: the first one present is read
+    # bench eval-noise: nonshared_eval_var is what a run's evaluation adds of its own (the seed x block
+    # residual), shared_bias_var the block's difficulty its cell's seeds share; per_run_eval_var (their
+    # sum) is neither, so it is not read
+    "target": ("target", "metric"),
+    "run": ("nonshared_eval_var", "v_run", "var_run", "sd_run"),
+    "shared": ("shared_bias_var", "v_shared", "var_shared", "sd_shared"),
+    "problems": ("problems_per_block", "problems", "n_problems"),
+}  # fmt: skip
+
+
+def read_eval_variance(path) -> EvalVariance | None:
+    """Per target, (v_run, v_shared) at :data:`EVAL_PROBLEMS` problems from ``eval_noise.csv`` (one row
+    per target; ``python -m paper_repro.bench eval-noise``), or None when there is no such file. A
+    column read as an SD (its name says ``sd``) is squared; a ``problems`` column rescales to 300.
+    A target with two rows (several cells measured) takes their mean."""
+    from pathlib import Path
+
+    if not Path(path).exists():
+        return None
+    table = pd.read_csv(path)
+    found = {k: next((c for c in names if c in table.columns), None) for k, names in VAR_COLUMNS.items()}
+    missing = [k for k in ("target", "run", "shared") if found[k] is None]
+    if missing:
+        raise ValueError(
+            f"{path}: cannot tell its {', '.join(missing)} column(s) among {list(table.columns)} "
+            f"(read: {', '.join(f'{k}: {list(v)}' for k, v in VAR_COLUMNS.items() if k in missing)})"
+        )
+    rows: dict[str, list[tuple[float, float]]] = {}
+    for _, row in table.iterrows():
+        scale = float(row[found["problems"]]) / EVAL_PROBLEMS if found["problems"] else 1.0
+        values = []
+        for k in ("run", "shared"):
+            v = float(row[found[k]])
+            values.append((v**2 if "sd" in found[k] else v) * scale)
+        rows.setdefault(str(row[found["target"]]), []).append((values[0], values[1]))
+    return {
+        t: (float(np.mean([r for r, _ in v])), float(np.mean([s for _, s in v]))) for t, v in rows.items()
+    }
+
+
+def eval_variance_arg(values: Sequence[str] | None) -> dict[str, float] | None:
+    """``--eval-var-run`` / ``--eval-var-shared``: one number for every target of :data:`EVAL_TARGETS`,
+    or ``target=number`` pairs."""
+    if not values:
+        return None
+    out = {}
+    for value in values:
+        target, _, number = value.rpartition("=")
+        if target and target not in (*EVAL_TARGETS, "judge_score"):
+            raise ValueError(
+                f"evaluation variance for {target!r}: targets are {', '.join(EVAL_TARGETS)} and judge_score"
+            )
+        for t in [target] if target else EVAL_TARGETS:
+            out[t] = float(number)
+    return out
+
+
+def eval_variance(
+    path, run: dict[str, float] | None = None, shared: dict[str, float] | None = None
+) -> tuple[EvalVariance | None, str]:
+    """The evaluation variances and where they came from: the command line's where given (both
+    needed), else ``path`` (eval_noise.csv), else none."""
+    if run or shared:
+        if not (run and shared) or set(run) != set(shared):
+            raise ValueError("give --eval-var-run and --eval-var-shared for the same targets")
+        return {t: (run[t], shared[t]) for t in run}, "the command line"
+    table = read_eval_variance(path)
+    from paper_repro.paths import repo_relative
+
+    return table, (repo_relative(path) if table is not None else "none")
+
+
+def recipe_sd_estimate(runs: pd.DataFrame, names: Sequence[str], targets: Sequence[str] = METRICS) -> float:
+    """The recipe-effect SD the runs of settings ``names`` show (:func:`paper_repro.analysis.optima.recipe_sd_estimate`)."""
+    return optima.recipe_sd_estimate(
+        [Cells.of(runs[runs["setting"] == n], t) for n in names for t in targets]
+    )

@@ -1,0 +1,134 @@
+"""Simulated studies: the known truths (:func:`truths`: each a function of setting, target and rho)
+and a study drawn from one (:func:`simulate`): a runs table in the shape the analysis reads, with
+each cell's recipe effect (:func:`recipe_draw`) and each run's seed noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from paper_repro.analysis.claims.paper import PAPER_RHO
+from paper_repro.analysis.design.noise import Layout, Noise
+from paper_repro.analysis.optima import Cells, unimodal
+from paper_repro.results import METRICS
+
+Truth = Callable[[str, str, np.ndarray], np.ndarray]  # (setting, target, cell rhos) -> true means
+
+# ---------------------------------------------------------------------------------------- truths
+
+
+def _bump(rho: np.ndarray, centre: float, left: float, right: float) -> np.ndarray:
+    width = np.where(rho < centre, left, right)
+    return np.exp(-0.5 * ((rho - centre) / width) ** 2)
+
+
+def _plateau(rho: np.ndarray, low: float, high: float, edge: float = 0.1) -> np.ndarray:
+    gap = np.maximum(low - rho, 0) + np.maximum(rho - high, 0)
+    return np.exp(-0.5 * (gap / edge) ** 2)
+
+
+SHAPES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "flat": lambda r: np.zeros_like(r),
+    "peak at 0.45, symmetric": lambda r: _bump(r, 0.45, 0.2, 0.2),
+    "peak at 0.45, skewed": lambda r: _bump(r, 0.45, 0.35, 0.12),
+    "peak at 0.72": lambda r: _bump(r, 0.72, 0.2, 0.2),
+    "plateau over 0.3-0.7": lambda r: _plateau(r, 0.3, 0.7),
+    "monotone rising": lambda r: (r - 0.15) / 0.7,
+    "monotone falling": lambda r: 1 - (r - 0.15) / 0.7,
+}
+
+
+def truths(prm_style: Sequence[str], amplitude: float, base: float = 0.5) -> dict[str, Truth]:
+    """The known truths, each a function of (setting, target, rho) scaled to ``amplitude``;
+    ``prm_style``: the settings the paper's world gives a PRM-style frontier."""
+    out: dict[str, Truth] = {
+        name: (lambda s, t, r, f=shape: base + amplitude * f(np.asarray(r, float)))
+        for name, shape in SHAPES.items()
+    }
+
+    def paper(setting: str, target: str, rho: np.ndarray) -> np.ndarray:
+        rho = np.asarray(rho, float)
+        if target in ("gsm_pass1", "math_pass1"):
+            shape = SHAPES["monotone rising"](rho)
+        elif target == "judge_score":
+            shape = _bump(rho, 0.5, 0.2, 0.2)
+        else:
+            shape = _bump(rho, PAPER_RHO["PRM-style" if setting in prm_style else "rule-based"], 0.2, 0.2)
+        return base + amplitude * shape
+
+    out["the paper's world"] = paper
+    return out
+
+
+def fitted_truth(runs: pd.DataFrame, names: Sequence[str]) -> Truth:
+    """The committed study as a truth: each frontier's unimodal fit of its cell means, read at the
+    fitted cell nearest each rho asked for."""
+    table: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+    for name in names:
+        rows = runs[runs["setting"] == name]
+        for target in METRICS:
+            cells = Cells.of(rows, target)
+            if cells.k:
+                table[(name, target)] = (cells.rho, unimodal(cells.mean, cells.n)[0])
+
+    def truth(setting: str, target: str, rho: np.ndarray) -> np.ndarray:
+        if (setting, target) not in table:
+            return np.full(len(rho), np.nan)
+        at, fit = table[(setting, target)]
+        return fit[np.abs(np.asarray(rho, float)[:, None] - at[None, :]).argmin(axis=1)]
+
+    return truth
+
+
+# ---------------------------------------------------------------------------------------- studies
+
+
+def recipe_draw(layout: Layout, noise: Noise, rng: np.random.Generator) -> dict[tuple[str, str, str], float]:
+    """One draw of every (setting, cell, target)'s recipe effect."""
+    return {
+        (s, c, t): float(rng.normal(0.0, tau)) if (tau := noise.tau(t)) > 0 else 0.0
+        for s, cells in layout.cells.items()
+        for c, _ in cells
+        for t in METRICS
+    }
+
+
+def simulate(
+    layout: Layout,
+    truth: Truth,
+    noise: Noise,
+    rng: np.random.Generator,
+    recipe: dict[tuple[str, str, str], float] | None = None,
+) -> pd.DataFrame:
+    """One simulated study: a runs table (run_id, setting, cell, seed, rho and every target)."""
+    recipe = recipe or {}
+    frames = []
+    for setting, cells in layout.cells.items():
+        names = [c for c, _ in cells]
+        rho = np.array([r for _, r in cells])
+        n = layout.seeds
+        frame = {
+            "run_id": [f"{setting}-{c}-{i}" for c in names for i in range(n)],
+            "setting": setting,
+            "cell": np.repeat(names, n),
+            "seed": np.tile(np.arange(n), len(names)),
+            "rho": np.repeat(rho, n),
+        }
+        for target in METRICS:
+            mean = truth(setting, target, rho) + np.array(
+                [recipe.get((setting, c, target), 0.0) for c in names]
+            )
+            sd = np.array([noise.sd(setting, c, target) for c in names])
+            frame[target] = np.repeat(mean, n) + rng.normal(size=n * len(names)) * np.repeat(sd, n)
+        frames.append(pd.DataFrame(frame))
+    return pd.concat(frames, ignore_index=True)
+
+
+def noiseless(layout: Layout, truth: Truth) -> pd.DataFrame:
+    """The truth as a study: two identical seeds per cell, no recipe effect (the best set is then
+    exactly the truth's best cells)."""
+    quiet = Noise(0.0, 0.0, {})
+    return simulate(layout.with_seeds(2), truth, quiet, np.random.default_rng(0))
