@@ -257,7 +257,7 @@ def planner(
 ) -> Planner:
     """The planner of a policy (and the reward model PRM-based rewards pay for) under a profile's
     training settings, at the given lengths. The one place a :class:`Planner` is built from names:
-    the grid's (:func:`planner_for`) and a run's worst round (:func:`paper_repro.preflight.round_ceiling`)."""
+    the grid's (:func:`planner_for`) and a run's worst round (:func:`round_ceiling_flops`)."""
     lora = LoRASpec(rank=train.lora_rank, target_modules=(train.lora_targets,))
     return Planner(
         policy=models.shape(policy),
@@ -272,6 +272,42 @@ def planner(
         reward_tokens=reward_tokens,
         reward_cost=reward_cost,
     )
+
+
+def round_ceiling_flops(
+    policy: str,
+    prm: str | None,
+    train: TrainConfig,
+    P: int,
+    G: int,
+    K: int,
+    mu: int,
+    reward_system: str,
+    task: str,
+    *,
+    prompt_tokens: int,
+    prm_prompt_tokens: int | None,
+) -> float:
+    """Useful FLOPs of the costliest round of cell (P, G, K, mu) of ``policy`` under ``reward_system``:
+    a prompt of ``prompt_tokens`` (the longest, as the policy reads it) and every completion at
+    ``train.max_completion_length``. A PRM-based reward's PRM reads the prompt in its own format
+    (``prm_prompt_tokens``) and the completion's steps, a separator after each: with the arith task's
+    character tokens a step and its separator take no more tokens than the step and its newline, so
+    at most one more than the completion; with a BPE tokenizer, re-tokenised steps may take more, so
+    twice it. A reward that prices its own model is priced at the policy's token counts. The price
+    :func:`paper_repro.preflight.round_ceiling` puts on a run's round, from its tokenizers and data."""
+    completion = train.max_completion_length
+    reward_model, reward_tokens = None, None
+    system = rewards.get(reward_system)
+    if system.prm_based:
+        reward_model = prm
+        reward_tokens = prm_prompt_tokens + (completion + 1 if task == "arith" else 2 * completion)
+    own = system.own_cost  # a reward that prices its own model, at the policy's token counts
+    worst = planner(
+        policy, reward_model, train, prompt_tokens, completion, reward_tokens=reward_tokens,
+        reward_cost=own.planned if own is not None else None,
+    )  # fmt: skip
+    return worst.round_cost(P, G, K, mu).C_total
 
 
 def planner_for(profile: Profile, setting: Setting) -> Planner:

@@ -100,10 +100,8 @@ def budget_problem(spec: RunSpec, budget: float | None = None) -> str | None:
 
 def round_ceiling(spec: RunSpec) -> float:
     """The most one generation round of ``spec`` can cost (useful FLOPs): the longest training prompt
-    and every completion at ``max_completion_length``. The PRM reads the prompt (in its own format)
-    and the completion's steps, a separator after each: with the arith task's character tokens a
-    step and its separator take no more tokens than the step and its newline, so at most one more
-    than the completion; with a BPE tokenizer, re-tokenised steps may take more, so twice it.
+    (as the policy reads it, and as the PRM does) and every completion at ``max_completion_length``,
+    priced by :func:`paper_repro.allocation.round_ceiling_flops` (which counts the PRM's tokens).
     Needs tokenizers and data only, no weights.
 
     The study's price of a round, which decides which cells a budget's grid keeps and the ledger's
@@ -119,22 +117,15 @@ def round_ceiling(spec: RunSpec) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def _round_ceiling(model, prm_model, train_data, t, P, G, K, mu, reward_system, task) -> float:
-    from paper_repro.allocation import planner
+    from paper_repro.allocation import round_ceiling_flops
 
     longest = _longest_prompt(model, train_data, t.chat_template, "policy")
-    completion = t.max_completion_length
-    prm, reward_tokens = None, None
-    system = rewards.get(reward_system)
-    if system.prm_based:
-        prm = prm_model
-        prompt_part = _longest_prompt(prm_model, train_data, False, "prm")
-        reward_tokens = prompt_part + (completion + 1 if task == "arith" else 2 * completion)
-    own = system.own_cost  # a reward that prices its own model, at the policy's token counts
-    worst = planner(
-        model, prm, t, longest, completion, reward_tokens=reward_tokens,
-        reward_cost=own.planned if own is not None else None,
+    prm_based = rewards.get(reward_system).prm_based
+    prm_prompt = _longest_prompt(prm_model, train_data, False, "prm") if prm_based else None
+    return round_ceiling_flops(
+        model, prm_model, t, P, G, K, mu, reward_system, task,
+        prompt_tokens=longest, prm_prompt_tokens=prm_prompt,
     )  # fmt: skip
-    return worst.round_cost(P, G, K, mu).C_total
 
 
 @functools.lru_cache(maxsize=32)
