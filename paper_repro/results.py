@@ -71,6 +71,8 @@ TARGET_WORDS = {
     "math_pass1": "math pass@1",
     "judge_score": "the judge's score",
 }
+TARGET_SHORT = {"native_reward": "native reward", "gsm_pass1": "gsm pass@1", "math_pass1": "math pass@1",
+                "judge_score": "judge"}  # fmt: skip
 TARGET_LABELS = {
     "native_reward": "native reward (held-out)",
     "gsm_pass1": "gsm pass@1",
@@ -366,9 +368,23 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+# A derived table's floats are written to this many significant digits: their last digits depend on
+# the CPU's SIMD and BLAS kernels (AVX-512 against AVX2: up to 4e-14 relative on the committed study).
+SIGNIFICANT_DIGITS = 10
+
+
+def float_text(value: float) -> str:
+    """``value`` as Python writes it, to :data:`SIGNIFICANT_DIGITS` significant digits unless it is a
+    whole number (a count or a FLOP total: exact on every machine, and kept so)."""
+    value = float(value)
+    return repr(value if value.is_integer() else float(f"{value:.{SIGNIFICANT_DIGITS}g}"))
+
+
 def write_table(path: str | Path, frame) -> Path:
-    """Write a derived table (a DataFrame) atomically; for tables rebuilt whole, not appended to."""
+    """Write a derived table (a DataFrame) atomically, its float columns to :data:`SIGNIFICANT_DIGITS`
+    significant digits (so a rerun on another machine writes the same bytes); for tables rebuilt
+    whole, not appended to."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, frame.to_csv(index=False))
+    _atomic_write(path, frame.to_csv(index=False, float_format=float_text))
     return path

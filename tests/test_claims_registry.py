@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paper_repro.analysis import analyse, report, simulate_design, story
+from paper_repro.analysis import analyse, simulate_design
 from paper_repro.analysis.claims import registry
 from paper_repro.analysis.claims.registry import NotSimulated, Simulated, register_claim, registered
+from paper_repro.analysis.report import readme, story
 from paper_repro.analysis.verdict import Result
 from tests.test_analysis import PROFILE, paper_peaks, write_runs
 
@@ -52,7 +53,7 @@ def test_a_toy_claim_is_one_declaration_and_every_consumer_finds_it(tmp_path):
         assert row["oc_note"].endswith("(design.csv)") and np.isfinite(row["oc_wrong_max"])
         assert row["power_note"].startswith("3 seeds:")
         assert row["leave_one_seed_out"].startswith(("the same", "changes"))
-        assert f"| {TOY_SENTENCE} | our addition |" in report.results_block(PROFILE.name, tmp_path)
+        assert f"| {TOY_SENTENCE} | our addition |" in readme.results_block(PROFILE.name, tmp_path)
         assert f"**{TOY_SENTENCE}: {row['verdict']}.**" in story.story(result)
     assert TOY not in {c.id for c in registry.claims()}
 

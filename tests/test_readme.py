@@ -27,7 +27,7 @@ def test_readme_ledger_example_runs(tmp_path, monkeypatch, capsys):
 
 
 def test_readme_results_block_is_generated_from_the_committed_tables():
-    from paper_repro.analysis import report
+    from paper_repro.analysis.report import readme as report
     from paper_repro.paths import repo_root
 
     readme = (repo_root() / "README.md").read_text()

@@ -71,7 +71,7 @@ def test_its_simulated_error_stays_at_the_tests_size():
 
 def test_the_readme_says_what_each_recipe_verdict_means_for_reporting_rho(tmp_path):
     from paper_repro.analysis.recipes import claim_verdict
-    from paper_repro.analysis.report import RECIPE_CLAIM, RECIPE_MEANING, _recipe_sentences
+    from paper_repro.analysis.report.readme import RECIPE_CLAIM, RECIPE_MEANING, _recipe_sentences
 
     assert {claim_verdict(v) for v in (["equivalent"], ["different"], ["open"], [])} == set(RECIPE_MEANING)
     pd.DataFrame({"id": [RECIPE_CLAIM], "verdict": ["not held"]}).to_csv(tmp_path / "claims.csv", index=False)

@@ -1,4 +1,4 @@
-"""The study's answer (:func:`paper_repro.analysis.story.answer`), which the README and notebook 40
+"""The study's answer (:func:`paper_repro.analysis.report.answer.answer`), which the README and notebook 40
 open with: on the committed tables (no compute curve yet), on synthetic tables with curves, and on
 empty ones; every number it states is read from a table, and its length never depends on them."""
 
@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from paper_repro.analysis import curves as cv
-from paper_repro.analysis import story
 from paper_repro.analysis.frontiers import frontier_table
 from paper_repro.analysis.optima import optimum_table
+from paper_repro.analysis.report import answer as story
 from paper_repro.paths import repo_root
 from tests.test_curves_analysis import LADDER_A, STAGE_A, curve_claims, curve_rows, growing
 from tests.test_figures import runs

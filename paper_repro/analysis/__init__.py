@@ -43,8 +43,8 @@ statistics library:
   :mod:`~paper_repro.analysis.race`, :mod:`~paper_repro.analysis.recipes`, ...;
 - the claims registry: :mod:`~paper_repro.analysis.claims`;
 - design simulation: :mod:`~paper_repro.analysis.design`, :mod:`~paper_repro.analysis.power`;
-- report and words: :mod:`~paper_repro.analysis.story`, :mod:`~paper_repro.analysis.report`,
-  :mod:`~paper_repro.analysis.wording`;
+- report: :mod:`~paper_repro.analysis.report` (the answer, the claims' story, the README's blocks),
+  and the words every part shares, :mod:`~paper_repro.analysis.wording`;
 - figures: :mod:`~paper_repro.analysis.figures`, :mod:`~paper_repro.analysis.notebook_figures`;
 - the pipeline that runs them: :mod:`~paper_repro.analysis.pipeline`.
 """

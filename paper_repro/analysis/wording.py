@@ -1,11 +1,13 @@
-"""Words the claims and the report share: a pilot budget as a fraction of the full one
-(:func:`fraction_words`) and the recipe effect a best set allows for (:func:`recipe_words`). Each
+"""Words the claims, the tables and the report share: a pilot budget as a fraction of the full one
+(:func:`fraction_words`), a budget point as a multiple of C (:func:`point_words`), a number to three
+digits (:func:`num`) and the recipe effect a best set allows for (:func:`recipe_words`). Each
 claim's own words are declared with it (:mod:`paper_repro.analysis.claims`); the targets' names are
 :data:`paper_repro.results.TARGET_WORDS`.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from paper_repro.config import Margins
@@ -21,3 +23,22 @@ def recipe_words(m: Margins) -> str:
     if m.recipe_sd is None:
         return "the recipe effect the study's frontiers show (the unimodal fits' lack of fit)"
     return f"a recipe effect of SD {m.recipe_sd}"
+
+
+def num(value, digits: int = 3) -> str:
+    return f"{float(value):.{digits}g}"
+
+
+def finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def point_words(point: float) -> str:
+    """A budget point as a multiple of C: ``C/16``, ``C``, ``4C``."""
+    point = float(point)
+    if point >= 1:
+        return "C" if point == 1 else f"{point:g}C"
+    return f"C/{1 / point:g}"

@@ -3,7 +3,7 @@
 ``python -m paper_repro.analysis.report`` rewrites two blocks of README.md:
 
 - between ``<!-- summary:start -->`` and ``<!-- summary:end -->``: the answer
-  (:func:`paper_repro.analysis.story.answer`, which notebook 40 opens with too: where a fixed budget
+  (:func:`paper_repro.analysis.report.answer.answer`, which notebook 40 opens with too: where a fixed budget
   should go per policy size and reward system, how that moves with the budget, which of the paper's
   claims held, were refuted or stayed open and what would decide them), then what the study ran, its
   simulated error rates and RACE's pilots in one paragraph;
@@ -163,11 +163,11 @@ def _hacking_lines(results: Path) -> list[str]:
 
 
 def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
-    """The README's answer (:func:`paper_repro.analysis.story.answer`, from the tables), then one
+    """The README's answer (:func:`paper_repro.analysis.report.answer.answer`, from the tables), then one
     paragraph: what the study ran, what the simulated operating characteristics (``design.csv``) and
     RACE's pilots (``race.csv``) say. Its length does not depend on the tables: the README's answer
     ends within its first 80 lines (``tests/test_readme.py``)."""
-    from paper_repro.analysis import story
+    from paper_repro.analysis.report import answer
 
     root = root or repo_root()
     results = root / "data" / "results" / profile
@@ -176,7 +176,7 @@ def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
                *_recipe_sentences(results)]  # fmt: skip
     lines = [
         SUMMARY_START,
-        *story.answer(story.answer_tables(results), order),
+        *answer.answer(answer.answer_tables(results), order),
         "",
         " ".join(context),
         "",
@@ -348,6 +348,9 @@ def update_readme(profile: str = "cpu-tiny", root: Path | None = None) -> bool:
     return False
 
 
-if __name__ == "__main__":
-    changed = update_readme(sys.argv[1] if len(sys.argv) > 1 else "cpu-tiny")
+def main(argv: list[str] | None = None) -> int:
+    """``python -m paper_repro.analysis.report [profile]``: rewrite the README's generated blocks."""
+    argv = sys.argv[1:] if argv is None else argv
+    changed = update_readme(argv[0] if argv else "cpu-tiny")
     print("README.md updated" if changed else "README.md already current")
+    return 0
