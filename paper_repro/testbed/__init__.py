@@ -20,14 +20,14 @@ profile, the benchmarks (:mod:`paper_repro.bench`) from :data:`POLICIES`.
   score. docs/CHOICES.md (*The PRM*) has the trials that led here.
 
 The modules, one job each: :mod:`~paper_repro.testbed.specs` declares the models (sizes, PRM, where
-they are saved), :mod:`~paper_repro.testbed.tokenizer` builds the tokenizer,
-:mod:`~paper_repro.testbed.networks` turns a spec into a random Qwen2,
+they are saved) and what a build makes (:class:`BuildConfig`), :mod:`~paper_repro.testbed.tokenizer`
+builds the tokenizer, :mod:`~paper_repro.testbed.networks` turns a spec into a random Qwen2,
 :mod:`~paper_repro.testbed.training` pretrains the policies and trains the PRM,
 :mod:`~paper_repro.testbed.evaluation` evaluates a base policy, :mod:`~paper_repro.testbed.prm_profile`
 profiles the PRM's errors, and :mod:`~paper_repro.testbed.build` builds it all (:func:`build_all`).
 """
 
-from paper_repro.testbed.build import BuildConfig, build_all, results_table, write_error_profile
+from paper_repro.testbed.build import build_all, results_table, write_error_profile
 from paper_repro.testbed.evaluation import evaluate_base
 from paper_repro.testbed.networks import non_embedding_params, prm_config, qwen2_config, random_model
 from paper_repro.testbed.prm_profile import (
@@ -46,6 +46,7 @@ from paper_repro.testbed.specs import (
     PRM_ERROR_RATE,
     PRM_LABELS,
     TINY,
+    BuildConfig,
     ModelSpec,
     models_dir,
     policy_dir,

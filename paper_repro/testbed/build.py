@@ -3,7 +3,6 @@ the PRM, and the tables of what was built (``base_models.csv``, ``prm_error_prof
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +17,7 @@ from paper_repro.testbed.specs import (
     PRM,
     PRM_DATA_SEED,
     PRM_ERROR_RATE,
+    BuildConfig,
     ModelSpec,
     models_dir,
     policy_dir,
@@ -28,40 +28,6 @@ from paper_repro.testbed.training import pretrain_policy, prm_training_records, 
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-@dataclass(frozen=True)
-class BuildConfig:
-    """What notebook 00 builds. ``steps_scale`` shrinks every training run (smoke tests use ~0.02)."""
-
-    models_dir: str | None = None  # None: the repo's data/models
-    tasks_dir: str | None = None  # None: the repo's data/tasks/arith
-    results_csv: str | None = None  # None: data/results/cpu-tiny/base_models.csv
-    sizes: tuple[str, ...] | None = None  # None: every size of POLICIES
-    prm: bool = True  # train the PRM (from scratch; its error profile samples the built policies)
-    steps_scale: float = 1.0
-    error_rate: float = 0.05  # share of pretraining steps whose result carries a slip
-    seed: int = 0
-    pass_k: int = 8  # pass@k at temperature 1.0
-    # evaluate on the first N problems of each split (None: each split as first shipped, its
-    # SplitSpec.first_size: the first 300 of the 900-problem held-out and gsm sets, as the committed
-    # base_models.csv was measured)
-    eval_limit: int | None = None
-    prm_heldout: float = 0.1  # share of the step-labelled set kept out of PRM training
-
-    def __post_init__(self) -> None:
-        if self.sizes is None:
-            object.__setattr__(self, "sizes", tuple(POLICIES))
-        unknown = [s for s in self.sizes if s not in POLICIES]
-        if unknown:
-            raise ValueError(f"unknown policy sizes {unknown}; known: {', '.join(POLICIES)}")
-        if not 0 < self.steps_scale <= 10:
-            raise ValueError(f"steps_scale must be in (0, 10], got {self.steps_scale}")
-        if not 0 < self.prm_heldout < 1:
-            raise ValueError(f"prm_heldout must be in (0, 1), got {self.prm_heldout}")
-
-    def steps(self, spec: ModelSpec) -> int:
-        return max(2, round(spec.steps * self.steps_scale))
 
 
 def results_table(config: BuildConfig) -> Path:

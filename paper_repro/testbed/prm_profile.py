@@ -12,7 +12,7 @@ from paper_repro.testbed.specs import POLICIES, policy_dir
 if TYPE_CHECKING:
     import pandas as pd
 
-    from paper_repro.testbed.build import BuildConfig
+    from paper_repro.testbed.specs import BuildConfig
 
 
 def load_prm(path: str | Path):

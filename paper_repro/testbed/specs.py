@@ -1,5 +1,6 @@
 """The testbed's models, declared: the policy sizes (:data:`POLICIES`, the one place the sizes and
-their checkpoint names are written), the PRM, the tiny Qwen2 of tests, and where they are saved.
+their checkpoint names are written), the PRM, the tiny Qwen2 of tests, what a build makes
+(:class:`BuildConfig`), and where they are saved.
 
 Pretraining runs each size well up its learning curve on a corpus with slips and shortcut answers
 (:mod:`paper_repro.tasks.arith`): the room for RL is in the corpus, not in stopping training early.
@@ -57,6 +58,40 @@ PRM_LABELS = {0: "wrong", 1: "right"}  # the PRM's two classes: class 1 is a ste
 
 # The smallest Qwen2 the pipeline runs end to end: random tiny policies and PRMs for tests and examples.
 TINY = ModelSpec("tiny", hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1)
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """What notebook 00 builds. ``steps_scale`` shrinks every training run (smoke tests use ~0.02)."""
+
+    models_dir: str | None = None  # None: the repo's data/models
+    tasks_dir: str | None = None  # None: the repo's data/tasks/arith
+    results_csv: str | None = None  # None: data/results/cpu-tiny/base_models.csv
+    sizes: tuple[str, ...] | None = None  # None: every size of POLICIES
+    prm: bool = True  # train the PRM (from scratch; its error profile samples the built policies)
+    steps_scale: float = 1.0
+    error_rate: float = 0.05  # share of pretraining steps whose result carries a slip
+    seed: int = 0
+    pass_k: int = 8  # pass@k at temperature 1.0
+    # evaluate on the first N problems of each split (None: each split as first shipped, its
+    # SplitSpec.first_size: the first 300 of the 900-problem held-out and gsm sets, as the committed
+    # base_models.csv was measured)
+    eval_limit: int | None = None
+    prm_heldout: float = 0.1  # share of the step-labelled set kept out of PRM training
+
+    def __post_init__(self) -> None:
+        if self.sizes is None:
+            object.__setattr__(self, "sizes", tuple(POLICIES))
+        unknown = [s for s in self.sizes if s not in POLICIES]
+        if unknown:
+            raise ValueError(f"unknown policy sizes {unknown}; known: {', '.join(POLICIES)}")
+        if not 0 < self.steps_scale <= 10:
+            raise ValueError(f"steps_scale must be in (0, 10], got {self.steps_scale}")
+        if not 0 < self.prm_heldout < 1:
+            raise ValueError(f"prm_heldout must be in (0, 1), got {self.prm_heldout}")
+
+    def steps(self, spec: ModelSpec) -> int:
+        return max(2, round(spec.steps * self.steps_scale))
 
 
 def models_dir(root: str | Path | None = None) -> Path:
