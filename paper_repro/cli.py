@@ -370,6 +370,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from paper_repro.planning import CANDIDATE_REPLICATES, MINUTES, OVERHEAD_MINUTES
     from paper_repro.sweep import STUDY_STEPS
 
     parser = argparse.ArgumentParser(prog="paper-repro", description=__doc__, formatter_class=_HelpFormatter)
@@ -525,13 +526,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "for today's and the profile's design")  # fmt: skip
     d.add_argument("--price-only", action="store_true",
                    help="with --candidates: price the candidates (the cost model's minutes), simulate none")  # fmt: skip
-    d.add_argument("--candidate-replicates", type=_positive_int, default=60,
+    d.add_argument("--candidate-replicates", type=_positive_int, default=CANDIDATE_REPLICATES,
                    help="study pairs per truth for each candidate other than today's and the profile's "
-                        "(default: 60; those two take --replicates)")  # fmt: skip
-    d.add_argument("--minutes", type=float, default=75.0,
-                   help="the wall-minutes limit the candidates fill and the rule picks under (default: 75)")  # fmt: skip
-    d.add_argument("--overhead-minutes", type=float, default=6.0,
-                   help="fixed minutes for notebooks and the analysis added to every candidate (default: 6)")  # fmt: skip
+                        "(default: %(default)s; those two take --replicates)")  # fmt: skip
+    d.add_argument("--minutes", type=float, default=MINUTES,
+                   help="the wall-minutes limit the candidates fill and the rule picks under (default: %(default)s)")  # fmt: skip
+    d.add_argument("--overhead-minutes", type=float, default=OVERHEAD_MINUTES,
+                   help="fixed minutes for notebooks and the analysis added to every candidate (default: %(default)s)")  # fmt: skip
     d.add_argument("--eval-var-run", nargs="+", default=None, metavar="[TARGET=]V",
                    help="per-run evaluation variance at 300 problems (native_reward, gsm_pass1; one number for "
                         "both) when eval_noise.csv is missing or to override it")  # fmt: skip

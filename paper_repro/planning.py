@@ -52,6 +52,7 @@ from paper_repro.config import Profile
 EVAL_PROBLEMS = 300  # problems per held-out and gsm set of an evaluation, where a profile names none
 OVERHEAD_MINUTES = 6.0  # notebooks and the analysis, on top of the runs (a parameter, not measured)
 MINUTES = 75.0  # the study's wall-time limit the rule picks under
+CANDIDATE_REPLICATES = 60  # study pairs per truth for a candidate (a 5% rate to about +-2 points)
 JOBS = 2  # runs at a time on the cpu-tiny machine's two cores
 MORE_PROBLEMS = 900  # the other evaluation size the candidates try (300 where the profile's is 900)
 MATH_PROBLEMS = 300  # the math set's problems (math_tiny holds 300: an evaluation decodes no more)

@@ -24,6 +24,7 @@ from paper_repro.analysis.design import characteristics as oc
 from paper_repro.analysis.design.noise import EvalVariance, Layout
 from paper_repro.config import Profile
 from paper_repro.planning import (
+    CANDIDATE_REPLICATES,
     JOBS,
     MINUTES,
     OVERHEAD_MINUTES,
@@ -39,7 +40,6 @@ from paper_repro.planning import (
 )
 
 WRONG_LIMIT = 0.05  # a candidate's every claim: largest wrong share over the truths at most this
-CANDIDATE_REPLICATES = 60  # study pairs per truth for a candidate (a 5% rate to about +-2 points)
 
 
 def layout_of(candidate: Candidate, base: Profile, names: Sequence[str]) -> Layout:
