@@ -320,7 +320,7 @@ def eval_size(profile: Profile) -> int:
 
 def shared_settings(profile: Profile) -> dict[str, str]:
     """Settings that ask for an earlier setting's experiment (the same policy and reward system):
-    {later: earlier}, as :func:`paper_repro.analysis.frontiers.shared_runs` finds them in a runs table."""
+    {later: earlier}, as :func:`paper_repro.analysis.tables.frontiers.shared_runs` finds them in a runs table."""
     seen: dict[tuple[str, str], str] = {}
     out = {}
     for s in profile.all_settings():

@@ -64,6 +64,7 @@ CONFIGURATION = (
     "max_completion_length",
 )
 METRICS = ("native_reward", "gsm_pass1", "math_pass1", "judge_score")
+POLICY_SIZES = ("XS", "S", "M", "L", "XL")  # policy labels that are sizes, smallest first
 # each target's name: in a sentence (the claims' words) and on an axis (the figures)
 TARGET_WORDS = {
     "native_reward": "the native reward",

@@ -140,7 +140,7 @@ def run_race_pilots(
     along its ladder), then TRL's default allocation, RACE's pick and RACE+'s pick (both from the
     first fraction's pilots, :func:`race_picks`) at the full budget on the fresh seeds.
     ``quick``: into the quick folder unless ``results_root`` says otherwise."""
-    from paper_repro.analysis.frontiers import frontier_table
+    from paper_repro.analysis.tables.frontiers import frontier_table
 
     check_parameters(quick=quick, threads=threads, results_root=results_root)
     results_root = results_root_for(profile, quick, results_root)
@@ -194,7 +194,7 @@ def race_picks(
 
 def _curves_of(profile: Profile, rows: pd.DataFrame, results_root) -> pd.DataFrame:
     """The ``curves.csv`` rows of the runs in ``rows`` (numbers parsed)."""
-    from paper_repro.analysis.frontiers import load_curves
+    from paper_repro.analysis.tables.frontiers import load_curves
 
     return load_curves(results_dir(profile.name, results_root) / "curves.csv", rows)
 
@@ -206,7 +206,7 @@ def race_specs(
     the fresh seeds, and RACE's and RACE+'s picks' fresh runs once every first-budget pilot has a row
     in ``runs.csv`` and every ok one its curve's points in ``curves.csv`` (:func:`race_picks`); with
     the number of pick runs not yet known (up to two cells per fresh seed; 0 once they are)."""
-    from paper_repro.analysis.frontiers import numeric
+    from paper_repro.analysis.tables.frontiers import numeric
     from paper_repro.ladder import curves_table, missing_points
 
     pilots = pilot_specs(profile, setting, quick)
@@ -227,7 +227,7 @@ def race_specs(
 
 def _rows_of(specs: list[RunSpec], results_root, threads, executed_notebook) -> pd.DataFrame:
     """Run ``specs`` (skipping finished ones); their ok rows, numbers parsed."""
-    from paper_repro.analysis.frontiers import numeric
+    from paper_repro.analysis.tables.frontiers import numeric
 
     rows = runner.run_specs(specs, results_root, threads=threads, executed_notebook=executed_notebook)
     frame = numeric(pd.DataFrame(rows, columns=RUN_COLUMNS))
@@ -239,7 +239,7 @@ def _frontier_of(
 ) -> pd.DataFrame:
     """Run ``specs``; the frontier at the full budget ``budget_flops`` of the first ``n_frontier`` of
     them (the others are run only): a run that goes on past it counts by its point there."""
-    from paper_repro.analysis.frontiers import at_full_budget, frontier_table, load_curves, numeric
+    from paper_repro.analysis.tables.frontiers import at_full_budget, frontier_table, load_curves, numeric
     from paper_repro.results import results_dir
 
     rows = runner.run_specs(specs, results_root, threads=threads, executed_notebook=executed_notebook)

@@ -23,11 +23,13 @@ import pytest
 from paper_repro import rewards
 from paper_repro.allocation import plan_setting
 from paper_repro.analysis import analyse, design
-from paper_repro.analysis.best_sets import DEFAULT
 from paper_repro.analysis.claims import Classes
+from paper_repro.analysis.claims.columns import seeds_needed
 from paper_repro.analysis.claims.frontier import disagree, near, pass1_vs_judge
 from paper_repro.analysis.claims.tables import loglinear, no_race_gain
-from paper_repro.analysis.optima import (
+from paper_repro.analysis.race import RegimeThresholds
+from paper_repro.analysis.stats.best_sets import DEFAULT
+from paper_repro.analysis.stats.optima import (
     Cells,
     best_set,
     fieller,
@@ -36,8 +38,6 @@ from paper_repro.analysis.optima import (
     unimodal,
     window_verdict,
 )
-from paper_repro.analysis.power import seeds_needed
-from paper_repro.analysis.race import RegimeThresholds
 from paper_repro.config import load_profile
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable
 from paper_repro.spec import default_cell_spec, spec_for
@@ -344,7 +344,7 @@ def test_no_race_gain_can_return_every_verdict():
 
 
 def test_conventions_robustness_can_return_every_verdict():
-    from paper_repro.analysis.conventions import robustness
+    from paper_repro.analysis.tables.conventions import robustness
 
     def table(*verdicts):
         return pd.DataFrame({"claim": "c", "convention": ["useful", "6N"], "verdict": list(verdicts)})
@@ -451,7 +451,7 @@ def _hacking_runs(shares: dict[str, float], n: int = 60, rng_seed: int = 0) -> p
 
 
 def test_a_run_games_only_when_its_reward_rises_and_both_checks_fall():
-    from paper_repro.analysis import hacking
+    from paper_repro.analysis.tables import hacking
 
     runs = _hacking_runs({"prm": 0.25, "sparse": 0.0}, n=20)
     runs.loc[len(runs)] = {**runs.iloc[0].to_dict(), "run_id": "nojudge", "judge_score": np.nan}
@@ -469,7 +469,7 @@ def test_a_run_games_only_when_its_reward_rises_and_both_checks_fall():
     [(0.6, 0.0, "held"), (0.0, 0.0, "not held"), (0.02, 0.05, "not held"), (0.15, 0.05, "inconclusive")],
 )
 def test_prm_games_more_can_return_every_verdict(prm_share, proxy_share, verdict):
-    from paper_repro.analysis import hacking
+    from paper_repro.analysis.tables import hacking
 
     n = 40 if verdict == "inconclusive" else 200
     table = hacking.hacking_table(_hacking_runs({"prm": prm_share, "proxy_prm": proxy_share}, n=n))
@@ -536,7 +536,7 @@ def test_only_the_runs_of_the_design_are_analysed(tmp_path):
     import dataclasses
     import warnings
 
-    from paper_repro.analysis.frontiers import of_design
+    from paper_repro.analysis.tables.frontiers import of_design
 
     write_runs(tmp_path / "runs.csv", paper_peaks, seeds=2)
     design = pd.read_csv(tmp_path / "runs.csv", dtype=str, keep_default_na=False)

@@ -186,7 +186,7 @@ def test_a_gpu_not_in_the_table_gets_no_mfu_and_is_told_to_pass_a_peak(run, monk
 
 
 def test_the_analysis_reads_mfu_and_hfu_from_a_card(run, tmp_path):
-    from paper_repro.analysis.cards import card_table
+    from paper_repro.analysis.tables.cards import card_table
 
     _, card, *_ = run
     (tmp_path / "r1.card.json").write_text(json.dumps({**card, "mfu": {"total": 0.3}, "hfu": {"total": 0.4}}))

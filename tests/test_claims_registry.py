@@ -10,7 +10,7 @@ from paper_repro.analysis import analyse, simulate_design
 from paper_repro.analysis.claims import registry
 from paper_repro.analysis.claims.registry import NotSimulated, Simulated, register_claim, registered
 from paper_repro.analysis.report import readme, story
-from paper_repro.analysis.verdict import Result
+from paper_repro.analysis.stats.verdict import Result
 from tests.test_analysis import PROFILE, paper_peaks, write_runs
 
 TOY = "toy.middle_cell_best"
@@ -19,7 +19,7 @@ TOY_SENTENCE = "toy: the middle policy's best native-reward cell lies above rho 
 
 def _toy(study) -> Result:
     """Held when every cell that could be best for M lies above rho 0.5, not held when none does."""
-    from paper_repro.analysis.best_sets import setting_best
+    from paper_repro.analysis.stats.best_sets import setting_best
 
     best = setting_best(study.grid, "M", "native_reward", study.margins, estimate=False)
     if not len(best.rhos):

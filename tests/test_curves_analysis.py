@@ -359,9 +359,9 @@ def test_grid_curves_label_the_grid_runs_and_give_their_base():
 def curve_claims(curves: pd.DataFrame, replicates: int = 20) -> pd.DataFrame:
     """The two compute-curve claims' rows of the claims table, decided by the registry on a study
     that has only ``curves`` (stage A's policies in the curves' own order)."""
-    from paper_repro.analysis.best_sets import DEFAULT
     from paper_repro.analysis.claims import Classes, Study
     from paper_repro.analysis.claims.table import claims_table
+    from paper_repro.analysis.stats.best_sets import DEFAULT
 
     classes = Classes(rule_based=(), prm_style=(), process=(), sizes=(), middle=())
     grid = pd.DataFrame(columns=["setting", "cell", "seed", "rho", "native_reward"])

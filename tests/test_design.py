@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from paper_repro.analysis import design, simulate_design
-from paper_repro.analysis.best_sets import DEFAULT, Frontiers
 from paper_repro.analysis.claims import Classes
 from paper_repro.analysis.claims.paper import RULE_BASED_RHO
-from paper_repro.analysis.verdict import Result
+from paper_repro.analysis.stats.best_sets import DEFAULT, Frontiers
+from paper_repro.analysis.stats.verdict import Result
 from paper_repro.cli import main
 from paper_repro.config import load_profile
 

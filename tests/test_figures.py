@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from paper_repro.analysis import figures
-from paper_repro.analysis.frontiers import TARGETS, frontier_table
-from paper_repro.analysis.optima import Cells, best_set, optimum_table
+from paper_repro.analysis.stats.optima import Cells, best_set, optimum_table
+from paper_repro.analysis.tables.frontiers import TARGETS, frontier_table
 
 CELLS = {"r15": 0.15, "r30": 0.30, "r50": 0.50, "r70": 0.70, "r85": 0.85}
 SETTINGS = {"S": "A", "M": "A", "L": "A", "sparse": "B", "dense": "B"}

@@ -203,7 +203,7 @@ def test_a_run_past_c_counts_at_c_by_its_point_there():
     without that point is left out with a warning that names it, and a C run of the same experiment recorded earlier gives way."""
     import pandas as pd
 
-    from paper_repro.analysis.frontiers import at_full_budget
+    from paper_repro.analysis.tables.frontiers import at_full_budget
 
     C = 1e11
     base = {"budget_kind": "full", "model": "M", "reward_system": "sparse", "P": 8, "G": 8, "K": 8, "mu": 1}

@@ -85,7 +85,7 @@ def test_a_cycle_is_found():
 
 def test_the_analysis_the_study_imports_loads_no_statistics_library():
     code = (
-        "import sys; import paper_repro.study, paper_repro.analysis.frontiers; "
+        "import sys; import paper_repro.study, paper_repro.analysis.tables.frontiers; "
         "print(sorted(m for m in ('scipy', 'statsmodels', 'matplotlib', 'seaborn') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paper_repro.analysis import recipes
+from paper_repro.analysis.tables import recipes
 
 
 def _runs(means: dict[str, float], sd: float = 0.01, seeds: int = 8, seed: int = 1) -> pd.DataFrame:
@@ -70,8 +70,8 @@ def test_its_simulated_error_stays_at_the_tests_size():
 
 
 def test_the_readme_says_what_each_recipe_verdict_means_for_reporting_rho(tmp_path):
-    from paper_repro.analysis.recipes import claim_verdict
     from paper_repro.analysis.report.readme import RECIPE_CLAIM, RECIPE_MEANING, _recipe_sentences
+    from paper_repro.analysis.tables.recipes import claim_verdict
 
     assert {claim_verdict(v) for v in (["equivalent"], ["different"], ["open"], [])} == set(RECIPE_MEANING)
     pd.DataFrame({"id": [RECIPE_CLAIM], "verdict": ["not held"]}).to_csv(tmp_path / "claims.csv", index=False)

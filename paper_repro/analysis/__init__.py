@@ -7,18 +7,18 @@ it) and writes, beside them:
 - ``optima.csv``: per setting and target, the cells that could be best at 95% (the decision), rho*
   of the unimodal fit with its seed-bootstrap interval and status (interior, boundary, not
   identified), and as descriptions the quadratic's vertex with Fieller's interval, the F test of the
-  cells and the argmax cell (:mod:`paper_repro.analysis.optima`);
+  cells and the argmax cell (:mod:`paper_repro.analysis.stats.optima`);
 - ``rho_star_tests.csv``: per distinct setting, its best set tested against its class's paper value;
 - ``fits.csv``: constant, log-linear and quadratic fits by AICc per frontier;
 - ``disagreement.csv``, ``race.csv``;
 - ``conventions.csv``: rho* under the useful, executed, 6N and wall-time conventions;
 - ``reward_hacking.csv``: per run, the change from base in its training reward, gsm pass@1 and the
-  judge's score, and whether it games its reward (:mod:`paper_repro.analysis.hacking`);
+  judge's score, and whether it games its reward (:mod:`paper_repro.analysis.tables.hacking`);
   ``reward_hacking_summary.csv`` per reward system;
 - ``claims.csv``: one row per claim, its verdict, its test, its operating characteristics (from
   ``design.csv``, written by ``paper-repro design``: :mod:`paper_repro.analysis.design`) and its
   power: one row per claim declared in the registry (:mod:`paper_repro.analysis.claims`);
-- ``compute_cards.csv``: the runs' compute cards, flattened (:mod:`paper_repro.analysis.cards`; runs
+- ``compute_cards.csv``: the runs' compute cards, flattened (:mod:`paper_repro.analysis.tables.cards`; runs
   recorded before the ledger wrote cards have none);
 - from ``curves.csv`` (each grid run at the points of its budget ladder, :mod:`paper_repro.ladder`;
   :mod:`paper_repro.analysis.curves`): ``curve_fits.csv`` (per setting and cell, a saturating fit of
@@ -34,18 +34,18 @@ committed runs. Settings that share runs (stage B's ``sparse`` is stage A's midd
 in the per-setting tables with ``same_runs_as`` and count once in every claim.
 
 The package is split by job, and its surface is lazy (PEP 562: a name is imported on first use), so
-that importing one part (the study imports :mod:`~paper_repro.analysis.frontiers`) loads no
+that importing one part (the study imports :mod:`~paper_repro.analysis.tables.frontiers`) loads no
 statistics library:
 
-- statistics: :mod:`~paper_repro.analysis.optima` (best sets, unimodal fits),
-  :mod:`~paper_repro.analysis.best_sets`, :mod:`~paper_repro.analysis.fit_forms`;
-- tables from runs: :mod:`~paper_repro.analysis.frontiers`, :mod:`~paper_repro.analysis.curves`,
-  :mod:`~paper_repro.analysis.race`, :mod:`~paper_repro.analysis.recipes`, ...;
+- statistics: :mod:`~paper_repro.analysis.stats.optima` (best sets, unimodal fits),
+  :mod:`~paper_repro.analysis.stats.best_sets`, :mod:`~paper_repro.analysis.stats.fit_forms`;
+- tables from runs: :mod:`~paper_repro.analysis.tables.frontiers`, :mod:`~paper_repro.analysis.curves`,
+  :mod:`~paper_repro.analysis.race`, :mod:`~paper_repro.analysis.tables.recipes`, ...;
 - the claims registry: :mod:`~paper_repro.analysis.claims`;
-- design simulation: :mod:`~paper_repro.analysis.design`, :mod:`~paper_repro.analysis.power`;
+- design simulation: :mod:`~paper_repro.analysis.design`, :mod:`~paper_repro.analysis.claims.columns`;
 - report: :mod:`~paper_repro.analysis.report` (the answer, the claims' story, the README's blocks),
   and the words every part shares, :mod:`~paper_repro.analysis.wording`;
-- figures: :mod:`~paper_repro.analysis.figures`, :mod:`~paper_repro.analysis.notebook_figures`;
+- figures: :mod:`~paper_repro.analysis.figures`, :mod:`~paper_repro.analysis.figures.notebook`;
 - the pipeline that runs them: :mod:`~paper_repro.analysis.pipeline`.
 """
 

@@ -18,7 +18,9 @@ weighted by their seed counts (the same fit as on every row), bounded: ``B`` in
 :data:`B_BOUNDS`, ``log10 C_mid`` within :data:`MID_DECADES` decades of the points, ``A`` and ``R0``
 within :data:`VALUE_SPAN` of the data. The search is global: a grid over ``(log10 C_mid, B)`` with
 ``A`` (and a free ``R0``) solved exactly at each node, the curve being linear in them
-(:func:`grid_fits`), then refined by bounded least squares. A fit needs at least as many distinct
+(:func:`grid_fits`), then refined by bounded least squares (analytic Jacobian, run to
+:data:`TOLERANCES`) and its parameters rounded to :data:`PARAMETER_DECIMALS` decimals: a rerun on a
+CPU with other SIMD or BLAS kernels gives the same fit. A fit needs at least as many distinct
 points as free parameters. **Intervals**: percentiles (95%) of :data:`BOOTSTRAP` refits (on the
 grid) on the run seeds resampled with replacement within the cell (a seed's whole curve at once;
 fixed RNG seed); none with one seed (NaN, never 0), and none when fewer than :data:`MIN_CONVERGED`
@@ -46,7 +48,7 @@ value as a description):
 
 **rho*(C)** (:func:`rho_star_table`): per setting, budget point and target, the cells that could be
 best at 95% among the cells measured there: the study's own decision
-(:func:`paper_repro.analysis.optima.best_set`: Gupta's subset, Bonferroni, each cell's seed variance,
+(:func:`paper_repro.analysis.stats.optima.best_set`: Gupta's subset, Bonferroni, each cell's seed variance,
 the recipe effect ``recipe_sd`` allowed for), with ``best_rhos`` each best cell's **measured** mean rho
 spent up to that point (``best_target_rhos`` its recipe's target). A cell infeasible at the point is
 left out and named (``infeasible_cells``).
@@ -56,7 +58,7 @@ equal FLOPs, each pair one "cell" of the same decision; ``best_sizes`` the polic
 that could be best (smallest first).
 
 **The claims** (our addition, declared in :mod:`paper_repro.analysis.claims.curves`; the verdict words of
-:data:`paper_repro.analysis.verdict.VERDICTS`). The ladder's two **ends** of a setting (or of stage
+:data:`paper_repro.analysis.stats.verdict.VERDICTS`). The ladder's two **ends** of a setting (or of stage
 A's pairs) are the smallest point where every one of its cells (pairs) is measured and the largest
 such point; fewer than two such points: inconclusive.
 
@@ -107,12 +109,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.best_sets import DEFAULT
-from paper_repro.analysis.optima import ALPHA, Cells, best_set, recipe_sd_estimate
-from paper_repro.analysis.power import NO_OC
-from paper_repro.analysis.verdict import NAN, Result
+from paper_repro.analysis.claims.columns import NO_OC
+from paper_repro.analysis.stats.best_sets import DEFAULT
+from paper_repro.analysis.stats.optima import ALPHA, Cells, best_set, recipe_sd_estimate
+from paper_repro.analysis.stats.verdict import NAN, Result
 from paper_repro.config import Margins
-from paper_repro.results import METRICS
+from paper_repro.results import METRICS, POLICY_SIZES
 
 BOOTSTRAP = 200  # seed resamples per fit's intervals
 REPLICATES = 200  # simulated studies per truth for a claim's operating characteristic
@@ -128,8 +130,10 @@ B_STEPS = 40  # the grid's exponents, log-spaced over B_BOUNDS
 VALUE_SPAN = 2.0  # A and a free R0 within this far outside the data's range
 FULL = 1.0  # the full budget's point
 PILOT_TOP = 0.5  # the extrapolation check fits the points up to C / 2
+TOLERANCES = {"ftol": 1e-12, "xtol": 1e-12, "gtol": 1e-12}  # the refinement runs to convergence, not near it
+PARAMETER_DECIMALS = 6  # a fit's A, R0 (metric units), log10 C_mid (decades) and B, rounded to 1e-6
+LN10 = float(np.log(10.0))
 DECIMALS = 6  # points are compared rounded to this
-SIZE_WORDS = ("XS", "S", "M", "L", "XL")  # size labels in order, where the labels are letters
 NUMBERS = ("seed", "point", "point_flops", "target_rho", "rho", *METRICS, *(f"base_{t}" for t in METRICS))
 
 
@@ -138,7 +142,7 @@ NUMBERS = ("seed", "point", "point_flops", "target_rho", "rho", *METRICS, *(f"ba
 
 def prepared(curves: pd.DataFrame) -> pd.DataFrame:
     """``curves`` with the numbers this module reads parsed and ``point`` rounded (a CSV's cells are
-    text; ``point`` and ``point_flops`` are not among :data:`paper_repro.analysis.frontiers.NUMERIC`)."""
+    text; ``point`` and ``point_flops`` are not among :data:`paper_repro.analysis.tables.frontiers.NUMERIC`)."""
     frame = curves.copy()
     for column in [c for c in NUMBERS if c in frame]:
         frame[column] = pd.to_numeric(frame[column], errors="coerce")
@@ -154,7 +158,7 @@ LABELS = ("stage", "setting", "cell", "target_rho", *(f"base_{t}" for t in METRI
 
 def grid_curves(curves: pd.DataFrame, grid: pd.DataFrame) -> pd.DataFrame:
     """The curve rows of the runs in ``grid`` (the analysis' full-budget grid rows, labelled per
-    setting as :func:`paper_repro.analysis.frontiers.setting_rows` does), each labelled as its run is
+    setting as :func:`paper_repro.analysis.tables.frontiers.setting_rows` does), each labelled as its run is
     there (stage, setting, cell, target rho) with its run's ``base_<metric>``: a run that serves two
     settings (stage B's sparse is stage A's M) gives its curve to both; a run not in ``grid`` (a pilot,
     a fresh seed, TRL's default) is left out."""
@@ -177,11 +181,11 @@ def targets_of(curves: pd.DataFrame, targets: Sequence[str] | None = None) -> li
 
 
 def size_order(labels) -> list[str]:
-    """Policy labels smallest first: letters by :data:`SIZE_WORDS` ("S" < "M" < "L"), else by the
+    """Policy labels smallest first: letters by :data:`POLICY_SIZES` ("S" < "M" < "L"), else by the
     number in the label ("1.5B" < "3B" < "7B"), else in the order given."""
     labels = list(dict.fromkeys(map(str, labels)))
-    if all(s in SIZE_WORDS for s in labels):
-        return sorted(labels, key=SIZE_WORDS.index)
+    if all(s in POLICY_SIZES for s in labels):
+        return sorted(labels, key=POLICY_SIZES.index)
     numbers = [re.search(r"\d+(\.\d+)?", s) for s in labels]
     if all(numbers):
         return [s for _, s in sorted(zip([float(m.group()) for m in numbers], labels, strict=True))]
@@ -197,6 +201,16 @@ def saturating(x, A, log_mid, B, R0) -> np.ndarray:
     from scipy.special import expit
 
     return R0 + (A - R0) * expit(B * np.log(10.0) * (x - log_mid))
+
+
+def saturating_gradient(x, A, log_mid, B, R0) -> np.ndarray:
+    """The derivatives of :func:`saturating` at the points ``x`` (one float per parameter): rows per
+    point, columns ``d/dA, d/d log10 C_mid, d/dB, d/dR0``."""
+    from scipy.special import expit
+
+    s = expit(B * LN10 * (x - log_mid))
+    slope = (A - R0) * s * (1 - s) * LN10
+    return np.column_stack([s, -slope * B, slope * (x - log_mid), 1 - s])
 
 
 @dataclass(frozen=True)
@@ -293,7 +307,8 @@ def fit_saturating(
 ) -> Fit | None:
     """The weighted least-squares saturating fit of ``y`` at ``x = log10 C`` (weights ``w``: seeds per
     point), ``R0`` fixed to ``r0`` where given: the grid's best (:func:`grid_fits`) refined by bounded
-    least squares. None with fewer distinct points than free parameters."""
+    least squares, to :data:`PARAMETER_DECIMALS` decimals. None with fewer distinct points than free
+    parameters."""
     from scipy.optimize import least_squares
 
     x, y = np.asarray(x, float), np.asarray(y, float)
@@ -315,8 +330,14 @@ def fit_saturating(
     def residuals(p):
         return sw * (saturating(x, p[0], p[1], p[2], r0 if fixed else p[3]) - y)
 
+    def jacobian(p):
+        # analytic: a finite-difference Jacobian magnifies the residuals' last-bit noise (which differs
+        # between CPUs' SIMD and BLAS kernels) 1e8-fold, and the fit's last digits with it
+        return sw[:, None] * saturating_gradient(x, p[0], p[1], p[2], r0 if fixed else p[3])[:, :n]
+
     try:
-        res = least_squares(residuals, p0[:n], bounds=(lower[:n], upper[:n]), method="trf")
+        res = least_squares(residuals, p0[:n], jac=jacobian, bounds=(lower[:n], upper[:n]), method="trf",
+                            **TOLERANCES)  # fmt: skip
         p = (
             res.x
             if np.all(np.isfinite(res.x)) and res.cost <= 0.5 * np.sum(residuals(p0[:n]) ** 2)
@@ -324,6 +345,9 @@ def fit_saturating(
         )
     except (ValueError, np.linalg.LinAlgError):
         p = p0[:n]
+    # where the fit is ill-conditioned its last digits still differ between CPUs (4e-9 seen): kept to
+    # PARAMETER_DECIMALS, so that a rerun elsewhere writes the same tables and figures
+    p = np.round(p, PARAMETER_DECIMALS)
     return Fit(float(p[0]), float(p[1]), float(p[2]), float(r0 if fixed else p[3]), fixed)
 
 
@@ -1070,7 +1094,7 @@ def _setup():
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    from paper_repro.analysis.plot_style import theme
+    from paper_repro.analysis.figures.style import theme
 
     return plt, theme()
 
@@ -1080,7 +1104,7 @@ def _save(fig, out_dir: str | Path, name: str) -> Path:
     the PNG's path."""
     import matplotlib.pyplot as plt
 
-    from paper_repro.analysis.plot_style import file_metadata
+    from paper_repro.analysis.figures.style import file_metadata
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -1098,7 +1122,7 @@ def _line(label: str, **style):
 
 
 def _panels(plt, n: int, width: float = 4.4, height: float = 3.0):
-    from paper_repro.analysis.plot_style import panel_grid
+    from paper_repro.analysis.figures.style import panel_grid
 
     rows, cols = panel_grid(n)
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols + 1.8, height * rows + 0.8), squeeze=False,
@@ -1213,9 +1237,11 @@ def envelope_figure(
     rows = ok(pairs(prepared(curves))).dropna(subset=[target])
     if rows.empty:
         return None
-    plt, sns = _setup()
+    from paper_repro.analysis.figures.style import colors
+
+    plt, _sns = _setup()
     order = list(sizes) if sizes is not None else size_order(rows["size"])
-    palette = dict(zip(order, sns.color_palette("colorblind", len(order)), strict=False))
+    palette = colors(order)  # one colour per policy size, as in every figure
     means = rows.groupby(["size", "point", "cell"])[target].mean()
     flops = rows.groupby("point")["point_flops"].mean()
     best = means.groupby(level=["size", "point"]).max()
@@ -1272,7 +1298,7 @@ def curve_recipe_sd(
     curves: pd.DataFrame, margins: Margins = DEFAULT, recipe_sd: float | None = None
 ) -> float:
     """The recipe effect the best sets allow for: ``recipe_sd`` when given, else the margins', else the
-    one the curves' full-budget frontiers show (:func:`paper_repro.analysis.optima.recipe_sd_estimate`
+    one the curves' full-budget frontiers show (:func:`paper_repro.analysis.stats.optima.recipe_sd_estimate`
     over every setting and target at point 1)."""
     if recipe_sd is not None:
         return float(recipe_sd)

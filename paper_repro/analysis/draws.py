@@ -2,7 +2,7 @@
 
 The runs table is append-only, so a study rerun on another training configuration (new float paths,
 a new down-sampling rule) leaves the earlier draw beside the new one, under other run ids; the
-analysis reads only the runs of the profile's design (:func:`paper_repro.analysis.frontiers.of_design`).
+analysis reads only the runs of the profile's design (:func:`paper_repro.analysis.tables.frontiers.of_design`).
 This module reads any one draw: the draws are the distinct training configurations in the order of
 their first run, each analysed as the design it ran under (:func:`design_of`).
 
@@ -22,8 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 from paper_repro.analysis import analyse, claims, study_rows
-from paper_repro.analysis.frontiers import load_runs, shared_runs
-from paper_repro.analysis.optima import window_verdict
+from paper_repro.analysis.stats.optima import window_verdict
+from paper_repro.analysis.tables.frontiers import load_runs, shared_runs
 from paper_repro.config import Profile, load_profile
 from paper_repro.results import results_dir
 

@@ -9,14 +9,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from paper_repro.analysis import cards, conventions, figures, hacking, recipes
-from paper_repro.analysis.best_sets import setting_best
+from paper_repro.analysis import figures
 from paper_repro.analysis.claims.paper import PAPER
 from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.claims.table import claims_table
 from paper_repro.analysis.curves import CurveAnalysis, curve_analysis, grid_curves
-from paper_repro.analysis.fit_forms import aicc_by_form
-from paper_repro.analysis.frontiers import (
+from paper_repro.analysis.race import RegimeThresholds, disagreement_table, plus_table, regime_ceiling
+from paper_repro.analysis.stats.best_sets import setting_best
+from paper_repro.analysis.stats.fit_forms import aicc_by_form
+from paper_repro.analysis.stats.optima import optimum_table, window_verdict
+from paper_repro.analysis.tables import cards, conventions, hacking, recipes
+from paper_repro.analysis.tables.frontiers import (
     at_full_budget,
     load_curves,
     load_runs,
@@ -24,8 +27,6 @@ from paper_repro.analysis.frontiers import (
     setting_rows,
     shared_runs,
 )
-from paper_repro.analysis.optima import optimum_table, window_verdict
-from paper_repro.analysis.race import RegimeThresholds, disagreement_table, plus_table, regime_ceiling
 from paper_repro.config import Profile
 from paper_repro.paths import repo_root
 from paper_repro.planning import shared_settings

@@ -5,7 +5,7 @@ seeds the full grid does not use), names the setting's regime from it and picks 
 for the full-budget run. Every rule below is fixed in code before any table is read.
 
 **A regime is where the best cells lie** (:meth:`RegimeThresholds.classify`). Over a grid's runs, the
-cells that could be best at 95% (:func:`paper_repro.analysis.optima.best_set`: Gupta's subset,
+cells that could be best at 95% (:func:`paper_repro.analysis.stats.optima.best_set`: Gupta's subset,
 Bonferroni, the profile's recipe effect allowed for) name the regime: ``update-heavy`` when every one
 realises rho at or above ``rho_threshold`` (default 0.6, between the cells r50 and r66, which realise
 rho 0.48-0.53 and 0.68-0.70, so seed noise never moves a cell across it), ``search-heavy`` when every one
@@ -61,8 +61,8 @@ from itertools import combinations, permutations
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.optima import Cells, best_set
-from paper_repro.analysis.verdict import Result
+from paper_repro.analysis.stats.optima import Cells, best_set
+from paper_repro.analysis.stats.verdict import Result
 from paper_repro.results import METRICS
 
 ALPHA = 0.05  # the pilots' interval, the best sets and the agreement test

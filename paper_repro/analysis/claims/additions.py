@@ -1,6 +1,6 @@
 """Two of our additions, declared in the registry: whether the rho* verdicts survive a change of
-FLOP convention (:mod:`paper_repro.analysis.conventions`), and whether the learned PRM is gamed more
-than the exact checker (:mod:`paper_repro.analysis.hacking`).
+FLOP convention (:mod:`paper_repro.analysis.tables.conventions`), and whether the learned PRM is gamed more
+than the exact checker (:mod:`paper_repro.analysis.tables.hacking`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 from paper_repro.analysis.claims.paper import PAPER
 from paper_repro.analysis.claims.registry import NotSimulated, register_claim
 from paper_repro.analysis.claims.study import Study
-from paper_repro.analysis.verdict import NAN, Result
+from paper_repro.analysis.stats.verdict import NAN, Result
 
 CONVENTION_TEST = (
     "the two rho* ~ x claims recomputed with rho under the useful, executed, 6N-for-everything and wall-time "
@@ -25,8 +25,8 @@ CONVENTION_TEST = (
                 words=lambda s: CONVENTION_TEST,
                 simulation=NotSimulated("as the rho* ~ x claims' power, under each convention"))  # fmt: skip
 def _conventions_robust(study: Study) -> Result:
-    from paper_repro.analysis import conventions
     from paper_repro.analysis.claims.frontier import near
+    from paper_repro.analysis.tables import conventions
 
     c, rows = study.classes, []
     for convention, column in conventions.CONVENTIONS.items():
@@ -42,7 +42,7 @@ def _conventions_robust(study: Study) -> Result:
 
 
 def _gaming_words(study: Study) -> str:
-    from paper_repro.analysis.hacking import prm_games_test
+    from paper_repro.analysis.tables.hacking import prm_games_test
 
     return prm_games_test(study.margins.gaming)
 
@@ -53,6 +53,6 @@ def _gaming_words(study: Study) -> str:
                 words=_gaming_words,
                 simulation=NotSimulated("the frontier model does not generate the runs' changes from base"))  # fmt: skip
 def _prm_gamed_more(study: Study) -> Result:
-    from paper_repro.analysis.hacking import prm_games_more
+    from paper_repro.analysis.tables.hacking import prm_games_more
 
     return prm_games_more(study.hacking, margin=study.margins.gaming)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from paper_repro.analysis.claims.registry import OwnSimulation, register_claim
 from paper_repro.analysis.claims.study import Study
-from paper_repro.analysis.verdict import Result
+from paper_repro.analysis.stats.verdict import Result
 
 TARGET = "native_reward"
 

@@ -1,5 +1,5 @@
 """The frontier claims: the rho* claims and the targets' claims, each decided from whole best sets
-(:func:`paper_repro.analysis.best_sets.setting_best`), never from a fitted curve, and each declared
+(:func:`paper_repro.analysis.stats.best_sets.setting_best`), never from a fitted curve, and each declared
 in the registry (:mod:`paper_repro.analysis.claims.registry`).
 
 - "rho* ~ x" for a class of settings (:func:`near`): a setting is held when every cell that could be
@@ -10,7 +10,7 @@ in the registry (:mod:`paper_repro.analysis.claims.registry`).
   over its ``S`` settings, so a false contradiction stays under 5%;
 - "PRM-style is lower" (:func:`lower`), "pass@1 above the judge" (:func:`pass1_vs_judge`), "targets
   disagree" (:func:`disagree`): whole best sets compared, one wholly below the other (by more than
-  :data:`paper_repro.analysis.optima.SAME_RHO`) or not.
+  :data:`paper_repro.analysis.stats.optima.SAME_RHO`) or not.
 
 The paper states its rho* claims on the native reward. Because native rewards differ in scale and a
 learned PRM's can be gamed, the reward-system claims are also declared on gsm pass@1 and on the
@@ -23,12 +23,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.best_sets import DEFAULT, Frontiers, SettingBest, contradict, setting_best
 from paper_repro.analysis.claims.paper import PAPER
 from paper_repro.analysis.claims.registry import Simulated, register_claim
 from paper_repro.analysis.claims.study import Study
-from paper_repro.analysis.optima import SAME_RHO, window_verdict
-from paper_repro.analysis.verdict import NAN, Result
+from paper_repro.analysis.stats.best_sets import DEFAULT, Frontiers, SettingBest, contradict, setting_best
+from paper_repro.analysis.stats.optima import SAME_RHO, window_verdict
+from paper_repro.analysis.stats.verdict import NAN, Result
 from paper_repro.analysis.wording import recipe_words
 from paper_repro.config import Margins
 from paper_repro.results import METRICS, TARGET_WORDS
@@ -63,7 +63,7 @@ def near(
     estimate: bool = True,
 ) -> Result:
     """ "rho* ~ x" for a class of settings: each setting's verdict from its best set
-    (:func:`paper_repro.analysis.optima.window_verdict`); the class is heterogeneous when two
+    (:func:`paper_repro.analysis.stats.optima.window_verdict`); the class is heterogeneous when two
     settings' sets share no allocation, else held when every setting is held, not held when every
     one is not held, inconclusive otherwise."""
     runs = Frontiers.of(runs)

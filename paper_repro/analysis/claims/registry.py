@@ -48,7 +48,7 @@ from paper_repro.analysis.claims.paper import PAPER
 
 if TYPE_CHECKING:
     from paper_repro.analysis.claims.study import Study
-    from paper_repro.analysis.verdict import Result
+    from paper_repro.analysis.stats.verdict import Result
 
 Kind = Literal["paper claim", "our addition", "consistency check"]
 KINDS: tuple[str, ...] = ("paper claim", "our addition", "consistency check")

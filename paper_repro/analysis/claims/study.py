@@ -3,7 +3,7 @@ settings by class (:class:`Classes`).
 
 A :class:`Study` holds the study's rows (the full-budget grid runs of every setting, the RACE pilots
 and fresh seeds, the grid's compute curves) and builds each derived table once, on first use: the
-distinct settings' frontiers (:class:`paper_repro.analysis.best_sets.Frontiers`), the recipe effect
+distinct settings' frontiers (:class:`paper_repro.analysis.stats.best_sets.Frontiers`), the recipe effect
 the best sets allow for, the per-cell frontier table, the RACE table, the reward-hacking table. The
 analysis builds one from the committed runs; leave-one-seed-out builds one per seed left out
 (:meth:`Study.without_seed`); the design simulator builds one per simulated study
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from paper_repro import rewards
-from paper_repro.analysis.best_sets import Frontiers
+from paper_repro.analysis.stats.best_sets import Frontiers
 from paper_repro.config import Margins, Profile
 
 
@@ -114,7 +114,7 @@ class Study:
     @cached_property
     def frontier(self) -> pd.DataFrame:
         """Per setting and cell, every target's mean over seeds (every setting)."""
-        from paper_repro.analysis.frontiers import frontier_table
+        from paper_repro.analysis.tables.frontiers import frontier_table
 
         return frontier_table(self.grid_rows)
 
@@ -140,7 +140,7 @@ class Study:
     @cached_property
     def hacking(self) -> pd.DataFrame:
         """Per distinct run, its change from base and whether it games its reward."""
-        from paper_repro.analysis.hacking import hacking_table
+        from paper_repro.analysis.tables.hacking import hacking_table
 
         return hacking_table(self.distinct)
 

@@ -4,7 +4,7 @@ whether its verdict survives leaving out any one grid seed.
 
 Every column is filled by iterating the registry, so a claim declared once appears here, in the
 README's table and in notebook 40's story. The columns on how a claim's test errs and decides come
-from its declared simulation (:mod:`paper_repro.analysis.power`): the design simulator's
+from its declared simulation (:mod:`paper_repro.analysis.claims.columns`): the design simulator's
 ``design.csv`` and power table for the :class:`Simulated` claims, the claim's own simulation for
 :class:`OwnSimulation`, the declared reason for :class:`NotSimulated`.
 """
@@ -16,9 +16,9 @@ from dataclasses import replace
 
 import pandas as pd
 
+from paper_repro.analysis.claims.columns import NO_OC, oc_columns, power_columns
 from paper_repro.analysis.claims.registry import Claim, NotSimulated, OwnSimulation, claims
 from paper_repro.analysis.claims.study import Study
-from paper_repro.analysis.power import NO_OC, oc_columns, power_columns
 
 COLUMNS = ["id", "claim", "kind", "paper_value", "our_value", "ci_low", "ci_high", "verdict", "best_cells", "note",
            "test", "seeds_per_cell", "oc_wrong_max", "oc_wrong_truth", "oc_agreement_min", "oc_held_when_true",

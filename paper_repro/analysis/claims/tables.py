@@ -1,7 +1,7 @@
 """The claims read from tables other than the frontiers alone, each declared in the registry: RACE's
 pilots against the full grid (one row per pilot budget, :func:`paper_repro.analysis.race.pilot_agreement`),
 RACE's held-out gain (a TOST on its fresh-seed pairs, :func:`no_race_gain`), the fits claim
-(:func:`loglinear`, AICc by :func:`paper_repro.analysis.fit_forms.aicc_by_form`) and the planner's
+(:func:`loglinear`, AICc by :func:`paper_repro.analysis.stats.fit_forms.aicc_by_form`) and the planner's
 consistency check on the frontier table (:func:`fewer_updates`).
 """
 
@@ -12,12 +12,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.best_sets import DEFAULT, rows_of
 from paper_repro.analysis.claims.registry import NotSimulated, Variant, register_claim
 from paper_repro.analysis.claims.study import Study
-from paper_repro.analysis.fit_forms import aicc_by_form
-from paper_repro.analysis.optima import fit_optimum
-from paper_repro.analysis.verdict import NAN, Result
+from paper_repro.analysis.stats.best_sets import DEFAULT, rows_of
+from paper_repro.analysis.stats.fit_forms import aicc_by_form
+from paper_repro.analysis.stats.optima import fit_optimum
+from paper_repro.analysis.stats.verdict import NAN, Result
 from paper_repro.analysis.wording import fraction_words
 from paper_repro.config import Margins
 from paper_repro.results import METRICS

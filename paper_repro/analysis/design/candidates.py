@@ -170,7 +170,7 @@ def compare(
     ``overrides``: (recipe SD, seed SD, amplitude), each replacing the committed runs' where given (a
     sensitivity: what the candidates would show were the effects taller or the recipes quieter)."""
     from paper_repro.analysis.claims.study import Classes
-    from paper_repro.analysis.frontiers import at_full_budget, load_curves, setting_rows
+    from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, setting_rows
 
     rows = committed_rows(runs_path, profile)
     curves = _curves(curves_path)

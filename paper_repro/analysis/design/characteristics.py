@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.best_sets import DEFAULT, Frontiers
 from paper_repro.analysis.claims.registry import Claim, claims
 from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.design.noise import EVAL_PROBLEMS, Layout, Noise
 from paper_repro.analysis.design.studies import Truth, noiseless, recipe_draw, simulate, truths
-from paper_repro.analysis.optima import Cells, fit_optimum, unimodal
+from paper_repro.analysis.stats.best_sets import DEFAULT, Frontiers
+from paper_repro.analysis.stats.optima import Cells, fit_optimum, unimodal
 
 SEEDS: tuple[int, ...] = (3, 5, 10, 20, 40)  # seed counts the power column tries
 REPLICATES = 200  # study pairs per truth: a 5% rate to about +-1.1 points

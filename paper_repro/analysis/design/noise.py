@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis import optima
-from paper_repro.analysis.optima import Cells
+from paper_repro.analysis.stats import optima
+from paper_repro.analysis.stats.optima import Cells
 from paper_repro.planning import EVAL_PROBLEMS
 from paper_repro.results import METRICS
 
@@ -210,7 +210,7 @@ def eval_variance(
 
 
 def recipe_sd_estimate(runs: pd.DataFrame, names: Sequence[str], targets: Sequence[str] = METRICS) -> float:
-    """The recipe-effect SD the runs of settings ``names`` show (:func:`paper_repro.analysis.optima.recipe_sd_estimate`)."""
+    """The recipe-effect SD the runs of settings ``names`` show (:func:`paper_repro.analysis.stats.optima.recipe_sd_estimate`)."""
     return optima.recipe_sd_estimate(
         [Cells.of(runs[runs["setting"] == n], t) for n in names for t in targets]
     )

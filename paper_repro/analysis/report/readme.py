@@ -194,8 +194,8 @@ def _profile(profile: str):
 
 def _study_size(profile: str, results: Path) -> list[str]:
     """What the analysis read: the design's distinct runs by role (:func:`paper_repro.analysis.study_rows`)."""
-    from paper_repro.analysis import study_rows
-    from paper_repro.analysis.frontiers import at_full_budget, load_curves, load_runs
+    from paper_repro.analysis.pipeline import study_rows
+    from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, load_runs
 
     design = _profile(profile)
     runs = load_runs(results / "runs.csv", design)
@@ -220,7 +220,7 @@ def _design_sentences(results: Path) -> list[str]:
     path = results / "design.csv"
     if not path.exists():
         return []
-    from paper_repro.analysis.power import study_design
+    from paper_repro.analysis.claims.columns import study_design
 
     now = study_design(pd.read_csv(path))
     if now.empty:

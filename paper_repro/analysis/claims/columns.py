@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from paper_repro.analysis.verdict import NAN
+from paper_repro.analysis.stats.verdict import NAN
 
 TARGET_POWER = 0.8  # the power column's "seeds for 80%"
 # the oc_* columns of a claim not simulated (its oc_note says why)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.frontiers import TARGETS
-from paper_repro.analysis.plot_style import RHO_LABEL, error_bars, file_metadata, panel_grid, theme
+from paper_repro.analysis.figures.style import RHO_LABEL, error_bars, file_metadata, panel_grid, theme
+from paper_repro.analysis.tables.frontiers import TARGETS
 from paper_repro.results import TARGET_LABELS
 
 
@@ -24,12 +24,12 @@ def _figure(**kwargs):
 
 
 def frontier_best_set(frontier: pd.DataFrame, target: str = "native_reward", recipe_sd: float = 0.0):
-    """The cells of one setting's frontier rows (:func:`paper_repro.analysis.frontiers.frontier_table`)
-    in order of realised rho, as :class:`paper_repro.analysis.optima.Cells` (each cell's mean, SD and
+    """The cells of one setting's frontier rows (:func:`paper_repro.analysis.tables.frontiers.frontier_table`)
+    in order of realised rho, as :class:`paper_repro.analysis.stats.optima.Cells` (each cell's mean, SD and
     seed count from its row), and the mask of those that could be best at 95%
-    (:func:`paper_repro.analysis.optima.best_set`: Gupta's subset; ``recipe_sd`` the recipe effect
+    (:func:`paper_repro.analysis.stats.optima.best_set`: Gupta's subset; ``recipe_sd`` the recipe effect
     allowed for, 0: seed noise alone). Cells without a mean are left out."""
-    from paper_repro.analysis.optima import Cells, best_set
+    from paper_repro.analysis.stats.optima import Cells, best_set
 
     g = frontier.dropna(subset=["rho", target]).sort_values("rho", kind="stable")
     cells = Cells(
@@ -64,7 +64,7 @@ def setting_frontier(
     cells that could be best at 95% filled and the others hollow (:func:`frontier_best_set`). A cell
     whose ``target`` is NaN (a metric that could not be computed) is left out and named in the panel;
     a target NaN in every cell leaves the panel empty but for saying so. ``frontier``: one setting's
-    rows of :func:`paper_repro.analysis.frontiers.frontier_table` (one pilot budget's, for the
+    rows of :func:`paper_repro.analysis.tables.frontiers.frontier_table` (one pilot budget's, for the
     pilots). Drawn, not saved; returns ``ax``."""
     sns = theme()
     _one_setting(frontier)

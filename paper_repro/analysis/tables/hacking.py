@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.best_sets import DEFAULT
-from paper_repro.analysis.verdict import Result
+from paper_repro.analysis.stats.best_sets import DEFAULT
+from paper_repro.analysis.stats.verdict import Result
 
 CHANGES = {"d_reward": "native_reward", "d_gsm_pass1": "gsm_pass1", "d_judge": "judge_score"}
 GAMING_MARGIN = (

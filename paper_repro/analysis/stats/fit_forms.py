@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.verdict import NAN
+from paper_repro.analysis.stats.verdict import NAN
 
 
 def aicc(rss: float, n: int, k: int) -> float:

@@ -1,13 +1,9 @@
-"""Figures, one function per figure, named by what it shows. Each takes analysis tables (never raw
+"""The final analysis' figures, one function per figure, named by what it shows. Each takes analysis tables (never raw
 runs), draws with seaborn, writes PNG and PDF to ``out_dir`` and returns the figure. A figure of
 several panels puts at most :data:`PANELS_PER_ROW` in a row, and every line and marker it draws is
 named in its legend; marks that are not data (the cells that could be best, rho*) sit in a strip of
 their own under each panel, never among the points. What they share with the notebooks' figures is
-in :mod:`paper_repro.analysis.plot_style`.
-
-The stage notebooks' figures and sentences (:func:`setting_frontiers`, :func:`pilot_frontiers`,
-:func:`best_cells_sentence`, :func:`pilot_pick_sentence`, :func:`notebook_image`,
-:func:`preview_png`, ...) are in :mod:`paper_repro.analysis.notebook_figures`, importable from here."""
+in :mod:`paper_repro.analysis.figures.style`."""
 
 from __future__ import annotations
 
@@ -16,34 +12,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.frontiers import TARGETS
-from paper_repro.analysis.notebook_figures import (
-    best_cells_sentence,
-    frontier_best_set,
-    notebook_image,
-    pilot_frontiers,
-    pilot_pick_sentence,
-    preview_png,
-    setting_frontier,
-    setting_frontiers,
-)
-from paper_repro.analysis.plot_style import (
-    PANELS_PER_ROW,
-    PROPORTIONS,
+from paper_repro.analysis.claims.paper import PAPER_RHO  # the paper's reported optima (reference lines)
+from paper_repro.analysis.figures.style import (
     RHO_LABEL,
+    colors,
     error_bars,
     file_metadata,
     panel_grid,
     theme,
 )
+from paper_repro.analysis.tables.frontiers import TARGETS
 from paper_repro.results import TARGET_LABELS
-
-__all__ = [  # the figures, and the notebooks' helpers and the shared constants still read from here
-    "MARKERS", "PANELS_PER_ROW", "PAPER_RHO", "PROPORTIONS", "RHO_LABEL", "RHO_TIME_LABEL", "all_figures",
-    "argmax_cell_by_target", "best_cells_sentence", "frontier_best_set", "notebook_image", "pilot_frontiers",
-    "pilot_pick_sentence", "preview_png", "race_pilot_vs_full_rho_star", "reward_change_vs_outcomes",
-    "rho_star_by_convention", "setting_frontier", "setting_frontiers", "target_vs_rho_by_setting",
-]  # fmt: skip
 
 
 def _save(fig, out_dir: str | Path, name: str):
@@ -71,7 +50,6 @@ def _line(label: str, **style):
     return Line2D([], [], label=label, **style)
 
 
-PAPER_RHO = {"rule-based": 0.72, "PRM-style": 0.445}  # the paper's reported optima (reference lines)
 RHO_TIME_LABEL = "time-based rho (wall seconds)"
 
 
@@ -89,11 +67,11 @@ def target_vs_rho_by_setting(
     paper's rho* as grey dashed lines (``x="rho"``). With ``optima`` (and ``x="rho"``), a strip under
     each panel holds per setting the rho span of its cells that could be best at 95% (a bar) and its
     unimodal rho* where identified (a diamond: filled inside the grid, open at its edge)."""
-    plt, sns = _setup()
+    plt, _sns = _setup()
     stages = list(stage) if len(stage) > 1 else [stage]
     data = frontier[frontier["stage"].isin(stages)]
     names = [s for s in (order or []) if s in set(data["setting"])] or list(data["setting"].unique())
-    palette = dict(zip(names, sns.color_palette("colorblind", len(names)), strict=False))
+    palette = colors(names)
     strip = optima is not None and x == "rho"
     nrows, ncols = panel_grid(len(TARGETS))
     panel_h, strip_h = 2.7, (0.17 * len(names) + 0.25 if strip else 0.0)
@@ -217,12 +195,13 @@ def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
     cell (RACE's pick) against the full grid's; hollow where the pilots did not move off the base
     policy (uninformative). Settings that are one experiment asked for twice are drawn once
     (:func:`_shared_once`). The dotted lines: the regime threshold in realised rho."""
-    plt, sns = _setup()
+    plt, _sns = _setup()
     from paper_repro.analysis.wording import fraction_words
 
     data = _shared_once(race)
     labels = list(dict.fromkeys(data["label"]))
-    colors = dict(zip(labels, sns.color_palette("deep", len(labels)), strict=False))
+    by_setting = colors(data["setting"])  # a label is named by its setting ("M = sparse": M's colour)
+    tint = {label: by_setting[str(s)] for label, s in zip(data["label"], data["setting"], strict=True)}
     fractions = list(dict.fromkeys(data["pilot_fraction"]))
     shapes = {f: MARKERS[i % len(MARKERS)] for i, f in enumerate(fractions)}
     moved = (
@@ -237,7 +216,7 @@ def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
         ax.axvline(thr, color="0.3", lw=1, ls=":", zorder=1)
         ax.axhline(thr, color="0.3", lw=1, ls=":", zorder=1)
     for (label, fraction, has_moved), g in data.groupby(["label", "pilot_fraction", moved], sort=False):
-        color = colors[label]
+        color = tint[label]
         ax.scatter(g["full_rho_star"], g["pilot_rho_star"], s=55, marker=shapes[fraction], linewidths=1.4,
                    facecolors=color if has_moved else "none", edgecolors=color, alpha=0.9, zorder=3)  # fmt: skip
     ax.set_xlim(0, 1)
@@ -245,7 +224,7 @@ def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
     ax.set_xlabel("full grid: realised rho of its best-mean cell")
     ax.set_ylabel("pilot grid: realised rho of its best-mean cell (RACE's pick)")
     ax.set_title("RACE: the pilots' best cell against the full grid's", fontsize=9)
-    handles = [_line(label, color=colors[label], marker="o", ls="none", ms=6) for label in labels]
+    handles = [_line(label, color=tint[label], marker="o", ls="none", ms=6) for label in labels]
     handles += [_line(f"pilots at {fraction_words(f)} of the budget", marker=shapes[f], ls="none", ms=6)
                 for f in fractions]  # fmt: skip
     if "pilot_moved" in data:
@@ -306,7 +285,7 @@ def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
     both panels is where a reward is being gamed."""
     plt, sns = _setup()
     systems = list(hacking["reward_system"].unique())
-    palette = dict(zip(systems, sns.color_palette("colorblind", len(systems)), strict=False))
+    palette = colors(systems)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharex=True)
     for ax, (column, label) in zip(
         axes, (("d_gsm_pass1", "change in gsm pass@1"), ("d_judge", "change in judge score")), strict=True

@@ -43,8 +43,8 @@ import pandas as pd
 from scipy import stats
 
 from paper_repro.allocation import SECOND_SUFFIX
-from paper_repro.analysis.power import NO_OC
-from paper_repro.analysis.verdict import NAN, Result
+from paper_repro.analysis.claims.columns import NO_OC
+from paper_repro.analysis.stats.verdict import NAN, Result
 
 ALPHA = 0.05
 REPLICATES = 2000  # simulated studies per truth: a 5% rate to about +-0.5 points

@@ -3,7 +3,7 @@
 
 :class:`Frontiers` summarises a runs table's (setting, target) frontiers once (the claim tests read it
 many times per table, the design simulator thousands of times); :func:`setting_best` takes one
-setting's best set from it (:func:`paper_repro.analysis.optima.best_set`, Bonferroni over the sets a
+setting's best set from it (:func:`paper_repro.analysis.stats.optima.best_set`, Bonferroni over the sets a
 claim reads together) with, where asked, its unimodal rho* and interval; :func:`contradict` names the
 settings whose sets share no allocation. The margins default to the profile's defaults
 (:data:`DEFAULT`, :class:`paper_repro.config.Margins`).
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.optima import (
+from paper_repro.analysis.stats.optima import (
     ALPHA,
     Cells,
     best_set,
@@ -24,7 +24,7 @@ from paper_repro.analysis.optima import (
     overlap,
     recipe_sd_estimate,
 )
-from paper_repro.analysis.verdict import NAN
+from paper_repro.analysis.stats.verdict import NAN
 from paper_repro.config import Margins
 from paper_repro.results import METRICS
 
@@ -77,7 +77,7 @@ class Frontiers:
 
     def recipe_sd(self, m: Margins) -> float:
         """The recipe effect the best sets allow for: the margins' when given, else the one this
-        table's frontiers show (:func:`paper_repro.analysis.optima.recipe_sd_estimate`, over every
+        table's frontiers show (:func:`paper_repro.analysis.stats.optima.recipe_sd_estimate`, over every
         setting and target in it)."""
         if m.recipe_sd is not None:
             return m.recipe_sd

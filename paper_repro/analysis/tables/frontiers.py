@@ -8,7 +8,7 @@ first asked for them (a run serves every stage that asks for the same experiment
   Student-t interval, the mean realised rho (FLOP and wall-time based) and the number of seeds.
 - :func:`shared_runs`: the settings that are another setting's runs (counted once by the claims).
 
-rho* from the fitted frontier is :mod:`paper_repro.analysis.optima`.
+rho* from the fitted frontier is :mod:`paper_repro.analysis.stats.optima`.
 """
 
 from __future__ import annotations

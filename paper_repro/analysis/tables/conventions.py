@@ -12,7 +12,7 @@ gives the tokens for a fourth:
   units (its FLOPs over the policy's FLOPs per generated token; 0 for rule-based rewards);
 - ``wall time``: seconds spent updating over seconds in all (``rho_time``).
 
-:func:`convention_table` refits rho* of the native reward (:func:`paper_repro.analysis.optima.fit_optimum`:
+:func:`convention_table` refits rho* of the native reward (:func:`paper_repro.analysis.stats.optima.fit_optimum`:
 the cells that could be best, the unimodal estimate) with each convention's rho on the x axis, per
 distinct setting.
 """
@@ -62,7 +62,7 @@ def convention_table(
 ) -> pd.DataFrame:
     """rho* of the native reward per (group, convention): ``groups`` maps a label to its settings
     (one each, in the analysis), fitted over their runs with the convention's rho on the x axis."""
-    from paper_repro.analysis.optima import fit_optimum
+    from paper_repro.analysis.stats.optima import fit_optimum
 
     out = []
     for label, names in groups.items():

@@ -1,5 +1,5 @@
 """What the analysis' saved figures (:mod:`paper_repro.analysis.figures`) and the stage notebooks'
-figures (:mod:`paper_repro.analysis.notebook_figures`) share: the theme, the panel grid (at most
+figures (:mod:`paper_repro.analysis.figures.notebook`) share: the theme, the panel grid (at most
 :data:`PANELS_PER_ROW` panels in a row), the 95% interval bars, the rho axis label and the fixed file
 metadata that makes a rebuild from the same tables give the same files."""
 
@@ -17,6 +17,26 @@ RHO_LABEL = "realised rho (FLOPs) = C_learning / C_total"
 def file_metadata(ext: str) -> dict:
     # fixed metadata so that a rebuild from the same tables gives the same files
     return {"Software": None} if ext == "png" else {"Creator": None, "Producer": None, "CreationDate": None}
+
+
+def colors(names) -> dict[str, tuple]:
+    """One colour per reward system and per policy size, the same in every figure: a setting named by
+    its reward system (stage B and D's) takes the system's colour (the colour-blind palette, in the
+    reward registry's order), one named by its policy size (stage A's) the size's (a sequential
+    palette, smallest lightest); any other name a colour of its own after them, in the order given."""
+    import seaborn as sns
+
+    from paper_repro.results import POLICY_SIZES
+    from paper_repro.rewards import REWARD_SYSTEMS
+
+    fixed = {
+        **dict(zip(REWARD_SYSTEMS, sns.color_palette("colorblind", 10), strict=False)),
+        **dict(zip(POLICY_SIZES, sns.color_palette("crest", len(POLICY_SIZES)), strict=True)),
+    }
+    others = [n for n in dict.fromkeys(map(str, names)) if n not in fixed]
+    spare = sns.color_palette("colorblind", 10)[len(REWARD_SYSTEMS) :] or sns.color_palette("dark", 10)
+    return {**{n: fixed[n] for n in map(str, names) if n in fixed},
+            **{n: spare[i % len(spare)] for i, n in enumerate(others)}}  # fmt: skip
 
 
 def theme():

@@ -1,0 +1,68 @@
+"""The figures, by where they are read: the final analysis' (:mod:`~paper_repro.analysis.figures.final`,
+written to ``figures/<profile>/``), the stage notebooks' figures and sentences
+(:mod:`~paper_repro.analysis.figures.notebook`), and what every figure shares: the theme, one colour
+per reward system and per policy size, the panel grid, the interval bars, the fixed file metadata
+(:mod:`~paper_repro.analysis.figures.style`). Their names are read from here, each imported on first
+use (a notebook's ``from paper_repro.analysis.figures import setting_frontiers`` loads no other part).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+# name -> the part that owns it
+_OWNERS = {
+    **dict.fromkeys(
+        (
+            "MARKERS",
+            "RHO_TIME_LABEL",
+            "all_figures",
+            "argmax_cell_by_target",
+            "race_pilot_vs_full_rho_star",
+            "reward_change_vs_outcomes",
+            "rho_star_by_convention",
+            "target_vs_rho_by_setting",
+        ),
+        "final",
+    ),
+    **dict.fromkeys(
+        (
+            "INTERVAL",
+            "best_cells_sentence",
+            "frontier_best_set",
+            "frontier_caption",
+            "notebook_image",
+            "pilot_frontiers",
+            "pilot_pick_sentence",
+            "preview_png",
+            "setting_frontier",
+            "setting_frontiers",
+        ),
+        "notebook",
+    ),
+    **dict.fromkeys(
+        (
+            "PANELS_PER_ROW",
+            "PROPORTIONS",
+            "RHO_LABEL",
+            "error_bars",
+            "file_metadata",
+            "panel_grid",
+            "theme",
+        ),
+        "style",
+    ),
+}
+__all__ = sorted(_OWNERS)
+
+
+def __getattr__(name: str):
+    if name in _OWNERS:
+        value = getattr(import_module(f"{__name__}.{_OWNERS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_OWNERS})
