@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from paper_repro.analysis.claims.recipes import claim_verdict, recipe_decide, recipe_operating
 from paper_repro.analysis.tables import recipes
 
 
@@ -36,13 +37,13 @@ def test_pairs_are_a_cell_and_its_second_recipe():
     ],
 )
 def test_the_rule_returns_every_verdict(means, sd, verdict):
-    result = recipes.recipe_decide(recipes.pairs_of(_runs(means, sd)), margin=0.03)
+    result = recipe_decide(recipes.pairs_of(_runs(means, sd)), margin=0.03)
     assert result.verdict == verdict
     assert "margin 0.03" in result.note
 
 
 def test_no_pairs_is_inconclusive_and_says_why():
-    result = recipes.recipe_decide(recipes.pairs_of(_runs({"r50": 0.5, "r78": 0.6})), margin=0.03)
+    result = recipe_decide(recipes.pairs_of(_runs({"r50": 0.5, "r78": 0.6})), margin=0.03)
     assert result.verdict == "inconclusive" and "grid.recipes" in result.note
 
 
@@ -60,7 +61,7 @@ def test_pair_table_has_intervals_and_recipes():
 
 def test_its_simulated_error_stays_at_the_tests_size():
     pairs = recipes.pairs_of(_runs({"r50": 0.5, "r50b": 0.5, "r78": 0.6, "r78b": 0.6}, sd=0.012))
-    table, oc = recipes.recipe_operating(pairs, margin=0.03, replicates=400)
+    table, oc = recipe_operating(pairs, margin=0.03, replicates=400)
     assert set(table["true_verdict"]) == {"held", "not held"}
     assert oc["oc_wrong_max"] <= 0.05 + 0.02  # TOST at 5% per pair; 400 studies: +-2 points
     zero = table[table["truth"] == "difference 0 x margin"].iloc[0]
@@ -71,7 +72,6 @@ def test_its_simulated_error_stays_at_the_tests_size():
 
 def test_the_readme_says_what_each_recipe_verdict_means_for_reporting_rho(tmp_path):
     from paper_repro.analysis.report.readme import RECIPE_CLAIM, RECIPE_MEANING, _recipe_sentences
-    from paper_repro.analysis.tables.recipes import claim_verdict
 
     assert {claim_verdict(v) for v in (["equivalent"], ["different"], ["open"], [])} == set(RECIPE_MEANING)
     pd.DataFrame({"id": [RECIPE_CLAIM], "verdict": ["not held"]}).to_csv(tmp_path / "claims.csv", index=False)

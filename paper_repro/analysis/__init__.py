@@ -55,21 +55,18 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from paper_repro.analysis.pipeline import (
-        REQUIRED,
-        Analysis,
-        analyse,
-        default_rows,
-        figures_folder,
-        simulate_design,
-        study_rows,
-    )
+    from paper_repro.analysis.pipeline import REQUIRED, Analysis, analyse, figures_folder, simulate_design
+    from paper_repro.analysis.tables.frontiers import default_rows, study_rows
     from paper_repro.planning import shared_settings
 
 __all__ = ["REQUIRED", "Analysis", "analyse", "default_rows", "figures_folder", "shared_settings",
            "simulate_design", "study_rows"]  # fmt: skip
 # name -> the module that owns it, imported on first use
-_LAZY = {**dict.fromkeys(__all__, "paper_repro.analysis.pipeline"), "shared_settings": "paper_repro.planning"}
+_LAZY = {
+    **dict.fromkeys(__all__, "paper_repro.analysis.pipeline"),
+    **dict.fromkeys(("default_rows", "study_rows"), "paper_repro.analysis.tables.frontiers"),
+    "shared_settings": "paper_repro.planning",
+}
 
 
 def __getattr__(name: str):

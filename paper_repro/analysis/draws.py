@@ -21,9 +21,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from paper_repro.analysis import analyse, claims, study_rows
+from paper_repro.analysis.claims.paper import PRM_STYLE_RHO, RULE_BASED_RHO
+from paper_repro.analysis.claims.study import Classes
+from paper_repro.analysis.pipeline import analyse
+from paper_repro.analysis.stats.best_sets import Frontiers, setting_best
 from paper_repro.analysis.stats.optima import window_verdict
-from paper_repro.analysis.tables.frontiers import load_runs, shared_runs
+from paper_repro.analysis.tables.frontiers import load_runs, shared_runs, study_rows
 from paper_repro.config import Profile, load_profile
 from paper_repro.results import results_dir
 
@@ -73,13 +76,13 @@ def setting_verdicts(profile: Profile, path: Path) -> pd.DataFrame:
     from its best set, as the class claims take it (Bonferroni over the class's settings)."""
     grid = study_rows(profile, load_runs(path, profile))["grid"]
     shared = shared_runs(grid, [s.name for s in profile.all_settings()])
-    classes = claims.Classes.of(profile, shared)
-    frontiers = claims.Frontiers(grid[~grid["setting"].isin(shared)])
+    classes = Classes.of(profile, shared)
+    frontiers = Frontiers(grid[~grid["setting"].isin(shared)])
     out = []
-    for names, x in ((classes.rule_based, claims.RULE_BASED_RHO), (classes.prm_style, claims.PRM_STYLE_RHO)):
+    for names, x in ((classes.rule_based, RULE_BASED_RHO), (classes.prm_style, PRM_STYLE_RHO)):
         for name in names:
             for target in TARGETS:
-                best = claims.setting_best(frontiers, name, target, profile.margins, False, len(names))
+                best = setting_best(frontiers, name, target, profile.margins, False, len(names))
                 out.append({"setting": name, "target": target, "paper_value": x, "best_cells": best.cells,
                             "verdict": window_verdict(best.rhos, x, profile.margins.rho)})  # fmt: skip
     return pd.DataFrame(out)

@@ -23,9 +23,8 @@ from paper_repro.analysis.tables.frontiers import (
     at_full_budget,
     load_curves,
     load_runs,
-    runs_of,
-    setting_rows,
     shared_runs,
+    study_rows,
 )
 from paper_repro.config import Profile
 from paper_repro.paths import repo_root
@@ -56,36 +55,6 @@ class Analysis:
     design: pd.DataFrame | None = None  # design.csv, the operating characteristics, when committed
     figures_dir: Path | None = None  # where ``figures`` were written
     curves: CurveAnalysis | None = None  # the compute curves: fits, rho*(C), size*(C), extrapolation
-
-
-def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
-    """Full-budget rows of TRL's default allocation (K = G = preferred G, mu = 1, the grid's largest
-    P) per setting."""
-    g, p = profile.grid.preferred_G, max(profile.grid.P)
-    parts = []
-    for s in profile.all_settings():
-        rows = runs_of(runs, s, "full", profile.budget_flops)
-        parts.append(rows[(rows["P"] == p) & (rows["G"] == g) & (rows["K"] == g) & (rows["mu"] == 1)])
-    return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
-
-
-def study_rows(profile: Profile, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The study's rows by role, each labelled with its setting: ``grid`` (the full budget on the grid
-    seeds), ``fresh`` (full-budget grid cells on the fresh seeds: RACE's and RACE+'s picks), ``fresh_default``
-    (TRL's default on the fresh seeds), and ``pilot <fraction>`` (each pilot grid on the pilot seeds).
-    A run on a seed of no role (an earlier design's) is left out."""
-    settings = profile.all_settings()
-    full = setting_rows(runs, settings, "full", profile.budget_flops)
-    defaults = default_rows(profile, runs)
-    out = {
-        "grid": full[full["seed"].isin(range(profile.seeds))],
-        "fresh": full[full["seed"].isin(profile.fresh_seeds)],
-        "fresh_default": defaults[defaults["seed"].isin(profile.fresh_seeds)],
-    }
-    for fraction, budget in profile.pilot_budgets().items():
-        pilot = setting_rows(runs, settings, "pilot", budget)
-        out[f"pilot {fraction}"] = pilot[pilot["seed"].isin(profile.pilot_seeds)]
-    return out
 
 
 def _checked_runs(path: Path, profile: Profile) -> pd.DataFrame:

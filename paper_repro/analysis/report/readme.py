@@ -193,9 +193,8 @@ def _profile(profile: str):
 
 
 def _study_size(profile: str, results: Path) -> list[str]:
-    """What the analysis read: the design's distinct runs by role (:func:`paper_repro.analysis.study_rows`)."""
-    from paper_repro.analysis.pipeline import study_rows
-    from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, load_runs
+    """What the analysis read: the design's distinct runs by role (:func:`paper_repro.analysis.tables.frontiers.study_rows`)."""
+    from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, load_runs, study_rows
 
     design = _profile(profile)
     runs = load_runs(results / "runs.csv", design)

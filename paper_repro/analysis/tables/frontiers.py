@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from paper_repro.results import METRICS
+
+if TYPE_CHECKING:
+    from paper_repro.config import Profile
 
 TARGETS: tuple[str, ...] = METRICS
 NUMERIC = (
@@ -228,3 +232,33 @@ def frontier_table(rows: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:  # no ok run (all failed, or none yet): an empty frontier, not an error
         return pd.DataFrame(columns=["stage", "setting", "cell", "rho", *TARGETS])
     return frame.sort_values(["stage", "setting", "rho"], kind="stable").reset_index(drop=True)
+
+
+def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
+    """Full-budget rows of TRL's default allocation (K = G = preferred G, mu = 1, the grid's largest
+    P) per setting."""
+    g, p = profile.grid.preferred_G, max(profile.grid.P)
+    parts = []
+    for s in profile.all_settings():
+        rows = runs_of(runs, s, "full", profile.budget_flops)
+        parts.append(rows[(rows["P"] == p) & (rows["G"] == g) & (rows["K"] == g) & (rows["mu"] == 1)])
+    return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
+
+
+def study_rows(profile: Profile, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The study's rows by role, each labelled with its setting: ``grid`` (the full budget on the grid
+    seeds), ``fresh`` (full-budget grid cells on the fresh seeds: RACE's and RACE+'s picks), ``fresh_default``
+    (TRL's default on the fresh seeds), and ``pilot <fraction>`` (each pilot grid on the pilot seeds).
+    A run on a seed of no role (an earlier design's) is left out."""
+    settings = profile.all_settings()
+    full = setting_rows(runs, settings, "full", profile.budget_flops)
+    defaults = default_rows(profile, runs)
+    out = {
+        "grid": full[full["seed"].isin(range(profile.seeds))],
+        "fresh": full[full["seed"].isin(profile.fresh_seeds)],
+        "fresh_default": defaults[defaults["seed"].isin(profile.fresh_seeds)],
+    }
+    for fraction, budget in profile.pilot_budgets().items():
+        pilot = setting_rows(runs, settings, "pilot", budget)
+        out[f"pilot {fraction}"] = pilot[pilot["seed"].isin(profile.pilot_seeds)]
+    return out
