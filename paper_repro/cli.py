@@ -205,7 +205,7 @@ def _run_command(args: argparse.Namespace) -> int:
 def _analyse_command(args: argparse.Namespace) -> int:
     from paper_repro import study
     from paper_repro.analysis import analyse
-    from paper_repro.analysis.race import RegimeThresholds
+    from paper_repro.analysis.tables.race import RegimeThresholds
     from paper_repro.paths import repo_relative
     from paper_repro.results import results_dir
 

@@ -124,7 +124,7 @@ class RacePilots:
     pick: str | None  # RACE's; None: no pilot finished ok
     check: pd.DataFrame  # per fresh seed: the default's, RACE's pick's and RACE+'s pick's native reward
     plus_pick: str | None = None  # RACE+'s; None: no pilot cell's curve could be fitted
-    # per first-fraction pilot cell: its curve's prediction at C (paper_repro.analysis.race.plus_pick)
+    # per first-fraction pilot cell: its curve's prediction at C (paper_repro.analysis.tables.race_plus.plus_pick)
     predictions: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
@@ -182,11 +182,11 @@ def _fresh_runs(profile: Profile, setting, cell: str | None) -> list[RunSpec | N
 def race_picks(
     profile: Profile, pilot_rows: pd.DataFrame, pilot_curves: pd.DataFrame
 ) -> tuple[str | None, str | None, pd.DataFrame]:
-    """RACE's pick and RACE+'s (:func:`paper_repro.analysis.race.picks`) from one setting's
+    """RACE's pick and RACE+'s (:func:`paper_repro.analysis.tables.race_plus.picks`) from one setting's
     first-fraction pilot rows (the ok ones count) and their ``curves.csv`` rows, with RACE+'s
     predictions per cell. The notebook and :func:`race_specs` both name the picks here, and the
     analysis scores the same, so a rerun names the same."""
-    from paper_repro.analysis.race import picks
+    from paper_repro.analysis.tables.race_plus import picks
 
     ok = pilot_rows[pilot_rows["status"] == "ok"] if "status" in pilot_rows else pilot_rows
     return picks(ok, pilot_curves, profile.budget_flops)

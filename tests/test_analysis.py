@@ -27,7 +27,6 @@ from paper_repro.analysis.claims import Classes
 from paper_repro.analysis.claims.columns import seeds_needed
 from paper_repro.analysis.claims.frontier import disagree, near, pass1_vs_judge
 from paper_repro.analysis.claims.tables import loglinear, no_race_gain
-from paper_repro.analysis.race import RegimeThresholds
 from paper_repro.analysis.stats.best_sets import DEFAULT
 from paper_repro.analysis.stats.optima import (
     Cells,
@@ -38,6 +37,7 @@ from paper_repro.analysis.stats.optima import (
     unimodal,
     window_verdict,
 )
+from paper_repro.analysis.tables.race import RegimeThresholds
 from paper_repro.config import load_profile
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable
 from paper_repro.spec import default_cell_spec, spec_for

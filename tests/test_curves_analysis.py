@@ -1,4 +1,4 @@
-"""The compute-curve analysis (:mod:`paper_repro.analysis.curves`) on synthetic ``curves.csv`` tables
+"""The compute-curve analysis (:mod:`paper_repro.analysis.tables.curves`) on synthetic ``curves.csv`` tables
 whose truths are known by construction: saturating curves with a known asymptote, a best cell that
 moves (or not) with the budget, a best policy size that grows (or not)."""
 
@@ -10,7 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paper_repro.analysis import curves as cv
+from paper_repro.analysis.claims import curves as cc
+from paper_repro.analysis.figures import curves as fc
+from paper_repro.analysis.stats import saturating as sat
+from paper_repro.analysis.tables import curves as cv
 from paper_repro.paths import repo_root
 from paper_repro.results import CURVE_COLUMNS, METRICS, curve_id
 
@@ -25,7 +28,7 @@ CURVE_CLAIMS = ("curves.moves", "curves.grows")
 def known(A: float, mid_point: float, B: float, R0: float = BASE):
     """A saturating truth in the budget point: asymptote ``A``, half the gain at ``mid_point`` C."""
     return lambda point: float(
-        cv.saturating(math.log10(point * FULL_FLOPS), A, math.log10(mid_point * FULL_FLOPS), B, R0)
+        sat.saturating(math.log10(point * FULL_FLOPS), A, math.log10(mid_point * FULL_FLOPS), B, R0)
     )
 
 
@@ -199,7 +202,7 @@ def test_rho_star_leaves_out_infeasible_cells_and_says_so():
         first["infeasible_cells"] == "r15" and first["n_cells"] == 4 and "r15" not in first["cells"].split()
     )
     assert "feasible cells only" in first["note"]
-    ends = cv.setting_ends(rows, "native_reward")
+    ends = cc.setting_ends(rows, "native_reward")
     assert ends[0].low_point == 0.125 and ends[0].high_point == 1.0
 
 
@@ -224,7 +227,7 @@ def _moves(*truths, sd: float = 0.01) -> str:
             for i, (n, t) in enumerate(zip(names, truths, strict=True))
         ]
     )
-    return cv.moves_decide(cv.setting_ends(rows, "native_reward")).verdict
+    return cc.moves_decide(cc.setting_ends(rows, "native_reward")).verdict
 
 
 def test_moves_claim_returns_each_verdict():
@@ -235,42 +238,42 @@ def test_moves_claim_returns_each_verdict():
     rows = pd.concat(
         [curve_rows(moving_peak, settings={"M": "A"}), curve_rows(moving_peak, settings={"sparse": "B"})]
     )
-    assert [e.name for e in cv.setting_ends(rows, "native_reward", shared={"sparse": "M"})] == ["M"]
-    assert cv.moves_decide([]).verdict == "inconclusive"
+    assert [e.name for e in cc.setting_ends(rows, "native_reward", shared={"sparse": "M"})] == ["M"]
+    assert cc.moves_decide([]).verdict == "inconclusive"
 
 
 def test_moves_rule_and_aggregation():
-    assert cv.aggregate_moves(["held", "held", "not held"]) == "held"
-    assert cv.aggregate_moves(["not held", "not held", "inconclusive"]) == "not held"
-    assert cv.aggregate_moves(["held", "not held", "inconclusive"]) == "heterogeneous"
-    assert cv.aggregate_moves(["held", "inconclusive", "inconclusive"]) == "inconclusive"
+    assert cc.aggregate_moves(["held", "held", "not held"]) == "held"
+    assert cc.aggregate_moves(["not held", "not held", "inconclusive"]) == "not held"
+    assert cc.aggregate_moves(["held", "not held", "inconclusive"]) == "heterogeneous"
+    assert cc.aggregate_moves(["held", "inconclusive", "inconclusive"]) == "inconclusive"
 
 
 def _grows(truth, sd: float = 0.01) -> str:
     rows = curve_rows(truth, settings=STAGE_A, points=LADDER_A, sd=sd)
-    return cv.grows_decide(cv.size_ends(rows, "native_reward"), ["S", "M", "L"]).verdict
+    return cc.grows_decide(cc.size_ends(rows, "native_reward"), ["S", "M", "L"]).verdict
 
 
 def test_grows_claim_returns_each_verdict():
     assert _grows(growing) == "held"
     assert _grows(large_always) == "not held"
     assert _grows(flat, sd=0.05) == "inconclusive"
-    assert cv.grows_decide(None, ["S", "M", "L"]).verdict == "inconclusive"
+    assert cc.grows_decide(None, ["S", "M", "L"]).verdict == "inconclusive"
     order = ["S", "M", "L"]
-    assert cv.grow_verdict(["S"], ["M", "L"], order) == "held"
-    assert cv.grow_verdict(["M", "L"], ["S", "M"], order) == "not held"
-    assert cv.grow_verdict(["S", "M"], ["M", "L"], order) == "inconclusive"
+    assert cc.grow_verdict(["S"], ["M", "L"], order) == "held"
+    assert cc.grow_verdict(["M", "L"], ["S", "M"], order) == "not held"
+    assert cc.grow_verdict(["S", "M"], ["M", "L"], order) == "inconclusive"
 
 
 def test_operating_characteristics_by_simulation():
     rows = curve_rows(moving_peak)
-    oc = cv.moves_operating(cv.setting_ends(rows, "native_reward"), replicates=60)
+    oc = cc.moves_operating(cc.setting_ends(rows, "native_reward"), replicates=60)
     assert set(oc) >= {"oc_wrong_max", "oc_wrong_truth", "oc_agreement_min", "oc_held_when_true", "power_now"}
     assert 0 <= oc["oc_wrong_max"] <= 0.05 and oc["oc_held_when_true"] > 0.9 and oc["power_now"] > 0.9
     size_rows = curve_rows(growing, settings=STAGE_A, points=LADDER_A)
-    oc = cv.grows_operating(cv.size_ends(size_rows, "native_reward"), ["S", "M", "L"], replicates=60)
+    oc = cc.grows_operating(cc.size_ends(size_rows, "native_reward"), ["S", "M", "L"], replicates=60)
     assert 0 <= oc["oc_wrong_max"] <= 0.05 and oc["oc_held_when_true"] > 0.9
-    one = cv.moves_operating(cv.setting_ends(curve_rows(moving_peak, seeds=1), "native_reward"))
+    one = cc.moves_operating(cc.setting_ends(curve_rows(moving_peak, seeds=1), "native_reward"))
     assert np.isnan(one["oc_wrong_max"]) and "one seed" in one["oc_note"]
 
 
@@ -308,11 +311,11 @@ def test_extrapolation_recovers_a_known_curve():
 
 def test_empty_curves_give_empty_tables_and_no_figures(tmp_path):
     for empty in (pd.DataFrame(columns=list(CURVE_COLUMNS)), pd.DataFrame()):
-        result = cv.curve_analysis(empty, out_dir=tmp_path)
+        result = cv.curve_analysis(empty)
         for table in (result.fits, result.rho_star, result.size_star, result.extrapolation,
                       result.extrapolation_summary):  # fmt: skip
             assert table.empty
-        assert result.figures == []
+        assert fc.curve_figures(result, empty, tmp_path) == []
         assert set(curve_claims(empty)["verdict"]) == {"inconclusive"}
 
 
@@ -337,11 +340,12 @@ def test_a_quick_run_says_what_it_cannot_estimate():
 def test_figures_are_written(tmp_path):
     rows = pd.concat([curve_rows(growing, settings=STAGE_A, points=LADDER_A, seeds=3),
                       curve_rows(moving_peak, seeds=3)])  # fmt: skip
-    result = cv.curve_analysis(rows, recipe_sd=0.0, out_dir=tmp_path, targets=["native_reward"], bootstrap=30)
-    names = sorted(p.name for p in result.figures)
+    result = cv.curve_analysis(rows, recipe_sd=0.0, targets=["native_reward"], bootstrap=30)
+    written = fc.curve_figures(result, rows, tmp_path)
+    names = sorted(p.name for p in written)
     assert names == ["compute_optimal_envelope_native_reward.png", "curves_native_reward.png",
                      "rho_star_vs_budget_native_reward.png"]  # fmt: skip
-    assert all(p.exists() and p.stat().st_size > 0 for p in result.figures)
+    assert all(p.exists() and p.stat().st_size > 0 for p in written)
 
 
 def test_grid_curves_label_the_grid_runs_and_give_their_base():

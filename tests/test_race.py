@@ -12,20 +12,20 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from paper_repro.analysis.race import (
-    RegimeThresholds,
-    parse_means,
+from paper_repro.analysis.claims.race import (
     permutation_p,
     pilot_agreement,
     pilot_agreement_test,
+    regime_kappa,
+)
+from paper_repro.analysis.tables.race import (
+    RegimeThresholds,
+    parse_means,
     pilot_moved,
-    plus_pick,
-    plus_table,
     race_table,
     regime_ceiling,
-    regime_kappa,
-    regret_interval,
 )
+from paper_repro.analysis.tables.race_plus import plus_pick, plus_table, regret_interval
 
 RHO = {"r15": 0.16, "r30": 0.31, "r50": 0.50, "r70": 0.69, "r85": 0.84}
 BASE = 0.353

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paper_repro.analysis import curves as cv
 from paper_repro.analysis.report import answer as story
 from paper_repro.analysis.stats.optima import optimum_table
+from paper_repro.analysis.tables import curves as cv
 from paper_repro.analysis.tables.frontiers import frontier_table
 from paper_repro.paths import repo_root
 from tests.test_curves_analysis import LADDER_A, STAGE_A, curve_claims, curve_rows, growing

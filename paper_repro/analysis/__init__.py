@@ -21,7 +21,7 @@ it) and writes, beside them:
 - ``compute_cards.csv``: the runs' compute cards, flattened (:mod:`paper_repro.analysis.tables.cards`; runs
   recorded before the ledger wrote cards have none);
 - from ``curves.csv`` (each grid run at the points of its budget ladder, :mod:`paper_repro.ladder`;
-  :mod:`paper_repro.analysis.curves`): ``curve_fits.csv`` (per setting and cell, a saturating fit of
+  :mod:`paper_repro.analysis.tables.curves`): ``curve_fits.csv`` (per setting and cell, a saturating fit of
   each target against log C, its asymptote with a seed-bootstrap interval or *not identified*),
   ``rho_star_by_budget.csv`` (rho*(C): the cells that could be best at each budget point),
   ``size_star_by_budget.csv`` (size*(C): the (policy, cell) pairs of stage A that could be best at
@@ -37,15 +37,17 @@ The package is split by job, and its surface is lazy (PEP 562: a name is importe
 that importing one part (the study imports :mod:`~paper_repro.analysis.tables.frontiers`) loads no
 statistics library:
 
-- statistics: :mod:`~paper_repro.analysis.stats.optima` (best sets, unimodal fits),
-  :mod:`~paper_repro.analysis.stats.best_sets`, :mod:`~paper_repro.analysis.stats.fit_forms`;
-- tables from runs: :mod:`~paper_repro.analysis.tables.frontiers`, :mod:`~paper_repro.analysis.curves`,
-  :mod:`~paper_repro.analysis.race`, :mod:`~paper_repro.analysis.tables.recipes`, ...;
-- the claims registry: :mod:`~paper_repro.analysis.claims`;
-- design simulation: :mod:`~paper_repro.analysis.design`, :mod:`~paper_repro.analysis.claims.columns`;
-- report: :mod:`~paper_repro.analysis.report` (the answer, the claims' story, the README's blocks),
-  and the words every part shares, :mod:`~paper_repro.analysis.wording`;
-- figures: :mod:`~paper_repro.analysis.figures`, :mod:`~paper_repro.analysis.figures.notebook`;
+- statistics (:mod:`~paper_repro.analysis.stats`): best sets and unimodal fits, the fitted forms, the
+  saturating compute curve, a claim's outcome;
+- tables from runs (:mod:`~paper_repro.analysis.tables`): frontiers, compute curves, RACE and RACE+,
+  reward hacking, conventions, compute cards, recipe pairs;
+- the claims registry (:mod:`~paper_repro.analysis.claims`): one declaration per claim, the claims
+  table built from it;
+- design simulation (:mod:`~paper_repro.analysis.design`): each simulated claim's own decision on
+  studies of known truth, and candidate designs at their cost;
+- figures (:mod:`~paper_repro.analysis.figures`) and the study in words
+  (:mod:`~paper_repro.analysis.report`), with the words every part shares
+  (:mod:`~paper_repro.analysis.wording`);
 - the pipeline that runs them: :mod:`~paper_repro.analysis.pipeline`.
 """
 

@@ -13,12 +13,12 @@ from paper_repro.analysis import figures
 from paper_repro.analysis.claims.paper import PAPER
 from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.claims.table import claims_table
-from paper_repro.analysis.curves import CurveAnalysis, curve_analysis, grid_curves
-from paper_repro.analysis.race import RegimeThresholds, disagreement_table, plus_table, regime_ceiling
+from paper_repro.analysis.figures.curves import curve_figures
 from paper_repro.analysis.stats.best_sets import setting_best
 from paper_repro.analysis.stats.fit_forms import aicc_by_form
 from paper_repro.analysis.stats.optima import optimum_table, window_verdict
 from paper_repro.analysis.tables import cards, conventions, hacking, recipes
+from paper_repro.analysis.tables.curves import CurveAnalysis, curve_analysis, grid_curves
 from paper_repro.analysis.tables.frontiers import (
     at_full_budget,
     load_curves,
@@ -26,6 +26,8 @@ from paper_repro.analysis.tables.frontiers import (
     shared_runs,
     study_rows,
 )
+from paper_repro.analysis.tables.race import RegimeThresholds, disagreement_table, regime_ceiling
+from paper_repro.analysis.tables.race_plus import plus_table
 from paper_repro.config import Profile
 from paper_repro.paths import repo_root
 from paper_repro.planning import shared_settings
@@ -118,7 +120,7 @@ def analyse(
     design_table = _committed_design(root)
     claims = claims_table(study, design_table, _powers(study, power_replicates))
     # the question asked as the budget grows: the grid runs' compute curves (their ladders' points)
-    curve = curve_analysis(study.curves, margins, tau, fig_dir, shared=shared, sizes=classes.sizes)
+    curve = curve_analysis(study.curves, margins, tau, shared=shared, sizes=classes.sizes)
     recipe_pairs = recipes.pair_table(
         recipes.pairs_of(distinct), margins.recipe, recipes=frontier
     )  # at equal rho
@@ -135,6 +137,7 @@ def analyse(
                         ("race_plus_cells", plus.cells), ("race_plus_summary", plus.summary)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
     written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir)
+    curve.figures = curve_figures(curve, study.curves, fig_dir, shared=shared, sizes=classes.sizes)
     written += [p.stem for p in curve.figures]
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
                     hacked, hacked_summary, claims, written, design_table, fig_dir, curve)  # fmt: skip

@@ -216,7 +216,7 @@ def registered(id: str, decide: Callable[..., Result], **declaration) -> Iterato
 
 # the modules of declarations, in the claims table's order; a claim declared elsewhere (a user's, a
 # test's) comes after them, in the order declared
-FAMILIES = ("frontier", "tables", "additions", "curves", "recipes")
+FAMILIES = ("frontier", "race", "tables", "additions", "curves", "recipes")
 _PACKAGE = "paper_repro.analysis.claims"
 
 

@@ -69,7 +69,7 @@ class Study:
     ones); ``estimate``: whether the claims bootstrap their rho* intervals (the simulator does not);
     ``pilots``: pilot fraction -> its pilot grid's rows; ``fresh``/``fresh_default``: RACE's picks and
     TRL's default on the fresh seeds; ``curves``: the grid runs' points on their budget ladders;
-    ``thresholds``: RACE's regime rule (:class:`paper_repro.analysis.race.RegimeThresholds`);
+    ``thresholds``: RACE's regime rule (:class:`paper_repro.analysis.tables.race.RegimeThresholds`);
     ``replicates``: simulated studies per truth where a claim simulates its own table."""
 
     grid_rows: pd.DataFrame
@@ -120,7 +120,7 @@ class Study:
 
     @cached_property
     def _race(self) -> tuple[pd.DataFrame, np.ndarray]:
-        from paper_repro.analysis.race import RegimeThresholds, race_table
+        from paper_repro.analysis.tables.race import RegimeThresholds, race_table
 
         empty = self.grid_rows.iloc[0:0]
         return race_table(self.grid_rows, self.pilots, self.fresh if self.fresh is not None else empty,
@@ -129,7 +129,7 @@ class Study:
 
     @property
     def race(self) -> pd.DataFrame:
-        """One row per setting and pilot fraction (:func:`paper_repro.analysis.race.race_table`)."""
+        """One row per setting and pilot fraction (:func:`paper_repro.analysis.tables.race.race_table`)."""
         return self._race[0]
 
     @property
@@ -147,15 +147,18 @@ class Study:
     @cached_property
     def curve_rows(self) -> pd.DataFrame:
         """The grid's compute curves, their numbers parsed."""
-        from paper_repro.analysis.curves import prepared
+        from paper_repro.analysis.tables.curves import prepared
 
         return prepared(self.curves if self.curves is not None else pd.DataFrame())
 
     @cached_property
     def curve_tau(self) -> float:
-        """The recipe effect the curve claims' best sets allow for (the full-budget points' own)."""
-        from paper_repro.analysis.curves import curve_recipe_sd
+        """The recipe effect the curve claims' best sets allow for: the grid's (:attr:`tau`), or with no
+        grid runs the one the curves' full-budget points show."""
+        from paper_repro.analysis.tables.curves import curve_recipe_sd
 
+        if len(self.distinct):
+            return self.tau
         rows = self.curve_rows
         distinct = rows[~rows["setting"].isin(list(self.classes.shared))] if "setting" in rows else rows
         return curve_recipe_sd(distinct, self.margins)

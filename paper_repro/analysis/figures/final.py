@@ -13,41 +13,16 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.claims.paper import PAPER_RHO  # the paper's reported optima (reference lines)
-from paper_repro.analysis.figures.style import (
-    RHO_LABEL,
-    colors,
-    error_bars,
-    file_metadata,
-    panel_grid,
-    theme,
-)
+from paper_repro.analysis.figures.style import RHO_LABEL, colors, error_bars, panel_grid, save_figure, setup
+from paper_repro.analysis.figures.style import legend_line as _line
 from paper_repro.analysis.tables.frontiers import TARGETS
 from paper_repro.results import TARGET_LABELS
 
 
 def _save(fig, out_dir: str | Path, name: str):
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for ext in ("png", "pdf"):
-        fig.savefig(out / f"{name}.{ext}", dpi=150, bbox_inches="tight", metadata=file_metadata(ext))
+    """``fig`` written (:func:`~paper_repro.analysis.figures.style.save_figure`) and returned open."""
+    save_figure(fig, out_dir, name, close=False)
     return fig
-
-
-def _setup():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt, theme()
-
-
-def _line(label: str, **style):
-    """A legend entry for ``style`` (a line, a marker or both)."""
-    from matplotlib.lines import Line2D
-
-    style.setdefault("color", "grey")
-    return Line2D([], [], label=label, **style)
 
 
 RHO_TIME_LABEL = "time-based rho (wall seconds)"
@@ -67,7 +42,7 @@ def target_vs_rho_by_setting(
     paper's rho* as grey dashed lines (``x="rho"``). With ``optima`` (and ``x="rho"``), a strip under
     each panel holds per setting the rho span of its cells that could be best at 95% (a bar) and its
     unimodal rho* where identified (a diamond: filled inside the grid, open at its edge)."""
-    plt, _sns = _setup()
+    plt, _sns = setup()
     stages = list(stage) if len(stage) > 1 else [stage]
     data = frontier[frontier["stage"].isin(stages)]
     names = [s for s in (order or []) if s in set(data["setting"])] or list(data["setting"].unique())
@@ -154,7 +129,7 @@ def _best_strip(
 def argmax_cell_by_target(disagreement: pd.DataFrame, out_dir):
     """A settings x targets grid: the cell with the best mean for each target (its label) and that
     cell's realised rho (the colour): where the targets disagree."""
-    plt, sns = _setup()
+    plt, sns = setup()
     cells = disagreement.set_index("setting")[[f"best_{t}" for t in TARGETS]]
     rho = disagreement.set_index("setting")[[f"rho_star_{t}" for t in TARGETS]].astype(float)
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(cells) + 1.5))
@@ -195,7 +170,7 @@ def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
     cell (RACE's pick) against the full grid's; hollow where the pilots did not move off the base
     policy (uninformative). Settings that are one experiment asked for twice are drawn once
     (:func:`_shared_once`). The dotted lines: the regime threshold in realised rho."""
-    plt, _sns = _setup()
+    plt, _sns = setup()
     from paper_repro.analysis.wording import fraction_words
 
     data = _shared_once(race)
@@ -244,7 +219,7 @@ def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
 def rho_star_by_convention(conventions: pd.DataFrame, out_dir):
     """rho* of the native reward per setting (and pooled class) under each FLOP convention, with its
     95% interval clipped to [0, 1]; not identified ones are listed on the right."""
-    plt, sns = _setup()
+    plt, sns = setup()
     groups = list(conventions["group"].unique())
     kinds = list(conventions["convention"].unique())
     fig, ax = plt.subplots(figsize=(7, 0.4 * len(groups) + 1.5))
@@ -283,7 +258,7 @@ def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
     change in gsm pass@1 and in the judge's score (panels), coloured by reward system; runs that
     game their reward (reward up, both others down) ringed in black. The lower-right quadrant of
     both panels is where a reward is being gamed."""
-    plt, sns = _setup()
+    plt, sns = setup()
     systems = list(hacking["reward_system"].unique())
     palette = colors(systems)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharex=True)

@@ -6,6 +6,7 @@ metadata that makes a rebuild from the same tables give the same files."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
@@ -60,3 +61,34 @@ def error_bars(rows: pd.DataFrame, target: str) -> list[pd.Series]:
     if target in PROPORTIONS:
         low, high = low.clip(0, 1), high.clip(0, 1)
     return [(rows[target] - low).clip(lower=0), (high - rows[target]).clip(lower=0)]
+
+
+def setup():
+    """pyplot on the non-interactive backend, and seaborn with the figures' theme."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt, theme()
+
+
+def save_figure(fig, out_dir: str | Path, name: str, close: bool = True) -> Path:
+    """``fig`` as PNG and PDF in ``out_dir`` with the fixed metadata (closed unless told); the PNG's path."""
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for ext in ("png", "pdf"):
+        fig.savefig(out / f"{name}.{ext}", dpi=150, bbox_inches="tight", metadata=file_metadata(ext))
+    if close:
+        plt.close(fig)
+    return out / f"{name}.png"
+
+
+def legend_line(label: str, **style):
+    """A legend entry for ``style`` (a line, a marker or both; grey unless told)."""
+    from matplotlib.lines import Line2D
+
+    style.setdefault("color", "grey")
+    return Line2D([], [], label=label, **style)

@@ -73,7 +73,7 @@ def set_words(cells, rhos=(), n_cells=None) -> str:
 
 def _ordered(names, order=None) -> list[str]:
     """``names`` in ``order`` (the profile's), the rest after; without ``order``, sizes smallest first."""
-    from paper_repro.analysis.curves import size_order
+    from paper_repro.analysis.tables.curves import size_order
 
     names = list(dict.fromkeys(map(str, names)))
     if order is None:

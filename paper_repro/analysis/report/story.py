@@ -227,7 +227,7 @@ def readings(analysis) -> dict[str, str]:
 
 
 def curve_readings(curve, target: str = TARGET) -> dict[str, str]:
-    """One line per compute-curve figure (:mod:`paper_repro.analysis.curves`), from its tables."""
+    """One line per compute-curve figure (:mod:`paper_repro.analysis.tables.curves`), from its tables."""
     out = {}
     fits = curve.fits[curve.fits["target"] == target] if len(curve.fits) else curve.fits
     if len(fits):

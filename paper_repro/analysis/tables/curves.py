@@ -1,0 +1,445 @@
+"""Compute curves (``curves.csv``): each cell's metric against log C, the best allocation and the best
+policy size at each budget, and whether small budgets predict the full one.
+Compute curves (``curves.csv``): each cell's metric against log C, the best allocation and the best
+policy size at each budget, and whether small budgets predict the full one.
+
+A row of ``curves.csv`` is one run at one point of the budget ladder (a multiple of the profile's full
+budget C; :data:`paper_repro.results.CURVE_COLUMNS`). Only ``ok`` rows are measurements; an
+``infeasible`` point (a budget that cannot buy one round) is named, never imputed. Every rule below is
+fixed in code before any table is read.
+
+**The saturating fit** per (setting, cell, target) (:func:`fit_table`; the form, its fit and when its
+asymptote is identified: :mod:`paper_repro.analysis.stats.saturating`).
+
+**rho*(C)** (:func:`rho_star_table`): per setting, budget point and target, the cells that could be
+best at 95% among the cells measured there: the study's own decision
+(:func:`paper_repro.analysis.stats.optima.best_set`: Gupta's subset, Bonferroni, each cell's seed variance,
+the recipe effect ``recipe_sd`` allowed for), with ``best_rhos`` each best cell's **measured** mean rho
+spent up to that point (``best_target_rhos`` its recipe's target). A cell infeasible at the point is
+left out and named (``infeasible_cells``).
+
+**size*(C)** (:func:`size_star_table`): per point and target, over stage A's (policy, cell) pairs at
+equal FLOPs, each pair one "cell" of the same decision; ``best_sizes`` the policies among the pairs
+that could be best (smallest first).
+
+**Extrapolation check** (:func:`extrapolation_table`): per (setting, cell) whose ladder reaches C,
+the saturating fit on the points <= C / 2 predicts C. **Covered**: 0 lies inside the seed-bootstrap
+95% interval of the error (predicted minus the observed mean over seeds at C, both recomputed on each
+resample of the seeds, so the observed mean's own seed noise counts); ``inside`` (a description):
+the observed mean lies inside the prediction's own interval. NaN with one seed.
+:func:`extrapolation_summary` gives per target the median absolute error and the shares.
+
+The claims read from the curves (does the best allocation move, does the best policy grow) are
+:mod:`paper_repro.analysis.claims.curves`; the figures :mod:`paper_repro.analysis.figures.curves`.
+:func:`curve_analysis` builds every table, on the grid's curves (:func:`grid_curves`: the grid runs'
+rows, labelled per setting, with the base policy's values).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from paper_repro.analysis.stats.best_sets import DEFAULT
+from paper_repro.analysis.stats.optima import ALPHA, Cells, best_set, recipe_sd_estimate
+from paper_repro.analysis.stats.saturating import (
+    BOOTSTRAP,
+    DECIMALS,
+    RNG_SEED,
+    Curve,
+    free_parameters,
+    identification,
+    interval,
+    lack_of_fit,
+    ok,
+    saturating,
+)
+from paper_repro.analysis.stats.verdict import NAN
+from paper_repro.config import Margins
+from paper_repro.results import METRICS, POLICY_SIZES
+
+FULL = 1.0  # the full budget's point
+PILOT_TOP = 0.5  # the extrapolation check fits the points up to C / 2
+NUMBERS = ("seed", "point", "point_flops", "target_rho", "rho", *METRICS, *(f"base_{t}" for t in METRICS))
+
+# ---------------------------------------------------------------------------------------- rows
+
+
+def prepared(curves: pd.DataFrame) -> pd.DataFrame:
+    """``curves`` with the numbers this module reads parsed and ``point`` rounded (a CSV's cells are
+    text; ``point`` and ``point_flops`` are not among :data:`paper_repro.analysis.tables.frontiers.NUMERIC`)."""
+    frame = curves.copy()
+    for column in [c for c in NUMBERS if c in frame]:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    if "point" in frame:
+        frame["point"] = frame["point"].round(DECIMALS)
+    if "status" not in frame:
+        frame["status"] = "ok"
+    return frame
+
+
+LABELS = ("stage", "setting", "cell", "target_rho", *(f"base_{t}" for t in METRICS))
+
+
+def grid_curves(curves: pd.DataFrame, grid: pd.DataFrame) -> pd.DataFrame:
+    """The curve rows of the runs in ``grid`` (the analysis' full-budget grid rows, labelled per
+    setting as :func:`paper_repro.analysis.tables.frontiers.setting_rows` does), each labelled as its run is
+    there (stage, setting, cell, target rho) with its run's ``base_<metric>``: a run that serves two
+    settings (stage B's sparse is stage A's M) gives its curve to both; a run not in ``grid`` (a pilot,
+    a fresh seed, TRL's default) is left out."""
+    if curves.empty or grid.empty:
+        return curves.iloc[0:0]
+    labels = grid[["run_id", *(c for c in LABELS if c in grid)]].drop_duplicates()
+    mine = curves.drop(columns=[c for c in labels.columns if c != "run_id" and c in curves])
+    return mine.merge(labels, on="run_id", how="inner")
+
+
+def targets_of(curves: pd.DataFrame, targets: Sequence[str] | None = None) -> list[str]:
+    """The targets (of ``targets``, default every metric) that ``curves`` measures somewhere."""
+    wanted = METRICS if targets is None else targets
+    return [t for t in wanted if t in curves and curves[t].notna().any()]
+
+
+def size_order(labels) -> list[str]:
+    """Policy labels smallest first: letters by :data:`POLICY_SIZES` ("S" < "M" < "L"), else by the
+    number in the label ("1.5B" < "3B" < "7B"), else in the order given."""
+    labels = list(dict.fromkeys(map(str, labels)))
+    if all(s in POLICY_SIZES for s in labels):
+        return sorted(labels, key=POLICY_SIZES.index)
+    numbers = [re.search(r"\d+(\.\d+)?", s) for s in labels]
+    if all(numbers):
+        return [s for _, s in sorted(zip([float(m.group()) for m in numbers], labels, strict=True))]
+    return labels
+
+
+def fit_cell(rows: pd.DataFrame, target: str, bootstrap: int = BOOTSTRAP, seed: int = RNG_SEED) -> dict:
+    """One (setting, cell)'s fit of ``target`` over ``rows``: the fit table's columns after the
+    identity (see :func:`fit_table`)."""
+    curve = Curve.of(rows, target)
+    mean = curve.summary()[0]
+    out = {
+        "A": NAN, "A_lo": NAN, "A_hi": NAN, "C_mid": NAN, "C_mid_lo": NAN, "C_mid_hi": NAN, "B": NAN,
+        "status": "no fit", "reason": "", "A_fit": NAN, "R0": curve.base, "R0_fixed": bool(np.isfinite(curve.base)),
+        "C_mid_point": NAN, "rmse": NAN, "p_lack_of_fit": NAN, "n_points": int(np.isfinite(mean).sum()),
+        "n_seeds": curve.n_seeds,
+    }  # fmt: skip
+    fit = curve.fit() if curve.n_seeds else None
+    if fit is None:
+        need = free_parameters(curve.r0())
+        out["reason"] = f"fewer than {need} points (the free parameters)" if out["n_points"] < need else (
+            "the optimiser did not converge")  # fmt: skip
+        return out
+    draws = curve.refits(curve.resamples(bootstrap, seed))
+    a_low, a_high = interval(draws[:, 0]) if len(draws) else (NAN, NAN)
+    m_low, m_high = interval(draws[:, 1]) if len(draws) else (NAN, NAN)
+    flops_per_point = 10**curve.x / curve.points
+    p_lack = lack_of_fit(fit, curve)
+    why = identification(fit, curve, a_low, a_high, p_lack)
+    has = np.isfinite(mean)
+    out.update(
+        A_lo=a_low, A_hi=a_high, C_mid=fit.C_mid, C_mid_lo=10**m_low, C_mid_hi=10**m_high, B=fit.B,
+        A_fit=fit.A, R0=fit.R0, C_mid_point=fit.C_mid / float(np.median(flops_per_point)),
+        rmse=float(np.sqrt(np.mean((fit(curve.x[has]) - mean[has]) ** 2))), p_lack_of_fit=p_lack,
+        status="not identified" if why else "identified", reason="; ".join(why),
+    )  # fmt: skip
+    if fit.log_mid < curve.x[has].min():
+        early = "C_mid below the smallest point: the gain came before the ladder"
+        out["reason"] = "; ".join([*why, early + ("" if why else ", only A is pinned")])
+    if not why:
+        out["A"] = fit.A
+    return out
+
+
+def fit_table(
+    curves: pd.DataFrame,
+    targets: Sequence[str] | None = None,
+    bootstrap: int = BOOTSTRAP,
+    seed: int = RNG_SEED,
+) -> pd.DataFrame:
+    """Per (setting, cell, target): the saturating fit over all seeds' ok rows and its status by the
+    rule in the module docstring. Columns: ``stage, setting, cell, target_rho, target, A, A_lo, A_hi,
+    C_mid, C_mid_lo, C_mid_hi`` (FLOPs), ``B, status`` (identified, not identified, no fit),
+    ``reason, A_fit`` (the fitted asymptote, a description), ``R0, R0_fixed`` (the base policy's value
+    given, or fitted), ``C_mid_point`` (C_mid over the full budget), ``rmse`` (of the point means),
+    ``p_lack_of_fit, n_points, n_seeds``."""
+    columns = ["stage", "setting", "cell", "target_rho", "target", "A", "A_lo", "A_hi", "C_mid", "C_mid_lo",
+               "C_mid_hi", "B", "status", "reason", "A_fit", "R0", "R0_fixed", "C_mid_point", "rmse",
+               "p_lack_of_fit", "n_points", "n_seeds"]  # fmt: skip
+    curves = prepared(curves)
+    out = []
+    if not curves.empty:
+        for (setting, cell), rows in curves.groupby(["setting", "cell"], sort=False):
+            for t in targets_of(ok(rows), targets):
+                out.append({
+                    "stage": rows["stage"].iloc[0] if "stage" in rows else "", "setting": setting, "cell": cell,
+                    "target_rho": float(rows["target_rho"].mean()), "target": t, **fit_cell(rows, t, bootstrap, seed),
+                })  # fmt: skip
+    return pd.DataFrame(out, columns=columns)
+
+
+# ---------------------------------------------------------------------------------------- best sets per point
+
+
+def _rhos_words(values) -> str:
+    return " ".join(f"{v:.3f}" for v in values)
+
+
+def _best_row(rows: pd.DataFrame, target: str, tau: float, alpha: float, noun: str = "cell") -> dict | None:
+    """The cells of ``rows`` (one point, any status) that could be best for ``target`` among the
+    measured ones, and the ones infeasible there."""
+    cells = Cells.of(ok(rows), target)
+    if cells.k == 0:
+        return None
+    keep = best_set(cells, tau, alpha)
+    names = np.array(cells.names, dtype=object)
+    targets = ok(rows).groupby("cell")["target_rho"].mean()
+    infeasible = sorted(
+        set(rows.loc[rows["status"].astype(str) == "infeasible", "cell"].astype(str)) - set(names)
+    )
+    top = int(np.argmax(cells.mean))
+    notes = []
+    if infeasible:
+        notes.append(f"the feasible {noun}s only ({' '.join(infeasible)} infeasible)")
+    if cells.pooled()[1] == 0:
+        notes.append(f"no seed replication: every {noun} could be best")
+    return {
+        "best_cells": " ".join(names[keep]), "best_rhos": _rhos_words(cells.rho[keep]),
+        "best_target_rhos": _rhos_words(targets.reindex(names[keep]).to_numpy(float)),
+        "argmax_cell": names[top], "argmax_mean": float(cells.mean[top]), "n_cells": cells.k,
+        "n_seeds": int(ok(rows)["seed"].nunique()), "cells": " ".join(names), "cell_rhos": _rhos_words(cells.rho),
+        "infeasible_cells": " ".join(infeasible), "note": "; ".join(notes),
+    }  # fmt: skip
+
+
+RHO_STAR_COLUMNS = ["stage", "setting", "point", "point_flops", "target", "best_cells", "best_rhos",
+                    "best_target_rhos", "argmax_cell", "argmax_mean", "n_cells", "n_seeds", "cells", "cell_rhos",
+                    "infeasible_cells", "note"]  # fmt: skip
+
+
+def rho_star_table(
+    curves: pd.DataFrame,
+    recipe_sd: float = 0.0,
+    targets: Sequence[str] | None = None,
+    alpha: float = ALPHA,
+) -> pd.DataFrame:
+    """rho*(C): per setting, point and target, the cells that could be best at ``1 - alpha``.
+    ``best_rhos``: their measured mean rho spent up to the point (``best_target_rhos``: their recipes'
+    targets); ``cells``, ``cell_rhos``: every cell measured there; ``infeasible_cells``: left out."""
+    curves = prepared(curves)
+    out = []
+    if not curves.empty:
+        for setting, rows in curves.groupby("setting", sort=False):
+            for point, at in rows.groupby("point", sort=True):
+                for t in targets_of(ok(at), targets):
+                    best = _best_row(at, t, recipe_sd, alpha)
+                    if best is not None:
+                        out.append({"stage": at["stage"].iloc[0] if "stage" in at else "", "setting": setting,
+                                    "point": point, "point_flops": float(at["point_flops"].mean()), "target": t,
+                                    **best})  # fmt: skip
+    return pd.DataFrame(out, columns=RHO_STAR_COLUMNS)
+
+
+def pairs(curves: pd.DataFrame) -> pd.DataFrame:
+    """Stage A's rows with each (policy, cell) pair as its own ``cell`` ("M:r50") and ``size`` its
+    policy."""
+    if not {"stage", "model", "cell"} <= set(curves.columns):
+        return curves.iloc[0:0].assign(size=pd.Series(dtype=object))
+    rows = curves[curves["stage"].astype(str) == "A"]
+    return rows.assign(
+        size=rows["model"].astype(str), cell=rows["model"].astype(str) + ":" + rows["cell"].astype(str)
+    )
+
+
+SIZE_STAR_COLUMNS = ["point", "point_flops", "target", "best_pairs", "best_sizes", "argmax_pair", "argmax_size",
+                     "argmax_mean", "n_pairs", "n_seeds", "infeasible_pairs", "note"]  # fmt: skip
+
+
+def size_star_table(
+    curves: pd.DataFrame,
+    recipe_sd: float = 0.0,
+    targets: Sequence[str] | None = None,
+    sizes: Sequence[str] | None = None,
+    alpha: float = ALPHA,
+) -> pd.DataFrame:
+    """size*(C): per point and target, stage A's (policy, cell) pairs that could be best at equal
+    FLOPs (each pair one cell of :func:`best_set`) and the policy sizes among them, smallest first
+    (``sizes``: the labels in order; default :func:`size_order`)."""
+    rows = pairs(prepared(curves))
+    out = []
+    if not rows.empty:
+        found = size_order(rows["size"])
+        order = [*sizes, *(s for s in found if s not in sizes)] if sizes is not None else found
+        for point, at in rows.groupby("point", sort=True):
+            for t in targets_of(ok(at), targets):
+                best = _best_row(at, t, recipe_sd, alpha, "pair")
+                if best is None:
+                    continue
+                chosen = best["best_cells"].split()
+                found = {c.split(":")[0] for c in chosen}
+                out.append({
+                    "point": point, "point_flops": float(at["point_flops"].mean()), "target": t,
+                    "best_pairs": best["best_cells"], "best_sizes": " ".join(s for s in order if s in found),
+                    "argmax_pair": best["argmax_cell"], "argmax_size": best["argmax_cell"].split(":")[0],
+                    "argmax_mean": best["argmax_mean"], "n_pairs": best["n_cells"], "n_seeds": best["n_seeds"],
+                    "infeasible_pairs": best["infeasible_cells"],
+                    "note": best["note"],
+                })  # fmt: skip
+    return pd.DataFrame(out, columns=SIZE_STAR_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------- extrapolation
+
+
+EXTRAPOLATION_COLUMNS = ["stage", "setting", "cell", "target_rho", "target", "n_points", "n_seeds", "predicted",
+                         "pred_lo", "pred_hi", "observed", "error", "error_lo", "error_hi", "abs_error", "inside",
+                         "covered", "status"]  # fmt: skip
+
+
+def extrapolate_cell(
+    rows: pd.DataFrame, target: str, bootstrap: int = BOOTSTRAP, seed: int = RNG_SEED
+) -> dict | None:
+    """One (setting, cell): the fit on the points <= :data:`PILOT_TOP` predicting :data:`FULL` (None
+    when its ladder does not measure C). ``inside``: the observed mean lies in the prediction's
+    interval; ``covered``: 0 lies in the error's interval (both recomputed on each resample of seeds,
+    so the observed mean's own seed noise counts too)."""
+    curve = Curve.of(rows, target)
+    at_full = np.isclose(curve.points, FULL)
+    if not at_full.any() or curve.n_seeds == 0:
+        return None
+    column = curve.values[:, np.flatnonzero(at_full)[0]]
+    observed = float(np.nanmean(column))
+    x_full = float(curve.x[at_full][0])
+    pilot = curve.upto(PILOT_TOP)
+    out = {"n_points": int(np.isfinite(pilot.summary()[0]).sum()), "n_seeds": curve.n_seeds, "predicted": NAN,
+           "pred_lo": NAN, "pred_hi": NAN, "observed": observed, "error": NAN, "error_lo": NAN, "error_hi": NAN,
+           "abs_error": NAN, "inside": NAN, "covered": NAN}  # fmt: skip
+    fit = pilot.fit()
+    if fit is None:
+        return {**out, "status": "no fit: too few points up to C/2"}
+    predicted = float(fit(x_full))
+    out.update(predicted=predicted, error=predicted - observed, abs_error=abs(predicted - observed))
+    picks = pilot.resamples(bootstrap, seed)
+    if len(picks) == 0:
+        return {**out, "status": "no interval: one seed"}
+    draws = pilot.refits(picks)
+    predictions = saturating(x_full, *draws.T)
+    with np.errstate(invalid="ignore"):
+        observed_draws = np.nanmean(column[picks], axis=1)
+    low, high = interval(predictions)
+    e_low, e_high = interval(predictions - observed_draws)
+    out.update(pred_lo=low, pred_hi=high, error_lo=e_low, error_hi=e_high)
+    if not (np.isfinite(low) and np.isfinite(e_low)):
+        return {**out, "status": "no interval: refits failed"}
+    out.update(inside=bool(low <= observed <= high), covered=bool(e_low <= 0 <= e_high))
+    return {**out, "status": "ok"}
+
+
+def extrapolation_table(
+    curves: pd.DataFrame,
+    targets: Sequence[str] | None = None,
+    bootstrap: int = BOOTSTRAP,
+    seed: int = RNG_SEED,
+) -> pd.DataFrame:
+    """Per (setting, cell, target) whose ladder reaches C: the prediction of C from the points <= C/2
+    with its seed-bootstrap 95% interval, the observed mean over seeds at C, the error (predicted -
+    observed) with its paired interval, ``inside`` (the observed mean in the prediction's interval)
+    and ``covered`` (0 in the error's interval); NaN without an interval."""
+    curves = prepared(curves)
+    out = []
+    if not curves.empty:
+        for (setting, cell), rows in curves.groupby(["setting", "cell"], sort=False):
+            for t in targets_of(ok(rows), targets):
+                check = extrapolate_cell(rows, t, bootstrap, seed)
+                if check is not None:
+                    out.append({"stage": rows["stage"].iloc[0] if "stage" in rows else "", "setting": setting,
+                                "cell": cell, "target_rho": float(rows["target_rho"].mean()), "target": t,
+                                **check})  # fmt: skip
+    return pd.DataFrame(out, columns=EXTRAPOLATION_COLUMNS)
+
+
+def extrapolation_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per target: how many cells were checked and predicted, the median absolute error, and over the
+    cells with an interval the share covered (0 in the error's paired interval: the rule) and the share
+    inside (the observed mean in the prediction's interval, which ignores the observed mean's noise)."""
+    columns = ["target", "n_cells", "n_predicted", "median_abs_error", "n_intervals", "share_covered",
+               "share_inside", "note"]  # fmt: skip
+    out = []
+    for t, g in table.groupby("target", sort=False) if len(table) else []:
+        predicted = g["abs_error"].dropna()
+        covered = g["covered"].dropna().astype(bool)
+        inside = g["inside"].dropna().astype(bool)
+        statuses = g.loc[g["status"] != "ok", "status"].value_counts()
+        note = (
+            ""
+            if len(covered)
+            else "coverage not assessed: " + ", ".join(f"{k} ({v} of {len(g)})" for k, v in statuses.items())
+        )
+        out.append({"target": t, "n_cells": len(g), "n_predicted": len(predicted),
+                    "median_abs_error": float(predicted.median()) if len(predicted) else NAN,
+                    "n_intervals": len(covered), "share_covered": float(covered.mean()) if len(covered) else NAN,
+                    "share_inside": float(inside.mean()) if len(inside) else NAN, "note": note})  # fmt: skip
+    return pd.DataFrame(out, columns=columns)
+
+
+# ---------------------------------------------------------------------------------------- entry point
+
+
+@dataclass
+class CurveAnalysis:
+    """The curve analysis' tables and the figures' paths."""
+
+    fits: pd.DataFrame
+    rho_star: pd.DataFrame
+    size_star: pd.DataFrame
+    extrapolation: pd.DataFrame
+    extrapolation_summary: pd.DataFrame
+    recipe_sd: float = NAN
+    figures: list[Path] = field(default_factory=list)
+
+
+def curve_recipe_sd(
+    curves: pd.DataFrame, margins: Margins = DEFAULT, recipe_sd: float | None = None
+) -> float:
+    """The recipe effect the best sets allow for: ``recipe_sd`` when given, else the margins', else the
+    one the curves' full-budget frontiers show (:func:`paper_repro.analysis.stats.optima.recipe_sd_estimate`
+    over every setting and target at point 1)."""
+    if recipe_sd is not None:
+        return float(recipe_sd)
+    if margins.recipe_sd is not None:
+        return float(margins.recipe_sd)
+    rows = ok(prepared(curves))
+    if rows.empty or "point" not in rows:
+        return 0.0
+    full = rows[np.isclose(rows["point"], FULL)]
+    frontiers = [Cells.of(g, t) for _, g in full.groupby("setting") for t in targets_of(g)]
+    return recipe_sd_estimate(frontiers)
+
+
+def curve_analysis(
+    curves: pd.DataFrame,
+    margins: Margins = DEFAULT,
+    recipe_sd: float | None = None,
+    *,
+    shared: Mapping[str, str] | None = None,
+    sizes: Sequence[str] | None = None,
+    targets: Sequence[str] | None = None,
+    bootstrap: int = BOOTSTRAP,
+    seed: int = RNG_SEED,
+) -> CurveAnalysis:
+    """Every table of the curve analysis of ``curves`` (rows of ``curves.csv``; numbers may be text).
+    ``recipe_sd``: the recipe effect the best sets allow for (:func:`curve_recipe_sd`); ``shared``:
+    settings that are another's runs (counted once); ``sizes``: stage A's policy labels smallest
+    first. Empty ``curves``: empty tables. Its figures: :func:`paper_repro.analysis.figures.curves.curve_figures`."""
+    curves = prepared(curves)
+    distinct = curves[~curves["setting"].isin(list(shared or {}))] if "setting" in curves else curves
+    tau = curve_recipe_sd(distinct, margins, recipe_sd)
+    fits = fit_table(curves, targets, bootstrap, seed)
+    rho_star = rho_star_table(curves, tau, targets)
+    size_star = size_star_table(curves, tau, targets, sizes)
+    extrapolation = extrapolation_table(curves, targets, bootstrap, seed)
+    return CurveAnalysis(fits, rho_star, size_star, extrapolation, extrapolation_summary(extrapolation), tau)
