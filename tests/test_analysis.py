@@ -26,7 +26,8 @@ from paper_repro.analysis import analyse, design
 from paper_repro.analysis.claims import Classes
 from paper_repro.analysis.claims.columns import seeds_needed
 from paper_repro.analysis.claims.frontier import disagree, near, pass1_vs_judge
-from paper_repro.analysis.claims.tables import loglinear, no_race_gain
+from paper_repro.analysis.claims.race import no_race_gain
+from paper_repro.analysis.claims.tables import loglinear
 from paper_repro.analysis.stats.best_sets import DEFAULT
 from paper_repro.analysis.stats.optima import (
     Cells,
