@@ -154,20 +154,34 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
         log_output=log_output,
         extra_arguments=KERNEL_QUIET,
     )
-    _relative_paths(tmp, job.output)
+    _portable(tmp, job.output, timings=job.stage != "analysis")
     os.replace(tmp, job.output)
     return job.output
 
 
-def _relative_paths(executed: Path, output: Path) -> None:
+TIMINGS = ("start_time", "end_time", "duration")  # what papermill records of when a notebook or cell ran
+
+
+def _portable(executed: Path, output: Path, timings: bool = True) -> None:
     """papermill records where it read and wrote the notebook: as checkout-relative paths (the
-    final name, not the running copy's), so that a committed copy reads the same on every machine."""
+    final name, not the running copy's), so that a committed copy reads the same on every machine.
+    ``timings`` False: without when it and each cell ran (the analysis notebook, whose rerun on the
+    same tables must leave the committed copy unchanged; a run notebook keeps them as a record)."""
     import nbformat
 
     nb = nbformat.read(executed, as_version=4)
     meta = nb.metadata.get("papermill", {})
     meta["input_path"] = repo_relative(meta.get("input_path", ""))
     meta["output_path"] = repo_relative(output)
+    for cell in nb.cells:  # papermill gives the cell it injects a random id: a fixed one instead
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell["id"] = "injected-parameters"
+    if not timings:
+        for part in [meta, *(cell.metadata.get("papermill", {}) for cell in nb.cells)]:
+            for key in TIMINGS:
+                part.pop(key, None)
+        for cell in nb.cells:
+            cell.metadata.pop("execution", None)
     nbformat.write(nb, executed)
 
 
