@@ -117,3 +117,31 @@ def test_a_failed_notebook_stops_new_starts_and_is_raised(tmp_path, monkeypatch)
     with pytest.raises(RuntimeError, match="kernel died"):
         sweep.run_study(jobs, n_jobs=1, progress=False)
     assert jobs[index[("B", "sparse")]] not in started and jobs[-1] not in started
+
+
+def test_the_analysis_notebooks_executed_copy_records_no_time(tmp_path):
+    """Rerunning notebook 40 on the same tables must give the same file: no start, end or duration,
+    no per-cell execution times, and papermill's injected cell under a fixed id (a run notebook keeps
+    its times)."""
+    import nbformat
+
+    from paper_repro.paths import repo_root
+    from paper_repro.sweep import _portable
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["papermill"] = {"input_path": str(repo_root() / "notebooks/40_final_analysis.ipynb"),
+                                "start_time": "t0", "end_time": "t1", "duration": 1.0}  # fmt: skip
+    injected = nbformat.v4.new_code_cell("profile = 'cpu-tiny'")
+    injected.metadata.update(tags=["injected-parameters"], execution={"iopub.status.idle": "t"},
+                             papermill={"duration": 0.1, "start_time": "t0", "end_time": "t1"})  # fmt: skip
+    nb.cells.append(injected)
+    for timings in (True, False):
+        path = tmp_path / f"{timings}.ipynb"
+        nbformat.write(nb, path)
+        _portable(path, repo_root() / "notebooks/executed/cpu-tiny/40_final_analysis.ipynb", timings)
+        out = nbformat.read(path, as_version=4)
+        assert out.cells[0]["id"] == "injected-parameters"
+        assert out.metadata["papermill"]["input_path"] == "notebooks/40_final_analysis.ipynb"
+        assert ("duration" in out.metadata["papermill"]) == timings
+        assert ("execution" in out.cells[0].metadata) == timings
+        assert ("start_time" in out.cells[0].metadata["papermill"]) == timings
