@@ -53,8 +53,9 @@ statistics library:
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from paper_repro.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from paper_repro.analysis.pipeline import REQUIRED, Analysis, analyse, figures_folder, simulate_design
@@ -71,13 +72,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_surface(__name__, _LAZY)

@@ -59,7 +59,7 @@ designs compared at their cost). Their names are read from here, each imported o
 
 from __future__ import annotations
 
-from importlib import import_module
+from paper_repro.lazy import lazy_surface
 
 # name -> the part that owns it
 _OWNERS = {
@@ -78,7 +78,7 @@ _OWNERS = {
             "read_eval_variance",
             "recipe_sd_estimate",
         ),
-        "noise",
+        ".noise",
     ),
     **dict.fromkeys(
         (
@@ -90,7 +90,7 @@ _OWNERS = {
             "simulate",
             "truths",
         ),
-        "studies",
+        ".studies",
     ),
     **dict.fromkeys(
         (
@@ -114,7 +114,7 @@ _OWNERS = {
             "true_best_rhos",
             "truth_verdicts",
         ),
-        "characteristics",
+        ".characteristics",
     ),
     **dict.fromkeys(
         (
@@ -128,19 +128,10 @@ _OWNERS = {
             "misfits",
             "recommend",
         ),
-        "candidates",
+        ".candidates",
     ),
 }
 __all__ = sorted(_OWNERS)
 
 
-def __getattr__(name: str):
-    if name in _OWNERS:
-        value = getattr(import_module(f"{__name__}.{_OWNERS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_OWNERS})
+__getattr__, __dir__ = lazy_surface(__name__, _OWNERS)

@@ -8,7 +8,7 @@ use (a notebook's ``from paper_repro.analysis.figures import setting_frontiers``
 
 from __future__ import annotations
 
-from importlib import import_module
+from paper_repro.lazy import lazy_surface
 
 # name -> the part that owns it
 _OWNERS = {
@@ -23,7 +23,7 @@ _OWNERS = {
             "rho_star_by_convention",
             "target_vs_rho_by_setting",
         ),
-        "final",
+        ".final",
     ),
     **dict.fromkeys(
         (
@@ -38,7 +38,7 @@ _OWNERS = {
             "setting_frontier",
             "setting_frontiers",
         ),
-        "notebook",
+        ".notebook",
     ),
     **dict.fromkeys(
         (
@@ -50,19 +50,10 @@ _OWNERS = {
             "panel_grid",
             "theme",
         ),
-        "style",
+        ".style",
     ),
 }
 __all__ = sorted(_OWNERS)
 
 
-def __getattr__(name: str):
-    if name in _OWNERS:
-        value = getattr(import_module(f"{__name__}.{_OWNERS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_OWNERS})
+__getattr__, __dir__ = lazy_surface(__name__, _OWNERS)
