@@ -235,23 +235,27 @@ def _on(target: str) -> str:
     return "" if target == "native_reward" else f" (on {TARGET_WORDS[target]})"
 
 
+def _near_claim(names: str, key: str, target: str):
+    """The decision of "rho* ~ x" for the class ``names`` (an attribute of :class:`Classes`) at the
+    paper's value ``key`` on ``target``."""
+
+    def decide(study: Study) -> Result:
+        x = PAPER[key].value
+        return near(study.grid, getattr(study.classes, names), x, study.margins, target, study.estimate)
+
+    return decide
+
+
 for _suffix, _target in CLAIM_TARGETS:
     _kind = "paper claim" if _target == "native_reward" else "our addition"
     _sim = Simulated(target=_target)
 
-    @register_claim(f"rho_star.rule_based{_suffix}", sentence="rule-based rewards: rho* ~ {paper}" + _on(_target),
-                    kind=_kind, paper="rho_star.rule_based", reads=("grid",), margins=RHO_MARGINS, simulation=_sim,
-                    words=lambda s, t=_target: near_test(PAPER["rho_star.rule_based"].value, s.margins, t))  # fmt: skip
-    def _rule_based(study: Study, t: str = _target) -> Result:
-        x = PAPER["rho_star.rule_based"].value
-        return near(study.grid, study.classes.rule_based, x, study.margins, t, study.estimate)
-
-    @register_claim(f"rho_star.prm_style{_suffix}", sentence="PRM-style rewards: rho* ~ {paper}" + _on(_target),
-                    kind=_kind, paper="rho_star.prm_style", reads=("grid",), margins=RHO_MARGINS, simulation=_sim,
-                    words=lambda s, t=_target: near_test(PAPER["rho_star.prm_style"].value, s.margins, t))  # fmt: skip
-    def _prm_style(study: Study, t: str = _target) -> Result:
-        x = PAPER["rho_star.prm_style"].value
-        return near(study.grid, study.classes.prm_style, x, study.margins, t, study.estimate)
+    for _class, _words in (("rule_based", "rule-based rewards"), ("prm_style", "PRM-style rewards")):
+        _key = f"rho_star.{_class}"
+        register_claim(f"{_key}{_suffix}", sentence=f"{_words}: rho* ~ {{paper}}" + _on(_target), kind=_kind,
+                       paper=_key, reads=("grid",), margins=RHO_MARGINS, simulation=_sim,
+                       words=lambda s, t=_target, k=_key: near_test(PAPER[k].value, s.margins, t),
+                       )(_near_claim(_class, _key, _target))  # fmt: skip
 
     @register_claim(f"rho_star.prm_lower{_suffix}",
                     sentence="PRM-style rho* is lower than rule-based rho*" + _on(_target), kind=_kind,
