@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pandas as pd
@@ -39,76 +39,13 @@ from paper_repro.analysis.stats.optima import (
     window_verdict,
 )
 from paper_repro.analysis.tables.race import RegimeThresholds
-from paper_repro.config import load_profile
-from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable
-from paper_repro.spec import default_cell_spec, spec_for
-
-PROFILE = load_profile("cpu-tiny")
-START = datetime(2026, 12, 1)  # when a synthetic study's first run finished
-
-
-def paper_peaks(setting) -> float:
-    return 0.445 if rewards.is_prm_based(setting.reward_system) else 0.72
-
-
-def write_runs(
-    path, peak, noise=0.01, seeds=3, pilot_seeds=1, fresh_seeds=2, judge_peak=None, rng_seed=0, curvature=1.0
-):
-    """A runs table of ``PROFILE``'s design: ``peak(setting)`` is the rho* of every target (None: flat),
-    ``judge_peak(setting)`` the judge's when it differs. The full grid on seeds 0..seeds-1 and on the
-    first ``fresh_seeds`` fresh seeds (where RACE's pick runs), the pilots at every pilot fraction on
-    the first ``pilot_seeds`` pilot seeds, and TRL's default cell (K = G = 8, mu = 1, P = 8) on the
-    fresh seeds: the grid's r70 cell for rule-based rewards, a run of its own for PRM-style ones."""
-    rng = np.random.default_rng(rng_seed)
-    table = ResultTable(path, RUN_COLUMNS)
-    n = 0
-    fresh = list(PROFILE.fresh_seeds[:fresh_seeds])
-    budgets = [("full", PROFILE.budget_flops, [*range(seeds), *fresh])]
-    budgets += [("pilot", b, PROFILE.pilot_seeds[:pilot_seeds]) for b in PROFILE.pilot_budgets().values()]
-    for kind, budget, seed_list in budgets:
-        for s in PROFILE.all_settings():
-            prm_based = rewards.is_prm_based(s.reward_system)
-            planned = plan_setting(PROFILE, s, budget).cells
-            cells = [(c.label, c.target_rho, c.P, c.G, c.K, c.mu, c) for c in planned]
-            if kind == "full" and prm_based:
-                cells.append(("default", None, 8, 8, 8, 1, None))
-            for label, target_rho, P, G, K, mu, cell in cells:
-                for seed in seed_list:
-                    if label == "default" and seed not in fresh:
-                        continue
-                    run = (
-                        spec_for(PROFILE, s, cell, seed, kind)
-                        if cell
-                        else default_cell_spec(PROFILE, s, seed)
-                    )
-                    rho = (target_rho if target_rho is not None else 0.4) + rng.normal(0, 0.003)
-                    p = peak(s)
-                    jp = judge_peak(s) if judge_peak else p
-                    mean = {t: 0.5 - (curvature * (rho - p) ** 2 if p is not None else 0) for t in METRICS}
-                    if jp is not None:
-                        mean["judge_score"] = 0.5 - curvature * (rho - jp) ** 2
-                    n += 1
-                    row = {
-                        "run_id": f"run{n:05d}", "profile": PROFILE.name, "stage": s.stage, "setting": s.name,
-                        "cell": label, "seed": seed, "budget_kind": kind, "budget_flops": budget,
-                        "target_rho": target_rho, "rho": rho, "rho_executed": rho, "rho_time": rho / 2,
-                        "C_total": budget * 0.99, "C_learning": budget * rho, "C_search": budget * 0.1,
-                        "C_reward": budget * (0.6 - 0.5 * rho if prm_based else 0.0),
-                        "P": P, "G": G, "K": K, "mu": mu, "rounds": {"S": 40, "M": 20, "L": 10}[s.policy] * (1.5 - rho),
-                        "steps": 10, "model": s.policy, "reward_system": s.reward_system,
-                        **{t: mean[t] + rng.normal(0, noise) for t in METRICS},
-                        **{f"base_{t}": 0.3 for t in METRICS}, "status": "ok", "git_sha": "abc", "versions": "{}",
-                        "created_at": (START + timedelta(seconds=n)).isoformat(),
-                        "spec": json.dumps(run.canonical(), sort_keys=True, default=str),
-                    }  # fmt: skip
-                    table.append(row)
-    return path
+from paper_repro.results import METRICS
+from paper_repro.spec import spec_for
+from tests.worlds import PROFILE, START, as_recorded, paper_peaks, parabola_rows, write_runs
 
 
 def analysed(tmp_path, peak, **kwargs):
-    write_runs(tmp_path / "runs.csv", peak, **kwargs)
-    frame = pd.read_csv(tmp_path / "runs.csv")  # B/sparse is A/M's runs, recorded once, as the study does
-    frame[frame["setting"] != "sparse"].to_csv(tmp_path / "runs.csv", index=False)
+    as_recorded(write_runs(tmp_path / "runs.csv", peak, **kwargs))
     return analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "figures", power_replicates=0)
 
 
@@ -180,12 +117,10 @@ def test_fieller_interval_by_hand():
 
 
 def _frontier(peak, noise=0.02, seeds=5, rng_seed=0, curvature=1.0):
-    rng = np.random.default_rng(rng_seed)
-    cells = (0.16, 0.31, 0.5, 0.69, 0.84)
-    rows = [{"cell": f"r{round(c * 100)}", "rho": c, "seed": s,
-             "y": 0.5 - (curvature * (c - peak) ** 2 if peak is not None else 0) + rng.normal(0, noise)}
-            for c in cells for s in range(seeds)]  # fmt: skip
-    return pd.DataFrame(rows)
+    cells = {f"r{round(c * 100)}": c for c in (0.16, 0.31, 0.5, 0.69, 0.84)}
+    return pd.DataFrame(
+        parabola_rows(cells, peak, seeds, noise, np.random.default_rng(rng_seed), curvature=curvature)
+    )
 
 
 def test_the_best_set_covers_the_best_cell_at_its_level():
@@ -271,12 +206,11 @@ def test_the_window_rule_returns_every_verdict():
 
 def test_settings_whose_best_sets_do_not_overlap_are_heterogeneous():
     rng = np.random.default_rng(0)
-    cells = [0.16, 0.31, 0.5, 0.69, 0.84]
+    cells = {f"r{round(c * 100)}": c for c in (0.16, 0.31, 0.5, 0.69, 0.84)}
 
     def setting(name, peak):
-        return pd.DataFrame([{"setting": name, "cell": f"r{round(c * 100)}", "rho": c, "seed": s,
-                              **{t: 0.5 - 3 * (c - peak) ** 2 + rng.normal(0, 0.003) for t in METRICS}}
-                             for c in cells for s in range(5)])  # fmt: skip
+        rows = parabola_rows(cells, peak, 5, 0.003, rng, METRICS, curvature=3)
+        return pd.DataFrame(rows).assign(setting=name)
 
     runs = pd.concat([setting("a", 0.16), setting("b", 0.84)], ignore_index=True)
     m = DEFAULT

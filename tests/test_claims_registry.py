@@ -11,7 +11,7 @@ from paper_repro.analysis.claims import registry
 from paper_repro.analysis.claims.registry import NotSimulated, Simulated, register_claim, registered
 from paper_repro.analysis.report import readme, story
 from paper_repro.analysis.stats.verdict import Result
-from tests.test_analysis import PROFILE, paper_peaks, write_runs
+from tests.worlds import PROFILE, paper_peaks, write_runs
 
 TOY = "toy.middle_cell_best"
 TOY_SENTENCE = "toy: the middle policy's best native-reward cell lies above rho 0.5"

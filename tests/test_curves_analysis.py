@@ -12,100 +12,24 @@ import pytest
 
 from paper_repro.analysis.claims import curves as cc
 from paper_repro.analysis.figures import curves as fc
-from paper_repro.analysis.stats import saturating as sat
 from paper_repro.analysis.tables import curves as cv
 from paper_repro.paths import repo_root
-from paper_repro.results import CURVE_COLUMNS, METRICS, curve_id
+from paper_repro.results import CURVE_COLUMNS
+from tests.worlds import (
+    BASE,
+    LADDER,
+    LADDER_A,
+    STAGE_A,
+    curve_rows,
+    flat,
+    growing,
+    known,
+    large_always,
+    moving_peak,
+    static_peak,
+)
 
-FULL_FLOPS = 1e11
-LADDER = (0.0625, 0.125, 0.25, 0.5, 1.0)
-LADDER_A = (*LADDER, 2.0, 4.0)  # stage A runs to 4C
-CELLS = {"r15": 0.15, "r30": 0.30, "r50": 0.50, "r70": 0.70, "r85": 0.85}
-BASE = 0.3
 CURVE_CLAIMS = ("curves.moves", "curves.grows")
-
-
-def known(A: float, mid_point: float, B: float, R0: float = BASE):
-    """A saturating truth in the budget point: asymptote ``A``, half the gain at ``mid_point`` C."""
-    return lambda point: float(
-        sat.saturating(math.log10(point * FULL_FLOPS), A, math.log10(mid_point * FULL_FLOPS), B, R0)
-    )
-
-
-def curve_rows(
-    truth,
-    settings: dict[str, str] | None = None,
-    cells: dict[str, float] | None = None,
-    seeds: int = 5,
-    points=LADDER,
-    sd: float = 0.01,
-    rng_seed: int = 0,
-    base: float | None = BASE,
-    infeasible: dict[tuple[str, float], str] | None = None,
-) -> pd.DataFrame:
-    """Rows of ``curves.csv`` (every :data:`CURVE_COLUMNS` column): ``truth(setting, cell, rho, point)``
-    is each metric's mean, plus normal seed noise of SD ``sd``. ``settings``: name -> stage (a stage A
-    setting's policy is its name); ``infeasible``: (cell, point) pairs that cannot buy a round
-    (``"*"`` for every setting, else the setting named)."""
-    settings = settings or {"M": "B"}
-    cells = cells or CELLS
-    rng = np.random.default_rng(rng_seed)
-    out = []
-    for setting, stage in settings.items():
-        model = setting if stage == "A" else "M"
-        for cell, rho in cells.items():
-            for seed in range(seeds):
-                run_id = f"{setting}-{cell}-{seed}"
-                for point in points:
-                    off = (infeasible or {}).get((cell, point)) in ("*", setting)
-                    row = dict.fromkeys(CURVE_COLUMNS, np.nan)
-                    row.update(
-                        curve_id=curve_id(run_id, point), run_id=run_id, profile="synthetic", stage=stage,
-                        setting=setting, cell=cell, seed=seed, budget_kind="full", budget_flops=points[-1] * FULL_FLOPS,
-                        point=point, point_flops=point * FULL_FLOPS, final=point == points[-1],
-                        evaluation="all" if point in (0.25, 1.0, 4.0) else "native", target_rho=rho, P=8, G=8, K=8,
-                        mu=1, model=model, reward_system="sparse", rho=rho + 0.01, C_total=point * FULL_FLOPS,
-                        rounds=int(10 * point) + 1, status="infeasible" if off else "ok",
-                    )  # fmt: skip
-                    if not off:
-                        mean = truth(setting, cell, rho, point)
-                        for t in METRICS:
-                            if t == "native_reward" or row["evaluation"] == "all":
-                                row[t] = mean + rng.normal(0, sd)
-                    if base is not None:
-                        for t in METRICS:
-                            row[f"base_{t}"] = base
-                    out.append(row)
-    return pd.DataFrame(out)
-
-
-def moving_peak(setting, cell, rho, point):
-    """The best rho moves from 0.15 at C/16 to 0.85 at C."""
-    peak = 0.15 + 0.7 * (math.log2(point) + 4) / 4
-    return 0.6 - 2.0 * (rho - peak) ** 2
-
-
-def static_peak(setting, cell, rho, point):
-    return 0.6 - 2.0 * (rho - 0.5) ** 2 + 0.05 * math.log2(point)
-
-
-def flat(setting, cell, rho, point):
-    return 0.5
-
-
-SIZE_CURVES = {"S": known(0.5, 0.0625 / 4, 1.0), "M": known(0.7, 0.5, 1.5), "L": known(0.9, 2.0, 2.0)}
-
-
-def growing(setting, cell, rho, point):
-    """Stage A: the small policy is best at small budgets, the large one at large budgets."""
-    return SIZE_CURVES[setting](point) - 0.3 * (rho - 0.5) ** 2
-
-
-def large_always(setting, cell, rho, point):
-    return 0.5 + 0.1 * ("SML".index(setting)) - 0.3 * (rho - 0.5) ** 2
-
-
-STAGE_A = {"S": "A", "M": "A", "L": "A"}
 
 
 # ---------------------------------------------------------------------------------------- the fit

@@ -107,7 +107,7 @@ def test_the_recipe_effect_estimate_is_not_low_on_average(truth):
 
 
 def test_the_design_command_writes_design_csv_and_the_claims_read_it(tmp_path):
-    from tests.test_analysis import PROFILE, write_runs
+    from tests.worlds import PROFILE, write_runs
 
     write_runs(tmp_path / "runs.csv", lambda s: 0.5, noise=0.03, seeds=3)
     assert main(["design", "--profile", "cpu-tiny", "--results", str(tmp_path), "--replicates", "2",
@@ -283,29 +283,19 @@ def _small_profile():
 
 
 def test_candidates_are_priced_and_simulated_end_to_end(tmp_path):
-    from paper_repro.allocation import plan_setting
     from paper_repro.analysis.design import candidates as dc
-    from paper_repro.results import METRICS
-    from paper_repro.spec import default_cell_spec, spec_for
+    from paper_repro.spec import default_cell_spec
+    from tests.worlds import design_rows, write_rows
 
     profile = _small_profile()
-    rng = np.random.default_rng(0)
-    rows = []
-    for s in profile.all_settings():
-        for kind, budget, seeds in (("full", profile.budget_flops, [0, 1, 2, 200]),
-                                    ("pilot", profile.budget_flops / 2, [100])):  # fmt: skip
-            for cell in plan_setting(profile, s, budget).cells:
-                for seed in seeds:
-                    spec = spec_for(profile, s, cell, seed, kind)
-                    rows.append({"run_id": spec.run_id, "stage": s.stage, "setting": s.name, "cell": cell.label,
-                                 "seed": seed, "budget_kind": kind, "budget_flops": budget, "target_rho": cell.target_rho,
-                                 "rho": cell.predicted_rho, "C_total": 0.95 * budget, "P": cell.P, "G": cell.G,
-                                 "K": cell.K, "mu": cell.mu, "model": s.policy, "reward_system": s.reward_system,
-                                 **{m: 0.5 + rng.normal(0, 0.03) for m in METRICS}, "seconds_train": 1e-10 * budget,
-                                 "seconds_eval": 1.8, "seconds_total": 1e-10 * budget + 1.9, "status": "ok",
-                                 "created_at": "2026-12-01T00:00:00+00:00",
-                                 "spec": json.dumps(spec.canonical(), sort_keys=True, default=str)})  # fmt: skip
-    pd.DataFrame(rows).to_csv(tmp_path / "runs.csv", index=False)
+    # a flat world of its design: the grid on seeds 0-2 and fresh seed 200, the pilots at C/2 on seed 100,
+    # no default cell; each run's training seconds in proportion to its budget, its evaluation 1.8 s
+    rows = design_rows(lambda s: None, noise=0.03, seeds=3, pilot_seeds=1, fresh_seeds=1, profile=profile,
+                       default_cells=False)  # fmt: skip
+    for row in rows:
+        train_s = 1e-10 * row["budget_flops"]
+        row.update(seconds_train=train_s, seconds_eval=1.8, seconds_total=train_s + 1.9)
+    write_rows(tmp_path / "runs.csv", rows)
     assert default_cell_spec(profile, profile.setting("M"), 200).policy == "M"
     chosen = dc.Candidate.from_profile(profile, eval_problems=300)
     listed = [chosen, dataclasses.replace(chosen, name="900 problems", eval_problems=900),

@@ -14,39 +14,13 @@ import pytest
 from paper_repro.analysis import figures
 from paper_repro.analysis.stats.optima import Cells, best_set, optimum_table
 from paper_repro.analysis.tables.frontiers import TARGETS, frontier_table
-
-CELLS = {"r15": 0.15, "r30": 0.30, "r50": 0.50, "r70": 0.70, "r85": 0.85}
-SETTINGS = {"S": "A", "M": "A", "L": "A", "sparse": "B", "dense": "B"}
-
-
-def runs(peak: float = 0.5, seeds: int = 3, sd: float = 0.02, rng_seed: int = 0) -> pd.DataFrame:
-    """Run rows of every setting of :data:`SETTINGS` over :data:`CELLS`: each target a parabola in
-    rho peaking at ``peak`` plus seed noise; stage B's sparse reuses stage A's M runs."""
-    rng = np.random.default_rng(rng_seed)
-    out = []
-    for setting, stage in SETTINGS.items():
-        if setting == "sparse":
-            continue
-        for cell, rho in CELLS.items():
-            for seed in range(seeds):
-                rec = {
-                    "stage": stage, "setting": setting, "cell": cell, "model": setting, "reward_system": "sparse",
-                    "P": 8, "G": 8, "K": 8, "mu": 1, "target_rho": rho, "rho": rho + 0.01, "rho_time": rho * 0.8,
-                    "C_reward": 1.0, "C_total": 10.0, "rounds": 4, "seconds_train": 1.0, "seed": seed,
-                    "run_id": f"{setting}-{cell}-{seed}",
-                }  # fmt: skip
-                for t in TARGETS:
-                    rec[t] = 0.6 - (rho - peak) ** 2 + rng.normal(0, sd)
-                    rec[f"base_{t}"] = 0.3
-                out.append(rec)
-    rows = pd.DataFrame(out)
-    sparse = rows[rows["setting"] == "M"].assign(stage="B", setting="sparse")
-    return pd.concat([rows, sparse], ignore_index=True)
+from tests.worlds import FIGURE_CELLS as CELLS
+from tests.worlds import frontier_runs
 
 
 @pytest.fixture(scope="module")
 def tables():
-    rows = runs()
+    rows = frontier_runs()
     frontier = frontier_table(rows)
     optima = optimum_table(rows, frontier, {"sparse": "M"})
     return rows, frontier, optima
@@ -278,7 +252,7 @@ def test_the_stage_figure_leaves_out_a_nan_metric_and_says_so(tables):
 
 
 def test_with_one_seed_the_stage_figure_draws_no_interval_and_says_why():
-    rows = one(frontier_table(runs(seeds=1)))
+    rows = one(frontier_table(frontier_runs(seeds=1)))
     fig = figures.setting_frontiers(rows)
     figures.notebook_image(fig)
     for ax in fig.axes:
@@ -314,7 +288,7 @@ def test_the_frontiers_best_set_is_the_runs_best_set(tables, recipe_sd):
 
 
 def test_the_sentence_names_the_best_cell_and_the_cells_that_could_be_best():
-    frontier = frontier_table(runs(peak=0.5, sd=0.005))
+    frontier = frontier_table(frontier_runs(peak=0.5, sd=0.005))
     rows = one(frontier)
     cells, keep = figures.frontier_best_set(rows, "native_reward")
     sentence = figures.best_cells_sentence(rows)
@@ -328,7 +302,7 @@ def test_the_sentence_names_the_best_cell_and_the_cells_that_could_be_best():
 
 
 def test_with_one_seed_the_sentence_says_there_is_no_interval():
-    rows = one(frontier_table(runs(seeds=1)))
+    rows = one(frontier_table(frontier_runs(seeds=1)))
     sentence = figures.best_cells_sentence(rows)
     assert "no interval (one seed)" in sentence and "any cell could be best" in sentence
 
@@ -339,7 +313,7 @@ class Race:
 
 
 def pilots() -> pd.DataFrame:
-    rows = runs(peak=0.3, sd=0.005)
+    rows = frontier_runs(peak=0.3, sd=0.005)
     rows = rows[rows["setting"] == "M"]
     return pd.concat(
         [frontier_table(rows).assign(pilot_fraction=f) for f in (0.125, 0.0625)], ignore_index=True

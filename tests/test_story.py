@@ -16,8 +16,8 @@ from paper_repro.analysis.stats.optima import optimum_table
 from paper_repro.analysis.tables import curves as cv
 from paper_repro.analysis.tables.frontiers import frontier_table
 from paper_repro.paths import repo_root
-from tests.test_curves_analysis import LADDER_A, STAGE_A, curve_claims, curve_rows, growing
-from tests.test_figures import runs
+from tests.test_curves_analysis import curve_claims
+from tests.worlds import LADDER_A, STAGE_A, curve_rows, frontier_runs, growing
 
 COMMITTED = repo_root() / "data" / "results" / "cpu-tiny"
 ORDER = ["S", "M", "L", "sparse", "dense"]
@@ -48,7 +48,7 @@ CLAIMS = pd.DataFrame([
 def synthetic() -> dict[str, pd.DataFrame]:
     """Stage A (S, M, L) and stage B (sparse: M's runs; dense) with a sharp peak at rho 0.5, and
     stage A's compute curves on to 4C with the best policy growing with the budget."""
-    rows = runs(peak=0.5, sd=0.005)
+    rows = frontier_runs(peak=0.5, sd=0.005)
     frontier = frontier_table(rows)
     optima = optimum_table(rows, frontier, {"sparse": "M"})
     curve = curve_rows(growing, settings=STAGE_A, points=LADDER_A, seeds=3)
