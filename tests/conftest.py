@@ -35,6 +35,13 @@ def tiny_profile(tmp_path_factory, tiny_policy, tiny_prm):
 
 
 @pytest.fixture(scope="session")
+def tiny_m_profile(tiny_policy):
+    """cpu-tiny with :func:`tiny_policy` as policy M, short completions and 8-problem evaluations
+    (:func:`tests.fixtures.tiny_m_profile`)."""
+    return fixtures.tiny_m_profile(tiny_policy)
+
+
+@pytest.fixture(scope="session")
 def tiny_gpu_profile(tmp_path_factory):
     """The YAML path of gpu-paper shrunk onto tiny Qwen2.5-shaped checkpoints and local hub rows."""
     return fixtures.write_tiny_gpu_profile(tmp_path_factory.mktemp("tiny-gpu-profile"))

@@ -4,16 +4,19 @@
   saved in HF format (:func:`paper_repro.testbed.random_model`).
 - :func:`write_tiny_profile`: cpu-tiny whose policies and PRM are such checkpoints and whose runs
   are tiny (end-to-end runs and notebook executions in seconds).
+- :func:`tiny_m_profile`: cpu-tiny in memory with such a checkpoint as policy M and short runs (one
+  run of M in a few seconds, in this process).
 - :func:`write_tiny_gpu_profile`: gpu-paper, shrunk, over tiny checkpoints with the interfaces of
   Qwen2.5-Instruct (:func:`write_tiny_qwen25`) and Qwen2.5-Math-PRM (:func:`write_tiny_math_prm`,
   with its remote code) and local files in the hub datasets' own columns.
 
 ``tests/conftest.py`` wraps them in session fixtures (``tiny_policy``, ``tiny_prm``,
-``tiny_profile``, ``tiny_gpu_profile``).
+``tiny_profile``, ``tiny_m_profile``, ``tiny_gpu_profile``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -60,6 +63,19 @@ def write_tiny_profile(root, policy, prm, name: str = TINY_PROFILE_NAME) -> Path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(tiny_profile_dict(policy, prm, name), sort_keys=False))
     return path
+
+
+def tiny_m_profile(policy):
+    """cpu-tiny (a Profile, not a file) with ``policy`` as policy M, 16-token completions and
+    8-problem evaluations."""
+    base = load_profile("cpu-tiny")
+    return dataclasses.replace(
+        base,
+        policies={**base.policies, "M": str(policy)},
+        train=dataclasses.replace(base.train, max_completion_length=16),
+        expected_lengths={"prompt": 30, "completion": 16},
+        eval={"limit": 8, "max_new_tokens": 16, "batch_size": 64},
+    )
 
 
 # ------------------------------------------------------------------------------- the gpu-paper copy

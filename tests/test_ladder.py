@@ -19,19 +19,6 @@ SAME = ("rho", "C_search", "C_learning", "C_reward", "C_total", "rho_executed", 
         "steps", *METRICS)  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def profile(tiny_policy):
-    """cpu-tiny with the tiny random policy as policy M, short completions and 8-problem evaluations."""
-    base = load_profile("cpu-tiny")
-    return dataclasses.replace(
-        base,
-        policies={**base.policies, "M": str(tiny_policy)},
-        train=dataclasses.replace(base.train, max_completion_length=16),
-        expected_lengths={"prompt": 30, "completion": 16},
-        eval={"limit": 8, "max_new_tokens": 16, "batch_size": 64},
-    )
-
-
 def _laddered(profile, rounds: float, target: float, stop: str, points=((0.25, "native"), (0.5, "all"))):
     """A run of about ``rounds`` rounds of the M cell nearest ``target`` with ``points`` on its ladder
     (the unit is the run's own budget, so 0.25 is a quarter of it)."""
@@ -72,8 +59,8 @@ def _equal(a: dict, b: dict) -> list[str]:
         pytest.param("step", 0.85, marks=pytest.mark.slow),
     ],
 )
-def test_a_point_of_a_run_is_the_run_of_that_budget_row_for_row(profile, tmp_path, stop, target):
-    spec = _laddered(profile, rounds=8, target=target, stop=stop)
+def test_a_point_of_a_run_is_the_run_of_that_budget_row_for_row(tiny_m_profile, tmp_path, stop, target):
+    spec = _laddered(tiny_m_profile, rounds=8, target=target, stop=stop)
     row = train.run_cell(spec, results_root=tmp_path / "ladder", threads=1, raise_errors=True)
     assert row["status"] == "ok"
     curves = _curves(tmp_path / "ladder")
@@ -96,9 +83,9 @@ def test_a_point_of_a_run_is_the_run_of_that_budget_row_for_row(profile, tmp_pat
     assert spent == sorted(spent) and spent[0] < spent[-1]
 
 
-def test_a_point_below_one_round_is_infeasible_with_its_reason(profile, tmp_path):
+def test_a_point_below_one_round_is_infeasible_with_its_reason(tiny_m_profile, tmp_path):
     spec = _laddered(
-        profile, rounds=3, target=0.70, stop="ceiling", points=((0.01, "native"), (0.5, "native"))
+        tiny_m_profile, rounds=3, target=0.70, stop="ceiling", points=((0.01, "native"), (0.5, "native"))
     )
     train.run_cell(spec, results_root=tmp_path, threads=1, raise_errors=True)
     low = _curves(tmp_path)[curve_id(spec.run_id, 0.01)]
@@ -106,8 +93,8 @@ def test_a_point_below_one_round_is_infeasible_with_its_reason(profile, tmp_path
     assert all(math.isnan(float(low[m])) for m in METRICS)
 
 
-def test_a_run_killed_between_points_resumes_without_a_second_row(profile, tmp_path, monkeypatch):
-    spec = _laddered(profile, rounds=6, target=0.70, stop="ceiling")
+def test_a_run_killed_between_points_resumes_without_a_second_row(tiny_m_profile, tmp_path, monkeypatch):
+    spec = _laddered(tiny_m_profile, rounds=6, target=0.70, stop="ceiling")
     calls: list[float] = []
     real = ladder.evaluate_point
 
@@ -179,12 +166,12 @@ def test_a_bad_ladder_is_refused_with_what_is_wrong(raw, message):
     assert Curves().ladder(1.0) == ()
 
 
-def test_a_run_recorded_without_its_curve_is_run_again_for_it_and_its_row_stays_one(profile, tmp_path):
+def test_a_run_recorded_without_its_curve_is_run_again_for_it_and_its_row_stays_one(tiny_m_profile, tmp_path):
     """The ladder is not the run's identity: a run whose row predates its ladder (or was killed after
     its row) is pending until its points are measured, and its row is not written twice."""
     from paper_repro import runner
 
-    spec = _laddered(profile, rounds=4, target=0.70, stop="ceiling")
+    spec = _laddered(tiny_m_profile, rounds=4, target=0.70, stop="ceiling")
     bare = dataclasses.replace(spec, ladder=(), ladder_unit=None)
     assert bare.run_id == spec.run_id
     first = train.run_cell(bare, results_root=tmp_path, threads=1, raise_errors=True)

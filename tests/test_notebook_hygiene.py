@@ -4,7 +4,6 @@ shows none of them."""
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from pathlib import Path
 
@@ -13,7 +12,6 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from paper_repro import runner
 from paper_repro.allocation import planner_for
-from paper_repro.config import load_profile
 from paper_repro.notebook_hygiene import notebook_problems
 from paper_repro.quiet import quiet_libraries
 from paper_repro.spec import spec_for
@@ -63,18 +61,11 @@ def test_a_clean_notebook_passes(tmp_path):
     assert notebook_problems(clean) == []
 
 
-def test_a_run_prints_no_log_dicts_and_no_library_warnings(tiny_policy, tmp_path, capfd):
+def test_a_run_prints_no_log_dicts_and_no_library_warnings(tiny_m_profile, tmp_path, capfd):
     """One tiny run in this process, as a notebook's kernel makes it (Python's default warning
     filters, then :func:`quiet_libraries` as ``study.prepare`` calls it): what it writes to stdout
     and stderr, and the warnings it raises, are a clean notebook output; its step log is complete."""
-    base = load_profile("cpu-tiny")
-    profile = dataclasses.replace(
-        base,
-        policies={**base.policies, "M": str(tiny_policy)},
-        train=dataclasses.replace(base.train, max_completion_length=16),
-        expected_lengths={"prompt": 30, "completion": 16},
-        eval={"limit": 8, "max_new_tokens": 16, "batch_size": 64},
-    )
+    profile = tiny_m_profile
     setting = next(s for s in profile.settings("A") if s.name == "M")
     planner = planner_for(profile, setting)
     spec = spec_for(profile, setting, planner.cell(0.7, 1.5 * planner.cell(0.7, 1e30).round_cost.C_total), 0)

@@ -16,19 +16,6 @@ from paper_repro.results import ResultTable
 from paper_repro.spec import setting_specs, spec_for
 
 
-@pytest.fixture(scope="module")
-def profile(tiny_policy):
-    """cpu-tiny with the tiny random policy as policy M, short completions and 8-problem evaluations."""
-    base = load_profile("cpu-tiny")
-    return dataclasses.replace(
-        base,
-        policies={**base.policies, "M": str(tiny_policy)},
-        train=dataclasses.replace(base.train, max_completion_length=16),
-        expected_lengths={"prompt": 30, "completion": 16},
-        eval={"limit": 8, "max_new_tokens": 16, "batch_size": 64},
-    )
-
-
 def _spec(profile, rounds: float, stage="A", name="M", target=0.70, seed=0):
     setting = next(s for s in profile.settings(stage) if s.name == name)
     planner = planner_for(profile, setting)
@@ -37,8 +24,8 @@ def _spec(profile, rounds: float, stage="A", name="M", target=0.70, seed=0):
     return spec_for(profile, setting, cell, seed=seed)
 
 
-def test_a_run_spends_its_budget_within_one_round_and_writes_one_row(profile, tmp_path):
-    spec = _spec(profile, rounds=3.5)
+def test_a_run_spends_its_budget_within_one_round_and_writes_one_row(tiny_m_profile, tmp_path):
+    spec = _spec(tiny_m_profile, rounds=3.5)
     row = train.run_cell(spec, results_root=tmp_path, threads=1, raise_errors=True)
     assert row["status"] == "ok", row.get("error")
     steps = [
@@ -66,16 +53,16 @@ def test_a_run_spends_its_budget_within_one_round_and_writes_one_row(profile, tm
     assert len(table.rows()) == 1
 
 
-def test_down_sampled_cell_realises_a_low_rho(profile, tmp_path):
-    spec = _spec(profile, rounds=2.5, target=0.30)
+def test_down_sampled_cell_realises_a_low_rho(tiny_m_profile, tmp_path):
+    spec = _spec(tiny_m_profile, rounds=2.5, target=0.30)
     assert spec.K < spec.G
     row = train.run_cell(spec, results_root=tmp_path, threads=1, raise_errors=True)
     assert abs(row["rho"] - 0.30) <= 0.05
     assert row["C_total"] <= spec.budget_flops
 
 
-def test_a_failure_is_a_failed_row_with_nan_metrics_then_a_retry(profile, tmp_path, monkeypatch):
-    spec = _spec(profile, rounds=1.5)
+def test_a_failure_is_a_failed_row_with_nan_metrics_then_a_retry(tiny_m_profile, tmp_path, monkeypatch):
+    spec = _spec(tiny_m_profile, rounds=1.5)
 
     def boom(*args, **kwargs):
         raise RuntimeError("the trainer fell over")
@@ -92,12 +79,12 @@ def test_a_failure_is_a_failed_row_with_nan_metrics_then_a_retry(profile, tmp_pa
     assert ResultTable(tmp_path / "runs.csv").frame()["status"].tolist() == ["failed", "ok"]
 
 
-def test_the_same_experiment_asked_by_two_stages_is_one_run(profile):
-    a = _spec(profile, rounds=4, stage="A", name="M")
-    b = _spec(profile, rounds=4, stage="B", name="sparse")
+def test_the_same_experiment_asked_by_two_stages_is_one_run(tiny_m_profile):
+    a = _spec(tiny_m_profile, rounds=4, stage="A", name="M")
+    b = _spec(tiny_m_profile, rounds=4, stage="B", name="sparse")
     assert (a.stage, b.stage) == ("A", "B")
     assert a.run_id == b.run_id
-    assert _spec(profile, rounds=4, seed=1).run_id != a.run_id
+    assert _spec(tiny_m_profile, rounds=4, seed=1).run_id != a.run_id
     assert dataclasses.replace(a, budget_flops=a.budget_flops * 2).run_id != a.run_id
     assert dataclasses.replace(a, cell="default", target_rho=float("nan")).run_id == a.run_id
     assert dataclasses.replace(a, mu=a.mu + 1).run_id != a.run_id
@@ -121,8 +108,8 @@ def test_setting_specs_cover_every_feasible_cell_and_seed():
         setting_specs(profile, "prm", cells=["r90"])
 
 
-def test_bad_input_is_refused_before_any_compute(profile, tmp_path):
-    spec = _spec(profile, rounds=2)
+def test_bad_input_is_refused_before_any_compute(tiny_m_profile, tmp_path):
+    spec = _spec(tiny_m_profile, rounds=2)
     missing = dataclasses.replace(spec, model=str(tmp_path / "no-such-model"))
     with pytest.raises(FileNotFoundError, match="no-such-model"):
         train.run_cell(missing, results_root=tmp_path)
