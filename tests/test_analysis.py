@@ -12,6 +12,7 @@ it; the paper's world (0.72 rule-based,
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from datetime import timedelta
@@ -41,6 +42,7 @@ from paper_repro.analysis.stats.optima import (
 from paper_repro.analysis.tables.race import RegimeThresholds
 from paper_repro.results import METRICS
 from paper_repro.spec import spec_for
+from tests import worlds
 from tests.worlds import PROFILE, START, as_recorded, paper_peaks, parabola_rows, write_runs
 
 
@@ -55,6 +57,29 @@ def verdicts(result) -> dict[str, str]:
 
 
 RULE, PRM, LOWER = "rho_star.rule_based", "rho_star.prm_style", "rho_star.prm_lower"
+CARD = {"device": {"type": "cpu", "name": "cpu", "peak_flops_per_s": 1e11}, "steps": 4, "rounds": 4,
+        "rho": 0.5, "rho_executed": 0.4, "rho_time": 0.2, "seconds": {"total": 2.0},
+        "flops": {"useful": {"C_total": 3e9}, "executed": {"C_total": 4e9}},
+        "achieved_flops_per_s": {"total": 2e9}, "utilisation": {"total": 0.02}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def paper_world(tmp_path_factory):
+    """The paper's world (noise 0.01, three grid seeds) as the study records it, with a compute card
+    for its first run and one for a run not in its table, analysed once (the power column at 4
+    replicates) for the tests that only read the analysis and its folder. Returns (folder, the
+    carded run's id, the analysis)."""
+
+    def build(root):
+        as_recorded(write_runs(root / "runs.csv", paper_peaks, noise=0.01))
+        run_id = pd.read_csv(root / "runs.csv")["run_id"].iloc[0]
+        (root / "steps").mkdir()
+        (root / "steps" / f"{run_id}.card.json").write_text(json.dumps(CARD))
+        (root / "steps" / "not-a-run-of-this-table.card.json").write_text(json.dumps(CARD))
+        result = analyse(PROFILE, results_root=root, figures_dir=root / "figures", power_replicates=4)
+        return root, run_id, result
+
+    return worlds.shared(tmp_path_factory, "paper-world", build)
 
 
 # ------------------------------------------------------------------------------- known truths
@@ -96,8 +121,8 @@ def test_the_papers_world_holds_both_optima_and_lower(tmp_path):
     assert tests.loc["M", "rho_star"] == pytest.approx(0.72, abs=0.07)  # cells nearest 0.72: 0.68, 0.76
 
 
-def test_a_setting_sharing_its_runs_counts_once(tmp_path):
-    result = analysed(tmp_path, paper_peaks, noise=0.005)
+def test_a_setting_sharing_its_runs_counts_once(paper_world):
+    _, _, result = paper_world
     optima = result.optima.set_index(["setting", "target"])
     assert optima.loc[("sparse", "native_reward"), "same_runs_as"] == "M"
     note = result.claims.set_index("id").loc[RULE, "note"]
@@ -307,9 +332,8 @@ def test_power_grows_with_seeds_in_the_design_simulator():
     assert seeds_needed({3: 0.1, 10: 0.85}) == 10 and seeds_needed({3: 0.1}) is None
 
 
-def test_the_claims_table_carries_the_power_column(tmp_path):
-    write_runs(tmp_path / "runs.csv", paper_peaks, noise=0.05)
-    result = analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=4)
+def test_the_claims_table_carries_the_power_column(paper_world):
+    _, _, result = paper_world
     c = result.claims.set_index("id")
     assert {"power_now", "seeds_for_80pct_power", "power_note"} <= set(result.claims.columns)
     assert c.loc[RULE, "power_note"].startswith("3 seeds:")
@@ -336,8 +360,8 @@ def test_the_claims_table_carries_the_power_column(tmp_path):
 # ------------------------------------------------------------------------------- tables, figures, input
 
 
-def test_every_table_and_figure_is_written(tmp_path):
-    result = analysed(tmp_path, paper_peaks, noise=0.01)
+def test_every_table_and_figure_is_written(paper_world):
+    folder, _, result = paper_world
     for name in (
         "frontiers",
         "optima",
@@ -350,11 +374,11 @@ def test_every_table_and_figure_is_written(tmp_path):
         "reward_hacking_summary",
         "claims",
     ):
-        assert (tmp_path / f"{name}.csv").exists(), name
+        assert (folder / f"{name}.csv").exists(), name
     assert len(result.frontiers) and (result.frontiers["seeds"] == 3).all()
     for name in result.figures:
-        assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 1000
-        assert (tmp_path / "figures" / f"{name}.pdf").exists()
+        assert (folder / "figures" / f"{name}.png").stat().st_size > 1000
+        assert (folder / "figures" / f"{name}.pdf").exists()
     assert {"rho_star_by_convention", "reward_change_vs_outcomes"} <= set(result.figures)
     race = result.race[result.race["pilot_fraction"] == PROFILE.pilot_fraction].set_index("setting")
     assert race.loc["M", "fresh_seeds"] == 2 and race.loc["prm", "fresh_seeds"] == 2  # the fresh seeds
@@ -434,8 +458,8 @@ def test_bad_input_is_refused_with_what_is_missing(tmp_path):
         analyse(PROFILE, results_root=tmp_path / "other", figures_dir=tmp_path / "f", power_replicates=0)
 
 
-def test_analyse_command_runs_on_any_results_directory(tmp_path):
-    write_runs(tmp_path / "runs.csv", paper_peaks, noise=0.01)
+def test_analyse_command_runs_on_any_results_directory(tmp_path, paper_world):
+    shutil.copy(paper_world[0] / "runs.csv", tmp_path / "runs.csv")
     cmd = [sys.executable, "-m", "paper_repro.cli", "analyse", "--profile", "cpu-tiny", "--results", str(tmp_path),
            "--figures", str(tmp_path / "figures"), "--power-replicates", "0"]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True)
@@ -445,20 +469,9 @@ def test_analyse_command_runs_on_any_results_directory(tmp_path):
     assert bad.returncode == 2 and "no runs table" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_the_analysis_reads_the_runs_compute_cards(tmp_path):
-    import json
-
-    write_runs(tmp_path / "runs.csv", paper_peaks, noise=0.01)
-    run_id = pd.read_csv(tmp_path / "runs.csv")["run_id"].iloc[0]
-    card = {"device": {"type": "cpu", "name": "cpu", "peak_flops_per_s": 1e11}, "steps": 4, "rounds": 4,
-            "rho": 0.5, "rho_executed": 0.4, "rho_time": 0.2, "seconds": {"total": 2.0},
-            "flops": {"useful": {"C_total": 3e9}, "executed": {"C_total": 4e9}},
-            "achieved_flops_per_s": {"total": 2e9}, "utilisation": {"total": 0.02}}  # fmt: skip
-    (tmp_path / "steps").mkdir()
-    (tmp_path / "steps" / f"{run_id}.card.json").write_text(json.dumps(card))
-    (tmp_path / "steps" / "not-a-run-of-this-table.card.json").write_text(json.dumps(card))
-    analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=0)
-    cards = pd.read_csv(tmp_path / "compute_cards.csv")
+def test_the_analysis_reads_the_runs_compute_cards(paper_world):
+    folder, run_id, _ = paper_world  # its steps/ holds CARD for run_id and for a run not in the table
+    cards = pd.read_csv(folder / "compute_cards.csv")
     assert list(cards["run_id"]) == [run_id]
     assert cards["C_total_executed"].iloc[0] == 4e9 and cards["utilisation"].iloc[0] == 0.02
 
