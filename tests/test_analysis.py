@@ -85,7 +85,10 @@ def paper_world(tmp_path_factory):
 # ------------------------------------------------------------------------------- known truths
 
 
-@pytest.mark.parametrize("rng_seed", [0, 1, 2])
+SLOW = pytest.mark.slow  # seeds 1, 2: seed 0 and test_design.py::test_the_rules_are_seldom_wrong_with_the_noise_they_allow_for cover it
+
+
+@pytest.mark.parametrize("rng_seed", [0, pytest.param(1, marks=SLOW), pytest.param(2, marks=SLOW)])
 def test_a_flat_world_holds_no_rho_star_claim(tmp_path, rng_seed):
     result = analysed(tmp_path, lambda s: None, noise=0.03, rng_seed=rng_seed)
     v = verdicts(result)

@@ -58,6 +58,7 @@ def test_runs_outside_the_design_are_refused_from_the_committed_table(tmp_path):
     assert _digest(COMMITTED / "runs.csv") == before
 
 
+@pytest.mark.slow  # test_analysis.py::test_only_the_runs_of_the_design_are_analysed covers it by default
 def test_the_quick_papermill_trap_leaves_every_committed_verdict_unchanged(tmp_path):
     """A run that ``-p setting S -p quick True`` makes, appended to a copy of the committed
     table as such runs once were: the analysis leaves it out, names it, and every verdict stands."""
