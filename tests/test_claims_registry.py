@@ -42,7 +42,7 @@ def test_a_toy_claim_is_one_declaration_and_every_consumer_finds_it(tmp_path):
     results.mkdir(parents=True)
     write_runs(results / "runs.csv", paper_peaks, noise=0.01, seeds=3)
     with registered(TOY, _toy, **TOY_DECLARATION):
-        design = simulate_design(PROFILE, results, replicates=2)
+        design = simulate_design(PROFILE, results, replicates=1)
         toy = design[design["claim_id"] == TOY]
         assert len(toy) == len(set(design["truth"])) and (toy["claim"] == TOY_SENTENCE).all()
         assert set(toy.loc[toy["truth"] == "peak at 0.72", "true_verdict"]) == {"held"}

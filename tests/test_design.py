@@ -110,7 +110,7 @@ def test_the_design_command_writes_design_csv_and_the_claims_read_it(tmp_path):
     from tests.worlds import PROFILE, write_runs
 
     write_runs(tmp_path / "runs.csv", lambda s: 0.5, noise=0.03, seeds=3)
-    assert main(["design", "--profile", "cpu-tiny", "--results", str(tmp_path), "--replicates", "2",
+    assert main(["design", "--profile", "cpu-tiny", "--results", str(tmp_path), "--replicates", "1",
                  "--recipes", "4"]) == 0  # fmt: skip
     table = pd.read_csv(tmp_path / "design.csv")
     assert set(table["design"]) == {"committed", "4 recipes per cell"}
