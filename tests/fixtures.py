@@ -6,6 +6,8 @@
   are tiny (end-to-end runs and notebook executions in seconds).
 - :func:`tiny_m_profile`: cpu-tiny in memory with such a checkpoint as policy M and short runs (one
   run of M in a few seconds, in this process).
+- :func:`shared`: what a test module builds once (a study run, an analysis) built once per test
+  session, once in all under pytest-xdist, for the tests that only read it.
 - :func:`write_tiny_gpu_profile`: gpu-paper, shrunk, over tiny checkpoints with the interfaces of
   Qwen2.5-Instruct (:func:`write_tiny_qwen25`) and Qwen2.5-Math-PRM (:func:`write_tiny_math_prm`,
   with its remote code) and local files in the hub datasets' own columns.
@@ -18,12 +20,35 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import pickle
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
+from filelock import FileLock
 
 from paper_repro import testbed
 from paper_repro.config import load_profile
+
+# ------------------------------------------------------------------------------- once per session
+
+
+def shared(tmp_path_factory, name: str, build: Callable[[Path], Any]) -> Any:
+    """``build(folder)``'s value, built once per test session in ``folder`` (a session folder named
+    ``name``) and pickled there: under pytest-xdist the first worker to ask builds it under a file
+    lock in the session's base folder (shared by its workers), the others read what it left. For
+    tests that only read the value and the folder; a test that changes either needs its own."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    done = root / "value.pickle"
+    with FileLock(f"{root}.lock"):
+        if not done.exists():
+            root.mkdir(parents=True, exist_ok=True)
+            done.write_bytes(pickle.dumps(build(root)))
+    return pickle.loads(done.read_bytes())
+
 
 # ------------------------------------------------------------------------------- the cpu-tiny copy
 

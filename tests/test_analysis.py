@@ -42,7 +42,7 @@ from paper_repro.analysis.stats.optima import (
 from paper_repro.analysis.tables.race import RegimeThresholds
 from paper_repro.results import METRICS
 from paper_repro.spec import spec_for
-from tests import worlds
+from tests import fixtures
 from tests.worlds import PROFILE, START, as_recorded, paper_peaks, parabola_rows, write_runs
 
 
@@ -79,7 +79,7 @@ def paper_world(tmp_path_factory):
         result = analyse(PROFILE, results_root=root, figures_dir=root / "figures", power_replicates=4)
         return root, run_id, result
 
-    return worlds.shared(tmp_path_factory, "paper-world", build)
+    return fixtures.shared(tmp_path_factory, "paper-world", build)
 
 
 # ------------------------------------------------------------------------------- known truths

@@ -14,6 +14,7 @@ from paper_repro import study, sweep
 from paper_repro.analysis import analyse
 from paper_repro.config import QUICK_CELLS, load_profile
 from paper_repro.results import ResultTable
+from tests import fixtures
 
 
 def _cmd(profile, results, executed, *extra):
@@ -22,22 +23,33 @@ def _cmd(profile, results, executed, *extra):
 
 
 @pytest.fixture(scope="module")
-def killed_and_resumed(tiny_profile, tmp_path_factory):
-    """Stage A (quick) started, SIGKILLed after two runs, and run again to the end."""
-    tmp_path = tmp_path_factory.mktemp("killed")
-    results, executed = tmp_path / "results", tmp_path / "executed"
+def killed_and_resumed(tmp_path_factory):
+    """Stage A (quick) of a tiny profile started, SIGKILLed after two runs, and run again to the end:
+    once per session (once in all under pytest-xdist, :func:`tests.fixtures.shared`), as its tests
+    change none of its runs. Returns (the profile's YAML path, the jobs, the run ids they make, the
+    results and executed-notebook folders, the command's arguments)."""
+    return fixtures.shared(tmp_path_factory, "killed-study", _kill_and_resume)
+
+
+def _kill_and_resume(root):
+    """The study of :func:`killed_and_resumed` in ``root``, on a tiny profile of its own there (a
+    worker's ``tiny_profile`` names that worker's checkpoints, and so other run ids)."""
+    policy = fixtures.save_random_model(root / "policy")
+    prm = fixtures.save_random_model(root / "prm", head="prm")
+    profile = fixtures.write_tiny_profile(root, policy, prm)
+    results, executed = root / "results", root / "executed"
     args = ["--stage", "A", "--quick"]
     jobs = sweep.study_jobs(
-        load_profile(tiny_profile), ["A"], quick=True, results_root=results, executed_dir=executed
+        load_profile(profile), ["A"], quick=True, results_root=results, executed_dir=executed
     )
     expected = {s.run_id for j in jobs for s in j.specs}
-    sizes = [s.name for s in load_profile(tiny_profile).settings("A")]
+    sizes = [s.name for s in load_profile(profile).settings("A")]
     assert [j.parameters["setting"] for j in jobs] == sizes  # one notebook per policy size
     assert {(s.setting, s.cell, s.seed) for j in jobs for s in j.specs} == {
         (size, cell, 0) for size in sizes for cell in QUICK_CELLS
     }  # quick: the quick cells, one seed
     assert all(j.results_root == str(results) for j in jobs)
-    proc = subprocess.Popen(_cmd(tiny_profile, results, executed, *args), start_new_session=True,
+    proc = subprocess.Popen(_cmd(profile, results, executed, *args), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     table = ResultTable(results / "runs.csv")
     deadline = time.time() + 240
@@ -48,13 +60,13 @@ def killed_and_resumed(tiny_profile, tmp_path_factory):
     killed_at = len(table.rows())
     assert 2 <= killed_at < len(expected), "the kill came too late to test resuming"
     time.sleep(1)
-    done = subprocess.run(_cmd(tiny_profile, results, executed, *args), capture_output=True, text=True)
+    done = subprocess.run(_cmd(profile, results, executed, *args), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    return jobs, expected, results, executed, args
+    return profile, jobs, expected, results, executed, args
 
 
-def test_a_study_killed_mid_stage_and_rerun_finishes_without_duplicates(tiny_profile, killed_and_resumed):
-    jobs, expected, results, executed, args = killed_and_resumed
+def test_a_study_killed_mid_stage_and_rerun_finishes_without_duplicates(killed_and_resumed):
+    profile, jobs, expected, results, executed, args = killed_and_resumed
     table = ResultTable(results / "runs.csv")
     ids = [r["run_id"] for r in table.rows()]
     assert len(ids) == len(set(ids)) == len(expected) and set(ids) == expected
@@ -63,7 +75,7 @@ def test_a_study_killed_mid_stage_and_rerun_finishes_without_duplicates(tiny_pro
         assert not sweep.running_copy(job.output).exists()
     assert all(sweep.job_done(j) for j in jobs)
     # a third run has nothing left to do
-    again = subprocess.run(_cmd(tiny_profile, results, executed, *args), capture_output=True, text=True)
+    again = subprocess.run(_cmd(profile, results, executed, *args), capture_output=True, text=True)
     assert again.returncode == 0 and "executed" not in again.stdout
     assert len(table.rows()) == len(expected)
 
@@ -73,15 +85,13 @@ def test_unknown_stage_is_refused(tiny_profile):
         sweep.study_jobs(load_profile(tiny_profile), ["Z"])
 
 
-def test_the_analysis_notebook_runs_through_submitit_on_partial_results(
-    tiny_profile, killed_and_resumed, tmp_path
-):
+def test_the_analysis_notebook_runs_through_submitit_on_partial_results(killed_and_resumed, tmp_path):
     """The slurm executor, through submitit's local backend; stage A alone is enough to analyse."""
-    _, _, results, _, _ = killed_and_resumed
+    profile, _, _, results, _, _ = killed_and_resumed
     with pytest.raises(ValueError, match="quick=True"):  # quick runs are not the full grid
-        analyse(study.prepare(str(tiny_profile)), results, tmp_path / "figures")
+        analyse(study.prepare(str(profile)), results, tmp_path / "figures")
     jobs = sweep.study_jobs(
-        load_profile(tiny_profile), ["analysis"], quick=True, results_root=results, executed_dir=tmp_path
+        load_profile(profile), ["analysis"], quick=True, results_root=results, executed_dir=tmp_path
     )
     (path,) = sweep.run_study(jobs, executor="slurm", cluster="local", progress=False,
                               slurm_folder=tmp_path / "submitit")  # fmt: skip

@@ -7,8 +7,8 @@
   plus seed noise, with no profile and no specs; the estimator's, the figures' and the story's world.
 - :func:`curve_rows` and its truths (:func:`moving_peak`, :func:`growing`, ...): ``curves.csv`` rows
   whose saturating curves, best cell by budget and best size by budget are known.
-- :func:`shared`: an expensive world (and what is computed from it) built once per test session,
-  once in all under pytest-xdist, for tests that only read it.
+
+An expensive world that several tests only read is built once with :func:`tests.fixtures.shared`.
 """
 
 from __future__ import annotations
@@ -16,16 +16,11 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
-import pickle
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
-from filelock import FileLock
 
 from paper_repro import rewards
 from paper_repro.allocation import plan_setting
@@ -36,24 +31,6 @@ from paper_repro.spec import default_cell_spec, spec_for
 
 PROFILE = load_profile("cpu-tiny")
 START = datetime(2026, 12, 1)  # when a synthetic study's first run finished
-
-
-# ------------------------------------------------------------------------------- once per session
-
-
-def shared(tmp_path_factory, name: str, build: Callable[[Path], Any]) -> Any:
-    """``build(folder)``'s value, built once per test session in ``folder`` (a session folder named
-    ``name``) and pickled there: under pytest-xdist the first worker to ask builds it under a file
-    lock in the session's base folder (shared by its workers), the others read what it left. For
-    tests that only read the value and the folder; a test that changes either needs its own."""
-    base = tmp_path_factory.getbasetemp()
-    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
-    done = root / "value.pickle"
-    with FileLock(f"{root}.lock"):
-        if not done.exists():
-            root.mkdir(parents=True, exist_ok=True)
-            done.write_bytes(pickle.dumps(build(root)))
-    return pickle.loads(done.read_bytes())
 
 
 # ------------------------------------------------------------------------------- a profile's design
