@@ -9,6 +9,10 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if "PYTEST_XDIST_WORKER" in os.environ:
+    # pytest -n 2 runs two workers on two cores, each with torch's two OpenMP threads: a thread that
+    # waits spinning takes a core from the other worker. Waiting asleep: the same numbers, ~25% faster.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest
 
