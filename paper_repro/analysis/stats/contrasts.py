@@ -105,7 +105,7 @@ def contrast(
         THESE: Estimate(value, float(np.sqrt(seed_var)), seed_df, THESE, paired),
         ANY: Estimate(
             value, float(np.sqrt(seed_var + recipe)), _satterthwaite([*terms, (recipe, tau_df)]), ANY, paired
-        ),  # fmt: skip
+        ),
     }
 
 
