@@ -6,21 +6,20 @@ alike. The grid cannot test that, since each of its cells is one recipe. So the 
 ``grid.recipes`` runs some targets twice in one setting: the planner's cell and a **second recipe**
 of the same target rho (:meth:`paper_repro.allocation.Planner.second_cell`, labelled with a ``b``:
 another group size G, and another kept share K/G or another mu). Each such pair is compared on the
-same seeds' grid runs.
+same seeds' grid runs, paired by seed (a seed is a block: its data order and sampling are shared
+by both recipes, so ``d_k = y_second,k - y_first,k`` removes it).
 
 Its rule, its truths and how often it errs are the claim's: :mod:`paper_repro.analysis.claims.recipes`.
-Here: each pair's seed values (:func:`pairs_of`), Welch's difference (:func:`welch`), a pair's verdict
-(:func:`pair_verdict`: equivalent, different or open) and the per-pair table (``recipe_pairs.csv``,
-:func:`pair_table`).
-
-The margin is the profile's: it is about the step between neighbouring cells the rho* claims turn
-on, so a recipe difference inside it cannot move a best cell across a claim's window.
+Here: each pair's seed values and their differences on the seeds both ran (:func:`pairs_of`), the
+paired difference (:func:`paired`, Welch's :func:`welch` where fewer than two seeds are shared), a
+pair's verdict against the margin on one difference (:func:`pair_verdict`: equivalent, different or
+open, a description) and the per-pair table (``recipe_pairs.csv``, :func:`pair_table`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -32,18 +31,20 @@ from paper_repro.analysis.stats.verdict import NAN
 ALPHA = 0.05
 PAIR_COLUMNS = ["setting", "first", "second", "target", "first_recipe", "second_recipe", "first_rho",
                 "second_rho", "first_mean", "second_mean", "n_first", "n_second", "difference", "se", "df",
-                "ci90_low", "ci90_high", "ci95_low", "ci95_high", "p_tost", "margin", "pair_verdict"]  # fmt: skip
+                "ci90_low", "ci90_high", "ci95_low", "ci95_high", "p_tost", "margin", "pair_verdict", "paired"]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Pair:
-    """One target run by two recipes in one setting: each cell's seed values of ``target``."""
+    """One target run by two recipes in one setting: each cell's seed values of ``target``, and ``d``
+    the second minus the first on each seed both ran (in seed order)."""
 
     setting: str
     first: str
     second: str
     a: np.ndarray
     b: np.ndarray
+    d: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def pairs_of(runs: pd.DataFrame, target: str = "native_reward") -> list[Pair]:
@@ -56,8 +57,22 @@ def pairs_of(runs: pd.DataFrame, target: str = "native_reward") -> list[Pair]:
         ):
             first = second[: -len(SECOND_SUFFIX)]
             values = [rows.loc[rows["cell"] == c, target].dropna().to_numpy(float) for c in (first, second)]
-            out.append(Pair(str(setting), first, second, *values))
+            wide = rows[rows["cell"].isin([first, second])].pivot_table(
+                index="seed", columns="cell", values=target, aggfunc="mean"
+            )
+            both = wide.dropna() if {first, second} <= set(wide.columns) else wide.iloc[0:0]
+            d = (both[second] - both[first]).to_numpy(float) if len(both) else np.zeros(0)
+            out.append(Pair(str(setting), first, second, *values, d))
     return out
+
+
+def paired(p: Pair) -> tuple[float, float, float, bool]:
+    """A pair's difference (second - first), its standard error and df: paired by seed when both ran
+    at least two seeds in common (the seed block removed; df ``n - 1``), else Welch's; and whether
+    paired."""
+    if len(p.d) >= 2:
+        return float(p.d.mean()), float(p.d.std(ddof=1) / np.sqrt(len(p.d))), float(len(p.d) - 1), True
+    return (*welch(p.a, p.b), False)
 
 
 def welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
@@ -97,8 +112,10 @@ def pair_verdict(d: float, se: float, df: float, margin: float, k: int, alpha: f
 
 def pair_table(pairs: Sequence[Pair], margin: float, target: str = "native_reward",
                recipes: pd.DataFrame | None = None) -> pd.DataFrame:  # fmt: skip
-    """One row per pair: both cells' means, the difference with its 90% and 95% (Bonferroni)
-    intervals, the TOST p value and the pair's verdict. ``recipes``: per (setting, cell) the columns
+    """One row per pair: both cells' means, the difference (paired by seed where the seeds are
+    shared: :func:`paired`) with its 90% and 95% (Bonferroni) intervals, the TOST p value and the
+    pair's verdict against ``margin`` on one difference (a description; the claim's rule reads the
+    recipe SD: :mod:`paper_repro.analysis.claims.recipes`). ``recipes``: per (setting, cell) the columns
     P, G, K, mu and rho (a frontier table) for the recipe and rho columns."""
     rows = []
     usable = [len(p.a) >= 2 and len(p.b) >= 2 for p in pairs]  # each side has a seed variance
@@ -110,14 +127,14 @@ def pair_table(pairs: Sequence[Pair], margin: float, target: str = "native_rewar
         for side, cell in (("first", p.first), ("second", p.second)):
             row[f"{side}_recipe"], row[f"{side}_rho"] = _recipe(recipes, p.setting, cell)
         if ok:
-            d, se, df = welch(p.a, p.b)
+            d, se, df, was_paired = paired(p)
             t90, t95 = stats.t.ppf(1 - ALPHA, df), stats.t.ppf(1 - ALPHA / (2 * tested), df)
             p_tost = (
                 max(stats.t.sf((d + margin) / se, df), stats.t.cdf((d - margin) / se, df)) if se > 0 else NAN
             )
             row |= {"difference": d, "se": se, "df": df, "ci90_low": d - t90 * se, "ci90_high": d + t90 * se,
                     "ci95_low": d - t95 * se, "ci95_high": d + t95 * se, "p_tost": p_tost,
-                    "pair_verdict": pair_verdict(d, se, df, margin, tested)}  # fmt: skip
+                    "pair_verdict": pair_verdict(d, se, df, margin, tested), "paired": was_paired}  # fmt: skip
         else:
             row["pair_verdict"] = f"not tested: {min(len(p.a), len(p.b))} seeds (needs 2)"
         rows.append(row)
