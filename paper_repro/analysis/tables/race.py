@@ -11,6 +11,21 @@ realises rho at or above ``rho_threshold`` (default 0.6, between the cells r50 a
 rho 0.48-0.53 and 0.68-0.70, so seed noise never moves a cell across it), ``search-heavy`` when every one
 lies below it, ``unresolved`` when the set straddles it.
 
+**The paper's regime** (:meth:`RegimeThresholds.side`) is the side of the threshold on which a grid's
+best cell alone lies (its argmax, whatever the noise): always a label, never ``unresolved``. The
+paper's same-regime rate is the share of distinct settings whose pilots' best cell and full grid's
+best cell lie on the same side (``same_best_regime``; :func:`same_regime_rates`, one row per pilot
+fraction, a description with its count). Its chance level (``chance_same_best_regime``) is the share of
+the pilot cells on the full best cell's side: what a pick at random among the pilot cells would give.
+
+**"Pick in the full best set" can be vacuous** (``pick_check``): when every cell could be best, every
+pick lies in the set and the check says nothing; it reads ``vacuous: every cell could be best`` and is
+never counted as agreement.
+
+**RACE's arm spends its pilots' FLOPs** as well as its pick's run (``race_flops_ratio``: the pilot
+grid's FLOPs, every pilot seed, plus the pick's full-budget run, over TRL's default's run; per run,
+mean over the fresh seeds). The fresh-seed comparison is at unequal compute.
+
 **The reward's FLOP share cannot name a regime** within a setting. A reward model is paid once per
 completion generated, so C_reward is a fixed multiple ``c`` of C_search in every cell of a setting
 (``c`` ~ the PRM's size over the policy's; 0 for a rule-based reward), and with rho = C_learning /
@@ -51,6 +66,7 @@ from paper_repro.results import METRICS
 ALPHA = 0.05  # the pilots' interval, the best sets and the agreement test
 BOOTSTRAP = 2_000  # resamples for RACE's intervals (the pooled correlation's, RACE+'s regrets)
 UNINFORMATIVE = "uninformative"
+VACUOUS = "vacuous: every cell could be best"  # the pick-in-best-set check when the full set excludes no cell
 NAN = float("nan")
 
 
@@ -70,6 +86,13 @@ class RegimeThresholds:
         if (rhos >= self.rho_threshold).all():
             return "update-heavy"
         return "search-heavy" if (rhos < self.rho_threshold).all() else "unresolved"
+
+    def side(self, rho: float) -> str:
+        """The paper's regime of one best cell: ``update-heavy`` at or above the threshold,
+        ``search-heavy`` below it, ``unknown`` for a NaN rho."""
+        if np.isnan(rho):
+            return "unknown"
+        return "update-heavy" if rho >= self.rho_threshold else "search-heavy"
 
 
 # ---------------------------------------------------------------------------------------- cells
@@ -227,18 +250,19 @@ def race_table(
             rec = {"stage": stage, "setting": setting, "pilot_fraction": fraction}
             rec.update(_pilot_side(pr, fr, thresholds, recipe_sd))
             rec.update(full)
-            rec.update(_comparison(rec, pr, fr))
+            rec.update(_comparison(rec, pr, fr, thresholds))
+            paired = _fresh_pairs(
+                fresh_rows, fresh_defaults, stage, setting, rec["pilot_best_cell"], set(pr["seed"])
+            )
             if fraction == first:
-                paired = _fresh_pairs(
-                    fresh_rows, fresh_defaults, stage, setting, rec["pilot_best_cell"], set(pr["seed"])
-                )
                 if setting not in shared:
                     gains.extend(paired["gain"].tolist())
                 rec.update(_fresh_columns(paired))
             flops = fr["C_total"].sum()
+            rec.update(_flops_columns(pr, fr, paired if fraction == first else None, rec["pilot_best_cell"],
+                                      _mine(fresh_defaults, stage, setting)))  # fmt: skip
             rec.update({
-                "pilot_flops": pr["C_total"].sum(), "full_grid_flops": flops,
-                "pilot_flops_fraction": pr["C_total"].sum() / flops if flops else NAN,
+                "full_grid_flops": flops, "pilot_flops_fraction": pr["C_total"].sum() / flops if flops else NAN,
                 "same_runs_as": shared.get(setting, ""), "rho_threshold": thresholds.rho_threshold,
                 "recipe_sd": recipe_sd,
             })  # fmt: skip
@@ -252,6 +276,8 @@ def full_side(fr: pd.DataFrame, thresholds: RegimeThresholds, recipe_sd: float) 
     label, cells = regime(fr, thresholds, recipe_sd)
     return {
         "full_best_cell": fb.name, "full_rho_star": fb["rho"], "full_best_cells": cells, "full_regime": label,
+        "full_best_regime": thresholds.side(fb["rho"]),
+        "full_best_set_excludes": len(cells.split()) < fr["cell"].nunique(),
         "full_seeds": int(fr["seed"].nunique()), "oracle_native_reward": fb["native_reward"],
         "full_cell_means": means_text(cell_means(fr)),
     }  # fmt: skip
@@ -269,22 +295,49 @@ def _pilot_side(pr: pd.DataFrame, fr: pd.DataFrame, thresholds: RegimeThresholds
         "pilot_seeds": int(pr["seed"].nunique()), "base_native_reward": base, "pilot_max_shift": shift,
         "pilot_moved": moved, "pilot_best_cell": pb.name, "pilot_rho_star": pb["rho"],
         "pilot_best_cells": cells, "pilot_regime": label if moved else UNINFORMATIVE,
-        "pilot_cell_means": means_text(cell_means(pr)),
+        "pilot_best_regime": thresholds.side(pb["rho"]), "pilot_cell_means": means_text(cell_means(pr)),
     }  # fmt: skip
 
 
-def _comparison(rec: dict, pr: pd.DataFrame, fr: pd.DataFrame) -> dict:
-    """The pilots against the full grid: same regime (NaN for uninformative pilots), the Spearman
-    correlation of the cell means, whether the pick lies in the full best set, and its regret (the full
-    grid's best cell mean minus the pick's, both on the full grid's seeds)."""
+def _comparison(rec: dict, pr: pd.DataFrame, fr: pd.DataFrame, thresholds: RegimeThresholds) -> dict:
+    """The pilots against the full grid: same regime from the best sets (NaN for uninformative
+    pilots), the paper's same regime from the best cells alone (every setting) and its chance level,
+    the Spearman correlation of the cell means, whether the pick lies in the full best set (and
+    ``pick_check``: ``in``, ``outside`` or vacuous), and its regret (the full grid's best cell mean
+    minus the pick's, both on the full grid's seeds)."""
     full = cell_means(fr)
     pick = str(rec["pilot_best_cell"])
+    inside = pick in rec["full_best_cells"].split()
+    pilot_rhos = pr.groupby("cell")["rho"].mean().dropna().to_numpy(float)
+    sides = [thresholds.side(r) for r in pilot_rhos]
     return {
         "same_regime": rec["pilot_regime"] == rec["full_regime"] if rec["pilot_moved"] else NAN,
+        "same_best_regime": rec["pilot_best_regime"] == rec["full_best_regime"],
+        "chance_same_best_regime": float(np.mean([s == rec["full_best_regime"] for s in sides]))
+        if sides
+        else NAN,
         "spearman": spearman(cell_means(pr), full),
-        "pick_in_full_best_set": pick in rec["full_best_cells"].split(),
+        "pick_in_full_best_set": inside,
+        "pick_check": VACUOUS if not rec["full_best_set_excludes"] else "in" if inside else "outside",
         "race_regret": full.max() - full.get(pick, NAN),
     }
+
+
+def _flops_columns(pr: pd.DataFrame, fr: pd.DataFrame, paired: pd.DataFrame | None, pick: str,
+                   defaults: pd.DataFrame) -> dict:  # fmt: skip
+    """RACE's arm against TRL's default in FLOPs: the pilot grid (every pilot seed), the pick's run at
+    the full budget (its mean over the fresh seeds where it ran there, else the full grid's pick cell),
+    the default's run (``defaults``' mean, the fresh seeds), and ``race_flops_ratio`` = (pilots + pick
+    run) / default run."""
+    pick_run = float(paired["pick_flops"].mean()) if paired is not None and len(paired) else NAN
+    if np.isnan(pick_run):
+        pick_run = float(fr.loc[fr["cell"].astype(str) == pick, "C_total"].mean())
+    default_run = float(defaults["C_total"].mean()) if len(defaults) else NAN
+    pilots = float(pr["C_total"].sum())
+    return {
+        "pilot_flops": pilots, "pick_run_flops": pick_run, "default_run_flops": default_run,
+        "race_flops_ratio": (pilots + pick_run) / default_run if default_run > 0 else NAN,
+    }  # fmt: skip
 
 
 def _fresh_columns(paired: pd.DataFrame) -> dict:
@@ -295,17 +348,31 @@ def _fresh_columns(paired: pd.DataFrame) -> dict:
         "race_pick_native_reward": mean("pick"),
         "default_native_reward": mean("default"),
         "race_gain_vs_default": mean("gain"),
+        "fresh_gains": means_text(paired["gain"]) if len(paired) else "",
     }
 
 
+def _mine(rows: pd.DataFrame, stage: str, setting: str) -> pd.DataFrame:
+    return rows[(rows["stage"] == stage) & (rows["setting"] == setting)] if len(rows) else rows
+
+
 def _fresh_pairs(fresh_rows, fresh_defaults, stage, setting, pick, pilot_seeds) -> pd.DataFrame:
-    """Per fresh seed (none the pilots used): the pick's native reward, the default's, and the gain."""
-    mine = lambda rows: rows[(rows["stage"] == stage) & (rows["setting"] == setting)]  # noqa: E731
-    f, d = mine(fresh_rows), mine(fresh_defaults)
+    """Per fresh seed (none the pilots used): the pick's native reward, the default's, the gain, and
+    each run's FLOPs (``pick_flops``, ``default_flops``)."""
+    f, d = _mine(fresh_rows, stage, setting), _mine(fresh_defaults, stage, setting)
     f, d = f[~f["seed"].isin(pilot_seeds)], d[~d["seed"].isin(pilot_seeds)]
-    pick_by_seed = f[f["cell"] == pick].groupby("seed")["native_reward"].mean()
-    default_by_seed = d.groupby("seed")["native_reward"].mean()
-    pairs = pd.DataFrame({"pick": pick_by_seed, "default": default_by_seed}).dropna()
+    f = f[f["cell"] == pick]
+    pairs = pd.DataFrame({
+        "pick": f.groupby("seed")["native_reward"].mean(), "default": d.groupby("seed")["native_reward"].mean(),
+    }).dropna()  # fmt: skip
+    flops = {
+        "pick_flops": f.groupby("seed")["C_total"].mean(), "default_flops": d.groupby("seed")["C_total"].mean(),
+    }  # fmt: skip
+    pairs = (
+        pairs.join(pd.DataFrame(flops), how="left")
+        if len(pairs)
+        else pairs.assign(**dict.fromkeys(flops, NAN))
+    )
     return pairs.assign(gain=pairs["pick"] - pairs["default"])
 
 
@@ -323,3 +390,36 @@ def moved_rows(race: pd.DataFrame) -> pd.DataFrame:
     """The distinct settings' rows whose pilots moved off the base policy."""
     race = distinct_rows(race)
     return race[race["pilot_moved"].astype(bool)]
+
+
+def same_regime_rates(race: pd.DataFrame) -> pd.DataFrame:
+    """The paper's same-regime rate, one row per pilot fraction (a description): over the distinct
+    settings, how many name the same regime from the pilots' best cell as from the full grid's
+    (``same``, of ``settings``; ``described`` as "5 of 7"), the same among the settings whose pilots
+    moved, the count a pick at random among the pilot cells would give (``chance``), and the exact
+    one-sided p of the count under that chance (settings independent: :func:`count_p`)."""
+    rows = []
+    for fraction, r in race.groupby("pilot_fraction", sort=False):
+        r = distinct_rows(r)
+        same = r["same_best_regime"].astype(bool).to_numpy()
+        moved = r["pilot_moved"].astype(bool).to_numpy()
+        chance = r["chance_same_best_regime"].to_numpy(float)
+        rows.append({
+            "pilot_fraction": fraction, "settings": len(r), "same": int(same.sum()),
+            "same_rate": float(same.mean()) if len(r) else NAN, "described": f"{int(same.sum())} of {len(r)}",
+            "moved": int(moved.sum()), "same_moved": int(same[moved].sum()), "chance": float(chance.sum()),
+            "chance_p": count_p(chance, int(same.sum())),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def count_p(chances: np.ndarray, observed: int) -> float:
+    """P(at least ``observed`` successes) of independent trials with these success chances (the
+    Poisson-binomial distribution, by convolution); NaN where a chance is unknown."""
+    chances = np.asarray(chances, float)
+    if np.isnan(chances).any():
+        return NAN
+    dist = np.array([1.0])
+    for c in chances:
+        dist = np.convolve(dist, [1 - c, c])
+    return float(min(1.0, dist[observed:].sum()))
