@@ -14,7 +14,8 @@ from paper_repro.analysis.stats.verdict import NAN
 
 TARGET_POWER = 0.8  # the power column's "seeds for 80%"
 # the oc_* columns of a claim not simulated (its oc_note says why)
-NO_OC = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN}
+NO_OC = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN,
+         "oc_not_held_when_false": NAN}  # fmt: skip
 
 
 def study_design(table: pd.DataFrame) -> pd.DataFrame:
@@ -26,8 +27,9 @@ def study_design(table: pd.DataFrame) -> pd.DataFrame:
 
 def oc_columns(claim_id: str, design: pd.DataFrame | None) -> dict:
     """The claim's operating characteristics at the study's design, from ``design.csv`` (its rows of
-    ``claim_id``): its largest wrong share over the truths (and which truth), its smallest two-draw
-    agreement, and how often it is held where the truth is held."""
+        ``claim_id``): its largest wrong share over the truths (and which truth), its smallest two-draw
+        agreement, how often it is held where the truth is held and how often not held where the truth is
+    not held (the smallest over such truths: the power it is sure of)."""
     if design is None or design.empty:
         return {**NO_OC, "oc_note": "not simulated: no design.csv (paper-repro design)"}
     ran = study_design(design)
@@ -39,11 +41,13 @@ def oc_columns(claim_id: str, design: pd.DataFrame | None) -> dict:
         }
     worst = rows.loc[rows["wrong"].idxmax()]
     held = rows[rows["true_verdict"] == "held"]["share_held"]
+    refuted = rows[rows["true_verdict"] == "not held"]["share_not_held"]
     return {
         "oc_wrong_max": float(worst["wrong"]),
         "oc_wrong_truth": str(worst["truth"]) if worst["wrong"] > 0 else "",
         "oc_agreement_min": float(rows["agreement"].min()),
         "oc_held_when_true": float(held.min()) if len(held) else NAN,
+        "oc_not_held_when_false": float(refuted.min()) if len(refuted) else NAN,
         "oc_note": f"{len(rows)} truths, {int(rows['studies'].iloc[0])} studies each (design.csv)",
     }
 

@@ -4,7 +4,7 @@ in the registry (:mod:`paper_repro.analysis.claims.registry`).
 
 - "rho* ~ x" for a class of settings (:func:`near`): a setting is held when every cell that could be
   best lies in ``x +- margins.rho``, not held when none does, inconclusive otherwise; the class is
-  *heterogeneous* when two settings' sets share no allocation (a fourth verdict, with no class value:
+  *heterogeneous* when two settings' sets lie more than one grid step apart (a fourth verdict, with no class value:
   never a median of settings that contradict each other); else held when every setting is held, not
   held when every one is not held, inconclusive otherwise. Its sets are taken at ``1 - 0.05 / S``
   over its ``S`` settings, so a false contradiction stays under 5%;
@@ -64,7 +64,7 @@ def near(
 ) -> Result:
     """ "rho* ~ x" for a class of settings: each setting's verdict from its best set
     (:func:`paper_repro.analysis.stats.optima.window_verdict`); the class is heterogeneous when two
-    settings' sets share no allocation, else held when every setting is held, not held when every
+    settings' sets lie more than one grid step apart, else held when every setting is held, not held when every
     one is not held, inconclusive otherwise."""
     runs = Frontiers.of(runs)
     bests = [setting_best(runs, name, target, m, estimate, len(names)) for name in names]
@@ -76,7 +76,7 @@ def near(
     split = contradict(bests)
     if split:
         pairs = ", ".join(f"{a} vs {b}" for a, b in split)
-        return Result(verdict="heterogeneous", note=f"best sets share no allocation: {pairs}; {per_setting}",
+        return Result(verdict="heterogeneous", note=f"best sets lie more than one grid step apart: {pairs}; {per_setting}",
                       best_cells=_sets_words(bests), unanimous=_unanimous(verdicts))  # fmt: skip
     verdict = _unanimous(verdicts) or "inconclusive"
     value, low, high = _class_estimate(bests)
@@ -118,7 +118,7 @@ def lower(
     verdict = _ordered(pb, rb)
     if split:
         pairs = ", ".join(f"{a} vs {b}" for a, b in split)
-        return Result(verdict="heterogeneous", note=f"within a class, best sets share no allocation: {pairs}",
+        return Result(verdict="heterogeneous", note=f"within a class, best sets lie more than one grid step apart: {pairs}",
                       best_cells=sets, unanimous=verdict if verdict != "inconclusive" else "")  # fmt: skip
     value = _class_estimate(pb)[0] - _class_estimate(rb)[0]
     return Result(value, verdict=verdict, note="PRM-style minus rule-based median rho*", best_cells=sets)
@@ -126,7 +126,7 @@ def lower(
 
 def disagree(runs: pd.DataFrame, names, m: Margins = DEFAULT, estimate: bool = True) -> Result:
     """Do the targets pick different allocations? Per setting, from each target's best set: the
-    targets disagree when two of them share no allocation, agree when every target's best set lies
+    targets disagree when two of them lie more than one grid step apart, agree when every target's best set lies
     within one window of width ``2 m.rho``; held when a majority of settings disagree, not held when
     a majority agree, inconclusive otherwise."""
     runs = Frontiers.of(runs)
@@ -198,7 +198,7 @@ def near_test(x: float, m: Margins = DEFAULT, target: str = "native_reward") -> 
 def lower_test(m: Margins = DEFAULT, target: str = "native_reward") -> str:
     return (
         f"on the settings of the middle policy, each setting's cells that could be best for {TARGET_WORDS[target]} "
-        f"at 95% (as for rho* ~ x): heterogeneous if two settings of one class share no allocation; else "
+        f"at 95% (as for rho* ~ x): heterogeneous if two settings of one class lie more than one grid step apart; else "
         f"held if every PRM-style best cell's rho lies below every rule-based one's by more than {SAME_RHO}, "
         f"not held if no PRM-style best cell lies below any rule-based one by more than {SAME_RHO}, "
         "inconclusive otherwise (our_value: PRM-style minus rule-based median unimodal rho*)"
@@ -208,7 +208,7 @@ def lower_test(m: Margins = DEFAULT, target: str = "native_reward") -> str:
 def disagree_test(m: Margins = DEFAULT) -> str:
     return (
         "per distinct setting, each target's cells that could be best at 95% (as for rho* ~ x): the targets "
-        "disagree on a setting when two targets' best sets share no allocation, agree when all of them lie "
+        "disagree on a setting when two targets' best sets lie more than one grid step apart, agree when all of them lie "
         f"within a window of width {2 * m.rho:.2g} in rho; held if a majority of settings disagree, not held "
         "if a majority agree, inconclusive otherwise (our_value: share of settings that disagree)"
     )

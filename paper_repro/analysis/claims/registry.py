@@ -56,14 +56,22 @@ KINDS: tuple[str, ...] = ("paper claim", "our addition", "consistency check")
 # RACE table (pilots), the fresh seeds' RACE picks and defaults, the grid's compute curves, the
 # reward-hacking table, the run's step logs (the 6N convention's rho)
 READS: tuple[str, ...] = ("grid", "frontier", "race", "fresh", "curves", "hacking", "steps")
+# when the rules of the claims declared here (their cells, contrasts, margins and noise model) were
+# fixed (UTC): a study whose runs began after it tests them as registered, one whose runs began
+# before it (the study of 2026-12-02) only as exploratory re-analysis (:func:`registration`)
+RULES_FIXED = "2026-12-03T16:00:00+00:00"
 
 
 @dataclass(frozen=True)
 class Simulated:
     """Simulated by the design simulator on grid runs under its truths (``design.csv``).
-    ``target``: the target whose rho* intervals its coverage reads (None: no coverage)."""
+    ``target``: the target whose rho* intervals its coverage reads (None: no coverage);
+    ``truth``: what the claim is about, so what its verdict is scored against: "frontier" (the
+    truth's frontier, any recipe at each rho) or "cells" (the cells as run, each with its drawn
+    recipe effect: a claim about these recipes)."""
 
     target: str | None = None
+    truth: Literal["frontier", "cells"] = "frontier"
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,7 @@ class ClaimSpec:
     words: Callable[..., str]
     simulation: Simulation
     variants: Callable[[Study], list[Variant]] | None = None
+    registered: str = RULES_FIXED  # when its rule was fixed (ISO 8601, UTC)
 
     def __post_init__(self) -> None:
         from paper_repro.config import Margins
@@ -186,17 +195,34 @@ def register_claim(
     simulation: Simulation,
     margins: tuple[str, ...] = (),
     variants: Callable[[Study], list[Variant]] | None = None,
+    registered: str = RULES_FIXED,
 ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
-    """Declare a claim whose decision is the decorated function (``decide(study, **params)``)."""
+    """Declare a claim whose decision is the decorated function (``decide(study, **params)``);
+    ``registered``: when its rule was fixed (ISO 8601), which :func:`registration` compares with a
+    study's first run."""
 
     def wrap(decide: Callable[..., Result]) -> Callable[..., Result]:
         if id in _REGISTRY:
             raise ValueError(f"claim {id!r} is registered twice")
         _REGISTRY[id] = ClaimSpec(id, sentence, kind, paper, tuple(reads), tuple(margins), decide, words,
-                                  simulation, variants)  # fmt: skip
+                                  simulation, variants, registered)  # fmt: skip
         return decide
 
     return wrap
+
+
+def registration(claim: Claim, first_run: str | None) -> str:
+    """ "pre-registered" when the claim's rule was fixed before the study's first run
+    (``first_run``, ISO 8601), else "exploratory" (its contrast, cells or margin chosen after the
+    runs could be seen); "" when the study's runs carry no time."""
+    if not first_run:
+        return ""
+    import pandas as pd
+
+    fixed, began = pd.Timestamp(claim.spec.registered), pd.Timestamp(first_run)
+    fixed = fixed.tz_localize("UTC") if fixed.tzinfo is None else fixed
+    began = began.tz_localize("UTC") if began.tzinfo is None else began
+    return "pre-registered" if fixed < began else "exploratory"
 
 
 def unregister(id: str) -> None:
@@ -216,7 +242,7 @@ def registered(id: str, decide: Callable[..., Result], **declaration) -> Iterato
 
 # the modules of declarations, in the claims table's order; a claim declared elsewhere (a user's, a
 # test's) comes after them, in the order declared
-FAMILIES = ("frontier", "race", "tables", "additions", "curves", "recipes")
+FAMILIES = ("regimes", "frontier", "race", "tables", "additions", "curves", "recipes")
 _PACKAGE = "paper_repro.analysis.claims"
 
 

@@ -97,6 +97,16 @@ class Study:
         return rows[~rows["setting"].isin(list(self.classes.shared))] if self.classes.shared else rows
 
     @cached_property
+    def by_setting(self) -> dict[str, pd.DataFrame]:
+        """The distinct settings' grid runs, split by setting once."""
+        return {str(s): g for s, g in self.distinct.groupby("setting", sort=False)}
+
+    @cached_property
+    def cell_rho(self) -> dict[str, dict[str, float]]:
+        """Per distinct setting, each cell's mean realised rho."""
+        return {s: g.groupby("cell")["rho"].mean().to_dict() for s, g in self.by_setting.items()}
+
+    @cached_property
     def grid(self) -> Frontiers:
         """The distinct settings' frontiers, summarised once."""
         return Frontiers(self.distinct)
@@ -105,6 +115,14 @@ class Study:
     def tau(self) -> float:
         """The recipe effect the best sets allow for (the margins', else the study's own estimate)."""
         return self.grid.recipe_sd(self.margins)
+
+    @cached_property
+    def first_run(self) -> str | None:
+        """When the study's first grid run was made (ISO 8601), or None when its runs carry no time."""
+        if "created_at" not in self.grid_rows or self.grid_rows.empty:
+            return None
+        times = pd.to_datetime(self.grid_rows["created_at"], utc=True, errors="coerce").dropna()
+        return times.min().isoformat() if len(times) else None
 
     @cached_property
     def seeds_per_cell(self) -> int:

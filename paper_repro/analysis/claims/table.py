@@ -17,12 +17,13 @@ from dataclasses import replace
 import pandas as pd
 
 from paper_repro.analysis.claims.columns import NO_OC, oc_columns, power_columns
-from paper_repro.analysis.claims.registry import Claim, NotSimulated, OwnSimulation, claims
+from paper_repro.analysis.claims.registry import Claim, NotSimulated, OwnSimulation, claims, registration
 from paper_repro.analysis.claims.study import Study
 
-COLUMNS = ["id", "claim", "kind", "paper_value", "our_value", "ci_low", "ci_high", "verdict", "best_cells", "note",
-           "test", "seeds_per_cell", "oc_wrong_max", "oc_wrong_truth", "oc_agreement_min", "oc_held_when_true",
-           "oc_note", "power_now", "seeds_for_80pct_power", "power_note", "leave_one_seed_out"]  # fmt: skip
+COLUMNS = ["id", "claim", "kind", "registration", "paper_value", "our_value", "ci_low", "ci_high", "verdict",
+           "best_cells", "note", "test", "seeds_per_cell", "oc_wrong_max", "oc_wrong_truth", "oc_agreement_min",
+           "oc_held_when_true", "oc_not_held_when_false", "oc_note", "power_now", "seeds_for_80pct_power",
+           "power_note", "leave_one_seed_out"]  # fmt: skip
 MIN_SEEDS = 3  # leave-one-seed-out needs at least this many grid seeds
 
 
@@ -53,12 +54,16 @@ def claims_table(
     """One row per registered claim of ``study``. ``design``: the operating characteristics
     (``design.csv``) whose study-design rows give the simulated claims' wrong and agreement rates;
     ``powers``: per claim id, the simulated share decided per seed count
-    (:func:`paper_repro.analysis.design.power_table`); ``ids``: only these claims (None: every one)."""
+    (:func:`paper_repro.analysis.design.power_table`); ``ids``: only these claims (None: every one).
+    ``registration``: whether the claim's rule was fixed before the study's first run (pre-registered)
+    or after (exploratory)."""
     rows, seeds = [], study.seeds_per_cell
+    began = study.first_run
     for claim in claims(study, ids=ids):
         result = claim.decide(study)
         rows.append({
-            "id": claim.id, "claim": claim.sentence, "kind": claim.kind, "paper_value": claim.paper_value,
+            "id": claim.id, "claim": claim.sentence, "kind": claim.kind, "registration": registration(claim, began),
+            "paper_value": claim.paper_value,
             "our_value": result.value, "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict,
             "best_cells": result.best_cells, "note": result.note, "test": claim.words(study), "seeds_per_cell": seeds,
             **_simulation_columns(claim, study, design, powers, seeds),

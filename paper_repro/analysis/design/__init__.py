@@ -11,13 +11,15 @@ there are any, else the grid's targets) and ``n`` seeds per cell. A run's score 
   (or one SD given on the command line);
 - the **recipe effect**: one Gaussian draw per (setting, cell, target) with SD ``tau``, shared by
   every seed of the cell. Cells differ in P, G, K and mu, not only in rho, and that shows in the
-  committed data as a lack of fit of any smooth frontier (:func:`recipe_sd_estimate`). Two draws of
+  committed data as cells scattered about a smooth frontier beyond their seeds' noise: per target,
+  the REML recipe SD of :mod:`paper_repro.analysis.stats.mixed` (:func:`recipe_sds`). Two draws of
   one simulated study share their recipe effects (the same cells, rerun on new seeds), as the two
   committed draws did.
 
 The **truths** (:func:`truths`): flat; a peak at 0.45, symmetric and skewed; a peak at 0.72; a
-plateau over 0.3-0.7; monotone rising and falling; and the paper's world (rule-based frontiers peak
-at 0.72 and PRM-style at 0.445 on the native reward, pass@1 rises with rho, the judge peaks at 0.5).
+plateau over 0.3-0.7; monotone rising and falling; the paper's world (rule-based frontiers peak
+at 0.72 and PRM-style at 0.445 on the native reward, pass@1 rises with rho, the judge peaks at 0.5);
+and the paper's world reversed (rule-based at 0.445, PRM-style at 0.72).
 Each truth's height is ``amplitude`` (by default the median range of the committed frontiers'
 unimodal fits).
 
@@ -43,8 +45,8 @@ held-out and gsm problems a target scored on them (native reward, gsm pass@1: :d
 
 with ``v_run`` and ``v_shared`` measured (``eval_noise.csv``, ``python -m paper_repro.bench
 eval-noise``: :func:`read_eval_variance`) or given; without them only ``n0`` problems are simulated.
-The recipe SD stays one number, ``tau``, estimated over every target; the shrink makes it per
-target for the targets that change (``Noise.recipe_by_target``); math (300 problems) keeps its
+The recipe SD is per target (``Noise.recipe_by_target``), and the shrink moves it for the targets
+that change; math (300 problems) keeps its
 noise, and so does the judge (it scores the gsm completions) unless the evaluation noise has a row
 for it. A cell the committed table lacks (a candidate design's new target or second recipe) takes
 its setting's median seed SD for the target. The candidate designs and their cost:
@@ -76,7 +78,7 @@ _OWNERS = {
             "eval_variance",
             "eval_variance_arg",
             "read_eval_variance",
-            "recipe_sd_estimate",
+            "recipe_sds",
         ),
         ".noise",
     ),

@@ -32,11 +32,19 @@ def simulated_claims() -> list[Claim]:
     return claims(simulated=True)
 
 
-def truth_verdicts(layout: Layout, truth: Truth, classes: Classes, margins, chosen: list[Claim]) -> dict:
+def truth_verdicts(
+    layout: Layout, truth: Truth, classes: Classes, margins, chosen: list[Claim], recipe: dict | None = None
+) -> dict:
     """Each claim's verdict (a Result, by id) on the truth itself: its own decision on the noiseless
-    study, with no recipe effect allowed for (the best set is then exactly the truth's best cells)."""
-    study = Study.simulated(noiseless(layout, truth), classes, replace(margins, recipe_sd=0.0))
+    study, with no recipe effect allowed for (the best set is then exactly the truth's best cells);
+    with ``recipe``, on the cells as drawn (the claims about these recipes)."""
+    study = Study.simulated(noiseless(layout, truth, recipe), classes, replace(margins, recipe_sd=0.0))
     return {c.id: c.decide(study) for c in chosen}
+
+
+def about_cells(claim: Claim) -> bool:
+    """Whether the claim is about the cells as run (its truth includes each cell's recipe draw)."""
+    return getattr(claim.simulation, "truth", "frontier") == "cells"
 
 
 def is_wrong(verdict: str, truth) -> bool:
@@ -86,7 +94,11 @@ def operating_characteristics(
         if progress:
             progress(truth_name)
         truth_verdict = truth_verdicts(layout, truth, classes, margins, chosen)
+        cell_claims = [c for c in chosen if about_cells(c)]
         verdicts: dict[str, list[tuple[str, str]]] = {c.id: [] for c in chosen}
+        truths_drawn: dict[str, list] = {
+            c.id: [] for c in cell_claims
+        }  # per replicate, for claims about the cells
         for _ in range(replicates):
             recipe = recipe_draw(layout, noise, rng)
             pair = [
@@ -95,6 +107,10 @@ def operating_characteristics(
             ]
             for c in chosen:
                 verdicts[c.id].append(tuple(c.decide(study).verdict for study in pair))
+            if cell_claims:
+                drawn = truth_verdicts(layout, truth, classes, margins, cell_claims, recipe)
+                for c in cell_claims:
+                    truths_drawn[c.id].append(drawn[c.id])
         coverage = _coverage(
             layout,
             noise,
@@ -110,9 +126,16 @@ def operating_characteristics(
             share = {
                 v: flat.count(v) / len(flat) for v in ("held", "not held", "inconclusive", "heterogeneous")
             }
-            wrong = sum(is_wrong(v, truth_verdict[c.id]) for v in flat) / len(flat)
+            if c.id in truths_drawn:  # scored against each replicate's own cells
+                per = [t for t in truths_drawn[c.id] for _ in range(2)]
+                wrong = sum(is_wrong(v, t) for v, t in zip(flat, per, strict=True)) / len(flat)
+                said = [t.verdict for t in per]
+                true = max(dict.fromkeys(said), key=said.count)
+            else:
+                wrong = sum(is_wrong(v, truth_verdict[c.id]) for v in flat) / len(flat)
+                true = truth_verdict[c.id].verdict
             rows.append({
-                "truth": truth_name, "claim": c.sentence, "claim_id": c.id, "true_verdict": truth_verdict[c.id].verdict,
+                "truth": truth_name, "claim": c.sentence, "claim_id": c.id, "true_verdict": true,
                 **{f"share_{k.replace(' ', '_')}": v for k, v in share.items()},
                 "wrong": wrong, "agreement": sum(a == b for a, b in pairs) / len(pairs),
                 "coverage": coverage.get(targets.get(c.id), np.nan),
@@ -284,8 +307,10 @@ def summary(table: pd.DataFrame | None) -> pd.DataFrame:
     for (name, claim), g in table.groupby(["design", "claim"], sort=False):
         worst = g.loc[g["wrong"].idxmax()]
         held = g[g["true_verdict"] == "held"]["share_held"]
+        refuted = g[g["true_verdict"] == "not held"]["share_not_held"]
         rows.append({"design": name, "claim": claim, "wrong_max": worst["wrong"],
                      "wrong_truth": worst["truth"] if worst["wrong"] > 0 else "",
                      "agreement_min": g["agreement"].min(), "held_when_true": held.min() if len(held) else np.nan,
+                     "not_held_when_false": refuted.min() if len(refuted) else np.nan,
                      "coverage_min": g["coverage"].min()})  # fmt: skip
     return pd.DataFrame(rows).round(3)

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.stats import optima
-from paper_repro.analysis.stats.optima import Cells
+from paper_repro.analysis.stats.mixed import recipe_reml
 from paper_repro.planning import EVAL_PROBLEMS
 from paper_repro.results import METRICS
 
@@ -81,10 +80,10 @@ class Noise:
         for (s, _, t), v in table.items():
             by_setting.setdefault((s, t), []).append(v)
         default = float(np.median(list(table.values()))) if table else 0.05
-        tau = recipe_sd_estimate(runs, names) if recipe_sd is None else recipe_sd
-        return cls(
-            tau, default, table, {k: float(np.median(v)) for k, v in by_setting.items()}, problems=problems
-        )
+        by_target = {} if recipe_sd is not None else recipe_sds(runs, names)
+        tau = by_target.get("native_reward", 0.0) if recipe_sd is None else recipe_sd
+        return cls(tau, default, table, {k: float(np.median(v)) for k, v in by_setting.items()},
+                   recipe_by_target=by_target, problems=problems)  # fmt: skip
 
     def sd(self, setting: str, cell: str, target: str) -> float:
         base = self.seed_sd.get((setting, cell, target), self.setting_sd.get((setting, target), self.default))
@@ -209,8 +208,14 @@ def eval_variance(
     return table, (repo_relative(path) if table is not None else "none")
 
 
-def recipe_sd_estimate(runs: pd.DataFrame, names: Sequence[str], targets: Sequence[str] = METRICS) -> float:
-    """The recipe-effect SD the runs of settings ``names`` show (:func:`paper_repro.analysis.stats.optima.recipe_sd_estimate`)."""
-    return optima.recipe_sd_estimate(
-        [Cells.of(runs[runs["setting"] == n], t) for n in names for t in targets]
-    )
+def recipe_sds(
+    runs: pd.DataFrame, names: Sequence[str], targets: Sequence[str] = METRICS
+) -> dict[str, float]:
+    """Per target, the recipe SD the runs of settings ``names`` show, by REML
+    (:func:`paper_repro.analysis.stats.mixed.recipe_reml`; 0 where it cannot be separated)."""
+    rows = runs[runs["setting"].isin(list(names))]
+    out = {}
+    for t in targets:
+        tau = recipe_reml(rows, t, interval=False).tau
+        out[t] = float(tau) if np.isfinite(tau) else 0.0
+    return out

@@ -59,7 +59,14 @@ def truths(prm_style: Sequence[str], amplitude: float, base: float = 0.5) -> dic
             shape = _bump(rho, PAPER_RHO["PRM-style" if setting in prm_style else "rule-based"], 0.2, 0.2)
         return base + amplitude * shape
 
+    def reversed_world(setting: str, target: str, rho: np.ndarray) -> np.ndarray:
+        if target != "native_reward":
+            return paper(setting, target, rho)
+        centre = PAPER_RHO["rule-based" if setting in prm_style else "PRM-style"]
+        return base + amplitude * _bump(np.asarray(rho, float), centre, 0.2, 0.2)
+
     out["the paper's world"] = paper
+    out["the paper's world, reversed"] = reversed_world
     return out
 
 
@@ -127,8 +134,9 @@ def simulate(
     return pd.concat(frames, ignore_index=True)
 
 
-def noiseless(layout: Layout, truth: Truth) -> pd.DataFrame:
+def noiseless(layout: Layout, truth: Truth, recipe: dict | None = None) -> pd.DataFrame:
     """The truth as a study: two identical seeds per cell, no recipe effect (the best set is then
-    exactly the truth's best cells)."""
+    exactly the truth's best cells), or with ``recipe`` the cells as drawn (a claim about these
+    recipes)."""
     quiet = Noise(0.0, 0.0, {})
-    return simulate(layout.with_seeds(2), truth, quiet, np.random.default_rng(0))
+    return simulate(layout.with_seeds(2), truth, quiet, np.random.default_rng(0), recipe)

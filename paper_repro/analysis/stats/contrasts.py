@@ -63,35 +63,50 @@ def _setting_part(
 ) -> tuple[float, float, float, bool]:
     """One setting's contrast ``sum_c a_c mean_c``: (value, variance, df, paired)."""
     cells = [c for c, w in a.items() if w != 0]
-    data = rows[rows["cell"].isin(cells)].dropna(subset=[target])
-    wide = data.pivot_table(index="seed", columns="cell", values=target, aggfunc="mean")
-    if any(c not in wide.columns for c in cells):
+    data = rows[rows["cell"].isin(cells)]
+    y = data[target].to_numpy(float)
+    keep = np.isfinite(y)
+    cell = pd.Categorical(data["cell"].to_numpy()[keep], categories=cells).codes
+    seed, si = np.unique(data["seed"].to_numpy()[keep], return_inverse=True)
+    y = y[keep]
+    if (cell < 0).any() or len(set(cell)) < len(cells):
         return NAN, NAN, NAN, False
+    total = np.zeros((len(seed), len(cells)))
+    count = np.zeros_like(total)
+    np.add.at(total, (si, cell), y)
+    np.add.at(count, (si, cell), 1.0)
     weights = np.array([a[c] for c in cells])
-    common = wide[cells].dropna()
-    if len(common) >= 2 and len(common) == len(wide):
-        d = common.to_numpy(float) @ weights
+    if len(seed) >= 2 and (count > 0).all():
+        d = (total / count) @ weights
         return float(d.mean()), float(d.var(ddof=1) / len(d)), float(len(d) - 1), True
-    g = data.groupby("cell")[target]
-    mean, var, n = g.mean().reindex(cells), g.var(ddof=1).reindex(cells), g.count().reindex(cells)
+    n = np.bincount(cell, minlength=len(cells)).astype(float)
     if (n < 2).any():
         return NAN, NAN, NAN, False
-    parts = weights**2 * var.to_numpy(float) / n.to_numpy(float)
-    value = float(weights @ mean.to_numpy(float))
-    total = float(parts.sum())
-    df = total**2 / float(np.sum(parts**2 / (n.to_numpy(float) - 1))) if total > 0 else np.inf
-    return value, total, df, False
+    mean = np.bincount(cell, weights=y, minlength=len(cells)) / n
+    var = np.bincount(cell, weights=(y - mean[cell]) ** 2, minlength=len(cells)) / (n - 1)
+    parts = weights**2 * var / n
+    value, total_var = float(weights @ mean), float(parts.sum())
+    df = total_var**2 / float(np.sum(parts**2 / (n - 1))) if total_var > 0 else np.inf
+    return value, total_var, df, False
 
 
 def contrast(
-    rows: pd.DataFrame, target: str, weights: Weights, tau: float = 0.0, tau_df: float = np.inf
+    rows: pd.DataFrame | Mapping[str, pd.DataFrame],
+    target: str,
+    weights: Weights,
+    tau: float = 0.0,
+    tau_df: float = np.inf,
 ) -> dict[str, Estimate]:
     """The contrast ``weights`` of ``rows``' cell means of ``target``, at both levels (by level):
-    ``tau``/``tau_df``, the recipe SD and its df (the :data:`ANY` level's recipe part). A setting
-    whose cells are missing makes the estimate NaN."""
+    ``tau``/``tau_df``, the recipe SD and its df (the :data:`ANY` level's recipe part). ``rows``: a
+    runs table, or its rows already split by setting. A setting whose cells are missing makes the
+    estimate NaN."""
+    split = rows if isinstance(rows, Mapping) else {s: g for s, g in rows.groupby("setting", sort=False)}
     value, seed_var, terms, paired, recipe_q = 0.0, 0.0, [], True, 0.0
     for setting, a in weights.items():
-        v, var, df, was_paired = _setting_part(rows[rows["setting"] == setting], target, a)
+        if setting not in split:
+            return {level: Estimate(level=level) for level in LEVELS}
+        v, var, df, was_paired = _setting_part(split[setting], target, a)
         if not np.isfinite(v):
             return {level: Estimate(level=level) for level in LEVELS}
         value += v

@@ -161,14 +161,36 @@ def recipe_reml(
             runs=N, cells=cells, status="too few runs or cells to separate recipe from seed noise"
         )
     tau2, sigma2, crit = reml_fit(X, y, group)
+    df = _tau_df(crit, tau2, sigma2)
     if not interval:
-        return RecipeSD(float(np.sqrt(tau2)), runs=N, cells=cells, sigma=float(np.sqrt(sigma2)), status="ok")
-    low, high, df = _profile(crit, tau2, sigma2, level)
+        return RecipeSD(
+            float(np.sqrt(tau2)), sigma=float(np.sqrt(sigma2)), df=df, runs=N, cells=cells, status="ok"
+        )
+    low, high = _profile(crit, tau2, sigma2, level)
     return RecipeSD(float(np.sqrt(tau2)), low, high, float(np.sqrt(sigma2)), df, N, cells, "ok")
 
 
-def _profile(crit: _Reml, tau2: float, sigma2: float, level: float) -> tuple[float, float, float]:
-    """The profile-likelihood interval of tau (chi-square, 1 df) and the Satterthwaite df of tau^2."""
+def _tau_df(crit: _Reml, tau2: float, sigma2: float) -> float:
+    """Satterthwaite's df of ``tau^2``: ``2 tau^4 / var(tau^2)``, the variance from the observed
+    information of (tau^2, sigma^2) (central differences of the -2 REML log-likelihood); NaN at the
+    boundary ``tau^2 = 0``."""
+    if tau2 <= 0:
+        return NAN
+    ht, hs = tau2 * 1e-3, sigma2 * 1e-3
+    f = crit.full
+    h11 = (f(tau2 + ht, sigma2) - 2 * f(tau2, sigma2) + f(tau2 - ht, sigma2)) / ht**2
+    h22 = (f(tau2, sigma2 + hs) - 2 * f(tau2, sigma2) + f(tau2, sigma2 - hs)) / hs**2
+    h12 = (f(tau2 + ht, sigma2 + hs) - f(tau2 + ht, sigma2 - hs) - f(tau2 - ht, sigma2 + hs)
+           + f(tau2 - ht, sigma2 - hs)) / (4 * ht * hs)  # fmt: skip
+    det = h11 * h22 - h12 * h12
+    if not det > 0:
+        return NAN
+    var = 2.0 * h22 / det  # -2 log L: the covariance is 2 H^-1
+    return float(2 * tau2**2 / var)
+
+
+def _profile(crit: _Reml, tau2: float, sigma2: float, level: float) -> tuple[float, float]:
+    """The profile-likelihood interval of tau (chi-square, 1 df)."""
     from scipy.optimize import brentq
     from scipy.stats import chi2
 
@@ -183,14 +205,7 @@ def _profile(crit: _Reml, tau2: float, sigma2: float, level: float) -> tuple[flo
     while gap(top) < 0 and top < 1e3:
         top *= 4
     high = brentq(gap, tau2, top, xtol=1e-12)
-    if tau2 <= 0:
-        return 0.0, float(np.sqrt(high)), NAN
-    h = tau2 * 1e-2
-    curv = (
-        crit.at_tau2(tau2 + h)[0] - 2 * crit.at_tau2(tau2)[0] + crit.at_tau2(max(tau2 - h, 0.0))[0]
-    ) / h**2
-    var = 2.0 / curv if curv > 0 else np.inf  # -2 log L: variance = 2 / curvature
-    return float(np.sqrt(low)), float(np.sqrt(high)), float(2 * tau2**2 / var)
+    return float(np.sqrt(low)), float(np.sqrt(high))
 
 
 def recipe_table(rows: pd.DataFrame, targets: Sequence[str]) -> pd.DataFrame:

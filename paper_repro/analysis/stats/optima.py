@@ -97,10 +97,13 @@ class Cells:
         return float(((self.n - 1) * self.var)[replicated].sum() / df), df
 
 
-def best_set(cells: Cells, recipe_sd: float = 0.0, alpha: float = ALPHA) -> np.ndarray:
+def best_set(
+    cells: Cells, recipe_sd: float = 0.0, alpha: float = ALPHA, recipe_df: float = np.inf
+) -> np.ndarray:
     """Which of ``cells`` could be the best at ``1 - alpha`` (Gupta's subset, Bonferroni, each cell
-    with its own seed variance, the recipe effect ``recipe_sd`` allowed for): a boolean mask in
-    ``cells``' order."""
+    with its own seed variance, the recipe effect ``recipe_sd`` allowed for, its square estimated on
+    ``recipe_df`` degrees of freedom): a boolean mask in ``cells``' order. Each comparison's df are
+    Satterthwaite's over its whole variance, the recipe part included."""
     from scipy import stats
 
     if cells.k < 2:
@@ -111,9 +114,15 @@ def best_set(cells: Cells, recipe_sd: float = 0.0, alpha: float = ALPHA) -> np.n
     var = np.where(cells.n >= 2, cells.var, pooled) / cells.n  # a cell mean's seed variance
     top = int(np.argmax(cells.mean))
     seed_part = var + var[top]
-    se = np.sqrt(seed_part + 2 * recipe_sd**2)
-    with np.errstate(divide="ignore", invalid="ignore"):  # Welch-Satterthwaite per comparison
-        dof = seed_part**2 / (var**2 / np.maximum(cells.n - 1, 1) + var[top] ** 2 / max(cells.n[top] - 1, 1))
+    recipe = 2 * recipe_sd**2
+    se = np.sqrt(seed_part + recipe)
+    recipe_term = recipe**2 / recipe_df if recipe > 0 and np.isfinite(recipe_df) and recipe_df > 0 else 0.0
+    with np.errstate(
+        divide="ignore", invalid="ignore"
+    ):  # Satterthwaite per comparison, over its whole variance
+        dof = (seed_part + recipe) ** 2 / (
+            var**2 / np.maximum(cells.n - 1, 1) + var[top] ** 2 / max(cells.n[top] - 1, 1) + recipe_term
+        )
     dof = np.where(np.isfinite(dof) & (dof > 0), dof, df)
     d = stats.t.ppf(1 - alpha / (cells.k - 1), dof)
     return cells.mean >= cells.mean[top] - d * se
