@@ -46,7 +46,7 @@ regime is ``uninformative`` and they are reported, never scored as agreeing or d
 often two disjoint halves of the full grid's seeds name the same regime. For the first pilot fraction
 (the paper's 1/8; the profile's, 1/2 in cpu-tiny) :func:`race_table` also pairs RACE's pick with TRL's default allocation (K = G,
 mu = 1, at the full budget), both run **on fresh seeds** that neither the pilots nor the full grid
-used: the gains :func:`paper_repro.analysis.claims.tables.no_race_gain` tests.
+used: the gains :func:`paper_repro.analysis.claims.race.no_race_gain` tests, clustered by setting.
 
 The agreement test and its claims: :mod:`paper_repro.analysis.claims.race`; RACE+:
 :mod:`paper_repro.analysis.tables.race_plus`.
