@@ -13,7 +13,6 @@ import pytest
 from paper_repro.analysis.claims import curves as cc
 from paper_repro.analysis.figures import curves as fc
 from paper_repro.analysis.tables import curves as cv
-from paper_repro.paths import repo_root
 from paper_repro.results import CURVE_COLUMNS
 from tests.worlds import (
     BASE,
@@ -24,12 +23,11 @@ from tests.worlds import (
     flat,
     growing,
     known,
-    large_always,
     moving_peak,
     static_peak,
 )
 
-CURVE_CLAIMS = ("curves.moves", "curves.grows")
+CURVE_CLAIMS = ("curves.moves", "curves.grows", "size_star.top")
 
 
 # ---------------------------------------------------------------------------------------- the fit
@@ -127,7 +125,8 @@ def test_rho_star_leaves_out_infeasible_cells_and_says_so():
     )
     assert "feasible cells only" in first["note"]
     ends = cc.setting_ends(rows, "native_reward")
-    assert ends[0].low_point == 0.125 and ends[0].high_point == 1.0
+    # C/8 measures every cell, but r70 sits within 0.02 of the base policy there: C/4 is the low end
+    assert ends[0].low_point == 0.25 and ends[0].high_point == 1.0
 
 
 def test_size_star_finds_the_growing_best_size():
@@ -173,30 +172,13 @@ def test_moves_rule_and_aggregation():
     assert cc.aggregate_moves(["held", "inconclusive", "inconclusive"]) == "inconclusive"
 
 
-def _grows(truth, sd: float = 0.01) -> str:
-    rows = curve_rows(truth, settings=STAGE_A, points=LADDER_A, sd=sd)
-    return cc.grows_decide(cc.size_ends(rows, "native_reward"), ["S", "M", "L"]).verdict
-
-
-def test_grows_claim_returns_each_verdict():
-    assert _grows(growing) == "held"
-    assert _grows(large_always) == "not held"
-    assert _grows(flat, sd=0.05) == "inconclusive"
-    assert cc.grows_decide(None, ["S", "M", "L"]).verdict == "inconclusive"
-    order = ["S", "M", "L"]
-    assert cc.grow_verdict(["S"], ["M", "L"], order) == "held"
-    assert cc.grow_verdict(["M", "L"], ["S", "M"], order) == "not held"
-    assert cc.grow_verdict(["S", "M"], ["M", "L"], order) == "inconclusive"
-
-
 def test_operating_characteristics_by_simulation():
     rows = curve_rows(moving_peak)
     oc = cc.moves_operating(cc.setting_ends(rows, "native_reward"), replicates=60)
     assert set(oc) >= {"oc_wrong_max", "oc_wrong_truth", "oc_agreement_min", "oc_held_when_true", "power_now"}
     assert 0 <= oc["oc_wrong_max"] <= 0.05 and oc["oc_held_when_true"] > 0.9 and oc["power_now"] > 0.9
-    size_rows = curve_rows(growing, settings=STAGE_A, points=LADDER_A)
-    oc = cc.grows_operating(cc.size_ends(size_rows, "native_reward"), ["S", "M", "L"], replicates=60)
-    assert 0 <= oc["oc_wrong_max"] <= 0.05 and oc["oc_held_when_true"] > 0.9
+    static = cc.moves_operating(cc.setting_ends(curve_rows(static_peak), "native_reward"), replicates=60)
+    assert static["oc_not_held_when_false"] > 0.9  # the static truth: the best cell stays
     one = cc.moves_operating(cc.setting_ends(curve_rows(moving_peak, seeds=1), "native_reward"))
     assert np.isnan(one["oc_wrong_max"]) and "one seed" in one["oc_note"]
 
@@ -208,12 +190,14 @@ def test_claims_rows_use_the_claims_table_columns():
     assert list(table["claim"]) == [
         "the best allocation moves with the budget",
         "as the budget grows, the best policy gets bigger",
+        "at the ladder's top, the largest policy beats the smallest",
     ]
     assert set(table["kind"]) == {"our addition"}
     assert set(table["verdict"]) <= {"held", "not held", "inconclusive", "heterogeneous"}
-    assert table.iloc[1]["verdict"] == "held"
-    committed = pd.read_csv(repo_root() / "data/results/cpu-tiny/claims.csv", nrows=0).columns
-    assert set(table.columns) <= set(committed)
+    assert list(table["verdict"].iloc[1:]) == ["held", "held"]  # L's advantage at 4C, and its growth
+    from paper_repro.analysis.claims.table import COLUMNS
+
+    assert set(table.columns) <= set(COLUMNS)  # the claims table's, whose owner is table.py
 
 
 # ---------------------------------------------------------------------------------------- extrapolation

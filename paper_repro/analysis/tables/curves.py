@@ -1,7 +1,5 @@
 """Compute curves (``curves.csv``): each cell's metric against log C, the best allocation and the best
 policy size at each budget, and whether small budgets predict the full one.
-Compute curves (``curves.csv``): each cell's metric against log C, the best allocation and the best
-policy size at each budget, and whether small budgets predict the full one.
 
 A row of ``curves.csv`` is one run at one point of the budget ladder (a multiple of the profile's full
 budget C; :data:`paper_repro.results.CURVE_COLUMNS`). Only ``ok`` rows are measurements; an
@@ -21,6 +19,14 @@ left out and named (``infeasible_cells``).
 **size*(C)** (:func:`size_star_table`): per point and target, over stage A's (policy, cell) pairs at
 equal FLOPs, each pair one "cell" of the same decision; ``best_sizes`` the policies among the pairs
 that could be best (smallest first).
+
+**Leaving the base policy** (:func:`left_base`): a cell has left the base policy at a point when
+every one of its runs there has taken an optimizer step (where ``steps`` is recorded) and its mean
+change from the base policy's value (``base_<target>``, per seed) is at least the margin (the
+profile's ``margins.gain``, 0.02 native reward: the smallest change the study calls a gain) and
+beyond its seed noise (a one-sample t test at 5%, two-sided, where it has two seeds). Below it the
+cells still sit at (or within noise of) the base policy, so a comparison of cells there compares
+the base policy with itself; the budget claims read no point below it.
 
 **Extrapolation check** (:func:`extrapolation_table`): per (setting, cell) whose ladder reaches C,
 the saturating fit on the points <= C / 2 predicts C. **Covered**: 0 lies inside the seed-bootstrap
@@ -65,7 +71,16 @@ from paper_repro.results import METRICS, POLICY_SIZES
 
 FULL = 1.0  # the full budget's point
 PILOT_TOP = 0.5  # the extrapolation check fits the points up to C / 2
-NUMBERS = ("seed", "point", "point_flops", "target_rho", "rho", *METRICS, *(f"base_{t}" for t in METRICS))
+NUMBERS = (
+    "seed",
+    "point",
+    "point_flops",
+    "steps",
+    "target_rho",
+    "rho",
+    *METRICS,
+    *(f"base_{t}" for t in METRICS),
+)
 
 # ---------------------------------------------------------------------------------------- rows
 
@@ -180,6 +195,39 @@ def fit_table(
                     "target_rho": float(rows["target_rho"].mean()), "target": t, **fit_cell(rows, t, bootstrap, seed),
                 })  # fmt: skip
     return pd.DataFrame(out, columns=columns)
+
+
+# ---------------------------------------------------------------------------------------- leaving the base policy
+
+
+def left_base(rows: pd.DataFrame, target: str, margin: float = DEFAULT.gain) -> tuple[bool, str]:
+    """Whether every cell of ``rows`` (one frontier at one point, any status) has left the base
+    policy for ``target`` (module docstring), and, when not, which cells have not and why."""
+    from scipy import stats
+
+    measured = ok(rows).dropna(subset=[target])
+    missing = sorted(set(rows["cell"].astype(str)) - set(measured["cell"].astype(str)))
+    stuck = [f"{c} not measured" for c in missing]
+    for cell, g in measured.groupby("cell", sort=True):
+        steps = g["steps"].dropna() if "steps" in g else pd.Series(dtype=float)
+        if len(steps) and steps.min() < 1:
+            stuck.append(f"{cell} has a run with no optimizer step")
+            continue
+        base = f"base_{target}"
+        change = (g[target] - g[base]).dropna().to_numpy(float) if base in g else np.zeros(0)
+        if len(change) == 0:
+            stuck.append(f"{cell} has no base-policy value")
+            continue
+        mean = float(change.mean())
+        se = float(change.std(ddof=1) / np.sqrt(len(change))) if len(change) >= 2 else 0.0
+        beyond = (
+            len(change) < 2
+            or (se > 0 and abs(mean) / se > stats.t.ppf(0.975, len(change) - 1))
+            or (se == 0 and mean != 0)
+        )
+        if abs(mean) < margin or not beyond:
+            stuck.append(f"{cell} {mean:+.3f} from base")
+    return not stuck, ", ".join(stuck)
 
 
 # ---------------------------------------------------------------------------------------- best sets per point
