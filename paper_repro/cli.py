@@ -234,7 +234,8 @@ def _design_command(args: argparse.Namespace) -> int:
     if args.candidates or args.price_only:
         return _design_candidates(args, profile, variants)
     table = simulate_design(profile, args.results, args.recipe_sd, args.seed_sd, args.amplitude, args.replicates, variants,
-                   progress=lambda step: print(f"simulating {step}", flush=True))  # fmt: skip
+                   progress=lambda step: print(f"simulating {step}", flush=True),
+                   replace_registered=args.replace_registered)  # fmt: skip
     import pandas as pd
 
     now = table[table["design"] == "committed"]
@@ -283,7 +284,9 @@ def _design_candidates(args: argparse.Namespace, profile, variants) -> int:
     if args.price_only:
         print(f"design_choices.csv (priced only) in {repo_relative(root)}")
         return 0
-    write_table(root / "design.csv", result.design)
+    from paper_repro.analysis.pipeline import keep_post_hoc
+
+    write_table(root / "design.csv", keep_post_hoc(root, result.design))
     pick = result.recommended
     chosen = next(c for c in result.candidates if c.name == "chosen")
     print(f"\nthe rule: within {args.minutes:g} min, every claim's largest wrong share <= {dc.WRONG_LIMIT:g}, "
@@ -516,6 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the truths' height (default: the committed frontiers' median range)")  # fmt: skip
     d.add_argument("--replicates", type=_positive_int, default=None,
                    help="study pairs per truth (default: 200)")  # fmt: skip
+    d.add_argument("--replace-registered", action="store_true",
+                   help="overwrite design.csv's pre-registered block although the results folder already holds grid runs "
+                        "(the block is the design's registration: written before the runs, never after)")  # fmt: skip
     d.add_argument("--more-seeds", type=_positive_int, nargs="*", default=[],
                    help="also simulate the design with these seeds per cell")  # fmt: skip
     d.add_argument("--recipes", type=_positive_int, nargs="*", default=[],

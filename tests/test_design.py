@@ -85,15 +85,20 @@ def test_the_rules_are_seldom_wrong_with_the_noise_they_allow_for():
         LAYOUT, noise, world, CLASSES, _margins(), replicates=15, coverage_replicates=0
     )
     assert table["wrong"].max() <= 0.1, table.sort_values("wrong").tail(3)
-    flat = table[table["truth"] == "flat"]
-    assert (flat["share_held"] == 0).all() and (flat["true_verdict"] != "held").all()
+    # a flat frontier holds no claim about the frontier (claims about these recipes read the cells as
+    # drawn, whose recipe effects do differ), and a directional contrast is held by chance at most 5%
+    # of the time one-sided (15 pairs: at most 4 of 30 studies)
+    about = {c.id: design.about_cells(c) for c in design.simulated_claims()}
+    flat = table[(table["truth"] == "flat") & ~table["claim_id"].map(about)]
+    assert (flat["true_verdict"] != "held").all() and (flat["share_held"] <= 4 / 30).all(), flat
     shares = table[[c for c in table if c.startswith("share_")]].sum(axis=1)
     assert shares.to_numpy() == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("truth", ["flat", "peak at 0.45, skewed", "the paper's world"])
 def test_the_recipe_effect_estimate_is_not_low_on_average(truth):
-    """The doubled lack-of-fit estimate (optima.RECIPE_BIAS) against the recipe SD that made the data."""
+    """The REML recipe SD (stats/mixed.py, per study) against the recipe SD that made the data: not
+    doubled, and not low or high by more than a fifth on average over 20 studies."""
     noise = design.Noise(recipe_sd=0.03, default=0.04, seed_sd={})
     world = design.truths(CLASSES.prm_style, amplitude=0.1)
     rng = np.random.default_rng(1)
@@ -103,7 +108,7 @@ def test_the_recipe_effect_estimate_is_not_low_on_average(truth):
         ).recipe_sd(DEFAULT)
         for _ in range(20)
     ]
-    assert 0.03 <= np.mean(estimates) <= 0.06
+    assert 0.024 <= np.mean(estimates) <= 0.036, np.mean(estimates)
 
 
 def test_the_design_command_writes_design_csv_and_the_claims_read_it(tmp_path):
@@ -114,15 +119,19 @@ def test_the_design_command_writes_design_csv_and_the_claims_read_it(tmp_path):
                  "--recipes", "4"]) == 0  # fmt: skip
     table = pd.read_csv(tmp_path / "design.csv")
     assert set(table["design"]) == {"committed", "4 recipes per cell"}
-    assert set(table["truth"]) == {*design.SHAPES, "the paper's world"}
+    assert set(table["truth"]) == {*design.SHAPES, "the paper's world", "the paper's world, reversed"}
+    assert set(table["block"]) == {"pre-registered"}
     from paper_repro.analysis import analyse
 
     result = analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=0)
     row = result.claims.set_index("id").loc["rho_star.rule_based"]
     assert row["claim"] == f"rule-based rewards: rho* ~ {RULE_BASED_RHO}"
-    assert np.isfinite(row["oc_wrong_max"]) and row["oc_note"].endswith("(design.csv)")
-    race_row = result.claims.set_index("id").loc["race.no_gain"]
+    assert np.isfinite(row["oc_wrong_max"]) and row["oc_note"].endswith("(design.csv, pre-registered block)")
+    race_row = result.claims.set_index("id").loc["race.pilots@1/2"]
     assert race_row["oc_note"].startswith("not simulated")
+    # the block registers the design: with grid runs in the folder, it is not rewritten unasked
+    with pytest.raises(ValueError, match="pre-registered block"):
+        simulate_design(PROFILE, tmp_path, replicates=1)
 
 
 def test_a_design_with_no_runs_needs_its_noise_given(tmp_path):

@@ -117,7 +117,7 @@ def analyse(
     convention = conventions.convention_table(distinct, groups, tau)
     hacked = study.hacking
     hacked_summary = hacking.hacking_summary(hacked)
-    design_table = _committed_design(root)
+    design_table = _design_blocks(root, study, power_replicates)
     claims = claims_table(study, design_table, _powers(study, power_replicates))
     # the question asked as the budget grows: the grid runs' compute curves (their ladders' points)
     curve = curve_analysis(study.curves, margins, tau, shared=shared, sizes=classes.sizes)
@@ -162,6 +162,7 @@ def simulate_design(
     replicates: int | None = None,
     variants: dict[str, tuple[int, float]] | None = None,
     progress=None,
+    replace_registered: bool = False,
 ) -> pd.DataFrame:
     """The study's operating characteristics (``paper-repro design``): the frontier claims' own tests
     on simulated studies of ``profile``'s design under known truths, with the noise the committed runs
@@ -193,15 +194,59 @@ def simulate_design(
 
     model = sim.noise_model(grid, names, recipe_sd, seed_sd, amplitude, problems=eval_size(profile))
     kwargs = {} if replicates is None else {"replicates": replicates}
+    existing = _committed_design(root)
+    registered = existing is not None and (existing["block"] == PRE).any()
+    if registered and grid is not None and not replace_registered:
+        raise ValueError(
+            f"{root / 'design.csv'} already holds a pre-registered block and {root / 'runs.csv'} holds grid runs: "
+            "the block registers the design before its runs and is not rewritten after them (the analysis "
+            "regenerates the post-hoc block); pass --replace-registered to overwrite it anyway"
+        )
     table = sim.design_table(layout, model, classes, profile.margins, variants, progress=progress, **kwargs)
-    write_table(root / "design.csv", table)
+    table.insert(0, "block", PRE)
+    post = existing[existing["block"] == POST] if existing is not None else None
+    write_table(
+        root / "design.csv",
+        pd.concat([table, post], ignore_index=True) if post is not None and len(post) else table,
+    )
     return table
 
 
+POSTHOC_REPLICATES = (
+    100  # study pairs per truth of design.csv's post-hoc block (a 5% rate to about +-1.5 points)
+)
+PRE, POST = "pre-registered", "post-hoc"
+
+
 def _committed_design(root: Path) -> pd.DataFrame | None:
-    """The operating characteristics committed beside the runs (``design.csv``), if any."""
+    """The operating characteristics committed beside the runs (``design.csv``), if any; rows from
+    before the blocks were named are the pre-registered block (``paper-repro design`` wrote them)."""
     path = root / "design.csv"
-    return pd.read_csv(path) if path.exists() else None
+    if not path.exists():
+        return None
+    table = pd.read_csv(path)
+    if "block" not in table:
+        table.insert(0, "block", PRE)
+    return table
+
+
+def _design_blocks(root: Path, study: Study, replicates: int | None) -> pd.DataFrame | None:
+    """``design.csv`` with its post-hoc block regenerated: every simulated claim's operating
+    characteristics at the design the study ran (its settings' cells and seeds), with the noise and
+    frontier heights its runs show (:func:`paper_repro.analysis.design.post_hoc`); the pre-registered
+    block, written before the runs by ``paper-repro design``, is kept as it is. ``replicates``: study
+    pairs per truth (None: :data:`POSTHOC_REPLICATES`; 0: the block is not regenerated)."""
+    from paper_repro.analysis import design
+
+    table = _committed_design(root)
+    if replicates == 0 or study.distinct.empty:
+        return table
+    post = design.post_hoc(study, POSTHOC_REPLICATES if replicates is None else replicates).assign(block=POST)
+    kept = table[table["block"] != POST] if table is not None else None
+    merged = pd.concat([kept, post], ignore_index=True) if kept is not None and len(kept) else post
+    merged = merged[["block", *[c for c in merged.columns if c != "block"]]]
+    write_table(root / "design.csv", merged)
+    return merged
 
 
 def _powers(study: Study, replicates: int | None) -> dict | None:

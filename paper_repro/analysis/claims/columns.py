@@ -19,8 +19,12 @@ NO_OC = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc
 
 
 def study_design(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``design.csv`` for the design the study ran: ``chosen`` (the profile as written,
-    from ``paper-repro design --candidates``) where the table has it, else ``committed``."""
+    """The rows of ``design.csv`` for the design the study ran at its current rules: the post-hoc
+    block (regenerated from the runs by the analysis) where the table has one, else ``chosen`` (the
+    profile as written, from ``paper-repro design --candidates``) where it has it, else
+    ``committed``."""
+    if "block" in table and (table["block"] == "post-hoc").any():
+        return table[table["block"] == "post-hoc"]
     at = "chosen" if (table["design"] == "chosen").any() else "committed"
     return table[table["design"] == at]
 
@@ -48,7 +52,8 @@ def oc_columns(claim_id: str, design: pd.DataFrame | None) -> dict:
         "oc_agreement_min": float(rows["agreement"].min()),
         "oc_held_when_true": float(held.min()) if len(held) else NAN,
         "oc_not_held_when_false": float(refuted.min()) if len(refuted) else NAN,
-        "oc_note": f"{len(rows)} truths, {int(rows['studies'].iloc[0])} studies each (design.csv)",
+        "oc_note": f"{len(rows)} truths, {int(rows['studies'].iloc[0])} studies each (design.csv"
+        + (f", {rows['block'].iloc[0]} block)" if "block" in rows else ")"),
     }
 
 

@@ -98,7 +98,10 @@ def regime(study: Study, plus: Sequence[str], minus: Sequence[str] = (), level: 
         f"{f', recipe SD {tau:.3f}' if level == ANY else ''}) over {', '.join(weights)}"
         + (f"; left out (a window empty): {', '.join(missing)}" if missing else "")
     )
-    return Result(est.value, low, high, verdict, note)
+    # a contrast between 0 and the margin: held (it is positive) and not held (below the margin) are both right
+    grey = "not held" if verdict == "held" and 0 < est.value < m.regime else ""
+    grey = grey or ("held" if verdict == "not held" and 0 < est.value < m.regime else "")
+    return Result(est.value, low, high, verdict, note, also=grey)
 
 
 def allocation(study: Study, names: Sequence[str] | None = None) -> Result:

@@ -48,10 +48,11 @@ def about_cells(claim: Claim) -> bool:
 
 
 def is_wrong(verdict: str, truth) -> bool:
-    """A decided verdict that the truth's own (a Result) contradicts. Where the truth is heterogeneous
+    """A decided verdict that the truth's own (a Result) contradicts (its ``also`` is right too: a
+    truth inside the rule's grey zone, e.g. a contrast between 0 and its margin). Where the truth is heterogeneous
     yet every setting's truth gives one verdict, that verdict is not wrong: the class reading it misses
     is the settings' disagreement, not the claim."""
-    if verdict not in DECIDED or verdict == truth.verdict:
+    if verdict not in DECIDED or verdict in (truth.verdict, truth.also):
         return False
     return not (truth.verdict == "heterogeneous" and verdict == truth.unanimous)
 
@@ -314,3 +315,13 @@ def summary(table: pd.DataFrame | None) -> pd.DataFrame:
                      "not_held_when_false": refuted.min() if len(refuted) else np.nan,
                      "coverage_min": g["coverage"].min()})  # fmt: skip
     return pd.DataFrame(rows).round(3)
+
+
+def post_hoc(study: Study, replicates: int = REPLICATES) -> pd.DataFrame:
+    """``design.csv``'s post-hoc block: every simulated claim's operating characteristics at the
+    design ``study`` ran (its distinct settings' cells at their realised rho, its seeds per cell),
+    with the seed SDs, REML recipe SDs and frontier height its runs show (:func:`noise_model`)."""
+    names = study.classes.distinct
+    layout = Layout.from_runs(study.distinct, names, study.seeds_per_cell)
+    model = noise_model(study.distinct, names)
+    return simulated(layout, model.noise, model, study.classes, study.margins, "committed", replicates, 0)

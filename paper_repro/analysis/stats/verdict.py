@@ -19,6 +19,9 @@ class Result:
     note: str = ""
     best_cells: str = ""  # the cells that could be best behind the verdict, per setting
     unanimous: str = ""  # a class claim: "held" / "not held" when every setting says so (heterogeneous too)
+    also: str = (
+        ""  # a truth inside a rule's grey zone: the other verdict that is right too (not scored wrong)
+    )
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
