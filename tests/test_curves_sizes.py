@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from paper_repro.analysis.claims import curves as cc
+from paper_repro.analysis.claims import sizes as cs
 from paper_repro.analysis.stats.contrasts import ANY, contrast, directional_verdict
 from paper_repro.analysis.tables import curves as cv
 from tests.worlds import LADDER, LADDER_A, STAGE_A, curve_rows, flat, growing, large_always
@@ -57,7 +58,7 @@ def test_moves_is_inconclusive_when_only_the_top_has_left_the_base_policy():
 
 def _sizes(truth, growth: bool, sd: float = 0.01, seeds: int = 5, tau: float = 0.0):
     rows = curve_rows(truth, settings=STAGE_A, points=LADDER_A, sd=sd, seeds=seeds)
-    return cc.sizes_decide(rows, "native_reward", ORDER, tau, np.inf, 0.02, growth)
+    return cs.sizes_decide(rows, "native_reward", ORDER, tau, np.inf, 0.02, growth)
 
 
 @pytest.mark.parametrize(
@@ -91,33 +92,33 @@ def test_growth_without_a_point_that_left_the_base_policy_is_inconclusive_and_sa
 
 def test_the_fast_path_agrees_with_contrast_and_directional_verdict():
     rows = curve_rows(growing, settings=STAGE_A, points=LADDER_A, sd=0.03, seeds=4)
-    sc = cc.size_claim(rows, "native_reward", ORDER, 0.02, growth=True)
+    sc = cs.size_claim(rows, "native_reward", ORDER, 0.02, growth=True)
     tau, tau_df = 0.02, 15.0
     general = sc.estimate("native_reward", tau, tau_df)[ANY]
     names = list(sc.weights)
     wide = sc.rows.pivot_table(index="seed", columns="cell", values="native_reward").reindex(columns=names)
     d = wide.to_numpy(float) @ np.array([sc.weights[n] for n in names])
-    value, se, df = cc.paired_estimates(d[None, :], tau**2 * sum(w * w for w in sc.weights.values()), tau_df)
+    value, se, df = cs.paired_estimates(d[None, :], tau**2 * sum(w * w for w in sc.weights.values()), tau_df)
     assert (value[0], se[0], df[0]) == pytest.approx((general.value, general.se, general.df), rel=1e-9)
     for margin in (-1.0, 0.02, 1.0):  # each verdict in turn
-        want = directional_verdict(general, margin, cc.LEVEL)[0]
-        assert cc.CODES[int(cc.directional_codes(value, se, df, margin)[0])] == want
+        want = directional_verdict(general, margin, cs.LEVEL)[0]
+        assert cs.CODES[int(cs.directional_codes(value, se, df, margin)[0])] == want
 
 
 def test_the_size_contrasts_operating_characteristics():
     rows = curve_rows(large_always, settings=STAGE_A, points=LADDER_A, sd=0.02)
-    world = cc.sizes_world(rows, "native_reward", ORDER, 0.01, np.inf, 0.02, False)
-    oc = cc.sizes_operating(world, 0.02, replicates=400)
+    world = cs.sizes_world(rows, "native_reward", ORDER, 0.01, np.inf, 0.02, False)
+    oc = cs.sizes_operating(world, 0.02, replicates=400)
     assert set(oc) >= COLUMNS
     assert oc["oc_wrong_max"] <= 0.05 + 0.02  # each side a 5% test; 400 studies: about +-2 points
     assert oc["power_now"] > 0.95 and oc["seeds_for_80pct_power"] <= 5
     assert oc["oc_not_held_when_false"] > 0.6  # equal sizes: its 90% upper end under 0.02 (se about 0.008)
-    none = cc.sizes_operating(None, 0.02)
+    none = cs.sizes_operating(None, 0.02)
     assert set(none) >= COLUMNS and "not simulated" in none["oc_note"]
 
 
 def test_the_planner_order_of_sizes_is_respected_when_the_curves_name_fewer():
     rows = curve_rows(large_always, settings={"S": "A", "L": "A"}, points=LADDER)
-    assert "L - S" in cc.sizes_decide(rows, "native_reward", ["S", "L"], 0.0, np.inf, 0.02, False).note
-    assert isinstance(cc.size_claim(rows, "native_reward", ["S"], 0.02, False), str)
+    assert "L - S" in cs.sizes_decide(rows, "native_reward", ["S", "L"], 0.0, np.inf, 0.02, False).note
+    assert isinstance(cs.size_claim(rows, "native_reward", ["S"], 0.02, False), str)
     assert contrast(pd.DataFrame(columns=["setting", "cell", "seed", "x"]), "x", {})[ANY].value == 0.0

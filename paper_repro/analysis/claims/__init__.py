@@ -7,7 +7,7 @@ first imported), and the claims table built from the registry (:mod:`~paper_repr
 A new claim is one declaration (:func:`register_claim`) in one of the families' modules.
 """
 
-from paper_repro.analysis.claims import additions, curves, frontier, race, recipes, regimes, tables  # noqa: F401  (they register)
+from paper_repro.analysis.claims import additions, curves, frontier, race, recipes, regimes, sizes, tables  # noqa: F401  (they register)
 from paper_repro.analysis.claims.registry import claims, register_claim, registered, spec, specs
 from paper_repro.analysis.claims.study import Classes, Study
 
