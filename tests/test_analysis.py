@@ -57,6 +57,9 @@ def verdicts(result) -> dict[str, str]:
 
 
 RULE, PRM, LOWER = "rho_star.rule_based", "rho_star.prm_style", "rho_star.prm_lower"
+# the same claims as regime contrasts, at the "any recipe at this rho" level and the cells as run
+REGIMES = ("regime.rule_based", "regime.prm_style", "regime.interaction")
+LEVELS = (".any", ".these")
 CARD = {"device": {"type": "cpu", "name": "cpu", "peak_flops_per_s": 1e11}, "steps": 4, "rounds": 4,
         "rho": 0.5, "rho_executed": 0.4, "rho_time": 0.2, "seconds": {"total": 2.0},
         "flops": {"useful": {"C_total": 3e9}, "executed": {"C_total": 4e9}},
@@ -92,7 +95,7 @@ SLOW = pytest.mark.slow  # seeds 1, 2: seed 0 and test_design.py::test_the_rules
 def test_a_flat_world_holds_no_rho_star_claim(tmp_path, rng_seed):
     result = analysed(tmp_path, lambda s: None, noise=0.03, rng_seed=rng_seed)
     v = verdicts(result)
-    for claim in (RULE, PRM, LOWER):
+    for claim in (RULE, PRM, LOWER, *(r + lv for r in REGIMES for lv in LEVELS)):
         assert v[claim] != "held", (claim, result.claims.set_index("id").loc[claim, "note"])
     # Gupta's set keeps the best cell at 95%, not every equal one: a flat frontier of three seeds over six
     # to eight cells (the second recipes) loses a cell now and then, and its optimum is then identified
@@ -103,6 +106,9 @@ def test_every_optimum_at_045_refutes_072_and_holds_0445(tmp_path):
     result = analysed(tmp_path, lambda s: 0.45, noise=0.005, curvature=4, seeds=5)
     v = verdicts(result)
     assert v[RULE] == "not held" and v[PRM] == "held"
+    for lv in LEVELS:  # the contrasts: the search-heavy window wins everywhere; no interaction to hold
+        assert (v["regime.rule_based" + lv], v["regime.prm_style" + lv]) == ("not held", "held")
+        assert v["regime.interaction" + lv] != "held"
     # equal optima: never "held". Each best set holds the two cells either side of 0.45 (rho 0.37-0.52),
     # and sets that overlap by more than SAME_RHO allow either order, so the set rule cannot refute it
     assert v[LOWER] == "inconclusive", v[LOWER]
@@ -113,12 +119,16 @@ def test_a_prm_optimum_above_the_rule_based_one_refutes_lower(tmp_path):
     result = analysed(tmp_path, peaks, noise=0.005, curvature=4, seeds=5)
     v = verdicts(result)
     assert v[LOWER] == "not held", result.claims.set_index("id").loc[LOWER, "best_cells"]
+    assert v["regime.interaction.any"] == v["regime.interaction.these"] == "not held"  # the reversed world
 
 
 def test_the_papers_world_holds_both_optima_and_lower(tmp_path):
     result = analysed(tmp_path, paper_peaks, noise=0.005, curvature=4, seeds=5)
     v = verdicts(result)
     assert v[RULE] == "held" and v[PRM] == "held" and v[LOWER] == "held"
+    assert all(v[r + lv] == "held" for r in REGIMES for lv in LEVELS), {r: v[r + ".any"] for r in REGIMES}
+    assert v["allocation.matters"] == "held"
+    assert set(result.claims["registration"]) == {"exploratory"}  # its runs predate the rules (2026-12-01)
     tests = result.rho_star_tests.set_index("setting")
     assert (tests["verdict"] == "held").all()
     assert tests.loc["M", "rho_star"] == pytest.approx(0.72, abs=0.07)  # cells nearest 0.72: 0.68, 0.76
