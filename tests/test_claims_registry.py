@@ -80,8 +80,17 @@ def test_the_registry_lists_the_claims_table_in_order_with_unique_ids():
     specs = registry.specs()
     ids = [s.id for s in specs]
     assert len(ids) == len(set(ids))
-    assert ids[:3] == ["rho_star.rule_based", "rho_star.prm_style", "rho_star.prm_lower"]
-    assert ids[-1] == "recipes.rho_suffices"
+    assert ids[:3] == ["regime.rule_based.any", "regime.prm_style.any", "regime.interaction.any"]
+    first_frontier = ids.index("rho_star.rule_based")  # the frontier family follows the regimes
+    assert ids[first_frontier : first_frontier + 3] == [
+        "rho_star.rule_based",
+        "rho_star.prm_style",
+        "rho_star.prm_lower",
+    ]
+    assert all(i.startswith(("regime.", "allocation.")) for i in ids[:first_frontier])
+    assert ids[-3:] == ["curves.grows", "size_star.top", "recipes.rho_suffices"]  # sizes, then recipes
+    families = [s.decide.__module__.rpartition(".")[2] for s in specs]
+    assert families == sorted(families, key=registry.FAMILIES.index)  # grouped in FAMILIES order
     for s in specs:  # each says how it is simulated, and a claim that is not says why
         assert isinstance(s.simulation, (Simulated, NotSimulated, registry.OwnSimulation))
         if isinstance(s.simulation, NotSimulated):
