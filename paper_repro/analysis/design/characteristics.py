@@ -223,7 +223,7 @@ def noise_model(
     problems: int = EVAL_PROBLEMS,
 ) -> Model:
     """The simulation's noise and the truths' height: from the committed runs (per-cell seed SDs, the
-    recipe SD of :func:`recipe_sd_estimate`, the median range of the frontiers' unimodal fits), each
+    REML recipe SDs of :func:`paper_repro.analysis.design.noise.recipe_sds`, the median range of the frontiers' unimodal fits), each
     replaced by the value given, if any. Without runs every value must be given. ``problems``: the
     held-out and gsm problems each run was evaluated on (the size the noise is measured at)."""
     have = runs is not None and not runs.empty

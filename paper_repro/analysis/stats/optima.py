@@ -12,10 +12,11 @@ a cell stays in the set when its mean is within ``d * se`` of the best observed 
   Each cell is its own recipe (P, G, K, mu), not only a rho: a cell's mean moves by its recipe's
   luck, which no number of seeds removes, so "could this cell be the best *allocation*" allows for
   it. ``tau`` is the profile's (``margins.recipe_sd``) or, where the profile leaves it open, the one
-  the study's own frontiers show (:func:`recipe_sd_estimate`); 0 gives the textbook rule on seed
-  noise alone;
+  the study's own runs show (the REML recipe SD, :mod:`paper_repro.analysis.stats.mixed`); 0 gives
+  the textbook rule on seed noise alone;
 - ``d = t(1 - alpha / (k - 1), df)``: the Bonferroni critical value for the ``k - 1`` one-sided
-  comparisons with the best (Welch-Satterthwaite degrees of freedom per comparison), a little wider
+  comparisons with the best (Satterthwaite's degrees of freedom per comparison, over its whole
+  variance: both cells' seed parts and the recipe part on the REML fit's df), a little wider
   than Dunnett's exact constant (tested against ``scipy.stats.dunnett``), so the set covers the
   best cell at least 95% of the time.
 
@@ -48,7 +49,6 @@ ALPHA = 0.05  # the best set's level (95%) and the flatness description's
 BOOTSTRAP = 400  # seed resamples for the interval of rho*; percentiles to about +-0.01 in rho
 NAN = float("nan")
 SAME_RHO = 0.05  # two cells' realised rho closer than this are the same allocation (grid tolerance 0.03)
-RECIPE_BIAS = 2.0  # the unimodal lack of fit's recipe SD is 0.45-0.64 of the true one in simulation
 
 
 # ---------------------------------------------------------------------------------------- cells
@@ -194,29 +194,6 @@ def peak_rho(fit: np.ndarray, rho: np.ndarray, w: np.ndarray) -> tuple[np.ndarra
     weight = top * w
     star = (weight * rho).sum(axis=-1) / weight.sum(axis=-1)
     return star, top[:, -1].astype(int) - top[:, 0].astype(int)
-
-
-def recipe_sd_estimate(frontiers: list[Cells]) -> float:
-    """The recipe-effect SD a study's frontiers show: per frontier, the lack of fit of the unimodal fit
-    of its cell means (their mean square on ``k - levels`` degrees of freedom, the fit's distinct
-    levels counted as its parameters) less a cell mean's seed noise; the root of the mean over the
-    frontiers that have such degrees of freedom, floored at 0, times :data:`RECIPE_BIAS`. An adaptive
-    fit absorbs part of what it should leave: simulated at the committed design with a recipe SD of
-    0.022, the uncorrected estimate averaged 0.010-0.014 under four truths (flat, a peak, a plateau,
-    the paper's world), so it is doubled (tests/test_design.py checks it is not low on average)."""
-    excess = []
-    for cells in frontiers:
-        s2, df = cells.pooled()
-        if cells.k < 3 or df == 0:
-            continue
-        fit = unimodal(cells.mean, cells.n)[0]
-        levels = len(np.unique(np.round(fit, 12)))
-        if cells.k <= levels:
-            continue
-        lack = float(np.sum((cells.mean - fit) ** 2)) / (cells.k - levels)
-        var = np.where(cells.n >= 2, cells.var, s2) / cells.n
-        excess.append(lack - float(np.mean(var)))
-    return RECIPE_BIAS * float(np.sqrt(max(np.mean(excess), 0.0))) if excess else 0.0
 
 
 # ---------------------------------------------------------------------------------------- the optimum

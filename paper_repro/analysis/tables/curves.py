@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.stats.best_sets import DEFAULT
-from paper_repro.analysis.stats.optima import ALPHA, Cells, best_set, recipe_sd_estimate
+from paper_repro.analysis.stats.optima import ALPHA, Cells, best_set
 from paper_repro.analysis.stats.saturating import (
     BOOTSTRAP,
     DECIMALS,
@@ -454,8 +454,9 @@ def curve_recipe_sd(
     curves: pd.DataFrame, margins: Margins = DEFAULT, recipe_sd: float | None = None
 ) -> float:
     """The recipe effect the best sets allow for: ``recipe_sd`` when given, else the margins', else the
-    one the curves' full-budget frontiers show (:func:`paper_repro.analysis.stats.optima.recipe_sd_estimate`
-    over every setting and target at point 1)."""
+    one the curves' full-budget points show for the native reward (the REML recipe SD,
+    :func:`paper_repro.analysis.stats.mixed.recipe_reml`, over every setting at point 1; 0 where it
+    cannot be separated)."""
     if recipe_sd is not None:
         return float(recipe_sd)
     if margins.recipe_sd is not None:
@@ -463,9 +464,13 @@ def curve_recipe_sd(
     rows = ok(prepared(curves))
     if rows.empty or "point" not in rows:
         return 0.0
+    from paper_repro.analysis.stats.mixed import recipe_reml
+
     full = rows[np.isclose(rows["point"], FULL)]
-    frontiers = [Cells.of(g, t) for _, g in full.groupby("setting") for t in targets_of(g)]
-    return recipe_sd_estimate(frontiers)
+    if "native_reward" not in full:
+        return 0.0
+    tau = recipe_reml(full, "native_reward", interval=False).tau
+    return float(tau) if np.isfinite(tau) else 0.0
 
 
 def curve_analysis(
