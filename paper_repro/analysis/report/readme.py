@@ -92,7 +92,7 @@ def results_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
 def _race_lines(results: Path) -> list[str]:
     """RACE per pilot budget over the distinct settings: how many pilot grids moved off the base
     policy, the pooled rank agreement of pilot and full cell means, the pick in the full grid's best
-    set, and the verdict."""
+    set (:func:`_pick_words`: vacuous checks not counted), and the verdict."""
     from paper_repro.analysis.wording import fraction_words
 
     path = results / "race.csv"
@@ -113,12 +113,24 @@ def _race_lines(results: Path) -> list[str]:
         interval = "" if c is None or pd.isna(c["ci_low"]) else f"{_fmt(c['ci_low'])} – {_fmt(c['ci_high'])}"
         verdict = "" if c is None else f"**{c['verdict']}**"
         moved = rows[rows["pilot_moved"].astype(bool)]
-        picks = int(moved["pick_in_full_best_set"].astype(bool).sum())
         lines.append(
             f"| {words} | {int(rows['pilot_seeds'].median())} | {_fmt(float(rows['pilot_flops_fraction'].median()))} "
-            f"| {len(moved)} of {len(rows)} | {value} | {interval} | {picks} of {len(moved)} | {verdict} |"
+            f"| {len(moved)} of {len(rows)} | {value} | {interval} | {_pick_words(moved)} | {verdict} |"
         )
     return lines
+
+
+def _pick_words(moved: pd.DataFrame) -> str:
+    """RACE's pick in the full best set over the moved settings, counting only those whose set
+    excludes a cell (``pick_check``: where every cell could be best the check is vacuous)."""
+    if "pick_check" not in moved:
+        return f"{int(moved['pick_in_full_best_set'].astype(bool).sum())} of {len(moved)}"
+    checks = moved["pick_check"].astype(str)
+    checked = checks[checks.isin(["in", "outside"])]
+    vacuous = len(checks) - len(checked)
+    return f"{int((checked == 'in').sum())} of {len(checked)}" + (
+        f" ({vacuous} vacuous: every cell could be best)" if vacuous else ""
+    )
 
 
 def _design_lines(results: Path) -> list[str]:
@@ -246,18 +258,20 @@ def _design_sentences(results: Path) -> list[str]:
 
 
 # what each verdict of "at equal rho, the recipe does not matter" means for the paper's advice to report rho
+# (the margin bounds the recipe SD at equal rho: paper_repro.analysis.claims.recipes)
 RECIPE_MEANING = {
-    "held": "rho describes an allocation here to within the margin, so reporting rho alone loses little",
-    "not held": "two recipes of one rho differ by more than the margin, so rho alone does not describe an "
+    "held": "the recipe SD at equal rho is shown below the margin, so reporting rho alone loses little",
+    "not held": "the recipe SD at equal rho is shown above the margin, so rho alone does not describe an "
     "allocation: report P, G, K and mu beside it",
-    "inconclusive": "neither equivalence nor a difference is shown at these seeds; until one is, report P, G, K "
-    "and mu beside rho",
+    "inconclusive": "the recipe SD's interval straddles the margin at these seeds; until it does not, report P, "
+    "G, K and mu beside rho",
 }
 
 
 def _recipe_sentences(results: Path) -> list[str]:
-    """The recipe-vs-rho claim (``claims.csv``, ``recipe_pairs.csv``): its pairs' differences and what
-    its verdict means for the paper's advice to report rho (:data:`RECIPE_MEANING`)."""
+    """The recipe-vs-rho claim (``claims.csv``, ``recipe_pairs.csv``): its pairs' differences, the
+    margin (``margins.recipe``, a bound on the recipe SD at equal rho the claim estimates from them),
+    and what its verdict means for the paper's advice to report rho (:data:`RECIPE_MEANING`)."""
     path = results / "recipe_pairs.csv"
     claims = _by_id(results)
     if not path.exists() or RECIPE_CLAIM not in claims.index:
@@ -272,8 +286,9 @@ def _recipe_sentences(results: Path) -> list[str]:
     )
     return [
         f"Does rho describe an allocation? Two recipes of one target rho, second minus first in native reward: "
-        f'{each or "nothing measured"}. Against an equivalence margin of {margin:g}, "the recipe does not '
-        f'matter" is {verdict}: {RECIPE_MEANING.get(verdict, "the claims table says why")}.'
+        f"{each or 'nothing measured'}. From these pairs the claim estimates the recipe SD at equal rho (the "
+        f"differences of two recipes of one rho have SD sqrt(2) times it); against a margin of {margin:g} on that SD, "
+        f'"the recipe does not matter" is {verdict}: {RECIPE_MEANING.get(verdict, "the claims table says why")}.'
     ]
 
 

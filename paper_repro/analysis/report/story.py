@@ -20,7 +20,7 @@ TARGET = "native_reward"
 CURVE_CLAIMS = (
     "curves.moves",
     "curves.grows",
-)  # the compute-curve claims' ids (paper_repro.analysis.claims.curves)
+)  # the compute-curve claims' ids (paper_repro.analysis.claims.curves and .sizes)
 
 
 def estimate_sentence(row: pd.Series) -> str:
@@ -177,11 +177,22 @@ def figure_readings(
             "pilot_fraction", sort=False
         ):
             moved = rows[rows["pilot_moved"].astype(bool)]
-            parts.append(
+            head = (
                 f"at {fraction_words(fraction)} of the budget the pilots moved off the base policy in "
-                f"{len(moved)} of {len(rows)} distinct settings, and name the full grid's regime in "
-                f"{int((moved['same_regime'] == True).sum())} of those"  # noqa: E712 (NaN where uninformative)
+                f"{len(moved)} of {len(rows)} distinct settings"
             )
+            if "same_best_regime" in rows:  # the paper's definition: the best cell's side, every setting
+                same = rows["same_best_regime"] == True  # noqa: E712 (NaN in an older table)
+                parts.append(
+                    f"{head}; their best cell lies on the full grid's best cell's side of the regime "
+                    f"threshold (the paper's same regime) in {int(same.sum())} of {len(rows)} "
+                    f"({int(same[moved.index].sum())} of the {len(moved)} that moved)"
+                )
+            else:  # an older race.csv: the regime named by the best sets, where the pilots moved
+                parts.append(
+                    f"{head}, and name the full grid's regime in "
+                    f"{int((moved['same_regime'] == True).sum())} of those"  # noqa: E712 (NaN where uninformative)
+                )
         readings["race_pilot_vs_full_rho_star"] = "RACE: " + "; ".join(parts) + "."
     if len(conventions):
         useful = conventions[conventions["convention"] == "useful"].set_index("group")["status"]
