@@ -322,7 +322,42 @@ def claims_lines(claims: pd.DataFrame) -> list[str]:
     ]
 
 
-ANSWER_LINES = 9  # what :func:`answer` returns, whatever the tables (the README's answer must end early)
+def _pct(value) -> str:
+    return f"{float(value):.0%}" if finite(value) else "not simulated"
+
+
+def regime_line(claims: pd.DataFrame) -> str:
+    """The paper's optima asked as contrasts (``regime.*`` at the "any recipe at this rho" level):
+    each verdict with its estimate and interval, whether it was registered before the runs, and its
+    operating characteristics at this design (wrong, held when true, not held when false) beside it."""
+    if claims.empty or "id" not in claims:
+        return "- **The paper's optima as contrasts:** not tested yet (`claims.csv` is empty)."
+    rows = claims[claims["id"].astype(str).str.match(r"regime\..*\.any$")]
+    if rows.empty:
+        return "- **The paper's optima as contrasts:** not in this claims table."
+    said = []
+    for _, r in rows.iterrows():
+        value = (f"{float(r['our_value']):+.3f} (90% {float(r['ci_low']):+.3f} to {float(r['ci_high']):+.3f})"
+                 if finite(r.get("our_value")) and finite(r.get("ci_low")) else "no estimate")  # fmt: skip
+        oc = (f"wrong in at most {_pct(r.get('oc_wrong_max'))} of simulated studies, held in "
+              f"{_pct(r.get('oc_held_when_true'))} where true, not held in {_pct(r.get('oc_not_held_when_false'))} "
+              "where false")  # fmt: skip
+        said.append(f"{r['claim'].split(' [')[0]}: **{r['verdict']}**, {value}; {oc}")
+    registered = set(rows.get("registration", pd.Series(dtype=str)).dropna().astype(str)) - {""}
+    how = (
+        "registered after these runs, so exploratory"
+        if registered == {"exploratory"}
+        else "registered before these runs"
+        if registered == {"pre-registered"}
+        else "registration unknown"
+    )
+    return (
+        f"- **The paper's optima as contrasts** (the update-heavy window's cells minus the search-heavy "
+        f"window's, native reward, any recipe at each rho; {how}): " + "; ".join(said) + "."
+    )
+
+
+ANSWER_LINES = 10  # what :func:`answer` returns, whatever the tables (the README's answer must end early)
 
 
 def answer(tables, order=None, target: str = TARGET) -> list[str]:
@@ -339,6 +374,7 @@ def answer(tables, order=None, target: str = TARGET) -> list[str]:
         *where_lines(optima, get("frontiers"), order, target),
         size_line(get("size_star_by_budget"), target),
         growth_line(get("rho_star_by_budget"), get("size_star_by_budget"), claims, shared, order, target),
+        regime_line(claims),
         *claims_lines(claims),
     ]
     if len(lines) != ANSWER_LINES:  # the README's answer must end where tests/test_readme.py reads it
