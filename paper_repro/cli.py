@@ -284,13 +284,26 @@ def _design_candidates(args: argparse.Namespace, profile, variants) -> int:
     if args.price_only:
         print(f"design_choices.csv (priced only) in {repo_relative(root)}")
         return 0
-    from paper_repro.analysis.pipeline import keep_post_hoc
+    from paper_repro.analysis.pipeline import PRE, _committed_design, keep_post_hoc
 
-    write_table(root / "design.csv", keep_post_hoc(root, result.design))
+    existing = _committed_design(root)
+    has_runs = (root / "runs.csv").exists()
+    if existing is not None and (existing["block"] == PRE).any() and has_runs and not args.replace_registered:
+        print(f"design.csv's pre-registered block kept ({repo_relative(root)} holds runs: the block registers a "
+              "design before its runs; --replace-registered to overwrite it)")  # fmt: skip
+    else:
+        write_table(root / "design.csv", keep_post_hoc(root, result.design))
     pick = result.recommended
     chosen = next(c for c in result.candidates if c.name == "chosen")
-    print(f"\nthe rule: within {args.minutes:g} min, every claim's largest wrong share <= {dc.WRONG_LIMIT:g}, "
-          "the largest mean held-when-true, ties to fewer minutes")  # fmt: skip
+    print(f"\nthe rule: within {args.minutes:g} min, every claim's largest wrong share <= {dc.WRONG_LIMIT:g}; "
+          "first those meeting the regime claims' registered targets (wrong <= 0.05, agreement >= 0.85, "
+          "held when true >= 0.80, not held when false >= 0.80), then their smaller power, then the mean "
+          "held-when-true; ties to fewer minutes")  # fmt: skip
+    for name in dict.fromkeys(result.choices.loc[result.choices["candidate"].astype(bool), "name"]):
+        misses = dc.target_misses(result.choices, name)
+        print(
+            f"  {name}: " + ("meets the registered targets" if not misses else "misses " + "; ".join(misses))
+        )
     misfit = dc.misfits(result.choices, "chosen", args.minutes)
     if misfit:
         print("the profile's design does not fit: " + "; ".join(misfit))
@@ -315,7 +328,8 @@ def _candidate_summary(choices):
     """One line per candidate: its minutes, runs, seeds, cells and headline operating characteristics."""
     import pandas as pd
 
-    cols = {"wrong_max": "max", "held_when_true": ["min", "mean"], "agreement_min": "min"}
+    cols = {"wrong_max": "max", "held_when_true": ["min", "mean"], "not_held_when_false": ["min", "mean"],
+            "agreement_min": "min"}  # fmt: skip
     have = {k: v for k, v in cols.items() if k in choices}
     head = choices.groupby("name", sort=False).agg(
         minutes=("minutes", "first"), runs=("runs", "first"), seeds=("seeds", "first"),

@@ -269,6 +269,7 @@ class Candidate:
     pilot_fractions: tuple[float, ...] = (0.125,)
     pilot_seeds: tuple[int, ...] = (100,)
     recipes: bool = True
+    second_at: tuple[float, ...] = ()  # grid targets every distinct setting also runs by a second recipe
     note: str = ""
 
     @classmethod
@@ -288,6 +289,10 @@ class Candidate:
         for policy, reward, targets in grid.recipes if self.recipes else ():
             near = tuple(dict.fromkeys(min(self.targets, key=lambda t, x=x: abs(t - x)) for x in targets))
             kept.append((policy, reward, near))
+        if self.second_at:  # every distinct setting: a second recipe at each of these targets it can reach
+            pairs = dict.fromkeys((s.policy, s.reward_system) for s in base.all_settings())
+            at = tuple(t for t in self.targets if any(abs(t - x) < 1e-9 for x in self.second_at))
+            kept = [(policy, reward, at) for policy, reward in pairs]
         changes["recipes"] = tuple(kept)
         stages = dict(base.curves.stage_budgets)
         points = tuple(base.curves.points)
@@ -309,7 +314,11 @@ class Candidate:
             "stage_a_multiple": self.stage_a_multiple,
             "pilot_fractions": " ".join(f"{f:g}" for f in self.pilot_fractions),
             "pilot_seeds": len(self.pilot_seeds),
-            "second_recipes": self.recipes,
+            "second_recipes": (
+                f"every setting at {' '.join(f'{t:g}' for t in self.second_at)}"
+                if self.second_at
+                else self.recipes
+            ),
         }
 
 
@@ -407,7 +416,7 @@ class Pricer:
         self._jobs: dict[tuple, list[Job]] = {}
 
     def jobs(self, c: Candidate) -> list[Job]:
-        key = (c.targets, c.stage_a_multiple, c.pilot_fractions, c.pilot_seeds, c.recipes)
+        key = (c.targets, c.stage_a_multiple, c.pilot_fractions, c.pilot_seeds, c.recipes, c.second_at)
         if key not in self._jobs:
             self._jobs[key] = jobs(replace(c, seeds=1), self.base)
         return [replace(j, count=c.seeds) if j.role == "grid" else j for j in self._jobs[key]]
@@ -429,9 +438,14 @@ def spaced(targets: Sequence[float], k: int) -> tuple[float, ...]:
     return tuple(float(round(t, 2)) for t in np.linspace(lo, hi, k))
 
 
-def candidates(profile: Profile, pricer: Pricer, minutes: float = MINUTES) -> list[Candidate]:
+def candidates(
+    profile: Profile, pricer: Pricer, minutes: float = MINUTES, second_at: Sequence[float] = ()
+) -> list[Candidate]:
     """The candidates compared (the module's docstring): the profile's design first, then the
-    alternatives at ``minutes`` (each with the most seeds the limit buys), without duplicates."""
+    alternatives at ``minutes`` (each with the most seeds the limit buys), without duplicates.
+    ``second_at``: grid targets (the claims' windows) at which further candidates give every
+    distinct setting a second recipe, with the pilots at their largest fraction only and stage A at
+    C or at the profile's multiple."""
     chosen = Candidate.from_profile(profile, "chosen", note="the profile as written")
     k = len(chosen.targets)
     fill = lambda c: pricer.fill(c, minutes)  # noqa: E731
@@ -457,6 +471,18 @@ def candidates(profile: Profile, pricer: Pricer, minutes: float = MINUTES) -> li
         out.append(
             replace(fill(replace(chosen, recipes=False)), name="no second recipes, seeds to the limit")
         )
+    at = tuple(t for t in chosen.targets if any(abs(t - x) < 1e-9 for x in second_at))
+    if at:
+        both = replace(chosen, second_at=at)
+        top = (max(chosen.pilot_fractions),) if chosen.pilot_fractions else ()
+        for name, other in (
+            ("second recipes in both windows, seeds to the limit", both),
+            ("second recipes in both windows, pilots at the largest fraction only, seeds to the limit",
+             replace(both, pilot_fractions=top)),
+            ("second recipes in both windows, pilots at the largest fraction only, stage A to 1C, seeds to the limit",
+             replace(both, pilot_fractions=top, stage_a_multiple=1.0)),
+        ):  # fmt: skip
+            out.append(replace(fill(other), name=name))
     unique: dict[tuple, Candidate] = {}
     for c in out:
         key = (
@@ -467,6 +493,7 @@ def candidates(profile: Profile, pricer: Pricer, minutes: float = MINUTES) -> li
             c.pilot_fractions,
             c.pilot_seeds,
             c.recipes,
+            c.second_at,
         )
         unique.setdefault(key, c)
     return list(unique.values())

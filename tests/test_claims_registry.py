@@ -50,7 +50,10 @@ def test_a_toy_claim_is_one_declaration_and_every_consumer_finds_it(tmp_path):
         result = analyse(PROFILE, results, tmp_path / "figures", power_replicates=2)
         row = pd.read_csv(results / "claims.csv").set_index("id").loc[TOY]
         assert row["claim"] == TOY_SENTENCE and row["test"] == "toy: M's best set against rho 0.5"
-        assert row["oc_note"].endswith("(design.csv)") and np.isfinite(row["oc_wrong_max"])
+        # the analysis regenerated design.csv's post-hoc block (2 pairs per truth), which its oc_* read
+        assert row["oc_note"].endswith("(design.csv, post-hoc block)") and np.isfinite(row["oc_wrong_max"])
+        blocks = pd.read_csv(results / "design.csv").groupby("block")["claim_id"].apply(set)
+        assert TOY in blocks["pre-registered"] and TOY in blocks["post-hoc"]
         assert row["power_note"].startswith("3 seeds:")
         assert row["leave_one_seed_out"].startswith(("the same", "changes"))
         assert f"| {TOY_SENTENCE} | our addition |" in readme.results_block(PROFILE.name, tmp_path)

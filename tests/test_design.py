@@ -273,6 +273,55 @@ def test_the_rule_picks_the_most_powerful_candidate_that_fits():
                              "held-out and gsm problems 300 -> 900"]  # fmt: skip
 
 
+def _regime_choices(name, minutes, held, refuted, agreement=0.9, wrong=0.01):
+    """A candidate's rows for the three regime claims the registered targets read."""
+    from paper_repro.analysis.design.candidates import TARGET_CLAIMS
+
+    return pd.DataFrame({"name": name, "candidate": True, "minutes": minutes, "claim_id": list(TARGET_CLAIMS),
+                         "claim": list(TARGET_CLAIMS), "wrong_max": wrong, "agreement_min": agreement,
+                         "held_when_true": held, "not_held_when_false": refuted})  # fmt: skip
+
+
+def test_the_rule_prefers_a_candidate_that_meets_the_regime_claims_targets():
+    from paper_repro.analysis.design import candidates as dc
+
+    table = pd.concat([
+        _regime_choices("powerful but short of one target", 40.0, [1.0, 0.79, 1.0], [1.0, 1.0, 1.0]),
+        _regime_choices("meets them", 70.0, [0.9, 0.85, 0.8], [0.8, 0.9, 0.95]),
+        _regime_choices("meets them, dearer", 74.0, [0.9, 0.85, 0.8], [0.8, 0.9, 0.95]),
+        _regime_choices("disagrees", 30.0, [0.9, 0.9, 0.9], [0.9, 0.9, 0.9], agreement=0.8),
+    ])  # fmt: skip
+    assert dc.recommend(table, minutes=75).name == "meets them"
+    assert dc.target_misses(table, "meets them") == []
+    assert dc.target_misses(table, "powerful but short of one target") == [
+        "regime.prm_style.any held_when_true 0.79 (>= 0.8)"
+    ]
+    assert dc.target_misses(table, "disagrees")[0].endswith("agreement_min 0.80 (>= 0.85)")
+    # none meets them within 60 minutes: the largest smaller power wins
+    assert dc.recommend(table, minutes=60).name == "powerful but short of one target"
+
+
+def test_second_recipes_in_both_windows_are_realised_in_every_setting():
+    """The candidates' second recipes at the window targets (0.40, 0.50, 0.66, 0.78): every setting
+    gets one in each window it can reach, the PRM-charged settings included (rho up to 0.73)."""
+    from paper_repro.allocation import plan_setting
+    from paper_repro.analysis.design import candidates as dc
+
+    profile = load_profile("cpu-tiny")
+    at = dc.window_targets(profile)
+    assert at == (0.40, 0.50, 0.66, 0.78)
+    candidate = dc.Candidate.from_profile(profile, second_at=at).profile(profile)
+    up, down = (0.62, 0.82), (0.345, 0.545)
+    for name in ("S", "M", "L", "structured", "dense", "proxy_prm", "prm"):
+        seconds = [c for c in plan_setting(candidate, candidate.setting(name)).cells if c.label.endswith("b")]
+        windows = {
+            w for c in seconds for w, (lo, hi) in (("up", up), ("down", down)) if lo <= c.predicted_rho <= hi
+        }
+        assert "up" in windows, name
+        if name != "L":  # L's 0.40 and 0.50 have no second shape within tolerance
+            assert "down" in windows, name
+
+
 def _small_profile():
     """cpu-tiny with two settings (M under sparse, M under the PRM), three targets, a few allowed
     shapes (the planner prices each), one seed of each pilot and fresh kind, and the budget stop on

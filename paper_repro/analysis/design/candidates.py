@@ -7,8 +7,13 @@ planner's cells, :func:`layout_of`), and a rule picks one:
   ``candidate_replicates``; a candidate whose simulated design is an earlier one's (stage A's budget
   changes the cost, not the frontier at C) shares its table;
 - **the rule** (:func:`recommend`): among the candidates within the minutes whose every claim's
-  largest wrong share over the truths is at most 5%, the one with the largest mean over claims of
-  the held-when-true share (its smallest over the truths that hold); ties go to fewer minutes.
+  largest wrong share over the truths is at most 5%, first those that meet the registered targets
+  of the paper's three regime claims (:data:`TARGETS`, at the "any recipe at this rho" level:
+  wrong at most 5%, two-draw agreement at least 85%, held in at least 80% of studies where true and
+  not held in at least 80% where false), then the largest mean over those claims of the smaller of
+  the two powers, then the largest mean over every claim of the held-when-true share; ties go to
+  fewer minutes. The candidates include second recipes at the grid targets inside the claims'
+  windows for every setting (:func:`window_targets`).
 """
 
 from __future__ import annotations
@@ -40,6 +45,48 @@ from paper_repro.planning import (
 )
 
 WRONG_LIMIT = 0.05  # a candidate's every claim: largest wrong share over the truths at most this
+# the registered targets of the paper's three regime claims (any recipe at this rho): column -> (bound, "max"/"min")
+TARGET_CLAIMS = ("regime.rule_based.any", "regime.prm_style.any", "regime.interaction.any")
+TARGETS = {"wrong_max": (0.05, "max"), "agreement_min": (0.85, "min"), "held_when_true": (0.80, "min"),
+           "not_held_when_false": (0.80, "min")}  # fmt: skip
+
+
+def window_targets(profile: Profile) -> tuple[float, ...]:
+    """The grid targets inside the paper's update-heavy or search-heavy window (the regime claims')."""
+    from paper_repro.analysis.claims.regimes import windows
+
+    spans = windows(profile.margins)
+    return tuple(t for t in profile.grid.targets if any(lo - 1e-9 <= t <= hi + 1e-9 for lo, hi in spans))
+
+
+def target_misses(choices: pd.DataFrame, name: str) -> list[str]:
+    """Which registered targets (:data:`TARGETS`) candidate ``name`` misses for the regime claims
+    (none: it meets them all; a claim it has no rows of counts as missed)."""
+    rows = choices[choices["name"] == name]
+    if "claim_id" not in rows:
+        return ["no claim ids"]
+    out = []
+    for claim in TARGET_CLAIMS:
+        row = rows[rows["claim_id"] == claim]
+        if row.empty:
+            out.append(f"{claim}: not simulated")
+            continue
+        for column, (bound, kind) in TARGETS.items():
+            value = float(row[column].iloc[0]) if column in row else np.nan
+            if not np.isfinite(value) or (value > bound if kind == "max" else value < bound):
+                out.append(f"{claim} {column} {value:.2f} ({'<=' if kind == 'max' else '>='} {bound:g})")
+    return out
+
+
+def _target_power(rows: pd.DataFrame) -> float:
+    """The mean over the regime claims of the smaller of their two powers."""
+    if "claim_id" not in rows:
+        return np.nan
+    part = rows[rows["claim_id"].isin(TARGET_CLAIMS)]
+    if part.empty:
+        return np.nan
+    both = part[["held_when_true", "not_held_when_false"]].min(axis=1, skipna=False)
+    return float(both.fillna(0).mean())
 
 
 def layout_of(candidate: Candidate, base: Profile, names: Sequence[str]) -> Layout:
@@ -67,20 +114,24 @@ def choice_rows(table: pd.DataFrame, params: dict) -> pd.DataFrame:
 def recommend(
     choices: pd.DataFrame, minutes: float = MINUTES, wrong: float = WRONG_LIMIT
 ) -> pd.Series | None:
-    """The rule: among the candidates (rows with ``candidate`` true) within ``minutes`` whose every
-    claim's ``wrong_max`` is at most ``wrong``, the largest mean over claims of ``held_when_true``;
-    ties to fewer minutes. One row per candidate (its name, minutes and score), or None."""
+    """The rule (the module's): among the candidates (rows with ``candidate`` true) within ``minutes``
+    whose every claim's ``wrong_max`` is at most ``wrong``, those meeting the regime claims' targets
+    first, then the largest mean of their smaller power, then the largest mean over claims of
+    ``held_when_true``; ties to fewer minutes. One row per candidate (its name, minutes and scores),
+    or None."""
     rows = choices[choices["candidate"].astype(bool)] if "candidate" in choices else choices
     per = rows.groupby("name", sort=False).agg(
         minutes=("minutes", "first"),
         wrong_max=("wrong_max", lambda w: w.max() if w.notna().all() else np.nan),
         held_mean=("held_when_true", "mean"),
     )
+    per["meets"] = [not target_misses(rows, n) for n in per.index]
+    per["target_power"] = [_target_power(rows[rows["name"] == n]) for n in per.index]
     ok = per[(per["minutes"] <= minutes) & (per["wrong_max"] <= wrong)]
     if ok.empty:
         return None
-    best = ok.assign(score=ok["held_mean"].fillna(0)).sort_values(
-        ["score", "minutes"], ascending=[False, True]
+    best = ok.assign(score=ok["held_mean"].fillna(0), power=ok["target_power"].fillna(0)).sort_values(
+        ["meets", "power", "score", "minutes"], ascending=[False, False, False, True]
     )
     return best.iloc[0].rename(best.index[0])
 
@@ -191,7 +242,11 @@ def compare(
     noise_model = oc.noise_model(grid, names, *(overrides or (None, None, None)), problems=problems)
     today = Layout.from_runs(grid, names, int(grid["seed"].nunique()))
     pricer = Pricer(profile, model, overhead)
-    listed = list(candidate_list) if candidate_list is not None else candidates(profile, pricer, minutes)
+    listed = (
+        list(candidate_list)
+        if candidate_list is not None
+        else candidates(profile, pricer, minutes, window_targets(profile))
+    )
     say = progress or (lambda _: None)
     measured = measured_minutes(rows, overhead)
     given = [f"{k} {v:g}" for k, v in zip(("recipe SD", "seed SD", "amplitude"), overrides or (), strict=False)

@@ -305,11 +305,14 @@ def summary(table: pd.DataFrame | None) -> pd.DataFrame:
     if table is None or table.empty:
         return pd.DataFrame({"note": ["no design.csv: run paper-repro design --profile <profile>"]})
     rows = []
-    for (name, claim), g in table.groupby(["design", "claim"], sort=False):
+    keys = ["design", "claim_id", "claim"] if "claim_id" in table else ["design", "claim"]
+    for key, g in table.groupby(keys, sort=False):
+        name, claim = key[0], key[-1]
         worst = g.loc[g["wrong"].idxmax()]
         held = g[g["true_verdict"] == "held"]["share_held"]
         refuted = g[g["true_verdict"] == "not held"]["share_not_held"]
-        rows.append({"design": name, "claim": claim, "wrong_max": worst["wrong"],
+        rows.append({"design": name, **({"claim_id": key[1]} if len(key) == 3 else {}), "claim": claim,
+                     "wrong_max": worst["wrong"],
                      "wrong_truth": worst["truth"] if worst["wrong"] > 0 else "",
                      "agreement_min": g["agreement"].min(), "held_when_true": held.min() if len(held) else np.nan,
                      "not_held_when_false": refuted.min() if len(refuted) else np.nan,
