@@ -134,6 +134,16 @@ def test_the_papers_world_holds_both_optima_and_lower(tmp_path):
     assert tests.loc["M", "rho_star"] == pytest.approx(0.72, abs=0.07)  # cells nearest 0.72: 0.68, 0.76
 
 
+def test_second_recipes_unlike_their_first_refute_that_rho_suffices(tmp_path):
+    """Rho not sufficient: each second recipe 0.15 from its first at the same rho (five times the
+    margin on the recipe SD), on quiet seeds: "at equal rho, the recipe does not matter" is not held."""
+    result = analysed(
+        tmp_path, paper_peaks, noise=0.005, curvature=4, seeds=5, offsets={"r50b": 0.15, "r78b": -0.15}
+    )
+    row = result.claims.set_index("id").loc["recipes.rho_suffices"]
+    assert row["verdict"] == "not held", row["note"]
+
+
 def test_a_setting_sharing_its_runs_counts_once(paper_world):
     _, _, result = paper_world
     optima = result.optima.set_index(["setting", "target"])

@@ -43,14 +43,15 @@ def paper_peaks(setting) -> float:
 
 def design_rows(
     peak, noise=0.01, seeds=3, pilot_seeds=1, fresh_seeds=2, judge_peak=None, rng_seed=0, curvature=1.0,
-    profile: Profile = PROFILE, default_cells: bool = True,
+    profile: Profile = PROFILE, default_cells: bool = True, offsets: dict[str, float] | None = None,
 ) -> list[dict]:  # fmt: skip
     """The rows of a runs table of ``profile``'s design: ``peak(setting)`` is the rho* of every target
     (None: flat), ``judge_peak(setting)`` the judge's when it differs. The full grid on seeds
     0..seeds-1 and on the first ``fresh_seeds`` fresh seeds (where RACE's pick runs), the pilots at
     every pilot fraction on the first ``pilot_seeds`` pilot seeds, and (``default_cells``) TRL's
     default cell (K = G = 8, mu = 1, P = 8) on the fresh seeds: the grid's own cell for rule-based
-    rewards, a run of its own for PRM-style ones."""
+    rewards, a run of its own for PRM-style ones. ``offsets``: cell label -> a shift of every target's
+    mean in every setting (a recipe effect: e.g. a second recipe unlike its first)."""
     rng = np.random.default_rng(rng_seed)
     rows = []
     fresh = list(profile.fresh_seeds[:fresh_seeds])
@@ -78,6 +79,8 @@ def design_rows(
                     mean = {t: 0.5 - (curvature * (rho - p) ** 2 if p is not None else 0) for t in METRICS}
                     if jp is not None:
                         mean["judge_score"] = 0.5 - curvature * (rho - jp) ** 2
+                    shift = (offsets or {}).get(label, 0.0)
+                    mean = {t: v + shift for t, v in mean.items()}
                     n = len(rows) + 1
                     rows.append({
                         "run_id": f"run{n:05d}", "profile": profile.name, "stage": s.stage, "setting": s.name,

@@ -136,7 +136,8 @@ def analyse(
                         ("recipe_pairs", recipe_pairs), ("race_plus", plus.settings),
                         ("race_plus_cells", plus.cells), ("race_plus_summary", plus.summary)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
-    written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir)
+    written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir,
+                                  claims)  # fmt: skip
     curve.figures = curve_figures(curve, study.curves, fig_dir, shared=shared, sizes=classes.sizes)
     written += [p.stem for p in curve.figures]
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,

@@ -19,6 +19,7 @@ _OWNERS = {
             "all_figures",
             "argmax_cell_by_target",
             "race_pilot_vs_full_rho_star",
+            "regime_contrasts",
             "reward_change_vs_outcomes",
             "rho_star_by_convention",
             "target_vs_rho_by_setting",

@@ -1,8 +1,9 @@
 """The final analysis' figures, one function per figure, named by what it shows. Each takes analysis tables (never raw
 runs), draws with seaborn, writes PNG and PDF to ``out_dir`` and returns the figure. A figure of
 several panels puts at most :data:`PANELS_PER_ROW` in a row, and every line and marker it draws is
-named in its legend; marks that are not data (the cells that could be best, rho*) sit in a strip of
-their own under each panel, never among the points. What they share with the notebooks' figures is
+named in its legend; marks that are not data (the cells that could be best, rho*: descriptions) sit
+in a strip of their own under each panel, never among the points. The decisions, the regime
+contrasts, have a figure of their own (:func:`regime_contrasts`). What they share with the notebooks' figures is
 in :mod:`paper_repro.analysis.figures.style`."""
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ def target_vs_rho_by_setting(
         marks.append(_line(_paper_label(), ls="--", lw=0.8))
     if strip:
         marks += [
-            _line("strip under each panel: the setting's cells that could be best at 95% (ticks, at their\n"
-                  "realised rho) and their span (bar)", lw=4, alpha=0.35, solid_capstyle="butt", marker="|",
+            _line("strip under each panel, a description: the setting's cells that could be best at 95% (ticks,\n"
+                  "at their realised rho) and their span (bar); the decisions: regime_contrasts", lw=4, alpha=0.35,
+                  solid_capstyle="butt", marker="|",
                   ms=7, mew=1.5, mec="grey"),
             _line("unimodal rho* inside the grid (interior)", marker="D", ms=4.5, ls="none"),
             _line("unimodal rho* at the grid's edge (boundary)", marker="D", ms=4.5, ls="none", mfc="white"),
@@ -106,8 +108,9 @@ def _best_strip(
     ax, optima: pd.DataFrame, data: pd.DataFrame, names: list[str], target: str, palette: dict
 ) -> None:
     """A strip under a panel, one row per setting: the cells of (setting, target) that could be best at
-    95% (the decision; a tick at each one's realised rho in ``data``, a bar over their span), and the
-    unimodal rho* where it is identified (filled diamond: interior; open: boundary)."""
+    95% (a description of which cells could be best, not the decision; a tick at each one's realised
+    rho in ``data``, a bar over their span), and the unimodal rho* where it is identified (filled
+    diamond: interior; open: boundary)."""
     for k, setting in enumerate(names):
         row = optima[(optima["setting"] == setting) & (optima["target"] == target)]
         if row.empty:
@@ -279,10 +282,53 @@ def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
     return _save(fig, out_dir, "reward_change_vs_outcomes")
 
 
-def all_figures(frontier, optima, disagreement, race, conventions, hacking, profile, out_dir) -> list[str]:
+VERDICT_COLOURS = {
+    "held": "#1b7837",
+    "not held": "#b2182b",
+    "inconclusive": "#7f7f7f",
+    "heterogeneous": "#e08214",
+}
+
+
+def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float):
+    """The decisions: each regime claim (``claims.csv``'s ``regime.*`` rows, both levels) as its
+    contrast (the update-heavy window's cells minus the search-heavy window's, native reward, signed
+    so that the paper's direction is positive) with its 90% interval, coloured by its verdict; 0 and
+    the margin (``margins.regime``: "not held" when the interval lies below it) as reference lines."""
+    plt, _sns = setup()
+    rows = claims[claims["id"].astype(str).str.startswith("regime.")].iloc[::-1]
+    fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(rows) + 1.6), layout="constrained")
+    for k, (_, r) in enumerate(rows.iterrows()):
+        color = VERDICT_COLOURS.get(r["verdict"], "black")
+        if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"]):
+            ax.plot([r["ci_low"], r["ci_high"]], [k, k], color=color, lw=2.5, solid_capstyle="butt")
+        ax.plot([r["our_value"]], [k], marker="o", color=color, ls="none")
+    ax.axvline(0.0, color="black", lw=0.8)
+    ax.axvline(margin, color="grey", lw=0.8, ls="--")
+    labels = [
+        f"{str(r['claim']).split(':')[0]} [{str(r['id']).rsplit('.', 1)[-1]}]" for _, r in rows.iterrows()
+    ]
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.set_xlabel("update-heavy window minus search-heavy window, native reward (paper's direction positive)")
+    marks = [_line(f"{v}: 90% interval", color=c, lw=2.5) for v, c in VERDICT_COLOURS.items()
+             if v in set(rows["verdict"])]  # fmt: skip
+    marks += [_line("0: no advantage", color="black", lw=0.8),
+              _line(f"margin {margin:g}: not held when the interval lies below it", ls="--", lw=0.8)]  # fmt: skip
+    fig.legend(handles=marks, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
+    fig.suptitle(
+        "The paper's optima as contrasts: [any] any recipe at each rho, [these] the cells as run", fontsize=9
+    )
+    return _save(fig, out_dir, "regime_contrasts")
+
+
+def all_figures(frontier, optima, disagreement, race, conventions, hacking, profile, out_dir,
+                claims: pd.DataFrame | None = None) -> list[str]:  # fmt: skip
     """Every figure of the analysis; returns their names."""
     order = [s.name for s in profile.all_settings()]
     written = []
+    if claims is not None and claims["id"].astype(str).str.startswith("regime.").any():
+        regime_contrasts(claims, out_dir, profile.margins.regime)
+        written.append("regime_contrasts")
     for st in [st for st in ("A", "BD") if frontier["stage"].isin(list(st)).any()]:
         for x in ("rho", "rho_time"):
             target_vs_rho_by_setting(frontier, st, out_dir, x=x, optima=optima, order=order)
