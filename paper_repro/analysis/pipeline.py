@@ -16,6 +16,7 @@ from paper_repro.analysis.claims.table import claims_table
 from paper_repro.analysis.figures.curves import curve_figures
 from paper_repro.analysis.stats.best_sets import setting_best
 from paper_repro.analysis.stats.fit_forms import aicc_by_form
+from paper_repro.analysis.stats.mixed import recipe_table
 from paper_repro.analysis.stats.optima import optimum_table, window_verdict
 from paper_repro.analysis.tables import cards, conventions, hacking, recipes
 from paper_repro.analysis.tables.curves import CurveAnalysis, curve_analysis, grid_curves
@@ -125,6 +126,7 @@ def analyse(
         recipes.pairs_of(distinct), margins.recipe, recipes=frontier
     )  # at equal rho
     card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
+    recipe_sd = recipe_table(distinct, [t for t in METRICS if t in distinct])  # the noise model, per target
     for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
                         ("fits", fits), ("disagreement", disagreement), ("race", race),
                         ("conventions", convention), ("reward_hacking", hacked),
@@ -133,7 +135,7 @@ def analyse(
                         ("rho_star_by_budget", curve.rho_star), ("size_star_by_budget", curve.size_star),
                         ("extrapolation", curve.extrapolation),
                         ("extrapolation_summary", curve.extrapolation_summary),
-                        ("recipe_pairs", recipe_pairs), ("race_plus", plus.settings),
+                        ("recipe_pairs", recipe_pairs), ("recipe_sd", recipe_sd), ("race_plus", plus.settings),
                         ("race_plus_cells", plus.cells), ("race_plus_summary", plus.summary)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
     written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir,
