@@ -246,7 +246,7 @@ class Margins:
     aicc: float = 2.0  # a fitted form wins a frontier by this much AICc
     gaming: float = 0.10  # the PRM's excess gaming share ruled out below this
     recipe: float = 0.03  # "at equal rho, the recipe does not matter": the recipes' equivalence margin
-    regime: float = 0.01  # a window contrast's advantage: "not held" when it is ruled out
+    regime: float = 0.02  # a window contrast's advantage: "not held" when it is ruled out
     allocation: float = 0.02  # "allocation matters": two cells differ by more; "flat": all within
     recipe_sd: float | None = None  # a cell's recipe effect beyond seed noise; None: the study's own estimate
 

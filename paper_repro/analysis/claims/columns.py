@@ -29,6 +29,20 @@ def study_design(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["design"] == at]
 
 
+def powers(rows: pd.DataFrame) -> tuple[float, float]:
+    """(held when true, not held when false) of one claim's ``design.csv`` rows: the smallest over
+    the truths of the share held among studies whose truth holds, and of the share not held among
+    those whose truth fails; a truth inside the rule's grey zone (a contrast between 0 and its
+    margin) counts for neither. Rows from before these columns: the shares of the truths whose own
+    verdict is held / not held."""
+    if "held_if_true" in rows:
+        held, refuted = rows["held_if_true"].dropna(), rows["not_held_if_false"].dropna()
+    else:
+        held = rows[rows["true_verdict"] == "held"]["share_held"]
+        refuted = rows[rows["true_verdict"] == "not held"]["share_not_held"]
+    return (float(held.min()) if len(held) else NAN, float(refuted.min()) if len(refuted) else NAN)
+
+
 def oc_columns(claim_id: str, design: pd.DataFrame | None) -> dict:
     """The claim's operating characteristics at the study's design, from ``design.csv`` (its rows of
         ``claim_id``): its largest wrong share over the truths (and which truth), its smallest two-draw
@@ -44,14 +58,13 @@ def oc_columns(claim_id: str, design: pd.DataFrame | None) -> dict:
             "oc_note": "not simulated yet: design.csv has no rows of this claim (paper-repro design)",
         }
     worst = rows.loc[rows["wrong"].idxmax()]
-    held = rows[rows["true_verdict"] == "held"]["share_held"]
-    refuted = rows[rows["true_verdict"] == "not held"]["share_not_held"]
+    held, refuted = powers(rows)
     return {
         "oc_wrong_max": float(worst["wrong"]),
         "oc_wrong_truth": str(worst["truth"]) if worst["wrong"] > 0 else "",
         "oc_agreement_min": float(rows["agreement"].min()),
-        "oc_held_when_true": float(held.min()) if len(held) else NAN,
-        "oc_not_held_when_false": float(refuted.min()) if len(refuted) else NAN,
+        "oc_held_when_true": held,
+        "oc_not_held_when_false": refuted,
         "oc_note": f"{len(rows)} truths, {int(rows['studies'].iloc[0])} studies each (design.csv"
         + (f", {rows['block'].iloc[0]} block)" if "block" in rows else ")"),
     }

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from paper_repro.analysis.claims.columns import powers
 from paper_repro.analysis.claims.registry import Claim, claims
 from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.design.noise import EVAL_PROBLEMS, Layout, Noise
@@ -127,18 +128,27 @@ def operating_characteristics(
             share = {
                 v: flat.count(v) / len(flat) for v in ("held", "not held", "inconclusive", "heterogeneous")
             }
-            if c.id in truths_drawn:  # scored against each replicate's own cells
-                per = [t for t in truths_drawn[c.id] for _ in range(2)]
-                wrong = sum(is_wrong(v, t) for v, t in zip(flat, per, strict=True)) / len(flat)
-                said = [t.verdict for t in per]
-                true = max(dict.fromkeys(said), key=said.count)
-            else:
-                wrong = sum(is_wrong(v, truth_verdict[c.id]) for v in flat) / len(flat)
-                true = truth_verdict[c.id].verdict
+            # each study's truth: its own drawn cells (claims about these recipes) or the truth's
+            per = (
+                [t for t in truths_drawn[c.id] for _ in range(2)]
+                if c.id in truths_drawn
+                else [truth_verdict[c.id]] * len(flat)
+            )
+            wrong = sum(is_wrong(v, t) for v, t in zip(flat, per, strict=True)) / len(flat)
+            said = [t.verdict for t in per]
+            true = max(dict.fromkeys(said), key=said.count)
+            power = {}
+            for side in (
+                "held",
+                "not held",
+            ):  # studies whose truth is clearly on this side (not in a grey zone)
+                hits = [v == side for v, t in zip(flat, per, strict=True) if t.verdict == side and not t.also]
+                power[side] = sum(hits) / len(hits) if hits else np.nan
             rows.append({
                 "truth": truth_name, "claim": c.sentence, "claim_id": c.id, "true_verdict": true,
                 **{f"share_{k.replace(' ', '_')}": v for k, v in share.items()},
                 "wrong": wrong, "agreement": sum(a == b for a, b in pairs) / len(pairs),
+                "held_if_true": power["held"], "not_held_if_false": power["not held"],
                 "coverage": coverage.get(targets.get(c.id), np.nan),
                 "seeds": layout.seeds, "cells_per_setting": int(np.median([len(c) for c in layout.cells.values()])),
                 "recipe_sd": noise.recipe_sd, "seed_sd_median": noise.default, "studies": len(flat),
@@ -309,13 +319,11 @@ def summary(table: pd.DataFrame | None) -> pd.DataFrame:
     for key, g in table.groupby(keys, sort=False):
         name, claim = key[0], key[-1]
         worst = g.loc[g["wrong"].idxmax()]
-        held = g[g["true_verdict"] == "held"]["share_held"]
-        refuted = g[g["true_verdict"] == "not held"]["share_not_held"]
+        held, refuted = powers(g)
         rows.append({"design": name, **({"claim_id": key[1]} if len(key) == 3 else {}), "claim": claim,
                      "wrong_max": worst["wrong"],
                      "wrong_truth": worst["truth"] if worst["wrong"] > 0 else "",
-                     "agreement_min": g["agreement"].min(), "held_when_true": held.min() if len(held) else np.nan,
-                     "not_held_when_false": refuted.min() if len(refuted) else np.nan,
+                     "agreement_min": g["agreement"].min(), "held_when_true": held, "not_held_when_false": refuted,
                      "coverage_min": g["coverage"].min()})  # fmt: skip
     return pd.DataFrame(rows).round(3)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from paper_repro.analysis.claims.columns import powers
 from paper_repro.paths import repo_root
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -152,12 +153,15 @@ def _design_lines(results: Path) -> list[str]:
     lines = ["", "Operating characteristics (`design.csv`; each simulated claim's own test on simulated studies per "
              "truth; the pre-registered block was written by `paper-repro design` before the runs, the post-hoc block "
              "by the analysis with the noise these runs show):", "",
-             "| block | design | studies per truth | seeds per cell | recipe SD simulated | wrong at most | where | two draws agree at least | held where true (median) | not held where false (median) |",
+             "| block | design | studies per truth | seeds per cell | recipe SD simulated | wrong at most | where | two draws agree at least | held where true (median over claims) | not held where false (median over claims) |",
              "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for (block, name), rows in d.groupby(["block", "design"], sort=False):
         worst = rows.loc[rows["wrong"].idxmax()]
-        held = rows[rows["true_verdict"] == "held"]["share_held"]
-        refuted = rows[rows["true_verdict"] == "not held"]["share_not_held"]
+        by_claim = [
+            powers(g) for _, g in rows.groupby("claim_id" if "claim_id" in rows else "claim", sort=False)
+        ]
+        held = pd.Series([h for h, _ in by_claim]).dropna()
+        refuted = pd.Series([r for _, r in by_claim]).dropna()
         lines.append(
             f"| {block} | {name} | {int(rows['studies'].iloc[0])} | {int(rows['seeds'].iloc[0])} "
             f"| {_fmt(rows['recipe_sd'].iloc[0])} | {_fmt(worst['wrong'])} "
@@ -257,8 +261,9 @@ def _design_sentences(results: Path) -> list[str]:
                         ("the rho* windows on the best-cell sets (descriptions)", windows)):  # fmt: skip
         if part.empty:
             continue
-        held = part[part["true_verdict"] == "held"].groupby("claim_id")["share_held"].min()
-        refuted = part[part["true_verdict"] == "not held"].groupby("claim_id")["share_not_held"].min()
+        by_claim = [powers(g) for _, g in part.groupby("claim_id", sort=False)]
+        held = pd.Series([h for h, _ in by_claim]).dropna()
+        refuted = pd.Series([r for _, r in by_claim]).dropna()
         said.append(
             f"{words} are wrong in at most {_pct(part['wrong'].max())} of studies, two draws agree in at least "
             f"{_pct(part['agreement'].min())}, and each is held in at least {_pct(held.min()) if len(held) else 'n/a'} "
