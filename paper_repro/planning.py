@@ -481,6 +481,8 @@ def candidates(
              replace(both, pilot_fractions=top)),
             ("second recipes in both windows, pilots at the largest fraction only, stage A to 1C, seeds to the limit",
              replace(both, pilot_fractions=top, stage_a_multiple=1.0)),
+            (f"second recipes in both windows, pilots at the largest fraction only, stage A to 1C, {size} problems, "
+             "seeds to the limit", replace(both, pilot_fractions=top, stage_a_multiple=1.0, eval_problems=size)),
         ):  # fmt: skip
             out.append(replace(fill(other), name=name))
     unique: dict[tuple, Candidate] = {}
