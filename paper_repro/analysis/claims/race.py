@@ -359,7 +359,9 @@ def flops_words(race: pd.DataFrame) -> str:
 def gain_truths(margin: float) -> dict[str, tuple[float, str]]:
     """The gain test's truths: true gain -> the verdict the truth calls for. Within +-margin the
     equivalence holds; a gain of at least the margin is a stable gain (not held); a loss of at least
-    the margin is neither (no gain, yet not equivalent): inconclusive is the right answer there."""
+    the margin is neither (no gain, yet not equivalent): inconclusive is the right answer there. A
+    gain between 0 and the margin is the rule's grey zone: equivalent and a stable gain at once, so
+    held and not held are both right there (:func:`gain_operating` scores neither as wrong)."""
     out = {}
     for f in (0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0):
         truth = "held" if abs(f) < 1 else "not held" if f > 0 else "inconclusive"
@@ -398,12 +400,13 @@ def gain_operating(gains: np.ndarray, groups: np.ndarray, margin: float, replica
     for name, (gain, truth) in gain_truths(margin).items():
         v = simulated_verdicts(gain, between, within, sizes, margin, replicates, rng)
         share = {k: float(np.mean(v == k)) for k in ("held", "not held", "inconclusive")}
+        grey = 0.0 < gain < margin  # equivalent, and a positive gain: both decided verdicts are right
         wrong = (
-            1.0 - share["inconclusive"] - share.get(truth, 0.0)
-            if truth != "inconclusive"
+            0.0 if grey
+            else 1.0 - share["inconclusive"] - share.get(truth, 0.0) if truth != "inconclusive"
             else (share["held"] + share["not held"])
-        )
-        rows.append({"truth": name, "true_gain": gain, "true_verdict": truth,
+        )  # fmt: skip
+        rows.append({"truth": name, "true_gain": gain, "true_verdict": truth, "grey": grey,
                      **{f"share_{k.replace(' ', '_')}": x for k, x in share.items()}, "wrong": wrong,
                      "agreement": sum(x * x for x in share.values()), "studies": replicates})  # fmt: skip
     table = pd.DataFrame(rows)
@@ -419,7 +422,8 @@ def gain_operating(gains: np.ndarray, groups: np.ndarray, margin: float, replica
     by_settings = {k * len(sizes): float(np.mean(simulated_verdicts(0.0, between, within, np.full(k * len(sizes), now),
                                                                     margin, replicates, rng) == "held"))
                    for k in SETTINGS_MULTIPLES}  # fmt: skip
-    held, gained = table[table["true_verdict"] == "held"], table[table["true_verdict"] == "not held"]
+    clear = table[~table["grey"]]  # the powers leave the grey zone out
+    held, gained = clear[clear["true_verdict"] == "held"], clear[clear["true_verdict"] == "not held"]
     oc = {
         "oc_wrong_max": float(worst["wrong"]),
         "oc_wrong_truth": str(worst["truth"]) if worst["wrong"] > 0 else "",
@@ -427,7 +431,7 @@ def gain_operating(gains: np.ndarray, groups: np.ndarray, margin: float, replica
         "oc_held_when_true": float(held["share_held"].min()),
         "oc_not_held_when_false": float(gained["share_not_held"].min()),
         "oc_note": (f"{len(table)} truths (gains 0, +-1/2, +-1, +-2 margins; a loss of a margin or more calls for "
-                    f"inconclusive), {replicates} studies each, {len(sizes)} settings at {now} pairs, ICC {icc:.2f} "
+                    f"inconclusive; a gain between 0 and the margin makes held and not held both right), {replicates} studies each, {len(sizes)} settings at {now} pairs, ICC {icc:.2f} "
                     f"(between-setting SD {between:.3f}, within {within:.3f}: the data's; race.py)"),
         "power_now": power[now],
         "seeds_for_80pct_power": float(needed or NAN),
