@@ -199,8 +199,8 @@ def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
     root = root or repo_root()
     results = root / "data" / "results" / profile
     order = [s.name for s in _profile(profile).all_settings()]
-    context = [*_study_size(profile, results), *_design_sentences(results), *_race_sentences(results),
-               *_recipe_sentences(results)]  # fmt: skip
+    context = [*_study_size(profile, results), *_design_sentences(results), *_choice_sentences(results),
+               *_race_sentences(results), *_recipe_sentences(results)]  # fmt: skip
     lines = [
         SUMMARY_START,
         *answer.answer(answer.answer_tables(results), order),
@@ -278,6 +278,39 @@ def _design_sentences(results: Path) -> list[str]:
         + f". A cell's recipe effect (REML SD {_fmt(now['recipe_sd'].iloc[0])}, "
         f"shared by all its seeds) is {_fmt(now['recipe_sd'].iloc[0] / now['amplitude'].iloc[0])} of a typical "
         f"frontier's height ({_fmt(now['amplitude'].iloc[0])}).",
+    ]
+
+
+def _choice_sentences(results: Path) -> list[str]:
+    """The design the simulator recommends for the next study (``design_choices.csv``, ``paper-repro
+    design --candidates``): its minutes and seeds, and per regime claim whether it meets the
+    registered targets (wrong, agreement, held where true, not held where false), or which it misses."""
+    path = results / "design_choices.csv"
+    if not path.exists():
+        return []
+    choices = pd.read_csv(path)
+    if "recommended" not in choices or "claim_id" not in choices or not choices["recommended"].any():
+        return []
+    from paper_repro.analysis.design.candidates import TARGET_CLAIMS, target_misses
+
+    pick = choices[choices["recommended"].astype(bool)]
+    name, head = str(pick["name"].iloc[0]), pick.iloc[0]
+    misses = target_misses(choices, name)
+    rows = pick[pick["claim_id"].isin(TARGET_CLAIMS)]
+    each = "; ".join(
+        f"{r['claim_id']}: wrong {_pct(r['wrong_max'])}, agreement {_pct(r['agreement_min'])}, held where true "
+        f"{_pct(r['held_when_true'])}, not held where false {_pct(r['not_held_when_false'])}"
+        for _, r in rows.iterrows()
+    )
+    verdict = (
+        "it meets the registered targets (wrong at most 5%, agreement at least 85%, both powers at least 80%)"
+        if not misses
+        else f"no candidate within the time meets every registered target; this one misses {'; '.join(misses)}"
+    )
+    return [
+        f"For the next study, `paper-repro design --candidates` recommends *{name}* ({_fmt(head['minutes'])} min by "
+        f"the cost model, {int(head['seeds'])} seeds per cell, {int(head['replicates'])} simulated study pairs per "
+        f"truth): {each}; {verdict}."
     ]
 
 
