@@ -55,7 +55,9 @@ class Analysis:
     hacking_summary: pd.DataFrame
     claims: pd.DataFrame
     figures: list[str]
-    design: pd.DataFrame | None = None  # design.csv: its pre-registered block and the post-hoc block this analysis wrote
+    design: pd.DataFrame | None = (
+        None  # design.csv: its pre-registered block and the post-hoc block this analysis wrote
+    )
     figures_dir: Path | None = None  # where ``figures`` were written
     curves: CurveAnalysis | None = None  # the compute curves: fits, rho*(C), size*(C), extrapolation
 

@@ -38,12 +38,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from paper_repro.analysis.claims.paper import PRM_STYLE_RHO, RULE_BASED_RHO
 from paper_repro.analysis.claims.registry import Simulated, register_claim
 from paper_repro.analysis.claims.study import Study
-from paper_repro.analysis.stats.contrasts import ANY, THESE, contrast, directional_verdict, window_weights
+from paper_repro.analysis.stats.contrasts import (
+    ANY,
+    THESE,
+    Grid,
+    contrast,
+    directional_verdict,
+    window_weights,
+)
 from paper_repro.analysis.stats.verdict import NAN, Result
 from paper_repro.config import Margins
 
@@ -89,7 +95,7 @@ def regime(study: Study, plus: Sequence[str], minus: Sequence[str] = (), level: 
     if not weights:
         return Result(note=f"no setting has cells in both windows ({', '.join(missing) or 'no settings'})")
     tau, tau_df = study.grid.recipe_sd(m, TARGET), study.grid.recipe_df(m, TARGET)
-    est = contrast(study.by_setting, TARGET, weights, tau, tau_df)[level]
+    est = contrast(study.grids(TARGET), TARGET, weights, tau, tau_df)[level]
     if not np.isfinite(est.value):
         return Result(note="a setting lacks seeds in a window's cells")
     verdict, low, high = directional_verdict(est, m.regime, CONFIDENCE)
@@ -110,7 +116,8 @@ def allocation(study: Study, names: Sequence[str] | None = None) -> Result:
 
     m = study.margins
     names = list(names if names is not None else study.classes.distinct)
-    parts = {s: _pairwise(study.by_setting[s]) for s in names if s in study.by_setting}
+    grids = study.grids(TARGET)
+    parts = {s: _pairwise(grids[s]) for s in names if s in grids}
     parts = {s: p for s, p in parts.items() if p is not None}
     if not parts:
         return Result(note="no setting with two cells on two shared seeds")
@@ -131,14 +138,16 @@ def allocation(study: Study, names: Sequence[str] | None = None) -> Result:
     return Result(widest, verdict=verdict, note=note)
 
 
-def _pairwise(rows: pd.DataFrame) -> tuple[np.ndarray, float, float] | None:
-    """One setting's pairwise differences of cell means on their shared seeds, the se of one (the
-    additive cell + seed model's residual variance) and its df; None with under two cells or seeds."""
-    wide = rows.pivot_table(index="seed", columns="cell", values=TARGET, aggfunc="mean").dropna()
-    k, n = wide.shape[1], wide.shape[0]
+def _pairwise(grid: Grid) -> tuple[np.ndarray, float, float] | None:
+    """One setting's pairwise differences of cell means on the seeds every cell ran, the se of one
+    (the additive cell + seed model's residual variance) and its df; None with under two cells or
+    seeds."""
+    count = grid.count
+    full = (count > 0).all(axis=1)
+    y = grid.total[full] / count[full]
+    n, k = y.shape
     if k < 2 or n < 2:
         return None
-    y = wide.to_numpy(float)
     resid = y - y.mean(axis=0) - y.mean(axis=1, keepdims=True) + y.mean()
     df = (k - 1) * (n - 1)
     s2 = float(np.sum(resid**2)) / df

@@ -101,6 +101,16 @@ class Study:
         """The distinct settings' grid runs, split by setting once."""
         return {str(s): g for s, g in self.distinct.groupby("setting", sort=False)}
 
+    def grids(self, target: str) -> dict:
+        """Per distinct setting, its runs of ``target`` as seeds x cells
+        (:class:`paper_repro.analysis.stats.contrasts.Grid`), built once per target."""
+        from paper_repro.analysis.stats.contrasts import grids
+
+        cache = self.__dict__.setdefault("_grids", {})
+        if target not in cache:
+            cache[target] = grids(self.by_setting, target)
+        return cache[target]
+
     @cached_property
     def cell_rho(self) -> dict[str, dict[str, float]]:
         """Per distinct setting, each cell's mean realised rho."""

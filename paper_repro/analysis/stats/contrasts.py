@@ -58,40 +58,75 @@ class Estimate:
 Weights = Mapping[str, Mapping[str, float]]  # setting -> cell -> weight (the setting's weight included)
 
 
-def _setting_part(
-    rows: pd.DataFrame, target: str, a: Mapping[str, float]
-) -> tuple[float, float, float, bool]:
+@dataclass(frozen=True)
+class Grid:
+    """One setting's runs of one target as seeds x cells: the sums, squares and counts of its runs
+    (a cell may lack a seed, or have two runs of one)."""
+
+    cells: tuple[str, ...]
+    total: np.ndarray
+    squares: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame, target: str) -> Grid:
+        y = rows[target].to_numpy(float) if target in rows else np.full(len(rows), np.nan)
+        keep = np.isfinite(y)
+        cell_codes, cells = pd.factorize(rows["cell"].astype(str).to_numpy()[keep], sort=True)
+        seed_codes, seeds = pd.factorize(rows["seed"].to_numpy()[keep], sort=True)
+        shape = (len(seeds), len(cells))
+        total, squares, count = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        np.add.at(total, (seed_codes, cell_codes), y[keep])
+        np.add.at(squares, (seed_codes, cell_codes), y[keep] ** 2)
+        np.add.at(count, (seed_codes, cell_codes), 1.0)
+        return cls(tuple(map(str, cells)), total, squares, count)
+
+    def columns(self, cells) -> np.ndarray | None:
+        """The column of each of ``cells``, or None when one is missing."""
+        index = {c: i for i, c in enumerate(self.cells)}
+        at = [index.get(c) for c in cells]
+        return None if any(i is None for i in at) else np.array(at, dtype=int)
+
+    def paired(self, at: np.ndarray) -> np.ndarray | None:
+        """The seeds x cells means of the columns ``at`` on the seeds every one of them ran (None when
+        some seed lacks one of them)."""
+        count = self.count[:, at]
+        ran = (count > 0).any(axis=1)
+        if not (count[ran] > 0).all():
+            return None
+        return self.total[ran][:, at] / count[ran]
+
+
+def _setting_part(grid: Grid, a: Mapping[str, float]) -> tuple[float, float, float, bool]:
     """One setting's contrast ``sum_c a_c mean_c``: (value, variance, df, paired)."""
     cells = [c for c, w in a.items() if w != 0]
-    data = rows[rows["cell"].isin(cells)]
-    y = data[target].to_numpy(float)
-    keep = np.isfinite(y)
-    cell = pd.Categorical(data["cell"].to_numpy()[keep], categories=cells).codes
-    seed, si = np.unique(data["seed"].to_numpy()[keep], return_inverse=True)
-    y = y[keep]
-    if (cell < 0).any() or len(set(cell)) < len(cells):
+    at = grid.columns(cells)
+    if at is None:
         return NAN, NAN, NAN, False
-    total = np.zeros((len(seed), len(cells)))
-    count = np.zeros_like(total)
-    np.add.at(total, (si, cell), y)
-    np.add.at(count, (si, cell), 1.0)
     weights = np.array([a[c] for c in cells])
-    if len(seed) >= 2 and (count > 0).all():
-        d = (total / count) @ weights
+    means = grid.paired(at)
+    if means is not None and len(means) >= 2:
+        d = means @ weights
         return float(d.mean()), float(d.var(ddof=1) / len(d)), float(len(d) - 1), True
-    n = np.bincount(cell, minlength=len(cells)).astype(float)
+    n = grid.count[:, at].sum(axis=0)
     if (n < 2).any():
         return NAN, NAN, NAN, False
-    mean = np.bincount(cell, weights=y, minlength=len(cells)) / n
-    var = np.bincount(cell, weights=(y - mean[cell]) ** 2, minlength=len(cells)) / (n - 1)
+    mean = grid.total[:, at].sum(axis=0) / n
+    var = np.maximum(grid.squares[:, at].sum(axis=0) - n * mean**2, 0.0) / (n - 1)
     parts = weights**2 * var / n
     value, total_var = float(weights @ mean), float(parts.sum())
     df = total_var**2 / float(np.sum(parts**2 / (n - 1))) if total_var > 0 else np.inf
     return value, total_var, df, False
 
 
+def grids(rows: pd.DataFrame | Mapping[str, pd.DataFrame], target: str) -> dict[str, Grid]:
+    """Per setting, its runs of ``target`` as a :class:`Grid`."""
+    split = rows if isinstance(rows, Mapping) else {s: g for s, g in rows.groupby("setting", sort=False)}
+    return {str(s): Grid.of(g, target) for s, g in split.items()}
+
+
 def contrast(
-    rows: pd.DataFrame | Mapping[str, pd.DataFrame],
+    rows: pd.DataFrame | Mapping[str, Grid],
     target: str,
     weights: Weights,
     tau: float = 0.0,
@@ -99,14 +134,14 @@ def contrast(
 ) -> dict[str, Estimate]:
     """The contrast ``weights`` of ``rows``' cell means of ``target``, at both levels (by level):
     ``tau``/``tau_df``, the recipe SD and its df (the :data:`ANY` level's recipe part). ``rows``: a
-    runs table, or its rows already split by setting. A setting whose cells are missing makes the
-    estimate NaN."""
-    split = rows if isinstance(rows, Mapping) else {s: g for s, g in rows.groupby("setting", sort=False)}
+    runs table, or its settings' grids of ``target`` (:func:`grids`, built once by a study). A
+    setting whose cells are missing makes the estimate NaN."""
+    split = rows if isinstance(rows, Mapping) else grids(rows, target)
     value, seed_var, terms, paired, recipe_q = 0.0, 0.0, [], True, 0.0
     for setting, a in weights.items():
         if setting not in split:
             return {level: Estimate(level=level) for level in LEVELS}
-        v, var, df, was_paired = _setting_part(split[setting], target, a)
+        v, var, df, was_paired = _setting_part(split[setting], a)
         if not np.isfinite(v):
             return {level: Estimate(level=level) for level in LEVELS}
         value += v
