@@ -85,3 +85,31 @@ def test_a_newcomer_finds_the_answer_the_words_and_a_stage_rerun_in_the_first_80
     for term in ("**rho**", "r15", "**Setting**", "stage BD", "no stage C", "**Native reward**", "**PODS**",
                  "**RACE**", "**regime**", "**Kappa**", "**Could be best**", "**Fieller**", "a180", "JupyterLab"):  # fmt: skip
         assert term in head, f"{term} is not defined before the details"
+
+
+def test_design_csvs_post_hoc_block_has_the_noise_the_committed_runs_show():
+    """``design.csv``'s post-hoc block was simulated with the seed SDs, REML recipe SD and frontier
+    height the committed runs show (the analysis regenerates it; a stale block quotes another
+    study's noise)."""
+    import pandas as pd
+
+    from paper_repro.analysis import design
+    from paper_repro.analysis.claims import Classes
+    from paper_repro.analysis.pipeline import _checked_runs
+    from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, shared_runs, study_rows
+    from paper_repro.config import load_profile
+    from paper_repro.results import results_dir
+
+    profile = load_profile("cpu-tiny")
+    root = results_dir("cpu-tiny")
+    table = pd.read_csv(root / "design.csv")
+    post = table[table["block"] == "post-hoc"] if "block" in table else table.iloc[0:0]
+    assert len(post), "design.csv has no post-hoc block: python -m paper_repro analyse (make reproduce)"
+    runs = _checked_runs(root / "runs.csv", profile)
+    runs = at_full_budget(runs, load_curves(root / "curves.csv", runs), profile.budget_flops)
+    grid = study_rows(profile, runs)["grid"]
+    classes = Classes.of(profile, shared_runs(grid, [s.name for s in profile.all_settings()]))
+    model = design.noise_model(grid[grid["setting"].isin(classes.distinct)], classes.distinct)
+    for column, value in (("recipe_sd", model.noise.recipe_sd), ("seed_sd_median", model.noise.default),
+                          ("amplitude", model.amplitude)):  # fmt: skip
+        assert post[column].to_numpy(float) == pytest.approx(value, rel=1e-6), column
