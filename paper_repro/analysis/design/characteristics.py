@@ -161,6 +161,8 @@ def _coverage(layout, noise, truth, targets, replicates, rng, margins=DEFAULT) -
     """Per target: the share of (study, setting) with an identified rho* whose 95% seed-bootstrap
     interval holds the rho of one of the truth's best cells."""
     out = {}
+    if replicates <= 0:
+        return out
     for target in targets:
         best = true_best_rhos(layout, truth, target)
         hits = []
@@ -311,9 +313,15 @@ def simulated(
 
 def summary(table: pd.DataFrame | None) -> pd.DataFrame:
     """Per design and claim, over the truths: the largest wrong share (and its truth), the smallest
-    two-draw agreement, and the share held where the truth holds (notebook 40's view of ``design.csv``)."""
+    two-draw agreement, and both powers (held where true, not held where false); with ``design.csv``'s
+    blocks, per block first (notebook 40's view of ``design.csv``)."""
     if table is None or table.empty:
         return pd.DataFrame({"note": ["no design.csv: run paper-repro design --profile <profile>"]})
+    if "block" in table:
+        parts = [summary(rows.drop(columns=["block"])).assign(block=block)
+                 for block, rows in table.groupby("block", sort=False)]  # fmt: skip
+        out = pd.concat(parts, ignore_index=True)
+        return out[["block", *[c for c in out.columns if c != "block"]]]
     rows = []
     keys = ["design", "claim_id", "claim"] if "claim_id" in table else ["design", "claim"]
     for key, g in table.groupby(keys, sort=False):
@@ -332,7 +340,8 @@ def post_hoc(study: Study, replicates: int = REPLICATES) -> pd.DataFrame:
     """``design.csv``'s post-hoc block: every simulated claim's operating characteristics at the
     design ``study`` ran (its distinct settings' cells at their realised rho, its seeds per cell),
     with the seed SDs, REML recipe SDs and frontier height its runs show (:func:`noise_model`)."""
-    names = study.classes.distinct
+    present = set(study.distinct["setting"])
+    names = [n for n in study.classes.distinct if n in present]  # a partial study: the settings it ran
     layout = Layout.from_runs(study.distinct, names, study.seeds_per_cell)
     model = noise_model(study.distinct, names)
     return simulated(layout, model.noise, model, study.classes, study.margins, "committed", replicates, 0)
