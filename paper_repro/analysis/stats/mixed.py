@@ -34,6 +34,7 @@ from paper_repro.analysis.stats.verdict import NAN
 
 LEVEL = 0.90  # the recipe SD's interval
 _LAMBDA_MAX = 1e4  # tau^2 / sigma^2 searched in [0, this]
+DIGITS = 6  # sqrt(lambda) and the interval's ends rounded to this many decimals, df to three: the same bytes on every CPU
 
 
 @dataclass(frozen=True)
@@ -137,8 +138,10 @@ def reml_fit(X: np.ndarray, y: np.ndarray, group: np.ndarray) -> tuple[float, fl
 
     crit = _Reml(X, y, group)
     fit = minimize_scalar(lambda s: crit.profiled(s * s), bounds=(0.0, np.sqrt(_LAMBDA_MAX)), method="bounded",
-                          options={"xatol": 1e-7})  # fmt: skip
-    lam = float(fit.x) ** 2
+                          options={"xatol": 1e-10})  # fmt: skip
+    # rounded to 1e-6 in sqrt(lambda): two CPUs' kernels, whose criteria differ in the last bits, land
+    # on the same value (their optima agree to far below that), so every table reads the same bytes
+    lam = round(float(fit.x), DIGITS) ** 2
     if crit.profiled(0.0) <= crit.profiled(lam):
         lam = 0.0
     sigma2 = crit.sigma2(lam)
@@ -186,7 +189,7 @@ def _tau_df(crit: _Reml, tau2: float, sigma2: float) -> float:
     if not det > 0:
         return NAN
     var = 2.0 * h22 / det  # -2 log L: the covariance is 2 H^-1
-    return float(2 * tau2**2 / var)
+    return round(float(2 * tau2**2 / var), 3)
 
 
 def _profile(crit: _Reml, tau2: float, sigma2: float, level: float) -> tuple[float, float]:
@@ -200,12 +203,12 @@ def _profile(crit: _Reml, tau2: float, sigma2: float, level: float) -> tuple[flo
     def gap(t2: float) -> float:
         return crit.at_tau2(t2)[0] - best - cut
 
-    low = 0.0 if tau2 == 0.0 or gap(0.0) <= 0 else brentq(gap, 0.0, tau2, xtol=1e-12)
+    low = 0.0 if tau2 == 0.0 or gap(0.0) <= 0 else brentq(gap, 0.0, tau2, xtol=1e-14)
     top = max(tau2, sigma2) * 4 + 1e-8
     while gap(top) < 0 and top < 1e3:
         top *= 4
-    high = brentq(gap, tau2, top, xtol=1e-12)
-    return float(np.sqrt(low)), float(np.sqrt(high))
+    high = brentq(gap, tau2, top, xtol=1e-14)
+    return round(float(np.sqrt(low)), DIGITS + 1), round(float(np.sqrt(high)), DIGITS + 1)
 
 
 def recipe_table(rows: pd.DataFrame, targets: Sequence[str]) -> pd.DataFrame:
