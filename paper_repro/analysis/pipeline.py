@@ -129,6 +129,7 @@ def analyse(
     )  # at equal rho
     card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
     recipe_sd = recipe_table(distinct, [t for t in METRICS if t in distinct])  # the noise model, per target
+    recipe_check = _recipe_check(study, power_replicates)  # its bias and coverage at this design
     for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
                         ("fits", fits), ("disagreement", disagreement), ("race", race),
                         ("conventions", convention), ("reward_hacking", hacked),
@@ -137,7 +138,8 @@ def analyse(
                         ("rho_star_by_budget", curve.rho_star), ("size_star_by_budget", curve.size_star),
                         ("extrapolation", curve.extrapolation),
                         ("extrapolation_summary", curve.extrapolation_summary),
-                        ("recipe_pairs", recipe_pairs), ("recipe_sd", recipe_sd), ("race_plus", plus.settings),
+                        ("recipe_pairs", recipe_pairs), ("recipe_sd", recipe_sd), ("recipe_sd_check", recipe_check),
+                        ("race_plus", plus.settings),
                         ("race_plus_cells", plus.cells), ("race_plus_summary", plus.summary)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
     written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir,
@@ -270,6 +272,16 @@ def _powers(study: Study, replicates: int | None) -> dict | None:
     kwargs = {} if replicates is None else {"replicates": replicates}
     truth = design.fitted_truth(distinct, names)
     return design.power_table(layout, noise, truth, study.classes, study.margins, counts, **kwargs)
+
+
+def _recipe_check(study: Study, replicates: int | None) -> pd.DataFrame:
+    """``recipe_sd_check.csv``: the REML recipe SD's bias and 90% coverage in studies simulated at this
+    design (:func:`paper_repro.analysis.design.recipe_check`); empty with ``replicates`` 0."""
+    if replicates == 0 or study.distinct.empty:
+        return pd.DataFrame()
+    from paper_repro.analysis import design
+
+    return design.recipe_check(study, design.RECIPE_CHECK_REPLICATES if replicates is None else replicates)
 
 
 def _rho_star_tests(distinct: pd.DataFrame, classes: Classes, margins) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from paper_repro.analysis.claims.columns import powers
 from paper_repro.analysis.claims.registry import Claim, claims
 from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.design.noise import EVAL_PROBLEMS, Layout, Noise
-from paper_repro.analysis.design.studies import Truth, noiseless, recipe_draw, simulate, truths
+from paper_repro.analysis.design.studies import Truth, fitted_truth, noiseless, recipe_draw, simulate, truths
 from paper_repro.analysis.stats.best_sets import DEFAULT, Frontiers
 from paper_repro.analysis.stats.optima import Cells, fit_optimum, unimodal
 
@@ -345,3 +345,41 @@ def post_hoc(study: Study, replicates: int = REPLICATES) -> pd.DataFrame:
     layout = Layout.from_runs(study.distinct, names, study.seeds_per_cell)
     model = noise_model(study.distinct, names)
     return simulated(layout, model.noise, model, study.classes, study.margins, "committed", replicates, 0)
+
+
+RECIPE_CHECK_REPLICATES = 30  # simulated studies per (target, truth) for the recipe SD's bias and coverage
+RECIPE_CHECK_TRUTHS = ("flat", "the paper's world", "peak at 0.45, skewed", "monotone rising")
+
+
+def recipe_check(
+    study: Study, replicates: int = RECIPE_CHECK_REPLICATES, seed: int = RNG_SEED
+) -> pd.DataFrame:
+    """The REML recipe SD checked at the design ``study`` ran: per target and truth (flat, smooth peaks
+    and a slope as tall as the committed frontiers: :data:`RECIPE_CHECK_TRUTHS`; and the committed
+    frontiers' own unimodal fits, which keep part of the recipe effects they were fitted to),
+    ``replicates`` studies simulated with the seed SDs the runs show and the recipe SD they show as the
+    true one: the mean estimate, its bias and how often the 90% profile interval covers the truth."""
+    from paper_repro.analysis.stats.mixed import recipe_reml
+
+    present = set(study.distinct["setting"])
+    names = [n for n in study.classes.distinct if n in present]
+    layout = Layout.from_runs(study.distinct, names, study.seeds_per_cell)
+    model = noise_model(study.distinct, names)
+    world = truths(study.classes.prm_style, model.amplitude)
+    chosen = {
+        **{k: world[k] for k in RECIPE_CHECK_TRUTHS},
+        "the committed frontiers' fits": fitted_truth(study.distinct, names),
+    }
+    rng = np.random.default_rng(seed)
+    out = []
+    for target in [t for t in CLAIM_TARGETS if t in study.distinct]:
+        true = model.noise.tau(target)
+        for name, truth in chosen.items():
+            fits = [recipe_reml(simulate(layout, truth, model.noise, rng, recipe_draw(layout, model.noise, rng)), target)
+                    for _ in range(replicates)]  # fmt: skip
+            tau = np.array([f.tau for f in fits])
+            covered = [f.low - 1e-12 <= true <= f.high + 1e-12 for f in fits if np.isfinite(f.low)]
+            out.append({"target": target, "truth": name, "true_recipe_sd": true, "mean_estimate": float(np.nanmean(tau)),
+                        "bias": float(np.nanmean(tau) - true), "coverage_90": float(np.mean(covered)) if covered else np.nan,
+                        "studies": replicates, "seeds": layout.seeds})  # fmt: skip
+    return pd.DataFrame(out)
