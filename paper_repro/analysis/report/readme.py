@@ -157,11 +157,7 @@ def _design_lines(results: Path) -> list[str]:
              "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for (block, name), rows in d.groupby(["block", "design"], sort=False):
         worst = rows.loc[rows["wrong"].idxmax()]
-        by_claim = [
-            powers(g) for _, g in rows.groupby("claim_id" if "claim_id" in rows else "claim", sort=False)
-        ]
-        held = pd.Series([h for h, _ in by_claim]).dropna()
-        refuted = pd.Series([r for _, r in by_claim]).dropna()
+        held, refuted = _claim_powers(rows)
         lines.append(
             f"| {block} | {name} | {int(rows['studies'].iloc[0])} | {int(rows['seeds'].iloc[0])} "
             f"| {_fmt(rows['recipe_sd'].iloc[0])} | {_fmt(worst['wrong'])} "
@@ -169,6 +165,14 @@ def _design_lines(results: Path) -> list[str]:
             f"| {_fmt(held.median()) if len(held) else ''} | {_fmt(refuted.median()) if len(refuted) else ''} |"
         )
     return lines
+
+
+def _claim_powers(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Per claim of ``design.csv`` rows, its two powers (:func:`paper_repro.analysis.claims.columns.powers`):
+    held where true, not held where false, each without the claims that have no such truth."""
+    key = "claim_id" if "claim_id" in rows else "claim"
+    both = [powers(g) for _, g in rows.groupby(key, sort=False)]
+    return pd.Series([h for h, _ in both]).dropna(), pd.Series([r for _, r in both]).dropna()
 
 
 def _hacking_lines(results: Path) -> list[str]:
@@ -261,9 +265,7 @@ def _design_sentences(results: Path) -> list[str]:
                         ("the rho* windows on the best-cell sets (descriptions)", windows)):  # fmt: skip
         if part.empty:
             continue
-        by_claim = [powers(g) for _, g in part.groupby("claim_id", sort=False)]
-        held = pd.Series([h for h, _ in by_claim]).dropna()
-        refuted = pd.Series([r for _, r in by_claim]).dropna()
+        held, refuted = _claim_powers(part)
         said.append(
             f"{words} are wrong in at most {_pct(part['wrong'].max())} of studies, two draws agree in at least "
             f"{_pct(part['agreement'].min())}, and each is held in at least {_pct(held.min()) if len(held) else 'n/a'} "
