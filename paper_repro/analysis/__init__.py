@@ -26,7 +26,7 @@ it) and writes, beside them:
   ``rho_star_by_budget.csv`` (rho*(C): the cells that could be best at each budget point),
   ``size_star_by_budget.csv`` (size*(C): the (policy, cell) pairs of stage A that could be best at
   equal FLOPs), ``extrapolation.csv`` and its summary (each curve fitted up to C/2, C predicted), and
-  the two curve claims (:mod:`paper_repro.analysis.claims.curves`). A
+  the curve claims (:mod:`paper_repro.analysis.claims.curves`, :mod:`paper_repro.analysis.claims.sizes`). A
   stage whose runs go on past C counts at C by its point there (:func:`frontiers.at_full_budget`);
 
 and the figures to ``figures/<profile>/``. Deleting every output and rerunning rebuilds them from the

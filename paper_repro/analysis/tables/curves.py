@@ -35,8 +35,8 @@ resample of the seeds, so the observed mean's own seed noise counts); ``inside``
 the observed mean lies inside the prediction's own interval. NaN with one seed.
 :func:`extrapolation_summary` gives per target the median absolute error and the shares.
 
-The claims read from the curves (does the best allocation move, does the best policy grow) are
-:mod:`paper_repro.analysis.claims.curves`; the figures :mod:`paper_repro.analysis.figures.curves`.
+The claims read from the curves (does the best allocation move: :mod:`paper_repro.analysis.claims.curves`;
+does the largest policy win at the top, and by more as the budget grows: :mod:`paper_repro.analysis.claims.sizes`); the figures :mod:`paper_repro.analysis.figures.curves`.
 :func:`curve_analysis` builds every table, on the grid's curves (:func:`grid_curves`: the grid runs'
 rows, labelled per setting, with the base policy's values).
 """
