@@ -96,3 +96,18 @@ def test_the_directional_rule_returns_every_verdict(value, se, verdict):
     from paper_repro.analysis.stats.contrasts import Estimate
 
     assert directional_verdict(Estimate(value, se, 20.0), margin=0.01)[0] == verdict
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.03])
+def test_the_balanced_closed_form_is_the_general_reml_fit(tau):
+    """Every cell on the same seeds once, one rho per cell: the ANOVA form (what the simulator's
+    studies use) gives the general fit's recipe SD, seed SD and df; a missing run falls back."""
+    from paper_repro.analysis.stats.mixed import balanced_fit
+
+    rows = study(tau, rng_seed=21)
+    fast, general = balanced_fit(rows, "native_reward"), recipe_reml(rows, "native_reward")
+    assert fast.tau == pytest.approx(general.tau, abs=1e-9) and fast.sigma == pytest.approx(
+        general.sigma, rel=1e-9
+    )
+    assert (np.isnan(fast.df) and np.isnan(general.df)) or fast.df == pytest.approx(general.df, abs=2e-3)
+    assert balanced_fit(rows.iloc[1:], "native_reward") is None

@@ -156,6 +156,8 @@ def recipe_reml(
     data = rows.dropna(subset=[target, "rho"])
     if data.empty:
         return RecipeSD()
+    if not interval and (fast := balanced_fit(data, target, degree)) is not None:
+        return fast
     X, group = design_matrix(data, degree)
     y = data[target].to_numpy(float)
     cells, N, p = int(group.max()) + 1, len(y), X.shape[1]
@@ -171,6 +173,56 @@ def recipe_reml(
         )
     low, high = _profile(crit, tau2, sigma2, level)
     return RecipeSD(float(np.sqrt(tau2)), low, high, float(np.sqrt(sigma2)), df, N, cells, "ok")
+
+
+def balanced_fit(data: pd.DataFrame, target: str, degree: int = 2) -> RecipeSD | None:
+    """The REML fit in closed form where the design is balanced: every setting's cells ran the same
+    seeds once each, at one rho per cell, and every setting the same number of seeds. The criterion
+    then splits into the seed-and-cell residual (``SSE``, ``(k - 1)(n - 1)`` df per setting: sigma^2)
+    and the cell means' lack of fit about each setting's polynomial (``n RSS``, ``k - rank`` df:
+    ``n tau^2 + sigma^2``), and REML is the ANOVA estimate, ``tau^2 = max(0, (MS_lack - MS_e) / n)``,
+    with Satterthwaite's df of that difference (the design simulator's studies; ``tests/test_mixed.py``
+    checks it against the general fit). None where the design is not balanced."""
+    sse = rss = dfe = dfl = 0.0
+    seeds, cells, runs = set(), 0, 0
+    for _, g in data.groupby("setting", sort=False):
+        cell = pd.factorize(g["cell"].astype(str).to_numpy(), sort=True)
+        seed = pd.factorize(g["seed"].to_numpy(), sort=True)
+        k, n = len(cell[1]), len(seed[1])
+        if len(g) != k * n or k < 1:
+            return None
+        Y = np.full((n, k), np.nan)
+        Y[seed[0], cell[0]] = g[target].to_numpy(float)
+        rho = np.full((n, k), np.nan)
+        rho[seed[0], cell[0]] = g["rho"].to_numpy(float)
+        if np.isnan(Y).any() or np.ptp(rho, axis=0).max() > 1e-12:
+            return None
+        R = Y - Y.mean(axis=0) - Y.mean(axis=1, keepdims=True) + Y.mean()
+        sse += float(np.sum(R**2))
+        dfe += (k - 1) * (n - 1)
+        T = np.vander(rho[0] - 0.5, degree + 1, increasing=True)
+        rank = int(np.linalg.matrix_rank(T))
+        fit, *_ = np.linalg.lstsq(T, Y.mean(axis=0), rcond=None)
+        rss += n * float(np.sum((Y.mean(axis=0) - T @ fit) ** 2))
+        dfl += k - rank
+        seeds.add(n)
+        cells += k
+        runs += k * n
+    if len(seeds) != 1 or dfe < 1 or dfl < 1 or cells < 3:
+        return None
+    n = seeds.pop()
+    ms_e, ms_l = sse / dfe, rss / dfl
+    lam = round(float(np.sqrt(max(0.0, (ms_l / ms_e - 1.0) / n))), DIGITS) ** 2  # as reml_fit rounds it
+    sigma2 = (sse + rss / (1.0 + n * lam)) / (dfe + dfl)
+    tau2 = lam * sigma2
+    if tau2 > 0:
+        var = (2 * (n * tau2 + sigma2) ** 2 / dfl + 2 * sigma2**2 / dfe) / n**2
+        df = round(float(2 * tau2**2 / var), 3)
+    else:
+        df = NAN
+    return RecipeSD(
+        float(np.sqrt(tau2)), sigma=float(np.sqrt(sigma2)), df=df, runs=runs, cells=cells, status="ok"
+    )
 
 
 def _tau_df(crit: _Reml, tau2: float, sigma2: float) -> float:
