@@ -376,3 +376,16 @@ def test_candidates_are_priced_and_simulated_end_to_end(tmp_path):
         result.choices["wrong_max"].notna().all()
         and result.cost_model.rate("M", "prm").rows == len(rows) // 2
     )
+
+
+def test_a_design_simulation_is_written_as_the_pre_registered_block_beside_the_post_hoc_one(tmp_path):
+    """``paper-repro design`` (and ``--candidates``) writes its table as design.csv's pre-registered
+    block and keeps the post-hoc block the analysis wrote there."""
+    from paper_repro.analysis.pipeline import keep_post_hoc
+
+    post = pd.DataFrame({"block": "post-hoc", "design": "committed", "claim_id": ["a"], "wrong": [0.0]})
+    post.to_csv(tmp_path / "design.csv", index=False)
+    new = pd.DataFrame({"design": ["committed", "chosen"], "claim_id": ["a", "a"], "wrong": [0.01, 0.02]})
+    merged = keep_post_hoc(tmp_path, new)
+    assert list(merged["block"]) == ["pre-registered", "pre-registered", "post-hoc"]
+    assert list(keep_post_hoc(tmp_path / "empty", new)["block"]) == ["pre-registered"] * 2

@@ -210,13 +210,18 @@ def simulate_design(
             "regenerates the post-hoc block); pass --replace-registered to overwrite it anyway"
         )
     table = sim.design_table(layout, model, classes, profile.margins, variants, progress=progress, **kwargs)
-    table.insert(0, "block", PRE)
-    post = existing[existing["block"] == POST] if existing is not None else None
-    write_table(
-        root / "design.csv",
-        pd.concat([table, post], ignore_index=True) if post is not None and len(post) else table,
-    )
+    write_table(root / "design.csv", keep_post_hoc(root, table))
     return table
+
+
+def keep_post_hoc(root: Path, table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (a design simulation, before the runs) as ``design.csv``'s pre-registered block,
+    followed by the post-hoc block the folder's ``design.csv`` already has."""
+    table = table.drop(columns=["block"], errors="ignore")
+    table.insert(0, "block", PRE)
+    existing = _committed_design(root)
+    post = existing[existing["block"] == POST] if existing is not None else None
+    return pd.concat([table, post], ignore_index=True) if post is not None and len(post) else table
 
 
 POSTHOC_REPLICATES = (
