@@ -21,7 +21,7 @@ def fraction_words(fraction: float) -> str:
 def recipe_words(m: Margins) -> str:
     """The recipe effect the best sets allow for, as the claims' words state it."""
     if m.recipe_sd is None:
-        return "the recipe effect the study's frontiers show (the unimodal fits' lack of fit)"
+        return "the recipe effect the study's runs show (the REML recipe SD of each target)"
     return f"a recipe effect of SD {m.recipe_sd}"
 
 
