@@ -66,9 +66,9 @@ def windows(m: Margins) -> tuple[tuple[float, float], tuple[float, float]]:
 def setting_weights(
     cell_rho: dict[str, dict[str, float]], names: Sequence[str], m: Margins, sign: float
 ) -> tuple[dict, list[str]]:
-    """Per setting of ``names`` (``cell_rho``: per setting, each cell's realised rho), its cells' weights in the class contrast (update-heavy window minus
-    search-heavy, times ``sign``, divided by the settings that have both windows), and the settings
-    left out for an empty window."""
+    """Per setting of ``names`` (``cell_rho``: per setting, each cell's realised rho), its cells'
+    weights in the class contrast (update-heavy window minus search-heavy, times ``sign``, divided by
+    the settings that have both windows), and the settings left out for an empty window."""
     up, down = windows(m)
     per, missing = {}, []
     for name in names:
