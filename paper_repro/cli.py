@@ -284,11 +284,9 @@ def _design_candidates(args: argparse.Namespace, profile, variants) -> int:
     if args.price_only:
         print(f"design_choices.csv (priced only) in {repo_relative(root)}")
         return 0
-    from paper_repro.analysis.pipeline import PRE, _committed_design, keep_post_hoc
+    from paper_repro.analysis.pipeline import keep_post_hoc, registered_after_runs
 
-    existing = _committed_design(root)
-    has_runs = (root / "runs.csv").exists()
-    if existing is not None and (existing["block"] == PRE).any() and has_runs and not args.replace_registered:
+    if registered_after_runs(root) and not args.replace_registered:
         print(f"design.csv's pre-registered block kept ({repo_relative(root)} holds runs: the block registers a "
               "design before its runs; --replace-registered to overwrite it)")  # fmt: skip
     else:

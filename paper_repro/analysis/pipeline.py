@@ -56,7 +56,7 @@ class Analysis:
     claims: pd.DataFrame
     figures: list[str]
     design: pd.DataFrame | None = (
-        None  # design.csv: its pre-registered block and the post-hoc block this analysis wrote
+        None  # design.csv: the pre-registered block, and the post-hoc one written here
     )
     figures_dir: Path | None = None  # where ``figures`` were written
     curves: CurveAnalysis | None = None  # the compute curves: fits, rho*(C), size*(C), extrapolation
@@ -201,9 +201,7 @@ def simulate_design(
 
     model = sim.noise_model(grid, names, recipe_sd, seed_sd, amplitude, problems=eval_size(profile))
     kwargs = {} if replicates is None else {"replicates": replicates}
-    existing = _committed_design(root)
-    registered = existing is not None and (existing["block"] == PRE).any()
-    if registered and grid is not None and not replace_registered:
+    if registered_after_runs(root) and not replace_registered:
         raise ValueError(
             f"{root / 'design.csv'} already holds a pre-registered block and {root / 'runs.csv'} holds grid runs: "
             "the block registers the design before its runs and is not rewritten after them (the analysis "
@@ -212,6 +210,15 @@ def simulate_design(
     table = sim.design_table(layout, model, classes, profile.margins, variants, progress=progress, **kwargs)
     write_table(root / "design.csv", keep_post_hoc(root, table))
     return table
+
+
+def registered_after_runs(root: Path) -> bool:
+    """Whether ``root``'s ``design.csv`` holds a pre-registered block and its ``runs.csv`` grid runs:
+    the block then registers a design whose runs have begun, and is not rewritten unasked."""
+    existing = _committed_design(root)
+    if existing is None or not (existing["block"] == PRE).any() or not (root / "runs.csv").exists():
+        return False
+    return bool((pd.read_csv(root / "runs.csv", usecols=["budget_kind"])["budget_kind"] == "full").any())
 
 
 def keep_post_hoc(root: Path, table: pd.DataFrame) -> pd.DataFrame:
@@ -224,9 +231,7 @@ def keep_post_hoc(root: Path, table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([table, post], ignore_index=True) if post is not None and len(post) else table
 
 
-POSTHOC_REPLICATES = (
-    100  # study pairs per truth of design.csv's post-hoc block (a 5% rate to about +-1.5 points)
-)
+POSTHOC_REPLICATES = 100  # study pairs per truth of design.csv's post-hoc block (a 5% rate to +-1.5 points)
 PRE, POST = "pre-registered", "post-hoc"
 
 

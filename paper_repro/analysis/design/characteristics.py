@@ -98,9 +98,8 @@ def operating_characteristics(
         truth_verdict = truth_verdicts(layout, truth, classes, margins, chosen)
         cell_claims = [c for c in chosen if about_cells(c)]
         verdicts: dict[str, list[tuple[str, str]]] = {c.id: [] for c in chosen}
-        truths_drawn: dict[str, list] = {
-            c.id: [] for c in cell_claims
-        }  # per replicate, for claims about the cells
+        # per replicate, the drawn cells' own verdicts, for the claims about these recipes
+        truths_drawn: dict[str, list] = {c.id: [] for c in cell_claims}
         for _ in range(replicates):
             recipe = recipe_draw(layout, noise, rng)
             pair = [
@@ -138,10 +137,7 @@ def operating_characteristics(
             said = [t.verdict for t in per]
             true = max(dict.fromkeys(said), key=said.count)
             power = {}
-            for side in (
-                "held",
-                "not held",
-            ):  # studies whose truth is clearly on this side (not in a grey zone)
+            for side in ("held", "not held"):  # studies whose truth is on this side, outside a grey zone
                 hits = [v == side for v, t in zip(flat, per, strict=True) if t.verdict == side and not t.also]
                 power[side] = sum(hits) / len(hits) if hits else np.nan
             rows.append({
@@ -336,14 +332,20 @@ def summary(table: pd.DataFrame | None) -> pd.DataFrame:
     return pd.DataFrame(rows).round(3)
 
 
-def post_hoc(study: Study, replicates: int = REPLICATES) -> pd.DataFrame:
-    """``design.csv``'s post-hoc block: every simulated claim's operating characteristics at the
-    design ``study`` ran (its distinct settings' cells at their realised rho, its seeds per cell),
-    with the seed SDs, REML recipe SDs and frontier height its runs show (:func:`noise_model`)."""
+def study_model(study: Study) -> tuple[list[str], Layout, Model]:
+    """The design ``study`` ran (its distinct settings that have runs, their cells at their realised
+    rho, its seeds per cell) and the noise model and height its runs show (:func:`noise_model`)."""
     present = set(study.distinct["setting"])
     names = [n for n in study.classes.distinct if n in present]  # a partial study: the settings it ran
     layout = Layout.from_runs(study.distinct, names, study.seeds_per_cell)
-    model = noise_model(study.distinct, names)
+    return names, layout, noise_model(study.distinct, names)
+
+
+def post_hoc(study: Study, replicates: int = REPLICATES) -> pd.DataFrame:
+    """``design.csv``'s post-hoc block: every simulated claim's operating characteristics at the
+    design ``study`` ran, with the seed SDs, REML recipe SDs and frontier height its runs show
+    (:func:`study_model`)."""
+    _, layout, model = study_model(study)
     return simulated(layout, model.noise, model, study.classes, study.margins, "committed", replicates, 0)
 
 
@@ -361,10 +363,7 @@ def recipe_check(
     true one: the mean estimate, its bias and how often the 90% profile interval covers the truth."""
     from paper_repro.analysis.stats.mixed import recipe_reml
 
-    present = set(study.distinct["setting"])
-    names = [n for n in study.classes.distinct if n in present]
-    layout = Layout.from_runs(study.distinct, names, study.seeds_per_cell)
-    model = noise_model(study.distinct, names)
+    names, layout, model = study_model(study)
     world = truths(study.classes.prm_style, model.amplitude)
     chosen = {
         **{k: world[k] for k in RECIPE_CHECK_TRUTHS},
@@ -375,12 +374,13 @@ def recipe_check(
     for target in [t for t in CLAIM_TARGETS if t in study.distinct]:
         true = model.noise.tau(target)
         for name, truth in chosen.items():
-            fits = [recipe_reml(simulate(layout, truth, model.noise, rng, recipe_draw(layout, model.noise, rng)), target)
-                    for _ in range(replicates)]  # fmt: skip
-            tau = np.array([f.tau for f in fits])
+            draws = (simulate(layout, truth, model.noise, rng, recipe_draw(layout, model.noise, rng))
+                     for _ in range(replicates))  # fmt: skip
+            fits = [recipe_reml(runs, target) for runs in draws]
+            mean = float(np.nanmean([f.tau for f in fits]))
             covered = [f.low - 1e-12 <= true <= f.high + 1e-12 for f in fits if np.isfinite(f.low)]
             # rounded to 1e-6: the same bytes on every CPU's kernels (the fits agree far below it)
-            out.append({"target": target, "truth": name, "true_recipe_sd": true,
-                        "mean_estimate": round(float(np.nanmean(tau)), 6), "bias": round(float(np.nanmean(tau) - true), 6), "coverage_90": float(np.mean(covered)) if covered else np.nan,
+            out.append({"target": target, "truth": name, "true_recipe_sd": true, "mean_estimate": round(mean, 6),
+                        "bias": round(mean - true, 6), "coverage_90": float(np.mean(covered)) if covered else np.nan,
                         "studies": replicates, "seeds": layout.seeds})  # fmt: skip
     return pd.DataFrame(out)
