@@ -244,6 +244,9 @@ class FlopLedger:
         self._step_start = time.perf_counter()
         self.stopped_by_budget = False
         self.stop_reason: str | None = None  # why the budget stopped the run (see stop_before)
+        # what the trainer is running now: "search", "loss", "old", "ref", "reward", or None between
+        # them (set by the trainer's hooks; the card's per-phase compute dtypes read it)
+        self.phase: str | None = None
         # running totals of the steps' records (added in step order, as a sum over them would be): the
         # summary, the per-step metrics and total_flos all read these
         self._totals = {c: dict.fromkeys(COMPONENTS, 0.0) for c in CONVENTIONS}

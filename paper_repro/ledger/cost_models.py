@@ -121,7 +121,9 @@ class MeasuredCost:
 # ---------------------------------------------------------------------------------------------
 
 
-def policy_cost(model: Any, gradient_checkpointing: bool) -> tuple[CostModel, TrainSpec]:
+def policy_cost(
+    model: Any, gradient_checkpointing: bool, checkpointing_kwargs: dict[str, Any] | None = None
+) -> tuple[CostModel, TrainSpec]:
     """The policy's cost model and training spec (TRL's fused LM head recomputes its logits in
     backward): analytic where it knows the model and its LoRA, else measured."""
     spec = dict(gradient_checkpointing=gradient_checkpointing, head_recompute=True)

@@ -154,7 +154,9 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         config = ledger or LedgerConfig()
         # analytic where the FLOP model knows the policy, else measured (paper_repro.ledger.cost_models);
         # `activation_checkpointing` is the flag Trainer enables checkpointing by
-        policy, train = policy_cost(self.model, bool(self.args.activation_checkpointing))
+        policy, train = policy_cost(
+            self.model, bool(self.args.activation_checkpointing), self.args.activation_checkpointing_kwargs
+        )
         self.ledger = FlopLedger(policy, train, config)
         # reward models (nn.Module reward functions) priced once, from the modules that run
         self.reward_model_costs = {
@@ -274,15 +276,19 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         self._sync()
         start = time.perf_counter()
         lean = None
-        if self._lean_reason(images, multimodal_fields, *args, **kwargs) is None:
-            from paper_repro.sampler import LeanStats
+        self.ledger.phase = "search"
+        try:
+            if self._lean_reason(images, multimodal_fields, *args, **kwargs) is None:
+                from paper_repro.sampler import LeanStats
 
-            lean = LeanStats()
-            completion_ids, logprobs = self._lean_generate(prompt_ids, lean), None  # None: as TRL's HF path
-        else:
-            completion_ids, logprobs = super()._generate_single_turn(
-                prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
-            )
+                lean = LeanStats()
+                completion_ids, logprobs = self._lean_generate(prompt_ids, lean), None  # None: as TRL's HF path
+            else:
+                completion_ids, logprobs = super()._generate_single_turn(
+                    prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
+                )
+        finally:
+            self.ledger.phase = None
         self._sync()
         self.ledger.add_seconds("search", time.perf_counter() - start)
         if self.model.training:
@@ -336,6 +342,17 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
                 reference, adapters = self._forward_role(model)
                 self.ledger.charge_forward(work, adapters_active=adapters, part="ref" if reference else "old")
                 self.ledger.count(**{f"{'ref' if reference else 'old'}_forward_rows": input_ids.size(0)})
+        if torch.is_grad_enabled():
+            self.ledger.phase = "loss"
+        else:
+            self.ledger.phase = "ref" if self._forward_role(model)[0] else "old"
+        try:
+            return self._policy_logps(model, input_ids, attention_mask, logits_to_keep, plan, fused, a, kw)
+        finally:
+            self.ledger.phase = None
+
+    def _policy_logps(self, model, input_ids, attention_mask, logits_to_keep, plan, fused, a, kw):
+        """TRL's policy forward, or the same over length buckets (``update_layout``)."""
         if plan is None:
             return super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, *a, **kw
@@ -363,9 +380,11 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
             for func in self.reward_funcs
             if isinstance(func, torch.nn.Module)
         ]
+        self.ledger.phase = "reward"
         try:
             rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         finally:
+            self.ledger.phase = None
             for h in hooks:
                 h.remove()
         if self.model.training:
