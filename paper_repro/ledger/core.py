@@ -25,6 +25,7 @@ and the summary beside it at the end of training; the running totals as TRL-styl
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +51,8 @@ LEARNING_PARTS: tuple[LearningPart, ...] = ("loss", "old", "ref")
 
 
 BUDGET_STOPS = ("step", "round", "overshoot")
+# The version of FlopLedger.state_dict(), saved with every checkpoint (paper_repro.ledger.resume).
+LEDGER_STATE_VERSION = 1
 
 
 class BudgetWarning(UserWarning):
@@ -247,6 +250,8 @@ class FlopLedger:
         # what the trainer is running now: "search", "loss", "old", "ref", "reward", or None between
         # them (set by the trainer's hooks; the card's per-phase compute dtypes read it)
         self.phase: str | None = None
+        # each resume of this run: {"checkpoint": the folder it resumed from, "step": its global step}
+        self.resumed_from: list[dict[str, Any]] = []
         # running totals of the steps' records (added in step order, as a sum over them would be): the
         # summary, the per-step metrics and total_flos all read these
         self._totals = {c: dict.fromkeys(COMPONENTS, 0.0) for c in CONVENTIONS}
@@ -431,6 +436,57 @@ class FlopLedger:
         out["tokens/reward"] = tokens.get("reward_tokens", 0.0)
         return out
 
+    # --- saved with a checkpoint --------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a resumed run needs to go on as if it had not stopped: the step log, the completed
+        rounds, the running totals, the budget's stop and the resumes so far (JSON-ready; floats
+        round-trip exactly through ``json``)."""
+        return {
+            "version": LEDGER_STATE_VERSION,
+            "steps": self.steps,
+            "rounds": self.rounds,
+            "round_cost": self._round_cost,
+            "useful_total": self._useful_total,
+            "totals": self._totals,
+            "token_totals": dict(self._token_totals),
+            "seconds_totals": self._seconds_totals,
+            "learning_parts_totals": self._learning_parts_totals,
+            "stopped_by_budget": self.stopped_by_budget,
+            "stop_reason": self.stop_reason,
+            "resumed_from": self.resumed_from,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s state, and rewrite the JSONL log (``log_path``) to the restored
+        steps: a step logged after the checkpoint was written, and lost with the process, is dropped
+        there as it is here. A round cut by the checkpoint is not carried over: TRL does not save its
+        buffer of rollouts and opens a new round on resume, so the cut round's steps stay charged and
+        the round is not counted as complete."""
+        if state.get("version") != LEDGER_STATE_VERSION:
+            raise ValueError(
+                f"a FLOP ledger state of version {state.get('version')!r}; this ledger reads version "
+                f"{LEDGER_STATE_VERSION}"
+            )
+        self.steps = [dict(step) for step in state["steps"]]
+        self.rounds = [float(r) for r in state["rounds"]]
+        self._round_cost = 0.0
+        self._useful_total = float(state["useful_total"])
+        self._totals = {c: {k: float(v) for k, v in state["totals"][c].items()} for c in CONVENTIONS}
+        self._token_totals = defaultdict(float, {k: float(v) for k, v in state["token_totals"].items()})
+        self._seconds_totals = {k: float(v) for k, v in state["seconds_totals"].items()}
+        self._learning_parts_totals = {
+            c: {k: float(v) for k, v in state["learning_parts_totals"][c].items()} for c in CONVENTIONS
+        }
+        self.stopped_by_budget = bool(state["stopped_by_budget"])
+        self.stop_reason = state["stop_reason"]
+        self.resumed_from = [dict(r) for r in state["resumed_from"]]
+        self._current = _StepAccumulator()
+        if self.config.log_path:
+            path = Path(self.config.log_path)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text("".join(json.dumps(step) + "\n" for step in self.steps))
+            os.replace(tmp, path)
+
     # --- totals --------------------------------------------------------------------------------
     def component_totals(self, convention: str = "useful") -> dict[str, float]:
         return dict(self._totals[convention])
@@ -466,6 +522,7 @@ class FlopLedger:
         )
         out["stop_reason"] = self.stop_reason
         out["max_round_flops"] = max(self.rounds) if self.rounds else float("nan")
+        out["resumed_from"] = [dict(r) for r in self.resumed_from]
         out["tokens"] = dict(self._token_totals)
         # C_learning by part (loss passes, old-policy and reference forwards), per convention
         out["learning_parts"] = self.learning_parts()

@@ -64,6 +64,7 @@ from paper_repro.ledger.cost_models import check_priced, policy_cost, reward_mod
 from paper_repro.ledger.downsample import Downsampling
 from paper_repro.ledger.kernels import KernelDispatch, check_kernel_choice
 from paper_repro.ledger.pricing import RoundPricing
+from paper_repro.ledger.resume import checkpoint_dir, load_ledger_state, save_ledger_state
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,14 @@ class _LedgerCallback(TrainerCallback):
             trainer.ledger.write_summary(Path(log_path).with_suffix(".summary.json"))
         if trainer.ledger.config.write_card and trainer.accelerator.is_main_process:
             trainer.write_compute_card()
+
+    def on_save(self, args, state, control, **kwargs):
+        # the ledger's state beside the checkpoint Trainer has just written (every process holds the
+        # run's totals; the main one writes)
+        trainer = self.trainer
+        folder = checkpoint_dir(args.output_dir, state.global_step)
+        if trainer.accelerator.is_main_process and folder.is_dir():
+            save_ledger_state(trainer.ledger, folder, trainer._ledger_extra_state())
 
     def on_step_end(self, args, state, control, **kwargs):
         trainer = self.trainer
@@ -187,6 +196,70 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
             cpu_matmul_throughput()
         self.add_callback(_LedgerCallback(self))
 
+    # --- resuming -------------------------------------------------------------------------------
+    def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
+        """Trainer's ``train``; resuming from a checkpoint, the ledger's state saved with it is restored
+        first (:mod:`paper_repro.ledger.resume`), so the budget counts every step the run has taken.
+        A resume whose next step could pass the budget (the run had stopped by its budget there, or
+        the budget was lowered) runs no step: it logs why and returns."""
+        folder = resume_from_checkpoint
+        if folder is True:
+            from transformers.trainer_utils import get_last_checkpoint
+
+            folder = get_last_checkpoint(self.args.output_dir)  # None: Trainer raises below
+        if isinstance(folder, (str, Path)) and Path(folder).is_dir():
+            stopped = self._restore_ledger(Path(folder))
+            if stopped is not None:
+                return stopped
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _ledger_extra_state(self) -> dict[str, Any]:
+        """What the trainer saves beside the ledger's own state: the self-priced round ceiling and
+        the random down-sampling generator."""
+        return {
+            "round_price": self.round_price,
+            "downsample_rng": self._downsample_rng.get_state().tolist(),
+        }
+
+    def _restore_ledger(self, folder: Path) -> Any:
+        """Restore the ledger from a checkpoint folder; return Trainer's output when the budget leaves
+        nothing to run, else None."""
+        state_file = folder / "trainer_state.json"
+        step = json.loads(state_file.read_text())["global_step"] if state_file.is_file() else None
+        extra = load_ledger_state(self.ledger, folder, step)
+        if extra is None:
+            message = (
+                f"the checkpoint {folder} holds no FLOP ledger state (it was written without the ledger, "
+                "or by a version before it saved one): the ledger counts only the steps of this session"
+            )
+            if self.ledger.config.budget_flops is not None:
+                raise ValueError(message + ", so the budget could not be kept; resume without a budget")
+            warnings.warn(message, stacklevel=3)
+            return None
+        if extra.get("round_price") is not None:
+            self.round_price = extra["round_price"]
+        self._downsample_rng.set_state(torch.tensor(extra["downsample_rng"], dtype=torch.uint8))
+        # TRL does not save its buffer of rollouts: the first step after a resume opens a new round
+        self.current_gradient_accumulation_steps = self.args.gradient_accumulation_steps
+        # asked again, of this session's budget: a run the budget stopped at this checkpoint stops
+        # again (a new round costs at least what stopped it), one given more budget goes on
+        self.ledger.stopped_by_budget, self.ledger.stop_reason = False, None
+        if self._stops_before_next_step(round_complete=True):
+            from transformers.trainer_utils import TrainOutput
+
+            logger.info(
+                self.ledger.stop_message(
+                    f"resumed from {folder} (step {self.ledger.resumed_from[-1]['step']}), the budget "
+                    f"stopped it before its first step: {self.ledger.stop_reason}; nothing left to run"
+                )
+            )
+            if self.ledger.config.log_path:
+                self.ledger.write_summary(Path(self.ledger.config.log_path).with_suffix(".summary.json"))
+            return TrainOutput(
+                self.ledger.resumed_from[-1]["step"], float("nan"), {"total_flos": self.ledger.total("useful")}
+            )
+        return None
+
     # --- TRL's FLOP count ----------------------------------------------------------------------
     def floating_point_ops(self, inputs: Any) -> int:
         """0: the ledger, not Trainer's 6N per input token, counts this run (see :meth:`store_flos`)."""
@@ -197,8 +270,9 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         causal attention: the paper's accounting and what the budget is charged in), summed over
         processes and all three components, so the trainer's end-of-training summary
         (``train_output.metrics["total_flos"]``) is right; TRL's GRPO reports 0. The ``executed``
-        C_total is in the ledger's summary and the compute card. On a resumed run it counts this
-        session's steps only."""
+        C_total is in the ledger's summary and the compute card. On a resumed run it counts every
+        step of the run, the sessions before the resume included (the ledger's state is restored
+        from the checkpoint)."""
         self.state.total_flos = self.ledger.total("useful")
         self.current_flos = 0
 
