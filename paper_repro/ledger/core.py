@@ -81,6 +81,10 @@ class LedgerConfig:
     # Without it the next round is priced as the dearest so far, which completions that grow under
     # RL can outrun.
     round_ceiling_flops: float | None = None
+    # The most tokens a prompt has, as TRL tokenizes it (chat template included): the round's ceiling
+    # is priced with it instead of reading the train dataset (which an iterable dataset never is). A
+    # longer prompt seen in training warns and is priced from then on.
+    max_prompt_tokens: int | None = None
     downsample_seed: int = (
         0  # for random down-sampling (not `seed`: that is GRPOConfig's, TrlParser reads both)
     )
@@ -250,6 +254,8 @@ class FlopLedger:
         # what the trainer is running now: "search", "loss", "old", "ref", "reward", or None between
         # them (set by the trainer's hooks; the card's per-phase compute dtypes read it)
         self.phase: str | None = None
+        # where the round ceiling's prompt length comes from (the trainer's pricing says; None: unpriced)
+        self.prompt_length_source: str | None = None
         # each resume of this run: {"checkpoint": the folder it resumed from, "step": its global step}
         self.resumed_from: list[dict[str, Any]] = []
         # running totals of the steps' records (added in step order, as a sum over them would be): the

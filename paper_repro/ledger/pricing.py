@@ -47,7 +47,7 @@ class RoundPricing:
         # the stop needs a round's ceiling too, unless it only estimates (overshoot) or was given one
         stop_needs_price = config.budget_stop != "overshoot"
         if budget is not None and ceiling is None and (first is None or stop_needs_price):
-            self.round_price = self.price_round_ceiling()  # warns when it cannot
+            self._set_round_price(self.price_round_ceiling())  # warns when it cannot
             # the user's first_round_flops, when given, is the price the refusal goes by
             if first is None and self.round_price is not None and self.round_price["C_total"] > budget:
                 price = self.round_price
@@ -103,16 +103,18 @@ class RoundPricing:
                 f"the FLOP ledger cannot price a round: it cannot price {'; '.join(gaps)}", stacklevel=3
             )
             return None
-        longest = self._longest_prompt()
+        longest = self._prompt_for_pricing()
         if longest is None:
             warnings.warn(
-                "the FLOP ledger cannot read the train dataset's prompts to price a round: the budget is "
-                "not checked before training, and the budget stop prices a new round as the dearest so far "
-                "(an estimate a run can outgrow); pass LedgerConfig(round_ceiling_flops=...) for a guarantee",
+                "the FLOP ledger does not read an iterable (streaming) train dataset to price a round: the "
+                "budget is not checked before training, and the stop prices each new round with the "
+                "longest prompt seen so far (an estimate: a longer prompt later can pass the budget by "
+                "less than one round); pass LedgerConfig(max_prompt_tokens=...) or "
+                "round_ceiling_flops=... for a guarantee",
                 stacklevel=3,
             )
             return None
-        prompt, prompt_tokens = longest
+        prompt, prompt_tokens, source = longest
         c = args.max_completion_length
         old = args.gradient_accumulation_steps % (args.steps_per_generation * mu) != 0 or bool(
             self.use_vllm and self.vllm_importance_sampling_correction
@@ -132,7 +134,7 @@ class RoundPricing:
             "C_reward": float(reward), "C_total": float(total), "C_loss": float(loss),
             "rho": cost.C_learning / total if total > 0 else float("nan"),
             "P": rows // g, "G": g, "K": k, "mu": mu, "rows": rows,
-            "prompt_tokens": prompt_tokens, "completion_tokens": c,
+            "prompt_tokens": prompt_tokens, "completion_tokens": c, "prompt_source": source,
         }  # fmt: skip
 
     # --- the budget stop ----------------------------------------------------------------------
@@ -166,7 +168,7 @@ class RoundPricing:
             return None
         ceiling = self._round_ceiling_price() if mode == "round" else None
         if ceiling:
-            return ceiling, "the next round, at its ceiling,"
+            return ceiling, f"the next round, at its ceiling{self._ceiling_source()},"
         return max(ledger.rounds), "the next round, priced as the dearest so far,"
 
     def _round_ceiling_price(self) -> float | None:
@@ -193,8 +195,16 @@ class RoundPricing:
         if not new_round_micro:
             return local, "the next optimizer step (loss passes over rollouts already generated)"
         return local + self._round_start_price(new_round_micro, per_round), (
-            "the next optimizer step, which starts a generation round,"
+            f"the next optimizer step, which starts a generation round{self._ceiling_source()},"
         )
+
+    def _ceiling_source(self) -> str:
+        """Where the round ceiling a stop is priced at comes from, in words for the stop line."""
+        if self.ledger.config.round_ceiling_flops is not None:
+            return " (its ceiling: LedgerConfig.round_ceiling_flops)"
+        if self.round_price is not None:
+            return f" (its ceiling priced with {self.round_price['prompt_source']})"
+        return " (no ceiling could be priced: the dearest round so far)"
 
     def _round_start_price(self, micro_batches: int, per_round: int) -> float:
         """The most the opening of a round can cost: generation, rewards, the old-policy and reference
@@ -214,12 +224,88 @@ class RoundPricing:
         work = forward_pass_work(mask, batch["completion_ids"].size(1), compact_head=True)
         return self.ledger.training_pass_flops(work["useful"])
 
+    def _prompt_for_pricing(self) -> tuple[Any, int, str] | None:
+        """The prompt a round's ceiling is priced with, its tokens, and where its length comes from:
+        ``LedgerConfig.max_prompt_tokens`` when declared; else the train dataset's longest prompt (a
+        map-style dataset, read once); else the config's ``max_prompt_length`` (TRL releases that
+        truncate prompts); else the longest prompt seen so far in training (an iterable dataset, which
+        is never read ahead); None before any is seen."""
+        declared = self.ledger.config.max_prompt_tokens
+        limit = getattr(self.args, "max_prompt_length", None)
+        if self._priced_from_seen:
+            pass  # a prompt outgrew the length it was priced with
+        elif declared is not None:
+            return self._filler_prompt(declared), declared, f"LedgerConfig.max_prompt_tokens ({declared} tokens)"
+        elif (longest := self._longest_prompt()) is not None:
+            prompt, tokens = longest
+            return prompt, tokens, f"the train dataset's longest prompt ({tokens} tokens)"
+        elif limit:
+            return self._filler_prompt(limit), limit, f"max_prompt_length ({limit} tokens)"
+        if self._longest_seen is not None:
+            prompt, tokens = self._longest_seen
+            return prompt, tokens, f"the longest prompt seen so far ({tokens} tokens; an iterable dataset: an estimate)"
+        return None
+
+    # the longest prompt of the rollouts so far (its text and tokens), and whether the round's ceiling
+    # is priced with it (an iterable dataset, or a prompt past the declared length)
+    _longest_seen: tuple[Any, int] | None = None
+    _priced_from_seen: bool = False
+
+    def _set_round_price(self, price: dict[str, Any] | None) -> None:
+        self.round_price = price
+        self.ledger.prompt_length_source = None if price is None else price["prompt_source"]
+
+    def _see_prompts(self, prompt_ids: list[list[int]]) -> None:
+        """After a generation in training: re-price the round's ceiling when a prompt is longer than
+        the one it was priced with (the longest seen so far on an iterable dataset; a prompt past a
+        declared ``max_prompt_tokens`` or ``max_prompt_length`` also warns: the guarantee is broken)."""
+        config = self.ledger.config
+        if config.budget_flops is None or config.round_ceiling_flops is not None or not prompt_ids:
+            return
+        row = max(prompt_ids, key=len)
+        if self._longest_seen is not None and len(row) <= self._longest_seen[1]:
+            return
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        self._longest_seen = (tokenizer.decode(row, skip_special_tokens=True), len(row))
+        priced = self.round_price
+        if priced is not None and len(row) <= priced["prompt_tokens"]:
+            return
+        if priced is not None:
+            warnings.warn(
+                f"a prompt of {len(row)} tokens is longer than the round's ceiling was priced with "
+                f"({priced['prompt_source']}): the budget's guarantee no longer holds; the ceiling is "
+                "priced again with the longest prompt seen so far",
+                BudgetWarning,
+                stacklevel=3,
+            )
+        self._priced_from_seen = True
+        self._set_round_price(self.price_round_ceiling())
+
+    def _filler_prompt(self, tokens: int) -> str:
+        """A text prompt of ``tokens`` ordinary tokens, for pricing reward functions at a declared
+        prompt length."""
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        return tokenizer.decode([self._ordinary_token(tokenizer)] * tokens)
+
+    @staticmethod
+    def _ordinary_token(tokenizer: Any) -> int:
+        special = set(getattr(tokenizer, "all_special_ids", []) or [])
+        return next(i for i in range(len(tokenizer)) if i not in special)
+
     def _longest_prompt(self) -> tuple[Any, int] | None:
-        """The train dataset's longest prompt and its tokens as TRL tokenizes it, or None."""
+        """The train dataset's longest prompt and its tokens as TRL tokenizes it, or None. Only a
+        map-style dataset is read: an iterable one (``datasets.IterableDataset``, a torch
+        ``IterableDataset``, a stream, possibly endless) never."""
         dataset = self.train_dataset
+        if dataset is None or isinstance(dataset, torch.utils.data.IterableDataset) or not hasattr(dataset, "__len__"):
+            return None
+        from datasets import IterableDataset
+
+        if isinstance(dataset, IterableDataset):
+            return None
         try:
             prompts = list(dataset["prompt"])
-        except Exception:  # no dataset, an iterable one, or no prompt column
+        except Exception:  # no prompt column
             return None
         if not prompts:
             return None
@@ -265,9 +351,7 @@ class RoundPricing:
         """``rows`` completions of ``max_completion_length`` tokens (one ordinary token repeated), as
         TRL hands them to reward functions: text, or an assistant turn for conversational prompts."""
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
-        special = set(getattr(tokenizer, "all_special_ids", []) or [])
-        token = next(i for i in range(len(tokenizer)) if i not in special)
-        ids = [token] * self.args.max_completion_length
+        ids = [self._ordinary_token(tokenizer)] * self.args.max_completion_length
         text = tokenizer.decode(ids)
         conversational = isinstance(prompt, list)
         completion = [{"role": "assistant", "content": text}] if conversational else text

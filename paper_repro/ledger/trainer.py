@@ -237,7 +237,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
             warnings.warn(message, stacklevel=3)
             return None
         if extra.get("round_price") is not None:
-            self.round_price = extra["round_price"]
+            self._set_round_price(extra["round_price"])
         self._downsample_rng.set_state(torch.tensor(extra["downsample_rng"], dtype=torch.uint8))
         # TRL does not save its buffer of rollouts: the first step after a resume opens a new round
         self.current_gradient_accumulation_steps = self.args.gradient_accumulation_steps
@@ -381,6 +381,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
             else:
                 # vLLM runs merged weights; HF generate runs the unmerged adapters
                 self.ledger.charge_generation(work, adapters_active=not self.use_vllm)
+            self._see_prompts(prompt_ids)
             self.ledger.count(
                 gen_rows=len(p_lens),
                 gen_prompt_tokens=sum(p_lens),
