@@ -121,6 +121,61 @@ def test_budget_stop_is_checked():
         LedgerConfig(budget_stop="dearest")
 
 
+@pytest.mark.parametrize(
+    "field, value, error, words",
+    [
+        ("budget_flops", "3e15", TypeError, r"budget_flops must be a positive, finite number of FLOPs, or None, got str '3e15' \(LedgerConfig.from_dict"),
+        ("budget_flops", float("inf"), ValueError, "budget_flops must be a positive, finite number of FLOPs"),
+        ("budget_flops", float("nan"), ValueError, "budget_flops must be a positive"),
+        ("budget_flops", 0, ValueError, "budget_flops must be a positive"),
+        ("peak_flops", -5, ValueError, r"peak_flops must be a positive, finite number of FLOP/s per device, or None, got int -5"),
+        ("round_ceiling_flops", -1.0, ValueError, "round_ceiling_flops must be a positive"),
+        ("first_round_flops", True, TypeError, "first_round_flops must be"),
+        ("kept", 0, ValueError, r"kept must be an int >= 1, or None, got int 0"),
+        ("kept", 2.5, ValueError, "kept must be an int >= 1"),
+        ("max_prompt_tokens", "64", TypeError, "max_prompt_tokens must be an int >= 1"),
+        ("selection_decimals", -1, ValueError, "selection_decimals must be an int >= 0"),
+        ("downsample_seed", None, TypeError, "downsample_seed must be an int"),
+    ],
+)
+def test_every_invalid_option_names_its_field_and_range(field, value, error, words):
+    with pytest.raises(error, match=words):
+        LedgerConfig(**{field: value})
+
+
+def test_a_negative_flop_cost_is_refused_naming_the_function(tmp_path):
+    def judge(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    judge.flop_cost = lambda prompts, completions, completion_ids: -1e12
+    trainer = build_tiny_grpo(tmp_path, LedgerConfig(), reward_funcs=judge, max_steps=1)
+    with pytest.raises(ValueError, match=r"reward function 'judge''s flop_cost returned .*must be finite and >= 0"):
+        trainer.train()
+    with pytest.raises(ValueError, match=r"'judge''s flop_cost \(on a worst-case batch\) returned"):  # at construction
+        build_tiny_grpo(tmp_path, LedgerConfig(budget_flops=1e12), reward_funcs=judge)
+
+
+def test_a_ceiling_below_the_ledgers_own_price_is_raised_to_it(tmp_path, short_then_long):
+    rounds, budget = short_then_long
+    with pytest.warns(BudgetWarning, match=r"round_ceiling_flops=2e\+06 is below the ledger's own price .*raised"):
+        trainer = build_tiny_grpo(
+            tmp_path, LedgerConfig(budget_flops=budget, kept=2, round_ceiling_flops=2e6), num_iterations=2,
+            max_steps=60, shuffle_dataset=False, train_dataset=_short_prompts_first(),
+        )  # fmt: skip
+    own = trainer.round_price["C_total"]
+    assert trainer.ledger.config.round_ceiling_flops == own > 2e6
+    trainer.train()
+    summary = trainer.ledger.summary()
+    assert summary["stopped_by_budget"] and not summary["over_budget"]
+
+
+def test_the_round_stop_warns_when_the_budget_buys_fewer_than_two_rounds(tmp_path):
+    probe = build_tiny_grpo(tmp_path, LedgerConfig(budget_flops=1e12))
+    ceiling = probe.round_price["C_total"]
+    with pytest.warns(BudgetWarning, match="buys fewer than two generation rounds at their ceiling"):
+        build_tiny_grpo(tmp_path, LedgerConfig(budget_flops=1.5 * ceiling, budget_stop="round"))
+
+
 # --- the reference forward of a pre-wrapped PeftModel ------------------------------------------
 
 
@@ -171,6 +226,7 @@ def _trainer_with(tmp_path, **kwargs):
 
 def test_misplaced_configs_get_one_clear_type_error(tmp_path, monkeypatch):
     from peft import LoraConfig
+    from transformers import TrainingArguments
     from trl import GRPOConfig, GRPOTrainer
 
     built = []
@@ -183,6 +239,10 @@ def test_misplaced_configs_get_one_clear_type_error(tmp_path, monkeypatch):
         (dict(ledger=LoraConfig(r=4)), r"got a PEFT LoraConfig, whose place is peft_config="),
         (dict(peft_config=LedgerConfig()), r"got a LedgerConfig as peft_config="),
         (dict(args={"num_generations": 4}), r"args=\.\.\.\) takes TRL's GRPOConfig, got a dict"),
+        (
+            dict(args=TrainingArguments(output_dir=str(tmp_path / "plain"), use_cpu=True, report_to="none")),
+            r"got a TrainingArguments: a plain TrainingArguments lacks GRPO's options",
+        ),
     ]
     for kwargs, message in cases:
         with pytest.raises(TypeError, match=message):

@@ -117,6 +117,7 @@ def check_config_places(args: tuple[Any, ...], kwargs: dict[str, Any], ledger: A
     or anything but a ``LedgerConfig`` (or None) in ``ledger=``. ``args`` and ``kwargs`` are
     ``GRPOTrainer``'s own (``model, reward_funcs, args, ...``)."""
     from transformers import TrainingArguments
+    from trl import GRPOConfig
 
     where = "ledger=LedgerConfig(...) (the ledger's options; LedgerConfig.from_dict / from_yaml read them)"
     if ledger is not None and not isinstance(ledger, LedgerConfig):
@@ -138,11 +139,14 @@ def check_config_places(args: tuple[Any, ...], kwargs: dict[str, Any], ledger: A
                 f"ledger=LedgerConfig(...), and TRL's options as args=GRPOConfig(...)"
             )
     trl_args = named.get("args")
-    if trl_args is not None and not isinstance(trl_args, TrainingArguments):
-        raise TypeError(
-            f"LedgerGRPOTrainer(args=...) takes TRL's GRPOConfig, got a {type(trl_args).__name__}; "
-            "the ledger's options go in ledger=LedgerConfig(...)"
+    if trl_args is not None and not isinstance(trl_args, GRPOConfig):
+        more = (
+            ": a plain TrainingArguments lacks GRPO's options (num_generations, max_completion_length, "
+            "beta, ...); build trl.GRPOConfig(...) with the same fields"
+            if isinstance(trl_args, TrainingArguments)
+            else "; the ledger's options go in ledger=LedgerConfig(...)"
         )
+        raise TypeError(f"LedgerGRPOTrainer(args=...) takes TRL's GRPOConfig, got a {type(trl_args).__name__}{more}")
 
 
 def _is_peft_config(value: Any) -> bool:

@@ -25,6 +25,7 @@ and the summary beside it at the end of training; the running totals as TRL-styl
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections import defaultdict
@@ -135,16 +136,50 @@ class LedgerConfig:
         return cls.from_dict(options)
 
     def __post_init__(self) -> None:
-        if self.budget_flops is not None and not self.budget_flops > 0:
-            raise ValueError(f"budget_flops must be positive, got {self.budget_flops}")
-        if self.kept is not None and self.kept < 1:
-            raise ValueError(f"kept must be >= 1, got {self.kept}")
+        for name in ("budget_flops", "first_round_flops", "round_ceiling_flops", "peak_flops"):
+            _check_number(name, getattr(self, name), "FLOPs" if name != "peak_flops" else "FLOP/s per device")
+        for name, low in (("kept", 1), ("max_prompt_tokens", 1), ("selection_decimals", 0)):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+                raise _field_error(name, value, f"an int >= {low}, or None")
+        if isinstance(self.downsample_seed, bool) or not isinstance(self.downsample_seed, int):
+            raise _field_error("downsample_seed", self.downsample_seed, "an int")
         if self.downsample not in ("max_variance", "random"):
             raise ValueError(f"downsample must be 'max_variance' or 'random', got {self.downsample!r}")
         if self.budget_stop not in BUDGET_STOPS:
             raise ValueError(
                 f"budget_stop must be one of {', '.join(map(repr, BUDGET_STOPS))}, got {self.budget_stop!r}"
             )
+
+
+def _field_error(name: str, value: Any, valid: str) -> TypeError | ValueError:
+    """The error for a LedgerConfig field outside its valid range: a TypeError for the wrong type."""
+    wrong_type = isinstance(value, (str, bytes, bool)) or not isinstance(value, (int, float))
+    kind = TypeError if wrong_type else ValueError
+    hint = " (LedgerConfig.from_dict / from_yaml convert numbers written as strings)" if isinstance(value, str) else ""
+    return kind(f"LedgerConfig.{name} must be {valid}, got {type(value).__name__} {value!r}{hint}")
+
+
+def _check_number(name: str, value: Any, unit: str) -> None:
+    """A positive, finite number of ``unit``, or None."""
+    if value is None:
+        return
+    if isinstance(value, (str, bytes, bool)) or not isinstance(value, (int, float)):
+        raise _field_error(name, value, f"a positive, finite number of {unit}, or None")
+    if not math.isfinite(value) or value <= 0:
+        raise _field_error(name, value, f"a positive, finite number of {unit}, or None")
+
+
+def check_flop_cost(cost: dict[str, float], source: str) -> dict[str, float]:
+    """``cost`` (FLOPs per convention) when every value is finite and >= 0, else a ValueError that
+    names where it came from (``source``: a reward function's ``flop_cost``)."""
+    bad = {c: v for c, v in cost.items() if not (math.isfinite(v) and v >= 0)}
+    if bad:
+        raise ValueError(
+            f"{source} returned {bad}: FLOPs must be finite and >= 0 (a number, or "
+            "{'useful': ..., 'executed': ...})"
+        )
+    return cost
 
 
 # ---------------------------------------------------------------------------------------------
@@ -554,10 +589,13 @@ METRIC_NAMES: tuple[str, ...] = (
 )
 
 
-def as_conventions(cost: Any) -> dict[str, float]:
-    """A reward function's ``flop_cost`` result as {useful, executed}: a number counts for both."""
+def as_conventions(cost: Any, source: str = "a reward function's flop_cost") -> dict[str, float]:
+    """A reward function's ``flop_cost`` result as {useful, executed}: a number counts for both. A
+    negative, infinite or NaN count is a ValueError that names ``source``."""
     if isinstance(cost, dict):
-        return {c: float(cost[c]) for c in CONVENTIONS}
-    if isinstance(cost, (tuple, list)):
-        return dict(zip(CONVENTIONS, map(float, cost), strict=True))
-    return dict.fromkeys(CONVENTIONS, float(cost))
+        out = {c: float(cost[c]) for c in CONVENTIONS}
+    elif isinstance(cost, (tuple, list)):
+        out = dict(zip(CONVENTIONS, map(float, cost), strict=True))
+    else:
+        out = dict.fromkeys(CONVENTIONS, float(cost))
+    return check_flop_cost(out, source)

@@ -12,6 +12,7 @@ price.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -62,11 +63,42 @@ class RoundPricing:
             raise ValueError(
                 f"budget {budget:.3g} FLOPs buys 0 generation rounds: one round needs about {first:.3g}"
             )
-        if budget is not None and ceiling is not None and ceiling > budget:
-            raise ValueError(
-                f"budget {budget:.3g} FLOPs does not surely buy one generation round: the costliest "
-                f"round (every completion at the maximum length) needs {ceiling:.3g}"
+        if budget is not None and ceiling is not None:
+            ceiling = self._check_given_ceiling(ceiling)
+            if ceiling > budget:
+                raise ValueError(
+                    f"budget {budget:.3g} FLOPs does not surely buy one generation round: the costliest "
+                    f"round (every completion at the maximum length) needs {ceiling:.3g}"
+                )
+        top = ceiling if ceiling is not None else (self.round_price or {}).get("C_total")
+        if budget is not None and config.budget_stop == "round" and top is not None and budget < 2 * top:
+            warnings.warn(
+                f"budget {budget:.3g} FLOPs buys fewer than two generation rounds at their ceiling "
+                f"({top:.3g} each) under budget_stop='round': the run can stop after one round and leave "
+                f"up to {budget - top:.3g} unspent; budget_stop='step' spends most of it",
+                BudgetWarning,
+                stacklevel=3,
             )
+
+    def _check_given_ceiling(self, ceiling: float) -> float:
+        """The user's ``round_ceiling_flops``, raised (with a warning) to the ledger's own price of the
+        costliest round where that is higher: a ceiling below what a round can cost would let the
+        budget stop pass the budget."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # unpriceable: the user's ceiling stands
+            own = self.price_round_ceiling()
+        if own is None or own["C_total"] <= ceiling:
+            return ceiling
+        warnings.warn(
+            f"LedgerConfig.round_ceiling_flops={ceiling:.4g} is below the ledger's own price of the costliest "
+            f"round, {own['C_total']:.4g} useful FLOPs ({own['prompt_source']}, every completion at "
+            f"max_completion_length={own['completion_tokens']}): raised to it, so the budget stop holds",
+            BudgetWarning,
+            stacklevel=4,
+        )
+        self.ledger.config = replace(self.ledger.config, round_ceiling_flops=own["C_total"])
+        self._set_round_price(own)
+        return own["C_total"]
 
     def price_round_ceiling(self) -> dict[str, Any] | None:
         """The most one generation round can cost (useful FLOPs), priced by
@@ -334,17 +366,19 @@ class RoundPricing:
                 continue
             if completions is None:
                 completions, completion_ids = self._worst_completions(prompt, rows)
+            name = getattr(func, "__name__", func)
             try:
                 cost = cost_fn(
                     prompts=[prompt] * rows, completions=completions, completion_ids=completion_ids
                 )
-                total += as_conventions(cost)["useful"]
             except Exception as err:  # a cost model that cannot read a synthetic completion
                 warnings.warn(
-                    f"could not price reward {getattr(func, '__name__', func)!r} on a worst-case batch "
+                    f"could not price reward {name!r} on a worst-case batch "
                     f"({type(err).__name__}: {err}); the round ceiling leaves it out",
                     stacklevel=4,
                 )
+                continue
+            total += as_conventions(cost, f"reward function {name!r}'s flop_cost (on a worst-case batch)")["useful"]
         return total
 
     def _worst_completions(self, prompt: Any, rows: int) -> tuple[list[Any], list[list[int]]]:

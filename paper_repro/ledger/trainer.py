@@ -469,7 +469,8 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
                     cost = cost_fn(
                         prompts=prompts, completions=completions, completion_ids=completion_ids_list
                     )
-                    self.ledger.charge("reward", as_conventions(cost))
+                    name = getattr(func, "__name__", func)
+                    self.ledger.charge("reward", as_conventions(cost, f"reward function {name!r}'s flop_cost"))
         self._sync()
         self.ledger.add_seconds("reward", time.perf_counter() - start)
         self._last_rewards = rewards
