@@ -6,32 +6,43 @@ name or path; an in-memory model by class and type) and its parameter counts, Lo
 C_search / C_learning / C_reward / C_total under each convention with C_learning split into loss
 passes, old-policy and reference forwards, rho and the time-based rho, wall seconds per component,
 the hardware by name and count, and the achieved FLOP/s as MFU (useful FLOPs) and HFU (executed
-FLOPs) against a datasheet peak from :data:`paper_repro.devices.GPU_PEAK_FLOPS` (or
-``LedgerConfig.peak_flops``). A CPU has no datasheet peak: its card states no MFU and shows an fp32
-matmul measured in the process beside the run, as a measurement only. The trainer writes the card at
-the end of training (``LedgerConfig.card_path``); :func:`card_markdown` renders it. This is the
-allocation-aware compute report the paper asks runs to publish.
+FLOPs), each phase's FLOPs against the peak of the dtype it computed in (measured as the run goes:
+:mod:`paper_repro.ledger.probes`), the peak resolved in one place (:func:`paper_repro.devices.resolve_peak`:
+``LedgerConfig.peak_flops``, TRL's table, ours). A CPU has no datasheet peak: its card states no MFU
+and shows an fp32 matmul measured in the process beside the run, as a measurement only. Its
+``provenance`` makes it citable: package versions, the model's revision, the dataset's name and
+fingerprint, seeds, the generation backend and sampling settings, the world size; no NaN anywhere
+(each becomes null with the reason beside it). The trainer writes the card at the end of training
+(``LedgerConfig.card_path``); :func:`card_markdown` renders it; :func:`utilisation_metrics` is the
+run's MFU and HFU so far as ``perf/ledger_*`` metrics. This is the allocation-aware compute report
+the paper asks runs to publish.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import platform
+import re
+from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from paper_repro.devices import cpu_model, gpu_peak, matmul_throughput
+from paper_repro.devices import Peak, cpu_model, matmul_throughput, resolve_peak
 from paper_repro.flops import CONVENTIONS
 from paper_repro.ledger.core import COMPONENTS, LEARNING_PARTS
+from paper_repro.ledger.probes import PHASE_COMPONENT, PHASE_ROWS, PHASES, DtypeProbes
 
 if TYPE_CHECKING:
     from paper_repro.ledger.trainer import LedgerGRPOTrainer
 
-# The JSON's layout; 2: hardware by name, MFU / HFU against a datasheet peak only, C_learning's parts.
-CARD_VERSION = 2
+# The JSON's layout; 2: hardware by name, MFU / HFU against a datasheet peak only, C_learning's parts;
+# 3: the compute dtype per phase as measured, MFU / HFU per phase's peak, provenance, no NaN.
+CARD_VERSION = 3
 
 # The two conventions, one line each (the card's ``conventions``; docs/ledger.md has the long form).
 CONVENTION_LINES = {
@@ -43,9 +54,25 @@ CONVENTION_LINES = {
 
 # What MFU and HFU mean on the card, one line each.
 UTILISATION_LINES = {
-    "mfu": "model FLOPs utilisation: useful FLOPs per wall second over the peak x processes",
-    "hfu": "hardware FLOPs utilisation: executed FLOPs per wall second over the peak x processes",
+    "mfu": "model FLOPs utilisation: useful FLOPs per wall second over the peak x processes, each phase's "
+    "FLOPs over the peak of the dtype it computed in (sum of FLOPs / peak, over wall seconds x processes)",
+    "hfu": "hardware FLOPs utilisation: the same with executed FLOPs",
 }
+
+# Why a number the ledger's summary holds as NaN is null on the card (the key beside it: <key>_missing).
+NAN_REASONS = {
+    "rho": "no FLOPs counted (C_total is 0): no optimizer step ran",
+    "rho_time": "no wall seconds counted: no optimizer step ran",
+    "max_round_flops": "no generation round completed",
+}
+
+# The per-step utilisation metrics (:func:`utilisation_metrics`), beside TRL's own ``perf/`` keys (its
+# async GRPO trainer logs ``perf/mfu_fwd_bwd`` and ``perf/mfu_wall_clock``) and, like them, in percent.
+UTILISATION_METRIC_NAMES: tuple[str, ...] = tuple(
+    f"perf/ledger_{u}{'' if k == 'total' else '_' + k}"
+    for u in ("mfu", "hfu")
+    for k in ("total", *COMPONENTS)
+)
 
 LEARNING_PART_NAMES = {
     "loss": "loss passes (forward + backward)",
@@ -65,51 +92,141 @@ def cpu_matmul_throughput() -> dict[str, Any]:
 
 
 def compute_dtype(param_dtype: torch.dtype, mixed_precision: str | None) -> torch.dtype:
-    """The dtype the matmuls run in: 16-bit weights as they are, else the autocast of
-    ``accelerate``'s ``mixed_precision`` ("bf16" / "fp16"), else the weights' dtype."""
+    """The dtype the matmuls nominally run in: 16-bit weights as they are, else the autocast of
+    ``accelerate``'s ``mixed_precision`` ("bf16" / "fp16"), else the weights' dtype. Nominal only: TRL's
+    HF generate unwraps the model from the autocast, so what each phase ran in is measured
+    (:mod:`paper_repro.ledger.probes`); this is the fallback for a phase no probe saw."""
     if param_dtype in (torch.bfloat16, torch.float16):
         return param_dtype
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(str(mixed_precision), param_dtype)
 
 
-def device_peak(device: torch.device, dtype: torch.dtype, override: float | None = None) -> dict[str, Any]:
-    """The device a run used and the peak its MFU is stated against: ``override`` when given
-    (``LedgerConfig.peak_flops``); on a GPU the dense datasheet peak of
-    :data:`paper_repro.devices.GPU_PEAK_FLOPS` for the compute dtype (16-bit tensor core, or fp32);
-    else none, with the reason in ``peak_missing``: a GPU not in the table, or a CPU (no datasheet
-    peak; a matmul measured in the process is a measurement, not a peak to divide by)."""
-    half = dtype in (torch.bfloat16, torch.float16)
-    peak, source, missing = None, None, None
+def device_name(device: torch.device) -> str:
+    """The device by name: the GPU's (``torch.cuda.get_device_name``), the CPU's model, else its type."""
     if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-        known = gpu_peak(name, half)
-        if known is not None:
-            key, peak = known
-            source = f"datasheet dense {'16-bit tensor-core' if half else 'fp32'} peak of the {key}"
-        else:
-            missing = (
-                f"{name} is not in the table of GPU peaks (paper_repro.devices.GPU_PEAK_FLOPS): "
-                "pass LedgerConfig(peak_flops=...) to state MFU"
-            )
-    elif device.type == "cpu":
-        name = cpu_model()
-        missing = (
-            "a CPU has no datasheet peak here (the matmul throughput measured in the process is shown "
-            "beside the run, as a measurement): pass LedgerConfig(peak_flops=...) to state MFU"
-        )
-    else:
-        name = device.type
-        missing = f"no peak known for a {device.type} device: pass LedgerConfig(peak_flops=...) to state MFU"
-    if override is not None:
-        peak, source, missing = float(override), "given (LedgerConfig.peak_flops)", None
+        return torch.cuda.get_device_name(device)
+    if device.type == "cpu":
+        return cpu_model()
+    return device.type
+
+
+def _peak_block(peak: Peak) -> dict[str, Any]:
+    return {
+        "peak_flops_per_s": peak.peak,
+        "peak_dtype": peak.dtype,
+        "peak_source": peak.source,
+        "peak_missing": peak.missing,
+    }
+
+
+def device_peak(device: torch.device, dtype: Any, override: float | None = None) -> dict[str, Any]:
+    """The device a run used and its peak for matmuls in ``dtype``
+    (:func:`paper_repro.devices.resolve_peak`: ``override``, i.e. ``LedgerConfig.peak_flops``, else
+    TRL's table, else ours; none on a CPU), with ``peak_source`` and, without a peak, ``peak_missing``."""
+    name = device_name(device)
     return {
         "type": device.type,
         "name": name,
-        "peak_flops_per_s": peak,
-        "peak_dtype": str(dtype).removeprefix("torch."),
-        "peak_source": source,
-        "peak_missing": missing,
+        **_peak_block(resolve_peak(name, dtype, override, device.type)),
     }
+
+
+def _probes(trainer: Any) -> DtypeProbes | None:
+    probes = getattr(trainer, "dtype_probes", None)
+    return probes if isinstance(probes, DtypeProbes) else None
+
+
+def phase_peaks(trainer: Any) -> dict[str, dict[str, Any]]:
+    """Each phase's compute dtype and peak: the dtype its probe saw (:mod:`paper_repro.ledger.probes`;
+    of several, the one with the highest peak, so MFU is not overstated), else an assumed one with
+    ``dtype_basis`` saying which: the weights' dtype for rollouts of the ledger's lean or fused sampler
+    (``paper_repro.sampler`` runs no autocast), else the nominal one (:func:`compute_dtype`); the peak
+    for it from :func:`paper_repro.devices.resolve_peak`."""
+    device = trainer.accelerator.device
+    name = device_name(device)
+    override = trainer.ledger.config.peak_flops
+    weights = next((p.dtype for p in trainer.model.parameters() if p.is_floating_point()), torch.float32)
+    nominal = str(compute_dtype(weights, getattr(trainer.accelerator, "mixed_precision", None)))
+    probes = _probes(trainer)
+    seen = probes.seen if probes is not None else {}
+    lean = getattr(trainer, "sampler", "hf") in ("lean", "fused") and not getattr(trainer, "use_vllm", False)
+    out = {}
+    for phase in PHASES:
+        if phase in seen:
+            dtypes, basis = seen[phase], "measured"
+        elif phase == "search" and lean:
+            dtypes = [str(weights)]
+            basis = f"assumed: the weights' dtype (the {trainer.sampler} sampler runs no autocast)"
+        else:
+            dtypes, basis = [nominal], "assumed: nominal (the weights' dtype and mixed_precision)"
+        dtypes = [d.removeprefix("torch.") for d in dtypes]
+        peaks = [resolve_peak(name, d, override, device.type) for d in dtypes]
+        best = max(peaks, key=lambda p: -1.0 if p.peak is None else p.peak)
+        out[phase] = {
+            "dtype": dtypes[0] if len(dtypes) == 1 else list(dtypes),
+            "dtype_observed": phase in seen,
+            "dtype_basis": basis,
+            **_peak_block(best),
+        }
+    return out
+
+
+def _phase_flops(
+    components: dict[str, dict[str, float]], parts: dict[str, dict[str, float]]
+) -> dict[str, dict[str, float]]:
+    """Per convention, FLOPs by phase: search and reward are their components, learning its parts."""
+    return {
+        c: {"search": components[c]["search"], **parts[c], "reward": components[c]["reward"]}
+        for c in CONVENTIONS
+    }
+
+
+def _utilisation(
+    flops: dict[str, dict[str, float]], seconds: dict[str, float], peaks: dict[str, float | None], world: int
+) -> dict[str, dict[str, float | None]]:
+    """Per convention and component (and ``total``): the sum over its phases of FLOPs / that phase's
+    peak, over its wall seconds x processes (with one peak: FLOP/s over peak x processes). None
+    without seconds, where a phase with FLOPs has no peak, or where none of its phases has one."""
+    out: dict[str, dict[str, float | None]] = {}
+    for convention in CONVENTIONS:
+        out[convention] = {}
+        for comp in (*COMPONENTS, "total"):
+            phases = [p for p in PHASES if comp == "total" or PHASE_COMPONENT[p] == comp]
+            busy: float | None = 0.0
+            if seconds.get(comp, 0.0) <= 0 or all(peaks[p] is None for p in phases):
+                busy = None
+            for p in phases:
+                f = flops[convention][p]
+                if busy is None or f == 0:
+                    continue
+                busy = None if peaks[p] is None else busy + f / peaks[p]
+            out[convention][comp] = None if busy is None else busy / (seconds[comp] * world)
+    return out
+
+
+def utilisation_metrics(trainer: LedgerGRPOTrainer) -> dict[str, float]:
+    """The run's MFU and HFU so far, in percent as TRL's ``perf/mfu_*``, for the step-end metrics
+    (:data:`UTILISATION_METRIC_NAMES`: ``perf/ledger_mfu``, ``perf/ledger_mfu_search``, ...,
+    ``perf/ledger_hfu_reward``): cumulative, like the ledger's other metrics, each phase's FLOPs over
+    the peak of its measured dtype. Only where a peak is known and the value is finite: ``{}`` on a
+    CPU without ``LedgerConfig.peak_flops``, never NaN."""
+    ledger = trainer.ledger
+    if trainer.accelerator.device.type != "cuda" and ledger.config.peak_flops is None:
+        return {}  # no peak: nothing to resolve each step
+    peaks = {p: v["peak_flops_per_s"] for p, v in phase_peaks(trainer).items()}
+    components = {c: ledger.component_totals(c) for c in CONVENTIONS}
+    util = _utilisation(
+        _phase_flops(components, ledger.learning_parts()),
+        ledger.seconds_totals(),
+        peaks,
+        trainer.accelerator.num_processes,
+    )
+    out = {}
+    for convention, u in (("useful", "mfu"), ("executed", "hfu")):
+        for comp, value in util[convention].items():
+            if value is not None and math.isfinite(value):
+                out[f"perf/ledger_{u}{'' if comp == 'total' else '_' + comp}"] = 100 * value
+    return out
 
 
 def hardware(device: torch.device, processes: int) -> dict[str, Any]:
@@ -151,15 +268,221 @@ def _rate(flops: float, seconds: float) -> float | None:
     return flops / seconds if seconds > 0 else None
 
 
+# --- provenance --------------------------------------------------------------------------------
+
+# The packages a card names, by import name (paper_repro's distribution: paper_repro.provenance).
+PROVENANCE_PACKAGES = ("paper_repro", "trl", "transformers", "torch", "peft", "accelerate", "datasets")
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def package_versions() -> dict[str, str | None]:
+    """The installed versions of :data:`PROVENANCE_PACKAGES` and Python (None: not installed)."""
+    from paper_repro.provenance import DISTRIBUTION
+
+    out: dict[str, str | None] = {}
+    for name in PROVENANCE_PACKAGES:
+        try:
+            out[name] = metadata.version(DISTRIBUTION if name == "paper_repro" else name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    if out["paper_repro"] is None:  # run from a checkout that is not installed
+        import paper_repro
+
+        out["paper_repro"] = paper_repro.__version__
+    out["python"] = platform.python_version()
+    return out
+
+
+def model_revision(model: Any, requested: str | None = None) -> dict[str, Any]:
+    """The policy's hub commit, where it can be known without the network: ``config._commit_hash``
+    (transformers before 5 kept it), the ``.../snapshots/<commit>`` folder it loaded from, or the local
+    hub cache's ``refs/<revision>`` for a hub id (``requested``: the ``revision`` TRL was asked to load,
+    else ``main``; a model loaded by hand with another ``revision=`` is not seen); else null with the
+    reason."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    config = base.config
+    path = str(getattr(config, "_name_or_path", "") or "")
+    commit = getattr(config, "_commit_hash", None)
+    if commit:
+        return {"revision": commit, "revision_source": "config._commit_hash", "revision_missing": None}
+    if not path:
+        return {"revision": None, "revision_source": None,
+                "revision_missing": "an in-memory model (empty _name_or_path): no hub commit"}  # fmt: skip
+    found = re.search(r"snapshots/([0-9a-f]{40})(/|$)", path.replace(os.sep, "/"))
+    if found:
+        return {"revision": found.group(1), "revision_source": "the hub snapshot folder it loaded from",
+                "revision_missing": None}  # fmt: skip
+    if Path(path).exists():
+        return {"revision": None, "revision_source": None,
+                "revision_missing": "loaded from a local path that is not a hub snapshot: no hub commit"}  # fmt: skip
+    if requested and COMMIT.fullmatch(requested):
+        return {
+            "revision": requested,
+            "revision_source": "model_init_kwargs['revision']",
+            "revision_missing": None,
+        }
+    ref = requested or "main"
+    try:
+        from paper_repro.tasks.hub import hub_cache
+
+        refs = hub_cache() / f"models--{path.replace('/', '--')}" / "refs" / ref
+        commit = refs.read_text().strip() if refs.is_file() else None
+    except (OSError, ImportError):
+        commit = None
+    if commit and COMMIT.fullmatch(commit):
+        return {"revision": commit, "revision_source": f"the local hub cache's refs/{ref} (what loading "
+                f"{path} at {ref!r} resolved to)", "revision_missing": None}  # fmt: skip
+    return {"revision": None, "revision_source": None,
+            "revision_missing": f"{path} at {ref!r} is not in the local hub cache, and transformers "
+            "keeps no commit on the config"}  # fmt: skip
+
+
+def dataset_provenance(dataset: Any) -> dict[str, Any]:
+    """The train dataset, without iterating it: name, config, builder and split (``dataset.info``),
+    the hub revision where the download records one, datasets' ``_fingerprint`` (map-style
+    ``Dataset`` only) and the number of rows (``len`` of a map-style one; an ``IterableDataset``'s
+    from its split metadata, else null: it is never iterated); each null with its reason."""
+    if dataset is None:
+        return {"missing": "no train dataset"}
+    info = getattr(dataset, "info", None)
+    split = getattr(dataset, "split", None)
+    iterable = isinstance(dataset, torch.utils.data.IterableDataset) or not hasattr(dataset, "__len__")
+    out: dict[str, Any] = {
+        "class": type(dataset).__name__,
+        "iterable": iterable,
+        "name": getattr(info, "dataset_name", None),
+        "config_name": getattr(info, "config_name", None),
+        "builder_name": getattr(info, "builder_name", None),
+        "split": None if split is None else str(split),
+    }
+    missing: dict[str, str] = {}
+    if out["name"] is None and out["builder_name"] is None:
+        missing["name"] = "built in memory (not loaded by name): its fingerprint identifies it"
+    revision = None
+    for key in getattr(info, "download_checksums", None) or {}:
+        found = re.search(r"@([0-9a-f]{40})", str(key))
+        if found:
+            revision = found.group(1)
+            break
+    if revision is None:
+        for f in getattr(dataset, "cache_files", None) or []:
+            found = re.search(r"/([0-9a-f]{40})/", str(f.get("filename", "")).replace(os.sep, "/"))
+            if found:
+                revision = found.group(1)
+                break
+    out["revision"] = revision
+    if revision is None:
+        missing["revision"] = (
+            "no hub commit recorded on the dataset (not loaded from the hub, or datasets kept none)"
+        )
+    fingerprint = getattr(dataset, "_fingerprint", None)
+    out["fingerprint"] = fingerprint
+    if fingerprint is None:
+        missing["fingerprint"] = (
+            "an IterableDataset has no fingerprint (datasets fingerprints map-style Datasets only)"
+            if iterable
+            else f"a {type(dataset).__name__} has no datasets fingerprint"
+        )
+    rows = None
+    if not iterable:
+        rows = len(dataset)
+    else:
+        splits = getattr(info, "splits", None) or {}
+        known = splits.get(str(split)) if split is not None and hasattr(splits, "get") else None
+        rows = getattr(known, "num_examples", None) or None
+        if rows is None:
+            missing["rows"] = (
+                "an iterable dataset without split metadata: its length is unknown (not iterated)"
+            )
+    out["rows"] = rows
+    out["missing"] = missing
+    return out
+
+
+def generation_backend(trainer: Any) -> str:
+    """What generated the rollouts: vLLM (server or colocate), transformers' continuous batching,
+    the ledger's lean or fused sampler, or transformers' ``generate``."""
+    if getattr(trainer, "use_vllm", False):
+        return f"vLLM {getattr(trainer.args, 'vllm_mode', None) or 'colocate'}"
+    if getattr(trainer, "use_transformers_continuous_batching", False):
+        return "transformers continuous batching"
+    sampler = getattr(trainer, "sampler", "hf")
+    if sampler in ("lean", "fused"):
+        return (
+            f"the ledger's {sampler} sampler (paper_repro.sampler; transformers generate where it cannot run)"
+        )
+    return "transformers generate"
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def provenance(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
+    """What a citation of the run needs: package versions, the model's revision
+    (:func:`model_revision`), the dataset (:func:`dataset_provenance`), the seeds, the generation
+    backend (:func:`generation_backend`) and sampling settings, and the world size."""
+    args = trainer.args
+    requested = (getattr(args, "model_init_kwargs", None) or {}).get("revision")
+    policy = trainer.ledger.policy
+    name = _model_name(trainer.model, policy.model_type, policy.name)["name"]
+    sampling = {
+        k: getattr(args, k, None)
+        for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_completion_length")
+    }
+    sampling["num_generations"] = trainer.num_generations
+    sampling["generation_kwargs"] = _jsonable(getattr(args, "generation_kwargs", None))
+    generation = {
+        "backend": generation_backend(trainer),
+        "sampler": getattr(trainer, "sampler", None),
+        "use_vllm": bool(getattr(trainer, "use_vllm", False)),
+        "vllm_mode": getattr(args, "vllm_mode", None) if getattr(trainer, "use_vllm", False) else None,
+        # why the last rollout fell back to HF generate
+        "lean_fallback": getattr(trainer, "lean_fallback", None),
+    }
+    return {
+        "packages": package_versions(),
+        "model": {"name": name, **model_revision(trainer.model, requested)},
+        "dataset": dataset_provenance(getattr(trainer, "train_dataset", None)),
+        "seed": args.seed,
+        "data_seed": args.data_seed,
+        "generation": generation,
+        "sampling": sampling,
+        "world_size": trainer.accelerator.num_processes,
+    }
+
+
+def _finite(node: Any, reasons: dict[str, str] = NAN_REASONS) -> Any:
+    """``node`` with every NaN / inf float made null, a ``<key>_missing`` reason beside each in its
+    dict (:data:`NAN_REASONS`, else a generic one); a list's non-finite entries are null, the reason
+    beside the list."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            bad = isinstance(value, float) and not math.isfinite(value)
+            bad_list = isinstance(value, list) and any(
+                isinstance(v, float) and not math.isfinite(v) for v in value
+            )
+            out[key] = None if bad else _finite(value, reasons)
+            if (bad or bad_list) and f"{key}_missing" not in node:
+                out[f"{key}_missing"] = reasons.get(key, f"not finite ({value!r}) in the ledger's summary")
+        return out
+    if isinstance(node, list):
+        return [None if isinstance(v, float) and not math.isfinite(v) else _finite(v, reasons) for v in node]
+    return node
+
+
 def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
-    """What a run computed, in one record: the model and its parameter counts, LoRA, how it ran, the
-    round (P / G / K / mu), tokens, C_search / C_learning / C_reward / C_total under each convention
-    and C_learning's parts (``learning_parts``), rho and the time-based rho, wall seconds per
-    component, the hardware, the peak (:func:`device_peak`), the achieved FLOP/s under each
-    convention, and MFU (useful) and HFU (executed) against the peak times the number of processes
-    (the ledger sums FLOPs over processes, its seconds are the main process's); ``None`` without a
-    peak, the reason in ``device.peak_missing``. Every FLOP, token and second is the ledger's
-    summary: the sums of the step log."""
+    """What a run computed, in one record: the model and its parameter counts, LoRA, how it ran (the
+    compute dtype per phase as measured: :mod:`paper_repro.ledger.probes`), the round (P / G / K / mu),
+    tokens, C_search / C_learning / C_reward / C_total under each convention and C_learning's parts
+    (``learning_parts``), rho and the time-based rho, wall seconds per component, the hardware, the
+    peaks (:func:`phase_peaks`), the achieved FLOP/s under each convention, and MFU (useful) and HFU
+    (executed): each phase's FLOPs over its own dtype's peak, over wall seconds times the number of
+    processes (the ledger sums FLOPs over processes, its seconds are the main process's); null
+    without a peak, the reason in ``mfu_missing``. ``provenance`` (:func:`provenance`) makes it
+    citable. Every FLOP, token and second is the ledger's summary: the sums of the step log. No NaN:
+    each is null with ``<key>_missing`` beside it."""
     import transformers
     import trl
 
@@ -178,9 +501,15 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
     rows = args.per_device_train_batch_size * args.steps_per_generation * world
     dtype = next((p.dtype for p in params if p.is_floating_point()), torch.float32)
     mixed = getattr(trainer.accelerator, "mixed_precision", None)
-    matmul_dtype = compute_dtype(dtype, mixed)
+    nominal = str(compute_dtype(dtype, mixed)).removeprefix("torch.")
+    probes = _probes(trainer)
+    by_phase = probes.by_phase() if probes is not None else {}
+    dtype_missing = probes.missing(summary["tokens"]) if probes is not None else {}
+    if probes is None:
+        dtype_missing = {"all": "no dtype probes installed (paper_repro.ledger.probes.install_dtype_probes)"}
+    loss_dtype = by_phase.get("loss")
     accelerator_device = trainer.accelerator.device
-    device = device_peak(accelerator_device, matmul_dtype, ledger.config.peak_flops)
+    peaks = phase_peaks(trainer)
     measured = None
     if accelerator_device.type == "cpu":
         m = cpu_matmul_throughput()
@@ -193,14 +522,29 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
     secs = summary["seconds"]
     flops_by = {c: {k: summary[c][f"C_{k}"] for k in (*COMPONENTS, "total")} for c in CONVENTIONS}
     achieved = {c: {k: _rate(v, secs[k]) for k, v in flops_by[c].items()} for c in CONVENTIONS}
-    peak = device["peak_flops_per_s"]
+    phase_flops = _phase_flops(flops_by, summary["learning_parts"])
+    util = _utilisation(phase_flops, secs, {p: v["peak_flops_per_s"] for p, v in peaks.items()}, world)
+    ran = [
+        p
+        for p in PHASES
+        if p in by_phase or phase_flops["useful"][p] > 0 or summary["tokens"].get(PHASE_ROWS[p])
+    ]
+    device = {
+        "type": accelerator_device.type,
+        "name": device_name(accelerator_device),
+        # the peak of the loss passes' dtype (the card's compute_dtype); each phase's in `peaks`
+        **{k: v for k, v in peaks["loss"].items() if k.startswith("peak_")},
+        "peaks": {p: peaks[p] for p in ran},
+    }
+    lacking = sorted(
+        {peaks[p]["peak_missing"] for p in ran if phase_flops["useful"][p] > 0 and peaks[p]["peak_missing"]}
+    )
+    mfu_missing = "; ".join(lacking) or (None if util["useful"]["total"] is not None else (
+        device["peak_missing"] or "no wall seconds counted: no optimizer step ran"))  # fmt: skip
+    resumed_from = getattr(ledger, "resumed_from", None)
+    prompt_source = getattr(ledger, "prompt_length_source", None)
 
-    def utilisation(convention: str) -> dict[str, float | None]:
-        return {
-            k: v / (peak * world) if v is not None and peak else None for k, v in achieved[convention].items()
-        }
-
-    return {
+    card = {
         "card_version": CARD_VERSION,
         "model": {
             **_model_name(model, ledger.policy.model_type, ledger.policy.name),
@@ -222,7 +566,14 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
         "execution": {
             "dtype": str(dtype).removeprefix("torch."),
             "mixed_precision": mixed,
-            "compute_dtype": str(matmul_dtype).removeprefix("torch."),
+            # the loss passes' dtype as measured; the nominal one where the probe did not see them
+            "compute_dtype": loss_dtype if loss_dtype is not None else nominal,
+            "compute_dtype_source": "measured in the loss passes"
+            if loss_dtype is not None
+            else "nominal: the weights' dtype and mixed_precision (the loss passes were not measured)",
+            "compute_dtype_nominal": nominal,
+            "compute_dtype_by_phase": by_phase,
+            "compute_dtype_missing": dtype_missing,
             "attn_implementation": getattr(base.config, "_attn_implementation", None),
             "activation_checkpointing": bool(getattr(args, "activation_checkpointing", False)),
             "sampler": getattr(trainer, "sampler", None),
@@ -256,6 +607,9 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
             "first_round_flops": ledger.config.first_round_flops,
             "round_ceiling_flops": ledger.config.round_ceiling_flops
             or (trainer.round_price or {}).get("C_total"),
+            "prompt_length_source": prompt_source,
+            "resumed": None if resumed_from is None else bool(resumed_from),
+            "resumed_from": None if resumed_from is None else _jsonable(list(resumed_from)),
         },
         "hardware": hardware(accelerator_device, world),
         "device": device,
@@ -263,16 +617,29 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
         "achieved_flops_per_s": achieved["executed"],
         "achieved_useful_flops_per_s": achieved["useful"],
         "utilisation_definitions": dict(UTILISATION_LINES),
-        "mfu": utilisation("useful"),
-        "hfu": utilisation("executed"),
-        "mfu_missing": None if peak else device["peak_missing"],  # why MFU and HFU are null
+        "mfu": util["useful"],
+        "hfu": util["executed"],
+        "mfu_missing": mfu_missing,  # why MFU and HFU are null, where they are
         "versions": {
             "trl": trl.__version__,
             "transformers": transformers.__version__,
             "torch": torch.__version__,
             "python": platform.python_version(),
         },
+        "provenance": provenance(trainer),
     }
+    budget = card["budget"]
+    if prompt_source is None:
+        budget["prompt_length_source_missing"] = (
+            "not recorded by this ledger"
+            if not hasattr(ledger, "prompt_length_source")
+            else "LedgerConfig.round_ceiling_flops was given: no prompt length priced"
+            if ledger.config.round_ceiling_flops
+            else "the round ceiling was not self-priced (no budget, or no prompt to price it with)"
+        )
+    if resumed_from is None:
+        budget["resumed_missing"] = "not recorded by this ledger"
+    return _finite(card)
 
 
 def _fmt(value: Any) -> str:
@@ -310,20 +677,34 @@ def card_markdown(card: dict[str, Any]) -> str:
     keys = (*COMPONENTS, "total")
     named = m["name"] if m["in_memory"] else f"`{m['name']}` ({m['class']}, {m['model_type']})"
     peak_line = (
-        f"- peak: {_fmt(dev['peak_flops_per_s'])} FLOP/s per device ({dev['peak_dtype']}): {dev['peak_source']}"
+        f"- peak: {_fmt(dev['peak_flops_per_s'])} FLOP/s per device ({dev['peak_dtype']}, the loss passes'): "
+        f"{dev['peak_source']}"
         if dev["peak_flops_per_s"]
         else f"- peak: none, so MFU and HFU are not stated: {dev['peak_missing']}"
     )
+    if dev["peak_flops_per_s"]:
+        others = [
+            f"{phase} {_fmt(p['peak_flops_per_s'])} ({p['peak_dtype']}, {p['peak_source']})"
+            for phase, p in dev.get("peaks", {}).items()
+            if phase != "loss"
+        ]
+        peak_line += "; per phase: " + ", ".join(others) if others else ""
+    by_phase = ex.get("compute_dtype_by_phase") or {}
+    dtypes = ", ".join(f"{k} {'+'.join(v) if isinstance(v, list) else v}" for k, v in by_phase.items())
+    unseen = ", ".join(f"{k} ({v})" for k, v in (ex.get("compute_dtype_missing") or {}).items())
+    prov = card.get("provenance") or {}
     lines = [
         f"# Compute card: {m['name']}",
         "",
         f"- model: {named}, "
         f"{m['parameters']:,} parameters ({m['non_embedding_parameters']:,} non-embedding), "
         f"{m['trainable_parameters']:,} trainable",
-        f"- execution: weights {ex['dtype']}, mixed precision {ex['mixed_precision']} (matmuls in "
+        f"- execution: weights {ex['dtype']}, mixed precision {ex['mixed_precision']} (loss matmuls in "
         f"{ex['compute_dtype']}), attention `{ex['attn_implementation']}`, activation checkpointing "
         f"{'on' if ex['activation_checkpointing'] else 'off'}, sampler {ex['sampler']}, update layout "
         f"{ex['update_layout']}",
+        f"- compute dtype by phase (measured): {dtypes or 'none measured'}"
+        + (f"; not measured: {unseen}" if unseen else ""),
         "- LoRA: "
         + (
             "none (full fine-tuning)"
@@ -338,6 +719,28 @@ def card_markdown(card: dict[str, Any]) -> str:
         _hardware_line(card),
         peak_line,
     ]
+    if prov:
+        pk, mod, ds, gen = prov["packages"], prov["model"], prov["dataset"], prov["generation"]
+        revision = mod["revision"] or f"none ({mod['revision_missing']})"
+        rows = ds.get("rows") if ds.get("rows") is not None else "unknown"
+        lines += [
+            "- provenance: " + ", ".join(f"{k} {v}" for k, v in pk.items()),
+            f"- model revision: {revision}" + (f" ({mod['revision_source']})" if mod["revision"] else ""),
+            f"- dataset: {ds.get('name') or ds.get('builder_name') or 'in memory'}"
+            f"{'/' + ds['config_name'] if ds.get('config_name') else ''}, split {ds.get('split')}, "
+            f"{rows} rows, revision {ds.get('revision') or '–'}, fingerprint {ds.get('fingerprint') or '–'}",
+            f"- seed {prov['seed']}, data_seed {prov['data_seed']}; generation by {gen['backend']}; sampling "
+            + ", ".join(f"{k}={v}" for k, v in prov["sampling"].items())
+            + f"; world size {prov['world_size']}",
+        ]
+    budget = card["budget"]
+    if budget.get("resumed") is not None or budget.get("prompt_length_source") is not None:
+        resumed = budget.get("resumed_from") or []
+        lines.append(
+            "- resumed: "
+            + (", ".join(f"from {r.get('checkpoint')} at step {r.get('step')}" for r in resumed) or "no")
+            + f"; round ceiling's prompt length: {budget.get('prompt_length_source') or '–'}"
+        )
     measured = card["measured_matmul"]
     if measured is not None:
         lines.append(
