@@ -22,6 +22,9 @@ One module per job; every name below is importable from ``paper_repro.ledger`` i
 * :mod:`~paper_repro.ledger.trainer`: :class:`LedgerGRPOTrainer`, ``GRPOTrainer`` with hooks that
   charge the ledger, a callback that closes each optimizer step (log line, metrics, budget stop),
   ``state.total_flos``, the compute card and the line that says why a run stopped;
+* :mod:`~paper_repro.ledger.callback`: :class:`FlopLedgerCallback`, the ledger as a ``TrainerCallback``
+  for TRL's ``GRPOTrainer`` and ``RLOOTrainer`` without subclassing (hooks on the models, no private
+  TRL names);
 * :mod:`~paper_repro.ledger.compat`: what is checked when a trainer is built: the TRL release
   (:data:`SUPPORTED_TRL`, every patch of it; an untested one by opt-in), the hooked methods'
   signatures (:data:`HOOKED_METHODS`) and each config in its place;
@@ -44,6 +47,7 @@ What the ledger counts, its two conventions, the budget contract, its outputs an
 
 import logging
 
+from paper_repro.ledger.callback import FlopLedgerCallback
 from paper_repro.ledger.compat import (
     ALLOW_UNTESTED_TRL_ENV,
     HOOKED_METHODS,
@@ -89,6 +93,7 @@ __all__ = [
     "Component",
     "Downsampling",
     "FlopLedger",
+    "FlopLedgerCallback",
     "KernelDispatch",
     "LedgerConfig",
     "LedgerGRPOTrainer",

@@ -1,0 +1,666 @@
+"""``FlopLedgerCallback``: the FLOP ledger as a ``transformers.TrainerCallback``, for TRL's
+``GRPOTrainer`` and ``RLOOTrainer`` without subclassing either.
+
+::
+
+    from trl import GRPOTrainer  # or RLOOTrainer
+    from paper_repro.ledger import FlopLedgerCallback, LedgerConfig
+
+    ledger = FlopLedgerCallback(LedgerConfig(budget_flops=3e15, log_path="run/ledger.jsonl"))
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=ds,
+                          callbacks=[ledger])  # or trainer.add_callback(ledger)
+    trainer.train()
+    ledger.ledger.summary()  # C_search / C_learning / C_reward, useful and executed
+
+Where :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer` overrides private ``GRPOTrainer`` methods,
+this callback watches the models instead, with hooks installed in ``on_train_begin`` (on the policy it
+finds in the callback's ``model`` argument) and removed in ``on_train_end``, and prices every pass that
+runs from its shapes, with the policy's cost model (:func:`~paper_repro.ledger.cost_models.policy_cost`):
+
+* **C_search**: the policy's ``generate`` (and ``generate_batch``, transformers' continuous batching) is
+  wrapped on the model instance. Inside it, a forward pre-hook on the policy sees every prefill and
+  decode call: ``executed`` is what those calls ran (rows x width tokens, every query against every
+  key of its attention mask, the LM head at the positions the head module was called on); ``useful`` is
+  counted from ``generate``'s output when it returns (each row's real prompt tokens, and its completion
+  up to and including the first EOS), as :func:`~paper_repro.ledger.core.generation_pass_work` counts it.
+* **C_learning**: any other policy forward while the policy is in training mode. With grad on it is a
+  loss pass, whose backward follows (forward + backward + TRL's head recompute + the checkpointing
+  recompute, as :meth:`~paper_repro.ledger.core.FlopLedger.charge_training_pass` prices it); with grad
+  off it is the old-policy forward, or the reference forward when the PEFT adapters are disabled or the
+  ``"ref"`` adapter is active. The work is read from the call's ``attention_mask`` and ``labels``
+  (TRL's fused LM head scores the positions whose label is not -100), as
+  :func:`~paper_repro.ledger.core.forward_pass_work` counts it.
+* **Other models** (``watch_models=True``, the default): while training runs, a global forward hook
+  (``torch.nn.modules.module.register_module_forward_hook``) sees the top-level calls of every other
+  ``transformers.PreTrainedModel``. A log-prob forward (``fused_lm_head=True``) is the separate
+  reference model of full fine-tuning with ``beta != 0`` (C_learning, ``ref``); any other is a reward
+  model (C_reward), priced by :func:`~paper_repro.ledger.cost_models.reward_model_cost` from the
+  module that runs, one forward over its ``input_ids`` and ``attention_mask``. A reward *function*
+  is invisible to a callback: wrap it with :meth:`FlopLedgerCallback.priced_reward` so that its
+  ``flop_cost`` is charged.
+
+Each optimizer step is closed in ``on_step_end`` (:meth:`FlopLedger.end_step`, summed over processes
+under ``torch.distributed``); ``on_log`` adds the running totals (:meth:`FlopLedger.metrics`) to the
+logs and to ``state.log_history``; ``state.total_flos`` becomes the useful C_total; the budget stops the
+run through ``control.should_training_stop``; ``on_train_end`` logs why the run stopped and writes the
+summary (:meth:`FlopLedgerCallback.summary_path`).
+
+What it cannot do that the subclass does: K-of-G down-sampling (``LedgerConfig.kept``), the lean and
+fused samplers and the bucketed update, the compute card, pricing the costliest round itself (pass
+``round_ceiling_flops`` for a guaranteed budget stop) and seeing vLLM's generation (its engine runs
+outside the model).
+
+It touches no private TRL name (:data:`PRIVATE_TRL_NAMES`); the TRL behaviours it relies on are
+:data:`TRL_CONVENTIONS`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+
+from paper_repro import flops
+from paper_repro.flops import Work
+from paper_repro.ledger.core import (
+    BudgetWarning,
+    FlopLedger,
+    LedgerConfig,
+    as_conventions,
+    generation_pass_work,
+    real_rows_work,
+)
+from paper_repro.ledger.cost_models import check_priced, policy_cost, reward_model_cost
+
+logger = logging.getLogger("paper_repro.ledger")
+
+# Every private (underscore) TRL name the callback reads, writes, calls or overrides, with why: none.
+# (LedgerGRPOTrainer's are in paper_repro.ledger.compat.HOOKED_METHODS and its attribute reads.)
+PRIVATE_TRL_NAMES: dict[str, str] = {}
+
+# What the callback assumes of TRL's public behaviour (GRPOTrainer and RLOOTrainer, TRL 1.13 to 1.16):
+# a TRL that changes one of these is counted wrong, not refused; tests/test_trl_releases.py checks them
+# against the profiler, release by release.
+TRL_CONVENTIONS: dict[str, str] = {
+    "generate": "HF-path rollouts run model.generate (or generate_batch) on the unwrapped policy, whose "
+    "PEFT wrapper calls the base model's generate",
+    "fused_lm_head": "log-prob forwards call the model with labels=... and fused_lm_head=True "
+    "(trl.trainer.utils.add_fused_lm_head); the head scores the positions whose shifted label is not "
+    "-100 on CUDA/XPU with Triton, every position but the last elsewhere (mirrors "
+    "trl.kernels.chunked_logprob._use_triton, read, not imported)",
+    "grad": "the loss forward runs with grad enabled and its backward follows; the old-policy and "
+    "reference forwards run under no_grad",
+    "reference": "with PEFT the reference is the policy with its adapters disabled, or its 'ref' adapter; "
+    "without PEFT it is a separate PreTrainedModel called like the policy",
+    "rounds": "one generation every steps_per_generation x num_iterations micro-batches "
+    "(GRPOConfig / RLOOConfig fields), per_device_train_batch_size rows each",
+    "eval": "evaluation runs with the policy in eval mode (not charged)",
+}
+
+
+@dataclass
+class _Call:
+    """One policy forward in flight: what the pre-hook read, the head positions the LM head ran."""
+
+    rows: int
+    width: int
+    keys: int
+    mask: torch.Tensor | None
+    labels: torch.Tensor | None
+    fused: bool
+    grad: bool
+    head: int = 0
+
+
+def _kwarg(args: tuple, kwargs: dict, name: str, position: int | None = None) -> Any:
+    if name in kwargs:
+        return kwargs[name]
+    return args[position] if position is not None and len(args) > position else None
+
+
+def _base(model: Any) -> Any:
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def _compact_head(device: torch.device) -> bool:
+    """Whether TRL's fused head scores only the labelled positions (its Triton path)."""
+    from transformers.utils import is_triton_available
+
+    return device.type in ("cuda", "xpu") and is_triton_available()
+
+
+def _first_eos_lengths(completions: torch.Tensor, eos: Any) -> list[int]:
+    """Each row's completion length up to and including its first EOS (the whole width without one)."""
+    width = completions.size(1)
+    if eos is None or width == 0:
+        return [width] * completions.size(0)
+    eos_ids = torch.tensor([eos] if isinstance(eos, int) else list(eos), device=completions.device)
+    is_eos = torch.isin(completions, eos_ids)
+    first = torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1) + 1, width)
+    return first.tolist()
+
+
+class FlopLedgerCallback(TrainerCallback):
+    """The FLOP ledger for ``trl.GRPOTrainer`` and ``trl.RLOOTrainer`` as a callback (module docstring).
+
+    ``config``: the ledger's options (:class:`LedgerConfig`; ``kept`` is refused: down-sampling needs
+    :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`). ``watch_models``: also charge models other
+    than the policy (a separate reference model, reward models), seen by a global forward hook while
+    training runs. After ``train()``, :attr:`ledger` holds the run (a :class:`FlopLedger`)."""
+
+    def __init__(self, config: LedgerConfig | None = None, watch_models: bool = True) -> None:
+        if config is not None and not isinstance(config, LedgerConfig):
+            raise TypeError(f"FlopLedgerCallback takes a LedgerConfig, got a {type(config).__name__}")
+        self.config = config or LedgerConfig()
+        if self.config.kept is not None:
+            raise ValueError(
+                "FlopLedgerCallback cannot down-sample (LedgerConfig.kept): TRL's trainers do not expose the "
+                "batch to a callback; use paper_repro.ledger.LedgerGRPOTrainer for K-of-G"
+            )
+        self.watch_models = watch_models
+        self.ledger: FlopLedger | None = None
+        self._handles: list[Any] = []
+        self._restore: list[tuple[Any, str, Any]] = []
+        self._policy: Any = None
+        self._lora_layer: Any = None
+        self._call: _Call | None = None
+        self._in_generate = False
+        self._gen_executed = Work()
+        self._foreign: Any = None
+        self._foreign_start = 0.0
+        self._is_model_type: dict[type, bool] = {}
+        self._policy_ids: set[int] = set()
+        self._reward_costs: dict[int, Any] = {}
+        self._busy = False  # pricing a model (a measurement runs it): its calls are not charged
+        self._session_steps = 0
+        self._round_rows: list[tuple[int, int]] = []  # (prompt, completion) tokens of this round's rows
+        self._new_round = True
+        self._flos_at_begin = 0.0
+        self._device: torch.device | None = None
+
+    # --- reward functions ----------------------------------------------------------------------
+    def priced_reward(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        """``func`` (a TRL reward function with a ``flop_cost`` attribute, see docs/ledger.md) wrapped so
+        that each call in training charges C_reward what ``flop_cost`` says; pass the wrapper to the
+        trainer. Name, signature and async-ness are kept."""
+        cost_fn = getattr(func, "flop_cost", None)
+        if cost_fn is None:
+            raise ValueError(
+                f"reward function {getattr(func, '__name__', func)!r} has no flop_cost attribute"
+            )
+
+        def charge(kwargs: dict[str, Any]) -> None:
+            if self.ledger is None or self._policy is None or not self._policy.training:
+                return
+            cost = cost_fn(
+                prompts=kwargs.get("prompts"),
+                completions=kwargs.get("completions"),
+                completion_ids=kwargs.get("completion_ids"),
+            )
+            self.ledger.charge("reward", as_conventions(cost))
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def wrapped_async(*args: Any, **kwargs: Any) -> Any:
+                out = await func(*args, **kwargs)
+                charge(kwargs)
+                return out
+
+            wrapped = wrapped_async
+        else:
+
+            @functools.wraps(func)
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                out = func(*args, **kwargs)
+                charge(kwargs)
+                return out
+
+        del wrapped.flop_cost  # functools.wraps copied it: the trainer must not see a second price
+        return wrapped
+
+    # --- the events ----------------------------------------------------------------------------
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if model is None:
+            raise RuntimeError(
+                "FlopLedgerCallback needs the trainer's model (the callback's `model` argument)"
+            )
+        self._remove_hooks()
+        checkpointing = bool(
+            getattr(args, "activation_checkpointing", getattr(args, "gradient_checkpointing", False))
+        )
+        ckpt_kwargs = getattr(
+            args, "activation_checkpointing_kwargs", getattr(args, "gradient_checkpointing_kwargs", None)
+        )
+        self._busy = True
+        try:
+            policy, train = policy_cost(model, checkpointing, ckpt_kwargs)
+        finally:
+            self._busy = False
+        self._check_config(args, policy)
+        self.ledger = FlopLedger(policy, train, self.config)
+        self._policy = model
+        self._device = getattr(args, "device", None)
+        self._lora_layer = next(
+            (m for m in model.modules() if isinstance(getattr(m, "lora_A", None), torch.nn.ModuleDict)), None
+        )
+        self._policy_ids = {id(m) for m in model.modules()}
+        self._session_steps = 0
+        self._round_rows, self._new_round = [], True
+        self._flos_at_begin = float(state.total_flos or 0.0)
+        self._install(model)
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self.ledger is not None:
+            self._sync()
+            self.ledger.begin_step()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        ledger = self.ledger
+        if ledger is None:
+            return control
+        self._sync()
+        self._session_steps += 1
+        per_round = self._micro_per_round(args)
+        accumulation = max(int(getattr(args, "gradient_accumulation_steps", 1) or 1), 1)
+        round_complete = (self._session_steps * accumulation) % per_round == 0
+        world = self._world_size()
+        if world > 1:
+            ledger.reduce_step(self._reduce_sum)
+        ledger.end_step(state.global_step, round_complete)
+        if round_complete:
+            self._new_round = True
+        state.total_flos = self._flos_at_begin + ledger.total("useful")
+        if self._stops_before_next_step(args, round_complete):
+            control.should_training_stop = True
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        """Add the running totals to the logs (cumulative values, as TRL logs ``num_tokens``); the entry
+        Trainer appended to ``state.log_history`` before calling back gets them too. Reporting
+        callbacks that run before this one (``report_to``'s, which Trainer lists first) do not."""
+        if self.ledger is None or logs is None or not self.ledger.steps:
+            return
+        metrics = self.ledger.metrics()
+        logs.update(metrics)
+        if state.log_history and state.log_history[-1].get("step") == state.global_step:
+            state.log_history[-1].update(metrics)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        ledger = self.ledger
+        self._remove_hooks()
+        if ledger is None:
+            return
+        if state.is_world_process_zero:
+            logger.info(ledger.stop_message(self._why_stopped(state)))
+        path = self.summary_path(args)
+        if path is not None and state.is_world_process_zero:
+            ledger.write_summary(path)
+        budget = self.config.budget_flops
+        if budget is not None and ledger.total("useful") > budget:
+            spent = ledger.total("useful")
+            warnings.warn(
+                f"the FLOP ledger's run passed its budget: {spent:.4g} useful FLOPs of {budget:.4g} "
+                f"({spent / budget - 1:+.1%}), with budget_stop={self.config.budget_stop!r}",
+                BudgetWarning,
+                stacklevel=2,
+            )
+
+    def summary_path(self, args: Any) -> Path | None:
+        """Where ``on_train_end`` writes the summary: beside the step log (``<log_path>.summary.json``),
+        else ``<output_dir>/flop_ledger.summary.json`` (in the compute card's place; none with
+        ``write_card=False``)."""
+        if self.config.log_path:
+            return Path(self.config.log_path).with_suffix(".summary.json")
+        if self.config.write_card and getattr(args, "output_dir", None):
+            return Path(args.output_dir) / "flop_ledger.summary.json"
+        return None
+
+    # --- setup ---------------------------------------------------------------------------------
+    def _check_config(self, args: Any, policy: Any) -> None:
+        config = self.config
+        budget = config.budget_flops
+        check_priced({"the policy": policy}, budget)
+        if budget is not None:
+            for name in ("first_round_flops", "round_ceiling_flops"):
+                value = getattr(config, name)
+                if value is not None and value > budget:
+                    raise ValueError(
+                        f"budget {budget:.3g} FLOPs does not buy one generation round: {name}={value:.3g}"
+                    )
+            if config.round_ceiling_flops is None and config.budget_stop != "overshoot":
+                warnings.warn(
+                    "FlopLedgerCallback prices the next generation round as the dearest so far without "
+                    "LedgerConfig(round_ceiling_flops=...): a run whose completions grow can pass its budget "
+                    "by up to one round (LedgerGRPOTrainer prices the ceiling itself)",
+                    BudgetWarning,
+                    stacklevel=3,
+                )
+        if getattr(args, "use_vllm", False):
+            warnings.warn(
+                "FLOP ledger: generation under vLLM runs outside the policy module, where FlopLedgerCallback "
+                "cannot see it: C_search is not counted (LedgerGRPOTrainer prices it from token counts)",
+                stacklevel=3,
+            )
+
+    def _install(self, model: Any) -> None:
+        base = _base(model)
+        self._handles.append(base.register_forward_pre_hook(self._policy_pre, with_kwargs=True))
+        self._handles.append(base.register_forward_hook(self._policy_post, always_call=True))
+        head = base.get_output_embeddings() if hasattr(base, "get_output_embeddings") else None
+        if isinstance(head, torch.nn.Module):
+            self._handles.append(head.register_forward_pre_hook(self._head_pre))
+        for name in ("generate", "generate_batch"):
+            if hasattr(base, name):
+                self._wrap_method(base, name)
+        if self.watch_models:
+            from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+            self._handles.append(register_module_forward_pre_hook(self._global_pre))
+            self._handles.append(
+                register_module_forward_hook(self._global_post, with_kwargs=True, always_call=True)
+            )
+
+    def _wrap_method(self, obj: Any, name: str) -> None:
+        original = getattr(obj, name)
+        had_own = name in vars(obj)
+        wrapper = self._generate_wrapper(original, batched=name == "generate_batch")
+        setattr(obj, name, wrapper)
+        self._restore.append((obj, name, original if had_own else None))
+
+    def _remove_hooks(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        for obj, name, previous in reversed(self._restore):
+            if previous is None:
+                vars(obj).pop(name, None)
+            else:
+                setattr(obj, name, previous)
+        self._restore = []
+        self._call = self._foreign = None
+        self._in_generate = False
+
+    # --- generation ----------------------------------------------------------------------------
+    def _generate_wrapper(self, original: Callable[..., Any], batched: bool) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def generate(*args: Any, **kwargs: Any) -> Any:
+            if self._in_generate or self.ledger is None or not self._policy.training:
+                return original(*args, **kwargs)
+            self._sync()
+            start = time.perf_counter()
+            self._in_generate, self._gen_executed = True, Work()
+            try:
+                out = original(*args, **kwargs)
+            finally:
+                self._in_generate = False
+            self._sync()
+            self.ledger.add_seconds("search", time.perf_counter() - start)
+            if batched:
+                self._charge_batched_generation(args, kwargs, out)
+            else:
+                self._charge_generation(args, kwargs, out)
+            return out
+
+        return generate
+
+    def _charge_generation(self, args: tuple, kwargs: dict, out: Any) -> None:
+        ids = _kwarg(args, kwargs, "input_ids", 0)
+        if not isinstance(ids, torch.Tensor):  # inputs_embeds only: nothing to count from
+            return
+        mask = kwargs.get("attention_mask")
+        width = ids.size(1)
+        p_lens = mask.sum(dim=1).tolist() if mask is not None else [width] * ids.size(0)
+        sequences = getattr(out, "sequences", out)
+        config = kwargs.get("generation_config") or getattr(_base(self._policy), "generation_config", None)
+        c_lens = _first_eos_lengths(sequences[:, width:], getattr(config, "eos_token_id", None))
+        useful = generation_pass_work(p_lens, c_lens, 1, prefix_cache=False, padded=False)["useful"]
+        self._charge_rollouts(p_lens, c_lens, {"useful": useful, "executed": self._gen_executed})
+
+    def _charge_batched_generation(self, args: tuple, kwargs: dict, out: Any) -> None:
+        """Continuous batching: no padded batch to count; useful = executed from the token counts."""
+        outputs = list(out.values()) if isinstance(out, dict) else []
+        p_lens = [len(o.prompt_ids) for o in outputs]
+        c_lens = [len(o.generated_tokens) for o in outputs]
+        work = generation_pass_work(p_lens, c_lens, 1, prefix_cache=False, padded=False)
+        self._charge_rollouts(p_lens, c_lens, work)
+
+    def _charge_rollouts(self, p_lens: list[int], c_lens: list[int], work: dict[str, Work]) -> None:
+        self.ledger.charge_generation(work, adapters_active=self._adapters_active())
+        self.ledger.count(
+            gen_rows=len(p_lens),
+            gen_prompt_tokens=sum(p_lens),
+            gen_completion_tokens=sum(c_lens),
+            gen_executed_tokens=work["executed"].tokens,
+        )
+        if self._new_round:
+            self._round_rows, self._new_round = [], False
+        self._round_rows += list(zip(p_lens, c_lens, strict=True))
+
+    # --- policy forwards -----------------------------------------------------------------------
+    def _policy_pre(self, module: Any, args: tuple, kwargs: dict) -> None:
+        if self._call is not None or self._busy or self.ledger is None or not self._policy.training:
+            return
+        ids = _kwarg(args, kwargs, "input_ids", 0)
+        embeds = kwargs.get("inputs_embeds")
+        if isinstance(ids, torch.Tensor):
+            rows, width = ids.shape[:2]
+        elif isinstance(embeds, torch.Tensor):
+            rows, width = embeds.shape[:2]
+        else:
+            return
+        mask = kwargs.get("attention_mask")
+        if isinstance(mask, torch.Tensor) and mask.dim() in (2, 4):
+            keys = mask.size(-1)
+        else:
+            # no mask (no padding): every cached key ("cache" in transformers 5, "past_key_values" before)
+            mask, past = None, kwargs.get("cache", kwargs.get("past_key_values"))
+            keys = width + (int(past.get_seq_length()) if hasattr(past, "get_seq_length") else 0)
+        labels = kwargs.get("shift_labels")
+        if labels is None and isinstance(kwargs.get("labels"), torch.Tensor):
+            labels = kwargs["labels"][:, 1:]
+        self._call = _Call(
+            rows=int(rows),
+            width=int(width),
+            keys=int(keys),
+            mask=mask if mask is not None and mask.dim() == 2 else None,
+            labels=labels,
+            fused=bool(kwargs.get("fused_lm_head", False)),
+            grad=torch.is_grad_enabled(),
+        )
+
+    def _head_pre(self, module: Any, args: tuple) -> None:
+        if self._call is not None and args and isinstance(args[0], torch.Tensor):
+            x = args[0]
+            self._call.head += x.numel() // max(x.size(-1), 1)
+
+    def _policy_post(self, module: Any, args: tuple, output: Any) -> None:
+        call, self._call = self._call, None
+        if call is None or self.ledger is None:
+            return
+        if self._in_generate:
+            self._gen_executed = self._gen_executed + Work(
+                call.rows * call.width, call.rows * call.width * call.keys, call.head
+            )
+            return
+        work = self._forward_work(call)
+        ledger = self.ledger
+        if call.grad:  # the loss pass: its backward follows
+            ledger.charge_training_pass(work)
+            ledger.count(
+                loss_rows=call.rows,
+                loss_tokens=work["useful"].tokens,
+                loss_executed_tokens=work["executed"].tokens,
+            )
+        else:  # old-policy or reference log-probs
+            part, adapters = self._no_grad_role()
+            ledger.charge_forward(work, adapters_active=adapters, part=part)
+            ledger.count(**{f"{part}_forward_rows": call.rows})
+
+    def _forward_work(self, call: _Call) -> dict[str, Work]:
+        """Useful and executed work of a full-sequence forward (keys = width), from its mask and labels."""
+        rows, width = call.rows, call.width
+        if call.fused and call.labels is not None:
+            head_useful = int((call.labels != -100).sum())
+            head_executed = head_useful if _compact_head(call.labels.device) else rows * (width - 1)
+        else:
+            head_executed = call.head
+            per_row = head_executed // rows if rows else 0
+            if call.mask is not None and per_row:
+                head_useful = int(call.mask[:, width - per_row :].sum())
+            else:
+                head_useful = head_executed
+        if call.mask is not None:
+            useful = real_rows_work(call.mask, head_useful)
+        else:
+            useful = Work(rows * width, rows * flops.causal_pairs(width), head_useful)
+        executed = Work(rows * width, rows * width * call.keys, head_executed)
+        return {"useful": useful, "executed": executed}
+
+    def _adapters_active(self) -> bool:
+        layer = self._lora_layer
+        return layer is not None and not layer.disable_adapters
+
+    def _no_grad_role(self) -> tuple[str, bool]:
+        """("old" or "ref", adapters active) of a no-grad policy forward in training."""
+        layer = self._lora_layer
+        if layer is None:
+            return "old", False
+        if layer.disable_adapters:
+            return "ref", False
+        return ("ref" if "ref" in layer.active_adapters else "old"), True
+
+    # --- other models (global hooks) -----------------------------------------------------------
+    def _is_model(self, module: Any) -> bool:
+        kind = type(module)
+        known = self._is_model_type.get(kind)
+        if known is None:
+            from transformers import PreTrainedModel
+
+            known = self._is_model_type[kind] = isinstance(module, PreTrainedModel)
+        return known
+
+    def _global_pre(self, module: Any, args: tuple) -> None:
+        if self._foreign is not None or self._busy or self._in_generate or not self._is_model(module):
+            return
+        if id(module) in self._policy_ids or self.ledger is None or not self._policy.training:
+            return
+        self._foreign = module
+        self._sync()
+        self._foreign_start = time.perf_counter()
+
+    def _global_post(self, module: Any, args: tuple, kwargs: dict, output: Any) -> None:
+        if module is not self._foreign:
+            return
+        self._foreign = None
+        ids = _kwarg(args, kwargs, "input_ids", 0)
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+            return
+        mask = kwargs.get("attention_mask")
+        mask = mask if isinstance(mask, torch.Tensor) and mask.dim() == 2 else torch.ones_like(ids)
+        rows, width = ids.shape
+        if kwargs.get("fused_lm_head"):  # a log-prob forward of another model: the reference model
+            labels = kwargs.get("shift_labels")
+            if labels is None and isinstance(kwargs.get("labels"), torch.Tensor):
+                labels = kwargs["labels"][:, 1:]
+            call = _Call(rows, width, width, mask, labels, fused=True, grad=False)
+            self.ledger.charge_forward(self._forward_work(call), adapters_active=False, part="ref")
+            self.ledger.count(ref_forward_rows=rows)
+            return
+        cost = self._reward_cost(module)
+        useful = real_rows_work(mask)
+        executed = flops.padded_batch_work(rows, width, rows * width)
+        self.ledger.charge(
+            "reward",
+            {c: flops.forward_flops(cost, w) for c, w in (("useful", useful), ("executed", executed))},
+        )
+        self.ledger.count(reward_tokens=useful.tokens)
+        self._sync()
+        self.ledger.add_seconds("reward", time.perf_counter() - self._foreign_start)
+
+    def _reward_cost(self, module: Any) -> Any:
+        cost = self._reward_costs.get(id(module))
+        if cost is None:
+            self._busy = True  # a measured model runs here: its calls are not charged
+            try:
+                cost = self._reward_costs[id(module)] = reward_model_cost(module)
+            finally:
+                self._busy = False
+            check_priced({f"reward model {type(module).__name__}": cost}, None)
+        return cost
+
+    # --- steps and the budget ------------------------------------------------------------------
+    @staticmethod
+    def _micro_per_round(args: Any) -> int:
+        """Micro-batches per generation round: steps_per_generation x num_iterations (one optimizer
+        step's micro-batches for a trainer without those fields)."""
+        spg = getattr(args, "steps_per_generation", None)
+        if spg is None:
+            return max(int(getattr(args, "gradient_accumulation_steps", 1) or 1), 1)
+        return max(int(spg) * int(getattr(args, "num_iterations", 1) or 1), 1)
+
+    def _stops_before_next_step(self, args: Any, round_complete: bool) -> bool:
+        ledger, config = self.ledger, self.config
+        if config.budget_flops is None:
+            return False
+        ceiling = config.round_ceiling_flops
+        if round_complete:
+            if config.budget_stop == "overshoot" or ceiling is None:
+                return ledger.should_stop()
+            return ledger.stop_before(ceiling, "the next round, at its ceiling,")
+        if config.budget_stop != "step":
+            return False
+        # inside a round: the next step's loss passes, bounded by this round's dearest rows
+        bound = self._next_step_bound(args)
+        if self._world_size() > 1:
+            bound = float(self._reduce_sum(torch.tensor([bound], dtype=torch.float64))[0])
+        return ledger.stop_before(
+            bound, "the next optimizer step (loss passes over rollouts already generated)"
+        )
+
+    def _next_step_bound(self, args: Any) -> float:
+        """Useful FLOPs the next step's loss passes can cost on this process: its micro-batches over the
+        dearest rows of the round's rollouts."""
+        rows = int(getattr(args, "per_device_train_batch_size", 1)) * max(
+            int(getattr(args, "gradient_accumulation_steps", 1) or 1), 1
+        )
+        dearest = sorted(self._round_rows, key=lambda pc: pc[0] + pc[1], reverse=True)[:rows]
+        work = Work()
+        for p, c in dearest:
+            work = work + flops.sequence_work(p + c, head_tokens=c)
+        return self.ledger.training_pass_flops(work)
+
+    def _why_stopped(self, state: Any) -> str:
+        ledger = self.ledger
+        if ledger.stopped_by_budget:
+            return f"the budget stopped it: {ledger.stop_reason}"
+        if state.max_steps and state.global_step >= state.max_steps:
+            return f"max_steps={state.max_steps} reached"
+        return "the train dataset ran out, or another callback stopped it"
+
+    # --- processes -----------------------------------------------------------------------------
+    @staticmethod
+    def _world_size() -> int:
+        dist = torch.distributed
+        return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+    def _reduce_sum(self, t: torch.Tensor) -> torch.Tensor:
+        dist = torch.distributed
+        device = self._device if dist.get_backend() == "nccl" and self._device is not None else "cpu"
+        t = t.to(device)
+        dist.all_reduce(t)
+        return t.cpu()
+
+    def _sync(self) -> None:
+        device = self._device
+        if device is not None and getattr(device, "type", None) == "cuda" and torch.cuda.is_available():
+            torch.cuda.synchronize()

@@ -1,0 +1,286 @@
+"""``FlopLedgerCallback``: the ledger as a ``TrainerCallback`` on TRL's own ``GRPOTrainer`` and
+``RLOOTrainer`` (no subclass), checked against ``FlopCounterMode`` around ``trainer.train()`` and against
+``LedgerGRPOTrainer`` on the same run. Tiny Qwen2 and Llama models built here, eager attention (the
+profiler cannot see the CPU sdpa kernel), one generation round in two optimizer steps."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from paper_repro.ledger import (
+    HOOKED_METHODS,
+    METRIC_NAMES,
+    FlopLedgerCallback,
+    LedgerConfig,
+    LedgerGRPOTrainer,
+)
+from paper_repro.ledger import callback as callback_module
+from paper_repro.profiling import flop_counter
+from paper_repro.testbed import build_tokenizer
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models gain nothing from a second thread, and on a shared machine torch's spinning OpenMP
+    threads make these runs several times slower: one thread while this module runs."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_lm(model_type: str = "qwen2", seed: int = 0):
+    """A random tiny causal LM (2 layers, hidden 32, GQA) over the testbed tokenizer, eager attention."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    tokenizer = build_tokenizer()
+    config = AutoConfig.for_model(
+        model_type, vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=128,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model
+
+
+def tiny_reward_model():
+    """A tiny Qwen2 sequence classifier (TRL's nn.Module reward path), eager attention."""
+    from transformers import Qwen2Config, Qwen2ForSequenceClassification
+
+    tokenizer = build_tokenizer()
+    config = Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=48, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=4, num_key_value_heads=2, num_labels=1, pad_token_id=tokenizer.pad_token_id,
+    )  # fmt: skip
+    config._attn_implementation = "eager"
+    torch.manual_seed(1)
+    return Qwen2ForSequenceClassification(config)
+
+
+def prompts(n: int = 32):
+    """Prompts of different lengths: left padding in generation, padding in the loss passes."""
+    from datasets import Dataset
+
+    return Dataset.from_list([{"prompt": f"{i}+{(7 * i) % 1000}="} for i in range(n)])
+
+
+def length_reward(completions, **kwargs):
+    return [float(len(c)) / 10 for c in completions]
+
+
+def build(tmp_path, trainer="grpo", model="qwen2", lora=True, callback=None, trainer_cls=None, **overrides):
+    """TRL's trainer (or ``trainer_cls``) with the callback: 16 rows (4 prompts x G=4) generated once and
+    used over two optimizer steps, 8-token completions; the old-policy forward runs (TRL's rule: one
+    micro-batch per step, two per round). ``model`` "path" is a saved tiny Qwen2, which full fine-tuning
+    with beta != 0 needs (TRL loads the reference model from the policy's path)."""
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
+
+    config_cls, default_cls = (GRPOConfig, GRPOTrainer) if trainer == "grpo" else (RLOOConfig, RLOOTrainer)
+    extra = {
+        k: overrides.pop(k) for k in ("reward_funcs", "reward_processing_classes", "ledger") if k in overrides
+    }
+    args = dict(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, num_generations=4,
+        max_completion_length=8, max_steps=2, learning_rate=1e-3, report_to="none", logging_steps=1,
+        save_strategy="no", use_cpu=True, beta=0.0, steps_per_generation=2, seed=0, disable_tqdm=True,
+        activation_checkpointing=False, log_level="error",
+    )  # fmt: skip
+    args.update(overrides)
+    if model == "path":
+        path = tmp_path / "policy"
+        tiny_lm("qwen2").save_pretrained(path)
+        policy, args["model_init_kwargs"] = str(path), {"attn_implementation": "eager"}
+    else:
+        policy = tiny_lm(model)
+    callbacks = [] if callback is None else [callback]
+    return (trainer_cls or default_cls)(
+        model=policy,
+        reward_funcs=extra.pop("reward_funcs", length_reward),
+        args=config_cls(**args),
+        train_dataset=prompts(),
+        processing_class=build_tokenizer(),
+        peft_config=LoraConfig(r=4, target_modules="all-linear", lora_dropout=0.0) if lora else None,
+        callbacks=callbacks,
+        **extra,
+    )
+
+
+def train_profiled(trainer) -> float:
+    counter = flop_counter()
+    with counter:
+        trainer.train()
+    return float(counter.get_total_flops())
+
+
+def executed_search_learning(ledger) -> float:
+    executed = ledger.summary()["executed"]
+    return executed["C_search"] + executed["C_learning"]
+
+
+# --- against the profiler ----------------------------------------------------------------------
+
+CASES = {
+    # trainer, model, LoRA, overrides: each runs generation, the old-policy forward and the loss passes
+    "grpo-qwen2-lora-ref": ("grpo", "qwen2", True, dict(beta=0.05)),  # reference: adapters disabled
+    "grpo-llama-lora-mu2": ("grpo", "llama", True, dict(num_iterations=2)),
+    "grpo-qwen2-full": ("grpo", "qwen2", False, {}),
+    "grpo-full-ref-model": ("grpo", "path", False, dict(beta=0.05)),  # a separate reference model
+    "rloo-qwen2-lora": ("rloo", "qwen2", True, {}),
+    "rloo-llama-lora-ref": ("rloo", "llama", True, dict(beta=0.05)),
+    "rloo-llama-full": ("rloo", "llama", False, {}),
+    "rloo-full-ref-model": ("rloo", "path", False, dict(beta=0.05)),
+    "grpo-qwen2-lora-checkpointing": ("grpo", "qwen2", True, dict(activation_checkpointing=True)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_callback_counts_what_the_profiler_counts(tmp_path, case):
+    trainer_kind, model, lora, overrides = CASES[case]
+    callback = FlopLedgerCallback(LedgerConfig())
+    trainer = build(tmp_path, trainer_kind, model, lora, callback, **overrides)
+    measured = train_profiled(trainer)
+    ledger = callback.ledger
+    assert executed_search_learning(ledger) / measured == pytest.approx(1.0, abs=0.005)
+    s = ledger.summary()
+    tokens = s["tokens"]
+    assert tokens["gen_rows"] == tokens["loss_rows"] == tokens["old_forward_rows"] == 16
+    assert tokens.get("ref_forward_rows", 0) == (16 if overrides.get("beta") else 0)
+    assert s["executed"]["C_reward"] == s["useful"]["C_reward"] == 0  # a plain reward function
+    for component in ("C_search", "C_learning"):
+        assert 0 < s["useful"][component] <= s["executed"][component]
+    assert len(ledger.steps) == 2 and len(ledger.rounds) == (
+        1 if overrides.get("num_iterations", 1) == 1 else 0
+    )
+    assert trainer.state.total_flos == pytest.approx(s["useful"]["C_total"])
+    assert (tmp_path / "out" / "flop_ledger.summary.json").is_file()  # no log_path: in output_dir
+    # the hooks are gone after training: a later forward or generate is not charged
+    base = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
+    assert "generate" not in vars(base) and not base._forward_pre_hooks
+
+
+# --- against LedgerGRPOTrainer on the same run --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model, lora, overrides",
+    [
+        ("qwen2", True, dict(beta=0.05, num_iterations=2)),
+        ("path", False, dict(beta=0.05, reward_funcs=[length_reward, "rm"])),
+    ],
+    ids=["lora-ref-mu2", "full-ref-model-reward-model"],
+)
+def test_callback_agrees_with_ledger_grpo_trainer(tmp_path, model, lora, overrides):
+    """Both on one GRPO run (the subclass's own hooks and the callback's): the same FLOPs per component
+    under both conventions, and the same token counts."""
+    if "reward_funcs" in overrides:
+        overrides["reward_funcs"] = [
+            f if f != "rm" else tiny_reward_model() for f in overrides["reward_funcs"]
+        ]
+        overrides["reward_processing_classes"] = [None, build_tokenizer()]
+    callback = FlopLedgerCallback(LedgerConfig())
+    trainer = build(
+        tmp_path, "grpo", model, lora, callback, trainer_cls=LedgerGRPOTrainer,
+        ledger=LedgerConfig(write_card=False), **overrides,
+    )  # fmt: skip
+    trainer.train()
+    ours, theirs = callback.ledger.summary(), trainer.ledger.summary()
+    for convention in ("useful", "executed"):
+        for component in ("C_search", "C_learning", "C_reward"):
+            assert ours[convention][component] == pytest.approx(theirs[convention][component], rel=1e-9)
+        assert ours["learning_parts"][convention] == pytest.approx(theirs["learning_parts"][convention])
+    assert ours["tokens"] == theirs["tokens"]
+    if "reward_funcs" in overrides:
+        assert ours["executed"]["C_reward"] > 0
+
+
+def test_reward_model_is_charged_what_the_profiler_counts_in_it(tmp_path):
+    """A reward model (seen by the global hook) is charged its forward: the profiler's count of the whole
+    run is the callback's executed total, reward included."""
+    callback = FlopLedgerCallback(LedgerConfig())
+    trainer = build(
+        tmp_path, "rloo", "qwen2", True, callback, reward_funcs=tiny_reward_model(),
+        reward_processing_classes=build_tokenizer(),
+    )  # fmt: skip
+    measured = train_profiled(trainer)
+    s = callback.ledger.summary()
+    assert s["executed"]["C_reward"] > 0 and s["tokens"]["reward_tokens"] > 0
+    assert s["executed"]["C_total"] / measured == pytest.approx(1.0, abs=0.005)
+
+
+# --- what reaches the outside ------------------------------------------------------------------
+
+
+def test_metrics_reach_the_logs_and_the_log_history(tmp_path):
+    callback = FlopLedgerCallback(LedgerConfig(log_path=tmp_path / "steps.jsonl"))
+    trainer = build(tmp_path, "grpo", "qwen2", True)
+    trainer.add_callback(callback)
+    trainer.train()
+    logged = [e for e in trainer.state.log_history if "flops/search" in e]
+    assert [e["step"] for e in logged if "loss" in e] == [1, 2]
+    assert set(METRIC_NAMES) <= set(logged[-1])
+    assert logged[-1]["flops/total"] == pytest.approx(callback.ledger.total("useful"))
+    assert logged[-1]["flops/executed/total"] == pytest.approx(callback.ledger.total("executed"))
+    assert len((tmp_path / "steps.jsonl").read_text().splitlines()) == 2
+    assert (tmp_path / "steps.summary.json").is_file()
+
+
+def test_a_reward_function_wrapped_by_the_callback_is_charged_its_flop_cost(tmp_path):
+    callback = FlopLedgerCallback(LedgerConfig())
+
+    def judged(completions, **kwargs):
+        return [1.0 if "1" in c else 0.0 for c in completions]
+
+    judged.flop_cost = lambda prompts, completions, completion_ids: {
+        "useful": 1e3 * len(completions),
+        "executed": 2e3 * len(completions),
+    }
+    reward = callback.priced_reward(judged)
+    assert reward.__name__ == "judged" and not hasattr(reward, "flop_cost")
+    build(tmp_path, "grpo", "qwen2", True, callback, reward_funcs=reward).train()
+    s = callback.ledger.summary()
+    assert s["useful"]["C_reward"] == 1e3 * 16 and s["executed"]["C_reward"] == 2e3 * 16
+
+
+def test_the_budget_stops_the_run(tmp_path):
+    """With a round's ceiling, the run stops at the end of the round the next one could pass the budget
+    after, and never passes it; inside a round, before a step whose loss passes could."""
+    free = FlopLedgerCallback(LedgerConfig())
+    build(tmp_path / "a", "grpo", "qwen2", True, free, max_steps=4).train()
+    rounds = free.ledger.rounds
+    assert len(rounds) == 2
+    budget = rounds[0] + 0.5 * rounds[1]
+    capped = FlopLedgerCallback(LedgerConfig(budget_flops=budget, round_ceiling_flops=1.2 * max(rounds)))
+    trainer = build(tmp_path / "b", "grpo", "qwen2", True, capped, max_steps=50)
+    trainer.train()
+    s = capped.ledger.summary()
+    assert s["stopped_by_budget"] and not s["over_budget"] and trainer.state.global_step == 2
+    with pytest.raises(ValueError, match="does not buy one generation round"):
+        build(tmp_path / "c", "grpo", "qwen2", True, FlopLedgerCallback(
+            LedgerConfig(budget_flops=1e6, round_ceiling_flops=2e6))).train()  # fmt: skip
+
+
+def test_what_the_callback_refuses():
+    with pytest.raises(ValueError, match="LedgerGRPOTrainer for K-of-G"):
+        FlopLedgerCallback(LedgerConfig(kept=2))
+    with pytest.raises(TypeError, match="takes a LedgerConfig"):
+        FlopLedgerCallback({"budget_flops": 1e9})
+
+
+def test_the_callback_touches_no_private_trl_name_it_does_not_list():
+    """The subclass's hooked methods and the private attributes it reads appear nowhere in the callback's
+    code (docstrings aside); any private TRL name it did use would be listed in PRIVATE_TRL_NAMES."""
+    source = Path(callback_module.__file__).read_text()
+    code = re.sub(r'"""[\s\S]*?"""', "", source)
+    private = [*HOOKED_METHODS, "_buffered_inputs", "_metrics", "_step", "_is_vlm", "_last_loaded_step"]
+    for name in private:
+        if name not in callback_module.PRIVATE_TRL_NAMES:
+            assert not re.search(rf"\.{name}\b", code), name
+    assert "import trl" not in code and "from trl" not in code
