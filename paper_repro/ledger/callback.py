@@ -62,7 +62,7 @@ import logging
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,8 @@ PRIVATE_TRL_NAMES: dict[str, str] = {}
 # against the profiler, release by release.
 TRL_CONVENTIONS: dict[str, str] = {
     "generate": "HF-path rollouts run model.generate (or generate_batch) on the unwrapped policy, whose "
-    "PEFT wrapper calls the base model's generate",
+    "PEFT wrapper calls the base model's generate; a rollout loop that calls the model's forward itself "
+    "(LedgerGRPOTrainer's lean sampler) would be read as old-policy forwards",
     "fused_lm_head": "log-prob forwards call the model with labels=... and fused_lm_head=True "
     "(trl.trainer.utils.add_fused_lm_head); the head scores the positions whose shifted label is not "
     "-100 on CUDA/XPU with Triton, every position but the last elsewhere (mirrors "
@@ -495,7 +496,10 @@ class FlopLedgerCallback(TrainerCallback):
         work = self._forward_work(call)
         ledger = self.ledger
         if call.grad:  # the loss pass: its backward follows
-            ledger.charge_training_pass(work)
+            # TRL's fused head recomputes its logits in backward; a head run as a module (TRL before
+            # 1.14's fused head) keeps them: the executed count has no recompute, useful is the planner's
+            executed_train = None if call.fused else replace(ledger.train, head_recompute=False)
+            ledger.charge_training_pass(work, executed_train)
             ledger.count(
                 loss_rows=call.rows,
                 loss_tokens=work["useful"].tokens,
@@ -512,11 +516,13 @@ class FlopLedgerCallback(TrainerCallback):
         if call.fused and call.labels is not None:
             head_useful = int((call.labels != -100).sum())
             head_executed = head_useful if _compact_head(call.labels.device) else rows * (width - 1)
-        else:
+        else:  # the head ran as a module, on the last `per_row` positions of each row
             head_executed = call.head
             per_row = head_executed // rows if rows else 0
-            if call.mask is not None and per_row:
-                head_useful = int(call.mask[:, width - per_row :].sum())
+            if call.mask is not None and 0 < per_row <= width:
+                # useful: a real position scoring a real next token
+                low = width - per_row
+                head_useful = int((call.mask[:, low : width - 1] * call.mask[:, low + 1 :]).sum())
             else:
                 head_useful = head_executed
         if call.mask is not None:
