@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 import statistics
 
 import pytest
@@ -272,6 +273,15 @@ def test_jsonl_log_and_summary(tmp_path):
     assert card["steps"] == 3 and (tmp_path / "out" / "compute_card.md").is_file()
 
 
+def test_the_summary_file_is_strict_json_when_no_round_completes(tmp_path):
+    log = tmp_path / "ledger.jsonl"
+    run_tiny_grpo(tmp_path, LedgerConfig(log_path=log), max_steps=1)  # half a round
+    text = log.with_suffix(".summary.json").read_text()
+    summary = json.loads(text, parse_constant=lambda name: pytest.fail(f"bare {name} in the summary"))
+    assert summary["max_round_flops"] is None
+    assert summary["missing"] == {"max_round_flops": "no generation round completed"}
+
+
 @pytest.mark.parametrize(
     "ledger, overrides, match",
     [
@@ -501,10 +511,18 @@ def test_a_budget_below_one_round_is_refused_without_help_before_any_step(tmp_pa
     assert f"one round needs up to {price['C_total']:.3g} useful FLOPs" in str(err.value)
     assert not generated and not (tmp_path / "b" / "out" / "compute_card.json").exists()
     assert price == {**price, "P": 4, "G": 4, "K": 4, "mu": 1, "prompt_tokens": 4, "completion_tokens": 10}
-    # the planner's own numbers stay possible, and win
+    # the planner's estimate of a first round stays possible, and wins the refusal
     build_tiny_grpo(tmp_path / "c", LedgerConfig(budget_flops=1e6, first_round_flops=5e5))
-    trainer = build_tiny_grpo(tmp_path / "d", LedgerConfig(budget_flops=1e6, round_ceiling_flops=9e5))
-    assert trainer.round_price is None
+    # a given ceiling above the trainer's own price stands; one below it is raised to it
+    looser = 2 * price["C_total"]
+    trainer = build_tiny_grpo(tmp_path / "d", LedgerConfig(budget_flops=1e9, round_ceiling_flops=looser))
+    assert trainer.round_price is None and trainer.ledger.config.round_ceiling_flops == looser
+    needs = f"the costliest round .* needs {re.escape(format(price['C_total'], '.3g'))}"
+    with (
+        pytest.warns(BudgetWarning, match="is below the ledger's own price"),
+        pytest.raises(ValueError, match=needs),
+    ):
+        build_tiny_grpo(tmp_path / "e", LedgerConfig(budget_flops=1e6, round_ceiling_flops=9e5))
 
 
 def test_the_round_ceiling_prices_reward_functions_and_reward_models(tmp_path):

@@ -124,11 +124,21 @@ def test_budget_stop_is_checked():
 @pytest.mark.parametrize(
     "field, value, error, words",
     [
-        ("budget_flops", "3e15", TypeError, r"budget_flops must be a positive, finite number of FLOPs, or None, got str '3e15' \(LedgerConfig.from_dict"),
+        (
+            "budget_flops",
+            "3e15",
+            TypeError,
+            r"budget_flops must be a positive, finite number of FLOPs, or None, got str '3e15' \(LedgerConfig.from_dict",
+        ),
         ("budget_flops", float("inf"), ValueError, "budget_flops must be a positive, finite number of FLOPs"),
         ("budget_flops", float("nan"), ValueError, "budget_flops must be a positive"),
         ("budget_flops", 0, ValueError, "budget_flops must be a positive"),
-        ("peak_flops", -5, ValueError, r"peak_flops must be a positive, finite number of FLOP/s per device, or None, got int -5"),
+        (
+            "peak_flops",
+            -5,
+            ValueError,
+            r"peak_flops must be a positive, finite number of FLOP/s per device, or None, got int -5",
+        ),
         ("round_ceiling_flops", -1.0, ValueError, "round_ceiling_flops must be a positive"),
         ("first_round_flops", True, TypeError, "first_round_flops must be"),
         ("kept", 0, ValueError, r"kept must be an int >= 1, or None, got int 0"),
@@ -149,15 +159,21 @@ def test_a_negative_flop_cost_is_refused_naming_the_function(tmp_path):
 
     judge.flop_cost = lambda prompts, completions, completion_ids: -1e12
     trainer = build_tiny_grpo(tmp_path, LedgerConfig(), reward_funcs=judge, max_steps=1)
-    with pytest.raises(ValueError, match=r"reward function 'judge''s flop_cost returned .*must be finite and >= 0"):
+    with pytest.raises(
+        ValueError, match=r"reward function 'judge''s flop_cost returned .*must be finite and >= 0"
+    ):
         trainer.train()
-    with pytest.raises(ValueError, match=r"'judge''s flop_cost \(on a worst-case batch\) returned"):  # at construction
+    with pytest.raises(
+        ValueError, match=r"'judge''s flop_cost \(on a worst-case batch\) returned"
+    ):  # at construction
         build_tiny_grpo(tmp_path, LedgerConfig(budget_flops=1e12), reward_funcs=judge)
 
 
 def test_a_ceiling_below_the_ledgers_own_price_is_raised_to_it(tmp_path, short_then_long):
-    rounds, budget = short_then_long
-    with pytest.warns(BudgetWarning, match=r"round_ceiling_flops=2e\+06 is below the ledger's own price .*raised"):
+    _, budget = short_then_long
+    with pytest.warns(
+        BudgetWarning, match=r"round_ceiling_flops=2e\+06 is below the ledger's own price .*raised"
+    ):
         trainer = build_tiny_grpo(
             tmp_path, LedgerConfig(budget_flops=budget, kept=2, round_ceiling_flops=2e6), num_iterations=2,
             max_steps=60, shuffle_dataset=False, train_dataset=_short_prompts_first(),

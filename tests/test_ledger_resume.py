@@ -4,6 +4,7 @@ is saved with each checkpoint: ``paper_repro.ledger.resume``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 
@@ -40,10 +41,8 @@ def _run(tmp_path, budget: float | None, kill_at: int | None = None, resume: boo
     trainer = build_tiny_grpo(tmp_path, ledger, **SETTINGS)
     if kill_at is not None:
         trainer.add_callback(KillAfterSave(kill_at))  # after the ledger's callback: its state is saved
-    try:
+    with contextlib.suppress(Interrupted):
         trainer.train(resume_from_checkpoint=True if resume else None)
-    except Interrupted:
-        pass
     return trainer
 
 
@@ -105,5 +104,5 @@ def test_a_checkpoint_without_the_ledger_state_refuses_a_budget(tmp_path, uninte
     budget = uninterrupted[0]
     _run(tmp_path, budget, kill_at=2)
     (tmp_path / "out" / "checkpoint-2" / STATE_NAME).unlink()
-    with pytest.raises(ValueError, match="holds no FLOP ledger state .* the budget could not be kept"):
+    with pytest.raises(ValueError, match=r"holds no FLOP ledger state .* the budget could not be kept"):
         _run(tmp_path, budget, resume=True)

@@ -75,7 +75,9 @@ def test_a_declared_prompt_length_prices_a_stream_before_training(tmp_path):
 
 def test_a_prompt_past_the_declared_length_warns_and_is_priced(tmp_path):
     trainer = _budgeted(tmp_path, Stream(), max_prompt_tokens=3)
-    with pytest.warns(BudgetWarning, match="longer than the round's ceiling was priced with .*max_prompt_tokens"):
+    with pytest.warns(
+        BudgetWarning, match="longer than the round's ceiling was priced with .*max_prompt_tokens"
+    ):
         trainer.train()
     assert trainer.round_price["prompt_tokens"] > 3
     assert trainer.ledger.prompt_length_source.startswith("the longest prompt seen so far")

@@ -146,7 +146,9 @@ def check_config_places(args: tuple[Any, ...], kwargs: dict[str, Any], ledger: A
             if isinstance(trl_args, TrainingArguments)
             else "; the ledger's options go in ledger=LedgerConfig(...)"
         )
-        raise TypeError(f"LedgerGRPOTrainer(args=...) takes TRL's GRPOConfig, got a {type(trl_args).__name__}{more}")
+        raise TypeError(
+            f"LedgerGRPOTrainer(args=...) takes TRL's GRPOConfig, got a {type(trl_args).__name__}{more}"
+        )
 
 
 def _is_peft_config(value: Any) -> bool:

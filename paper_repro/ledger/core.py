@@ -96,8 +96,9 @@ class LedgerConfig:
     # default ``<output_dir>/compute_card``. ``write_card=False`` writes none.
     card_path: str | Path | None = None
     write_card: bool = True
-    # The peak FLOP/s per device the card states MFU and HFU against; default: the table of GPU
-    # datasheet peaks (paper_repro.devices.GPU_PEAK_FLOPS) on a GPU, none on CPU (no MFU there).
+    # The peak FLOP/s per device the card states MFU and HFU against; default: the device's peak for
+    # each phase's compute dtype (paper_repro.devices.resolve_peak: TRL's get_peak_flops, else the
+    # project's table of what TRL lacks), none on CPU (no MFU there).
     peak_flops: float | None = None
     # Build the trainer under a TRL outside the tested minor series (a warning instead of a refusal;
     # or set PAPER_REPRO_ALLOW_UNTESTED_TRL=1). The hooked methods' signatures are checked either way.
@@ -156,7 +157,11 @@ def _field_error(name: str, value: Any, valid: str) -> TypeError | ValueError:
     """The error for a LedgerConfig field outside its valid range: a TypeError for the wrong type."""
     wrong_type = isinstance(value, (str, bytes, bool)) or not isinstance(value, (int, float))
     kind = TypeError if wrong_type else ValueError
-    hint = " (LedgerConfig.from_dict / from_yaml convert numbers written as strings)" if isinstance(value, str) else ""
+    hint = (
+        " (LedgerConfig.from_dict / from_yaml convert numbers written as strings)"
+        if isinstance(value, str)
+        else ""
+    )
     return kind(f"LedgerConfig.{name} must be {valid}, got {type(value).__name__} {value!r}{hint}")
 
 
@@ -575,9 +580,28 @@ class FlopLedger:
         return {c: dict(self._learning_parts_totals[c]) for c in CONVENTIONS}
 
     def write_summary(self, path: str | Path) -> None:
+        """The summary as strict JSON: a ratio or maximum with nothing to measure (NaN in
+        :meth:`summary`) is written as null, with the reason in ``missing``."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.summary(), indent=2) + "\n")
+        summary = self.summary()
+        reasons = {
+            "max_round_flops": "no generation round completed",
+            "rho_time": "no wall seconds recorded",
+            "rho": "no FLOPs counted",
+        }
+        missing: dict[str, str] = {}
+        for key, value in summary.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                summary[key], missing[key] = None, reasons.get(key, "not measured")
+        for convention in CONVENTIONS:
+            rho = summary[convention]["rho"]
+            if not math.isfinite(rho):
+                summary[convention]["rho"], missing[f"{convention}.rho"] = None, reasons["rho"]
+        summary["missing"] = missing
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        os.replace(tmp, path)
 
 
 # What :meth:`FlopLedger.metrics` puts into TRL's metrics each optimizer step (cumulative values).

@@ -267,7 +267,11 @@ class RoundPricing:
         if self._priced_from_seen:
             pass  # a prompt outgrew the length it was priced with
         elif declared is not None:
-            return self._filler_prompt(declared), declared, f"LedgerConfig.max_prompt_tokens ({declared} tokens)"
+            return (
+                self._filler_prompt(declared),
+                declared,
+                f"LedgerConfig.max_prompt_tokens ({declared} tokens)",
+            )
         elif (longest := self._longest_prompt()) is not None:
             prompt, tokens = longest
             return prompt, tokens, f"the train dataset's longest prompt ({tokens} tokens)"
@@ -275,7 +279,11 @@ class RoundPricing:
             return self._filler_prompt(limit), limit, f"max_prompt_length ({limit} tokens)"
         if self._longest_seen is not None:
             prompt, tokens = self._longest_seen
-            return prompt, tokens, f"the longest prompt seen so far ({tokens} tokens; an iterable dataset: an estimate)"
+            return (
+                prompt,
+                tokens,
+                f"the longest prompt seen so far ({tokens} tokens; an iterable dataset: an estimate)",
+            )
         return None
 
     # the longest prompt of the rollouts so far (its text and tokens), and whether the round's ceiling
@@ -329,7 +337,11 @@ class RoundPricing:
         map-style dataset is read: an iterable one (``datasets.IterableDataset``, a torch
         ``IterableDataset``, a stream, possibly endless) never."""
         dataset = self.train_dataset
-        if dataset is None or isinstance(dataset, torch.utils.data.IterableDataset) or not hasattr(dataset, "__len__"):
+        if (
+            dataset is None
+            or isinstance(dataset, torch.utils.data.IterableDataset)
+            or not hasattr(dataset, "__len__")
+        ):
             return None
         from datasets import IterableDataset
 
@@ -378,7 +390,9 @@ class RoundPricing:
                     stacklevel=4,
                 )
                 continue
-            total += as_conventions(cost, f"reward function {name!r}'s flop_cost (on a worst-case batch)")["useful"]
+            total += as_conventions(cost, f"reward function {name!r}'s flop_cost (on a worst-case batch)")[
+                "useful"
+            ]
         return total
 
     def _worst_completions(self, prompt: Any, rows: int) -> tuple[list[Any], list[list[int]]]:

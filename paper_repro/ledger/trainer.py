@@ -50,6 +50,7 @@ from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from paper_repro import flops
+from paper_repro.ledger.card import utilisation_metrics
 from paper_repro.ledger.compat import check_config_places, check_trl
 from paper_repro.ledger.core import (
     BudgetWarning,
@@ -64,6 +65,7 @@ from paper_repro.ledger.cost_models import check_priced, policy_cost, reward_mod
 from paper_repro.ledger.downsample import Downsampling
 from paper_repro.ledger.kernels import KernelDispatch, check_kernel_choice
 from paper_repro.ledger.pricing import RoundPricing
+from paper_repro.ledger.probes import install_dtype_probes
 from paper_repro.ledger.resume import checkpoint_dir, load_ledger_state, save_ledger_state
 
 logger = logging.getLogger(__name__)
@@ -108,6 +110,9 @@ class _LedgerCallback(TrainerCallback):
         # total at the logging step, whatever logging_steps is
         metrics = trainer._metrics["train"]
         for name, value in trainer.ledger.metrics().items():
+            metrics[name] = [value]
+        # MFU and HFU so far, in percent beside TRL's own perf/ keys; none without a known peak
+        for name, value in utilisation_metrics(trainer).items():
             metrics[name] = [value]
         if trainer._stops_before_next_step(round_complete):
             control.should_training_stop = True
@@ -194,6 +199,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
             from paper_repro.ledger.card import cpu_matmul_throughput
 
             cpu_matmul_throughput()
+        install_dtype_probes(self)  # the compute dtype of each phase, as it runs (for the card)
         self.add_callback(_LedgerCallback(self))
 
     # --- resuming -------------------------------------------------------------------------------
@@ -255,8 +261,11 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
             )
             if self.ledger.config.log_path:
                 self.ledger.write_summary(Path(self.ledger.config.log_path).with_suffix(".summary.json"))
+            # no step ran in this session, so there is no training loss to report: NaN, not 0
             return TrainOutput(
-                self.ledger.resumed_from[-1]["step"], float("nan"), {"total_flos": self.ledger.total("useful")}
+                self.ledger.resumed_from[-1]["step"],
+                float("nan"),
+                {"total_flos": self.ledger.total("useful")},
             )
         return None
 
@@ -356,7 +365,10 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
                 from paper_repro.sampler import LeanStats
 
                 lean = LeanStats()
-                completion_ids, logprobs = self._lean_generate(prompt_ids, lean), None  # None: as TRL's HF path
+                completion_ids, logprobs = (
+                    self._lean_generate(prompt_ids, lean),
+                    None,
+                )  # None: as TRL's HF path
             else:
                 completion_ids, logprobs = super()._generate_single_turn(
                     prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
@@ -470,7 +482,9 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
                         prompts=prompts, completions=completions, completion_ids=completion_ids_list
                     )
                     name = getattr(func, "__name__", func)
-                    self.ledger.charge("reward", as_conventions(cost, f"reward function {name!r}'s flop_cost"))
+                    self.ledger.charge(
+                        "reward", as_conventions(cost, f"reward function {name!r}'s flop_cost")
+                    )
         self._sync()
         self.ledger.add_seconds("reward", time.perf_counter() - start)
         self._last_rewards = rewards
