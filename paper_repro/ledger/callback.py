@@ -95,9 +95,11 @@ TRL_CONVENTIONS: dict[str, str] = {
     "PEFT wrapper calls the base model's generate; a rollout loop that calls the model's forward itself "
     "(LedgerGRPOTrainer's lean sampler) would be read as old-policy forwards",
     "fused_lm_head": "log-prob forwards call the model with labels=... and fused_lm_head=True "
-    "(trl.trainer.utils.add_fused_lm_head); the head scores the positions whose shifted label is not "
-    "-100 on CUDA/XPU with Triton, every position but the last elsewhere (mirrors "
-    "trl.kernels.chunked_logprob._use_triton, read, not imported)",
+    "(trl.trainer.utils.add_fused_lm_head, TRL >= 1.14), whose head scores the positions whose shifted "
+    "label is not -100 on CUDA/XPU with Triton, every position but the last elsewhere (mirrors "
+    "trl.kernels.chunked_logprob._use_triton, read, not imported), and recomputes its logits in "
+    "backward; without that kwarg (TRL 1.13: logits_to_keep) the LM head runs as a module, counted by "
+    "a hook on it, with no recompute",
     "grad": "the loss forward runs with grad enabled and its backward follows; the old-policy and "
     "reference forwards run under no_grad",
     "reference": "with PEFT the reference is the policy with its adapters disabled, or its 'ref' adapter; "
