@@ -345,3 +345,28 @@ def test_the_stop_line_can_be_silenced_before_the_ledger_is_imported():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == str(logging.WARNING)
+
+
+def test_every_private_trl_name_the_subclass_touches_is_listed_with_its_reason():
+    """The subclass's surface on TRL, found in the code: every ``self._x`` / ``trainer._x`` /
+    ``super()._x`` that GRPOTrainer or Trainer defines is in SUBCLASS_PRIVATE_TRL_NAMES, and every
+    listed name is still touched."""
+    import re
+    from pathlib import Path
+
+    import transformers
+    import trl
+
+    from paper_repro.ledger.compat import SUBCLASS_PRIVATE_TRL_NAMES
+
+    root = Path(__file__).resolve().parents[1] / "paper_repro" / "ledger"
+    ours = "".join(
+        (root / f"{m}.py").read_text()
+        for m in ("trainer", "pricing", "downsample", "kernels", "card", "probes")
+    )
+    touched = set(re.findall(r"\b(?:self|trainer|super\(\))\.(_[a-z]\w*)", ours))
+    theirs = (Path(trl.__file__).parent / "trainer" / "grpo_trainer.py").read_text() + (
+        Path(transformers.__file__).parent / "trainer.py"
+    ).read_text()
+    private = {n for n in touched if re.search(rf"(def {n}\b|self\.{n}\s*[:=])", theirs)}
+    assert private == set(SUBCLASS_PRIVATE_TRL_NAMES)

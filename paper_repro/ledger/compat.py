@@ -37,6 +37,22 @@ HOOKED_METHODS: dict[str, tuple[str, ...]] = {
     "_tokenize_prompts": ("prompts",),
 }
 
+# Every private TRL name LedgerGRPOTrainer (with its mixins, card and probes) touches, and why: the
+# surface a TRL release can break. tests/test_ledger_contract.py finds each private GRPOTrainer or
+# Trainer name the code touches in this list, and each listed name in the code. FlopLedgerCallback
+# touches none (paper_repro.ledger.callback.PRIVATE_TRL_NAMES is empty).
+SUBCLASS_PRIVATE_TRL_NAMES: dict[str, str] = {
+    "_generate_single_turn": "overridden: the rollouts' prompt and completion tokens (C_search); the lean and fused samplers",
+    "_get_per_token_logps_and_entropies": "overridden: every policy forward (loss pass, old-policy, reference); the bucketed and fused update",
+    "_calculate_rewards": "overridden: reward functions' flop_cost and reward models' forwards (C_reward)",
+    "_generate_and_score_completions": "overridden: K-of-G down-sampling of each generation batch",
+    "_tokenize_prompts": "called: the longest prompt as TRL tokenizes it, for the round's ceiling",
+    "_buffered_inputs": "read (filled by _prepare_inputs): the round's rollouts, to price the next optimizer step exactly",
+    "_step": "read: TRL's micro-batch counter, for round boundaries",
+    "_metrics": "written: flops/*, tokens/* and perf/ledger_* into TRL's metrics at each step",
+    "_is_vlm": "read: a vision-language model's encoder is unpriced, and the kernels fall back to TRL's",
+}
+
 
 def trl_version() -> str:
     import trl
