@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -409,15 +409,36 @@ def _backward_rates(
     return _BackwardRates(per_token, per_pair, head)
 
 
+Recompute = Literal["full", "early_stop"]
+RECOMPUTES: tuple[Recompute, ...] = ("full", "early_stop")
+
+
 @dataclass(frozen=True)
 class TrainSpec:
-    """How the policy is trained: LoRA (``lora`` set) or full fine-tuning (``lora=None``)."""
+    """How the policy is trained: LoRA (``lora`` set) or full fine-tuning (``lora=None``).
+
+    Under gradient checkpointing, ``recompute`` says what the backward replays of each checkpointed
+    decoder layer (see :func:`recompute_flops`): ``"full"`` its whole forward (reentrant checkpointing,
+    or non-reentrant with torch's early stop off); ``"early_stop"`` its forward up to the last tensor
+    its backward saved (non-reentrant checkpointing, transformers' default, with torch's early stop,
+    on by default). ``checkpoint_every_n_layers``: transformers' ``every_n_layers``, every n-th
+    decoder layer checkpointed, from the first."""
 
     lora: LoRASpec | None = field(default_factory=LoRASpec)
     gradient_checkpointing: bool = False
     head_recompute: bool = False  # TRL's fused LM head recomputes logits in backward
     input_requires_grad: bool | None = None  # default: on with gradient checkpointing
     train_head: bool = False  # LoRA on the LM head (rare)
+    recompute: Recompute = "full"
+    checkpoint_every_n_layers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.recompute not in RECOMPUTES:
+            raise ValueError(f"TrainSpec.recompute must be one of {RECOMPUTES}, got {self.recompute!r}")
+        if self.checkpoint_every_n_layers < 1:
+            raise ValueError(
+                f"TrainSpec.checkpoint_every_n_layers must be >= 1, got {self.checkpoint_every_n_layers}"
+            )
 
     @property
     def effective_input_requires_grad(self) -> bool:
@@ -440,15 +461,38 @@ def backward_flops(shape: ModelShape, work: Work, train: TrainSpec) -> float:
     )
 
 
+def recompute_flops(shape: ModelShape, work: Work, train: TrainSpec) -> float:
+    """FLOPs the backward spends replaying the forward of the checkpointed decoder layers (every
+    ``train.checkpoint_every_n_layers``-th, from the first, as transformers picks them; the output head
+    is not checkpointed).
+
+    ``recompute="full"``: each such layer's whole forward. ``"early_stop"``: torch's non-reentrant
+    checkpoint stops replaying a layer as soon as every tensor its backward saved is back, and autograd
+    saves a matmul's inputs before it runs it; the last op of these layers that saves anything is
+    their last matmul, whose output nothing saves (the residual add after it saves nothing), so that
+    matmul is never replayed: PEFT's ``lora_B`` of ``down_proj`` where ``down_proj`` is adapted (PEFT
+    runs the base layer first, then ``lora_B(lora_A(x))``), else ``down_proj`` itself (LoRA elsewhere,
+    or full fine-tuning). Measured, not assumed: ``tests/test_ledger_checkpointing.py``."""
+    layers = -(-shape.num_layers // train.checkpoint_every_n_layers)
+    per_token = 2 * shape.layer_matmul_params + (
+        0 if train.lora is None else 2 * train.lora.adapter_params_per_layer(shape)
+    )
+    if train.recompute == "early_stop":
+        down_in, down_out = shape.module_shapes()["down_proj"]
+        lora_down = train.lora is not None and "down_proj" in train.lora.target_modules
+        per_token -= 2 * (train.lora.rank if lora_down else down_in) * down_out
+    return layers * per_token * work.tokens + 4 * layers * shape.attention_width * work.attn_pairs
+
+
 def train_flops(shape: ModelShape | CostModel, work: Work, train: TrainSpec) -> float:
-    """Forward + backward FLOPs of a training pass (+ a body recompute under gradient checkpointing);
-    a :class:`CostModel` prices itself."""
+    """Forward + backward FLOPs of a training pass (+ the checkpointed layers' recompute under gradient
+    checkpointing, :func:`recompute_flops`); a :class:`CostModel` prices itself."""
     if not isinstance(shape, ModelShape):
         return shape.train_flops(work, train)
     fwd = forward_flops(shape, work, train.lora)
     total = fwd + backward_flops(shape, work, train)
     if train.gradient_checkpointing:
-        total += forward_flops(shape, replace(work, head_tokens=0), train.lora)
+        total += recompute_flops(shape, work, train)
     return total
 
 

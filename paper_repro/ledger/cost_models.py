@@ -21,6 +21,14 @@ FLOPs; the ledger charges every pass through :func:`paper_repro.flops.forward_fl
   and soft-capping included (masks and caps are elementwise). Measured at construction, before
   ``train()``, on the model's device, with the random state and the gradients left as they were.
 
+  Under activation checkpointing the loss pass is measured again with checkpointing on as the run
+  turns it on (:attr:`paper_repro.flops.TrainSpec.recompute`: reentrant, replaying each checkpointed
+  layer whole, or non-reentrant with torch's early stop, replaying it up to the last tensor its
+  backward saved; on the layers the run checkpoints; the input embeddings' output requiring grad, as
+  transformers makes it), the module's own settings put back after. What the early stop skips depends
+  on the layer's code (gemma2's norm after the MLP saves the down projection's output: nothing is
+  skipped), so it is measured, not assumed.
+
   A cost per model call that does not grow with the tokens (PEFT's LoRA on a mixture-of-experts'
   expert parameters computes every expert's delta weights in each forward) is measured too, but the
   ledger counts tokens, not calls: it is left out, and the trainer's warning says how large it is.
@@ -28,6 +36,8 @@ FLOPs; the ledger charges every pass through :func:`paper_repro.flops.forward_fl
 
 from __future__ import annotations
 
+import functools
+import json
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,6 +46,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
+import torch.utils.checkpoint
 
 from paper_repro import flops
 from paper_repro.flops import CostModel, ModelShape, TrainSpec, Work
@@ -80,11 +91,12 @@ class MeasuredCost:
     ``forward``: a no-grad forward with the adapters active (generation, the old-policy forward);
     ``base_forward``: with them disabled (the reference forward); ``train``: a loss pass's forward and
     backward, without TRL's head recompute, which :meth:`train_flops` adds from ``forward`` as the
-    training spec asks, as it adds the body's recompute under gradient checkpointing unless the
-    measurement ran with checkpointing on (``checkpointed``; transformers' ``Trainer`` turns it on in
-    ``train()``, after the measurement). A reward model has ``forward`` only, its head folded into the
-    per-token rate (it scores every position it reads). ``unpriced``: why it could not be measured; then
-    every rate is 0."""
+    training spec asks. ``train`` is measured with the module as it is (``checkpointed``: with its own
+    activation checkpointing on); ``checkpointed_train`` with activation checkpointing on every
+    ``checkpoint_every_n_layers``-th layer, replaying them as ``recompute`` says (None: not measured,
+    the run does not checkpoint or the module cannot: then the body's whole forward is added under
+    checkpointing). A reward model has ``forward`` only, its head folded into the per-token rate (it
+    scores every position it reads). ``unpriced``: why it could not be measured; then every rate is 0."""
 
     forward: Rates
     base_forward: Rates
@@ -94,6 +106,9 @@ class MeasuredCost:
     parameters: int
     non_embedding_parameters: int
     checkpointed: bool = False
+    checkpointed_train: Rates | None = None
+    recompute: flops.Recompute | None = None
+    checkpoint_every_n_layers: int = 1
     per_call: float = 0.0  # FLOPs per model call beyond its tokens (a loss pass's): not counted
     nonlinearity: float = 0.0  # the fit's relative error at the check width
     unpriced: str | None = None
@@ -103,11 +118,25 @@ class MeasuredCost:
         return (self.forward if lora is not None else self.base_forward)(work)
 
     def train_flops(self, work: Work, train: TrainSpec) -> float:
-        total = self.train(work)
+        """The loss pass as measured under the training spec's checkpointing, + TRL's head recompute."""
+        if not train.gradient_checkpointing:
+            total = self.train(work)
+        elif self.checkpointed_train is None:  # not measured: the body's whole forward again
+            total = self.train(work)
+            total += 0 if self.checkpointed else self.forward(replace(work, head_tokens=0))
+        elif (train.recompute, train.checkpoint_every_n_layers) == (
+            self.recompute,
+            self.checkpoint_every_n_layers,
+        ):
+            total = self.checkpointed_train(work)
+        else:
+            raise ValueError(
+                f"measured with recompute={self.recompute!r} on every {self.checkpoint_every_n_layers} "
+                f"layer(s), asked for recompute={train.recompute!r} on every "
+                f"{train.checkpoint_every_n_layers}: measure_policy(model, recompute, every_n_layers)"
+            )
         if train.head_recompute:
             total += self.forward.head * work.head_tokens
-        if train.gradient_checkpointing and not self.checkpointed:
-            total += self.forward(replace(work, head_tokens=0))
         return total
 
     def parameter_count(self, include_embeddings: bool = True) -> int:
@@ -122,18 +151,42 @@ class MeasuredCost:
 
 
 def policy_cost(
-    model: Any, gradient_checkpointing: bool, checkpointing_kwargs: dict[str, Any] | None = None
+    model: Any, gradient_checkpointing: bool, checkpointing_kwargs: dict[str, Any] | str | None = None
 ) -> tuple[CostModel, TrainSpec]:
     """The policy's cost model and training spec (TRL's fused LM head recomputes its logits in
-    backward): analytic where it knows the model and its LoRA, else measured."""
-    spec = dict(gradient_checkpointing=gradient_checkpointing, head_recompute=True)
+    backward; under activation checkpointing, the recompute ``checkpointing_kwargs`` ask for, see
+    :func:`checkpointing_of`): analytic where it knows the model and its LoRA, else measured."""
+    recompute, every_n_layers = checkpointing_of(checkpointing_kwargs)
+    spec: dict[str, Any] = dict(gradient_checkpointing=gradient_checkpointing, head_recompute=True)
+    if gradient_checkpointing:
+        spec.update(recompute=recompute, checkpoint_every_n_layers=every_n_layers)
     shape = analytic_shape(_base(model))
     if shape is not None:
         try:
             return shape, TrainSpec(lora=lora_spec_of(model, shape.num_layers), **spec)
         except ValueError:  # LoRA the analytic model cannot describe: measured
             pass
-    return measure_policy(model), TrainSpec(lora=adapters_of(model), **spec)
+    measured = measure_policy(model, recompute if gradient_checkpointing else None, every_n_layers)
+    return measured, TrainSpec(lora=adapters_of(model), **spec)
+
+
+def checkpointing_of(kwargs: dict[str, Any] | str | None) -> tuple[flops.Recompute, int]:
+    """What a run's ``activation_checkpointing_kwargs`` make transformers 5 and torch 2 run: the
+    recompute (:attr:`paper_repro.flops.TrainSpec.recompute`) and every how many decoder layers one is
+    checkpointed. As ``Trainer`` reads them: ``every_n_layers`` and ``offload`` (no FLOPs) are its own,
+    the rest go to ``torch.utils.checkpoint.checkpoint``, and none left means ``use_reentrant=False``;
+    torch's ``use_reentrant`` unset means reentrant, and non-reentrant stops early unless
+    ``early_stop=False``. (``torch.utils.checkpoint.set_checkpoint_early_stop(False)`` around the
+    training is not seen here.)"""
+    if isinstance(kwargs, str):
+        kwargs = json.loads(kwargs)
+    torch_kwargs = dict(kwargs or {})
+    every_n_layers = int(torch_kwargs.pop("every_n_layers", 1))
+    torch_kwargs.pop("offload", None)
+    torch_kwargs = torch_kwargs or {"use_reentrant": False}
+    reentrant = torch_kwargs.get("use_reentrant") is None or bool(torch_kwargs["use_reentrant"])
+    early_stop = not reentrant and bool(torch_kwargs.get("early_stop", True))
+    return ("early_stop" if early_stop else "full"), every_n_layers
 
 
 def reward_model_cost(module: Any) -> CostModel:
@@ -222,9 +275,13 @@ def adapters_of(model: Any) -> Adapters | None:
 # ---------------------------------------------------------------------------------------------
 
 
-def measure_policy(model: Any) -> MeasuredCost:
+def measure_policy(
+    model: Any, recompute: flops.Recompute | None = "early_stop", every_n_layers: int = 1
+) -> MeasuredCost:
     """Measure a policy (PEFT-wrapped or plain): its backbone's forward with the adapters active and
-    disabled and its forward and backward in training, per token and per pair; its output head's
+    disabled and its forward and backward in training, per token and per pair, as it is and (unless
+    ``recompute`` is None) with every ``every_n_layers``-th decoder layer checkpointed, replayed as
+    ``recompute`` says (default: as transformers' default checkpointing runs); its output head's
     forward and forward-and-backward per position. Unpriced, with the reason, when it cannot run."""
     base = _base(model)
     try:
@@ -238,6 +295,11 @@ def measure_policy(model: Any) -> MeasuredCost:
                 with model.disable_adapter():
                     base_forward, _, base_fit = _body_rates(backbone, train=False)
             train, per_call, train_fit = _body_rates(backbone, train=True)
+            checkpointed = None
+            if recompute is not None:
+                checkpointed, train_fit = _checkpointed_rates(
+                    base, backbone, recompute, every_n_layers, train_fit
+                )
             hidden = head.weight.new_zeros(1, HEAD_POSITIONS, base.config.get_text_config().hidden_size)
             head_forward = _per_position(lambda: head(hidden), train=False)
             head_train = _per_position(lambda: head(hidden.requires_grad_()), train=True)
@@ -248,6 +310,9 @@ def measure_policy(model: Any) -> MeasuredCost:
         base_forward=replace(base_forward, head=head_forward),
         train=replace(train, head=head_train),
         checkpointed=bool(getattr(base, "is_activation_checkpointing", False)),
+        checkpointed_train=None if checkpointed is None else replace(checkpointed, head=head_train),
+        recompute=None if checkpointed is None else recompute,
+        checkpoint_every_n_layers=every_n_layers,
         per_call=per_call,
         nonlinearity=max(fit, base_fit, train_fit),
         **_identity(base),
@@ -274,6 +339,24 @@ def measure_reward_model(module: Any) -> MeasuredCost:
         nonlinearity=fit,
         **_identity(module),
     )
+
+
+def _checkpointed_rates(
+    base: Any, backbone: Any, recompute: flops.Recompute, every_n_layers: int, fit: float
+) -> tuple[Rates | None, float]:
+    """The loss pass's rates with every ``every_n_layers``-th layer checkpointed and replayed as
+    ``recompute`` says (``"full"``: reentrant; ``"early_stop"``: non-reentrant, torch's early stop on),
+    and the worse of the fits; None where the module cannot checkpoint (transformers' ``Trainer``
+    refuses it then) or not this way (an older interface)."""
+    if not getattr(base, "supports_gradient_checkpointing", False):
+        return None, fit
+    kwargs = {"use_reentrant": True} if recompute == "full" else {"use_reentrant": False, "early_stop": True}
+    try:
+        with _checkpointing(base, kwargs, every_n_layers):
+            rates, _, checkpointed_fit = _body_rates(backbone, train=True)
+    except Exception:  # priced as the body's whole forward again
+        return None, fit
+    return rates, max(fit, checkpointed_fit)
 
 
 def _body_rates(backbone: Any, train: bool) -> tuple[Rates, float, float]:
@@ -333,6 +416,37 @@ def _untouched(model: torch.nn.Module) -> Iterator[None]:
             model.train(training)
             for p, g in zip(params, grads, strict=True):
                 p.grad = g
+
+
+_UNSET = object()
+
+
+@contextmanager
+def _checkpointing(model: Any, torch_kwargs: dict[str, Any], every_n_layers: int) -> Iterator[None]:
+    """``model``'s decoder layers checkpointed as ``activation_checkpointing_enable`` does it
+    (``torch.utils.checkpoint.checkpoint`` with ``torch_kwargs``, every ``every_n_layers``-th layer),
+    and its input embeddings' output requiring grad as it makes it; each module's checkpointing
+    attributes and the hooks put back after."""
+    attrs = ("gradient_checkpointing", "_gradient_checkpointing_func")
+    saved = [
+        (m, {a: m.__dict__.get(a, _UNSET) for a in attrs})
+        for m in model.modules()
+        if hasattr(m, "gradient_checkpointing")
+    ]
+    func = functools.partial(torch.utils.checkpoint.checkpoint, **torch_kwargs)
+    layout = {} if every_n_layers == 1 else {"every_n_layers": every_n_layers}
+    hook = model.get_input_embeddings().register_forward_hook(lambda m, i, out: out.requires_grad_(True))
+    try:
+        model._set_gradient_checkpointing(enable=True, gradient_checkpointing_func=func, **layout)
+        yield
+    finally:
+        hook.remove()
+        for m, values in saved:
+            for a, v in values.items():
+                if v is not _UNSET:
+                    setattr(m, a, v)
+                elif a in m.__dict__:
+                    delattr(m, a)
 
 
 def _base(model: Any) -> Any:
