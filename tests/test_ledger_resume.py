@@ -106,3 +106,32 @@ def test_a_checkpoint_without_the_ledger_state_refuses_a_budget(tmp_path, uninte
     (tmp_path / "out" / "checkpoint-2" / STATE_NAME).unlink()
     with pytest.raises(ValueError, match=r"holds no FLOP ledger state .* the budget could not be kept"):
         _run(tmp_path, budget, resume=True)
+
+
+def _callback_run(tmp_path, budget: float, kill_at: int | None = None, resume: bool = False):
+    """TRL's own GRPOTrainer with the ledger as a callback, one round per optimizer step, a checkpoint
+    every step."""
+    from paper_repro.ledger import FlopLedgerCallback
+    from tests.test_ledger_callback import build
+
+    callback = FlopLedgerCallback(LedgerConfig(budget_flops=budget, round_ceiling_flops=budget / 3))
+    trainer = build(
+        tmp_path, "grpo", "qwen2", True, callback, steps_per_generation=1, save_strategy="steps",
+        save_steps=1, max_steps=40,
+    )  # fmt: skip
+    if kill_at is not None:
+        trainer.add_callback(KillAfterSave(kill_at))
+    with contextlib.suppress(Interrupted):
+        trainer.train(resume_from_checkpoint=True if resume else None)
+    return callback.ledger.summary()
+
+
+def test_the_callback_resumes_as_the_uninterrupted_run(tmp_path_factory):
+    whole = _callback_run(tmp_path_factory.mktemp("whole"), 2e8)
+    assert whole["stopped_by_budget"] and whole["steps"] >= 3
+    path = tmp_path_factory.mktemp("killed")
+    kill_at = random.Random(7).randrange(1, whole["steps"])
+    _callback_run(path, 2e8, kill_at=kill_at)
+    resumed = _callback_run(path, 2e8, resume=True)
+    assert _comparable(resumed) == _comparable(whole)
+    assert [r["step"] for r in resumed["resumed_from"]] == [kill_at]

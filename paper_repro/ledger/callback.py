@@ -45,6 +45,10 @@ logs and to ``state.log_history``; ``state.total_flos`` becomes the useful C_tot
 run through ``control.should_training_stop``; ``on_train_end`` logs why the run stopped and writes the
 summary (:meth:`FlopLedgerCallback.summary_path`).
 
+Its state is saved with every checkpoint and restored when the run resumes from one, as the
+subclass's is (:mod:`~paper_repro.ledger.resume`); but a callback cannot stop Trainer before the
+first step, so a resume whose budget is already spent runs one step more (the subclass runs none).
+
 What it cannot do that the subclass does: K-of-G down-sampling (``LedgerConfig.kept``), the lean and
 fused samplers and the bucketed update, the compute card, pricing the costliest round itself (pass
 ``round_ceiling_flops`` for a guaranteed budget stop) and seeing vLLM's generation (its engine runs
@@ -80,6 +84,7 @@ from paper_repro.ledger.core import (
     real_rows_work,
 )
 from paper_repro.ledger.cost_models import check_priced, policy_cost, reward_model_cost
+from paper_repro.ledger.resume import checkpoint_dir, load_ledger_state, save_ledger_state
 
 logger = logging.getLogger("paper_repro.ledger")
 
@@ -260,7 +265,30 @@ class FlopLedgerCallback(TrainerCallback):
         self._session_steps = 0
         self._round_rows, self._new_round = [], True
         self._flos_at_begin = float(state.total_flos or 0.0)
+        if state.global_step > 0:  # resumed from a checkpoint: the ledger's state saved with it
+            self._resume(args, state)
         self._install(model)
+
+    def on_save(self, args, state, control, **kwargs):
+        """The ledger's state beside the checkpoint Trainer has just written (paper_repro.ledger.resume)."""
+        folder = checkpoint_dir(args.output_dir, state.global_step)
+        if self.ledger is not None and state.is_world_process_zero and folder.is_dir():
+            save_ledger_state(self.ledger, folder)
+
+    def _resume(self, args: Any, state: Any) -> None:
+        """Restore the ledger from the checkpoint this run resumed from (``<output_dir>/checkpoint-<step>``),
+        so the budget counts every step of the run; a checkpoint without it refuses a budget."""
+        folder = checkpoint_dir(args.output_dir, state.global_step)
+        if load_ledger_state(self.ledger, folder, state.global_step) is not None:
+            self._flos_at_begin = 0.0  # the restored ledger counts the steps before the resume
+            return
+        message = (
+            f"resumed at step {state.global_step}, but {folder} holds no FLOP ledger state: the ledger "
+            "counts only the steps of this session"
+        )
+        if self.config.budget_flops is not None:
+            raise ValueError(message + ", so the budget could not be kept; resume without a budget")
+        warnings.warn(message, stacklevel=3)
 
     def on_step_begin(self, args, state, control, **kwargs):
         if self.ledger is not None:
