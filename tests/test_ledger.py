@@ -214,8 +214,9 @@ def test_ledger_agrees_with_profiler(tmp_path, overrides):
     trainer = run_tiny_grpo(tmp_path, LedgerConfig(kept=2), measure=True, **overrides)
     executed = trainer.ledger.summary()["executed"]
     measured_learning = trainer.measured_total - trainer.measured
-    assert trainer.measured / executed["C_search"] == pytest.approx(1.0, abs=0.05)
-    assert measured_learning / executed["C_learning"] == pytest.approx(1.0, abs=0.05)
+    # measured 1.00000 in every case, GRPOConfig's default non-reentrant checkpointing on (the target: 0.5%)
+    assert trainer.measured / executed["C_search"] == pytest.approx(1.0, abs=0.005)
+    assert measured_learning / executed["C_learning"] == pytest.approx(1.0, abs=0.005)
     tokens = trainer.ledger.summary()["tokens"]
     kind = "old_forward_rows" if overrides.get("num_iterations", 1) > 1 else "ref_forward_rows"
     assert tokens[kind] == tokens["gen_rows"]  # the extra forward runs on all G, before down-sampling

@@ -577,6 +577,16 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
             "compute_dtype_missing": dtype_missing,
             "attn_implementation": getattr(base.config, "_attn_implementation", None),
             "activation_checkpointing": bool(getattr(args, "activation_checkpointing", False)),
+            # how the backward replays checkpointed layers, as priced: "full" (reentrant, or early stop
+            # off) or "early_stop" (non-reentrant: each layer's last matmul not replayed); null when off
+            "activation_checkpointing_recompute": (
+                trainer.ledger.train.recompute if trainer.ledger.train.gradient_checkpointing else None
+            ),
+            "activation_checkpointing_every_n_layers": (
+                trainer.ledger.train.checkpoint_every_n_layers
+                if trainer.ledger.train.gradient_checkpointing
+                else None
+            ),
             "sampler": getattr(trainer, "sampler", None),
             "update_layout": getattr(trainer, "update_layout", None),
         },
@@ -702,7 +712,7 @@ def card_markdown(card: dict[str, Any]) -> str:
         f"{m['trainable_parameters']:,} trainable",
         f"- execution: weights {ex['dtype']}, mixed precision {ex['mixed_precision']} (loss matmuls in "
         f"{ex['compute_dtype']}), attention `{ex['attn_implementation']}`, activation checkpointing "
-        f"{'on' if ex['activation_checkpointing'] else 'off'}, sampler {ex['sampler']}, update layout "
+        f"{'on (recompute ' + str(ex['activation_checkpointing_recompute']) + ')' if ex['activation_checkpointing'] else 'off'}, sampler {ex['sampler']}, update layout "
         f"{ex['update_layout']}",
         f"- compute dtype by phase (measured): {dtypes or 'none measured'}"
         + (f"; not measured: {unseen}" if unseen else ""),

@@ -417,8 +417,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
                 )
                 self.ledger.count(update_buckets=len(plan.buckets))
             if torch.is_grad_enabled():  # the loss pass: its backward follows
-                # the fused forward's head keeps its logits for backward: no recompute there
-                executed_train = None if fused is None else replace(self.ledger.train, head_recompute=False)
+                executed_train = None if fused is None else self._fused_train_spec()
                 self.ledger.charge_training_pass(work, executed_train)
                 self.ledger.count(
                     loss_rows=input_ids.size(0),
@@ -489,6 +488,17 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         self.ledger.add_seconds("reward", time.perf_counter() - start)
         self._last_rewards = rewards
         return rewards
+
+    def _fused_train_spec(self) -> flops.TrainSpec:
+        """How the fused update forward (paper_repro.fused_update) trains: its head keeps its logits
+        for backward (no recompute there), and its LoRA linears are autograd Functions that save their
+        tensors after their forward, so under non-reentrant checkpointing the replay of a layer whose
+        down_proj carries LoRA runs to its end (torch's early stop skips nothing there)."""
+        train = replace(self.ledger.train, head_recompute=False)
+        lora = train.lora
+        if train.recompute == "early_stop" and lora is not None and "down_proj" in lora.target_modules:
+            train = replace(train, recompute="full")
+        return train
 
     def priced_models(self) -> dict[str, Any]:
         """The cost model of each model the ledger prices, by name: the policy and each reward model."""
