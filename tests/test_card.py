@@ -524,3 +524,15 @@ def test_the_budget_block_says_whether_the_run_resumed_and_how_its_ceiling_was_p
     assert budget["prompt_length_source"].startswith("the train dataset's longest prompt")
     assert "prompt_length_source_missing" not in budget
     assert "resumed: from out/checkpoint-2 at step 2" in card_markdown(card)
+
+
+def test_a_deep_copy_of_the_policy_shares_the_dtype_probe(run):
+    """The budget ladder merges a deep copy of the policy for evaluation: the probe's hook goes with it
+    by reference (copying it would copy the trainer, whose locks cannot be copied)."""
+    import copy
+
+    trainer = run[0]
+    name = trainer.dtype_probes.probed["policy"]
+    copied = copy.deepcopy(trainer.model)  # raised "cannot pickle '_thread.RLock' object" before
+    hooks = dict(trainer.model.named_modules())[name]._forward_hooks
+    assert list(dict(copied.named_modules())[name]._forward_hooks.values()) == list(hooks.values())

@@ -336,15 +336,7 @@ class FlopLedgerCallback(TrainerCallback):
         path = self.summary_path(args)
         if path is not None and state.is_world_process_zero:
             ledger.write_summary(path)
-        budget = self.config.budget_flops
-        if budget is not None and ledger.total("useful") > budget:
-            spent = ledger.total("useful")
-            warnings.warn(
-                f"the FLOP ledger's run passed its budget: {spent:.4g} useful FLOPs of {budget:.4g} "
-                f"({spent / budget - 1:+.1%}), with budget_stop={self.config.budget_stop!r}",
-                BudgetWarning,
-                stacklevel=2,
-            )
+        ledger.warn_if_over_budget()
 
     def summary_path(self, args: Any) -> Path | None:
         """Where ``on_train_end`` writes the summary: beside the step log (``<log_path>.summary.json``),

@@ -28,6 +28,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -448,6 +449,18 @@ class FlopLedger:
         if ceiling:
             return self.stop_before(ceiling, "the next round, at its ceiling,")
         return self.stop_before(max(self.rounds), "the next round, priced as the dearest so far,")
+
+    def warn_if_over_budget(self) -> None:
+        """At the end of training: a ``BudgetWarning`` (spent / budget) when the useful C_total passed
+        the budget (only ``budget_stop="overshoot"``, or a ceiling that was too low, can do it)."""
+        budget, spent = self.config.budget_flops, self.total("useful")
+        if budget is not None and spent > budget:
+            warnings.warn(
+                f"the FLOP ledger's run passed its budget: {spent:.4g} useful FLOPs of {budget:.4g} "
+                f"({spent / budget - 1:+.1%}), with budget_stop={self.config.budget_stop!r}",
+                BudgetWarning,
+                stacklevel=3,
+            )
 
     def stop_message(self, why: str) -> str:
         """The one line a stopped run logs: its rounds and steps, spent / budget, and ``why``."""

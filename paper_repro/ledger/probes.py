@@ -49,6 +49,20 @@ def first_linear(model: torch.nn.Module) -> tuple[str, torch.nn.Linear] | None:
     return next(((n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)), None)
 
 
+class _Probe:
+    """The forward hook on a probed Linear. A deep copy of the module (the budget ladder merges a copy of
+    the policy for evaluation) shares it instead of copying it, and with it the trainer it reports to."""
+
+    def __init__(self, probes: DtypeProbes) -> None:
+        self.probes = probes
+
+    def __call__(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        self.probes._hook(module, args, output)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Probe:
+        return self
+
+
 class DtypeProbes:
     """The dtypes seen per phase (:attr:`seen`: phase -> dtypes in the order first seen) and the
     hooks that see them (:attr:`probed`: the model -> the Linear probed in it)."""
@@ -77,7 +91,7 @@ class DtypeProbes:
             found = first_linear(model)
             if found is not None:
                 self.probed[role] = found[0]
-                self._handles.append(found[1].register_forward_hook(self._hook))
+                self._handles.append(found[1].register_forward_hook(_Probe(self)))
 
     def remove(self) -> None:
         for handle in self._handles:

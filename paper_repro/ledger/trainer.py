@@ -53,7 +53,6 @@ from paper_repro import flops
 from paper_repro.ledger.card import utilisation_metrics
 from paper_repro.ledger.compat import check_config_places, check_trl
 from paper_repro.ledger.core import (
-    BudgetWarning,
     FlopLedger,
     LedgerConfig,
     as_conventions,
@@ -324,15 +323,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
                 f"({getattr(self.args.lr_scheduler_type, 'value', self.args.lr_scheduler_type)} schedule over max_steps={state.max_steps}, not over the budget)"
             )
         logger.info(ledger.stop_message(why))
-        budget = ledger.config.budget_flops
-        if budget is not None and ledger.total("useful") > budget:
-            spent = ledger.total("useful")
-            warnings.warn(
-                f"the FLOP ledger's run passed its budget: {spent:.4g} useful FLOPs of {budget:.4g} "
-                f"({spent / budget - 1:+.1%}), with budget_stop={ledger.config.budget_stop!r}",
-                BudgetWarning,
-                stacklevel=2,
-            )
+        ledger.warn_if_over_budget()
 
     # --- helpers -------------------------------------------------------------------------------
     def _sync(self) -> None:
