@@ -19,6 +19,7 @@ from paper_repro.ledger import (
     LedgerGRPOTrainer,
 )
 from paper_repro.ledger import callback as callback_module
+from paper_repro.ledger import watch as watch_module
 from paper_repro.profiling import flop_counter
 from paper_repro.testbed import build_tokenizer
 
@@ -276,8 +277,9 @@ def test_what_the_callback_refuses():
 
 def test_the_callback_touches_no_private_trl_name_it_does_not_list():
     """The subclass's hooked methods and the private attributes it reads appear nowhere in the callback's
-    code (docstrings aside); any private TRL name it did use would be listed in PRIVATE_TRL_NAMES."""
-    source = Path(callback_module.__file__).read_text()
+    code, its model hooks' (paper_repro.ledger.watch) included (docstrings aside); any private TRL name
+    it did use would be listed in PRIVATE_TRL_NAMES."""
+    source = "".join(Path(m.__file__).read_text() for m in (callback_module, watch_module))
     code = re.sub(r'"""[\s\S]*?"""', "", source)
     private = [*HOOKED_METHODS, "_buffered_inputs", "_metrics", "_step", "_is_vlm", "_last_loaded_step"]
     for name in private:
