@@ -1,39 +1,43 @@
 """The compute card: what one ledger-wrapped GRPO run computed, in one record (JSON and Markdown).
 
-:func:`compute_card` reads a finished :class:`~paper_repro.ledger.LedgerGRPOTrainer`: the model (its
-name or path; an in-memory model by class and type) and its parameter counts, LoRA, how it ran
-(dtypes, attention implementation, activation checkpointing), the round (P / G / K / mu), tokens,
-C_search / C_learning / C_reward / C_total under each convention with C_learning split into loss
-passes, old-policy and reference forwards, rho and the time-based rho, wall seconds per component,
-the hardware by name and count, and the achieved FLOP/s as MFU (useful FLOPs) and HFU (executed
-FLOPs), each phase's FLOPs against the peak of the dtype it computed in (measured as the run goes:
-:mod:`paper_repro.ledger.probes`), the peak resolved in one place (:func:`paper_repro.devices.resolve_peak`:
-``LedgerConfig.peak_flops``, TRL's table, ours). A CPU has no datasheet peak: its card states no MFU
-and shows an fp32 matmul measured in the process beside the run, as a measurement only. Its
-``provenance`` makes it citable: package versions, the model's revision, the dataset's name and
-fingerprint, seeds, the generation backend and sampling settings, the world size; no NaN anywhere
-(each becomes null with the reason beside it). The trainer writes the card at the end of training
-(``LedgerConfig.card_path``); :func:`card_markdown` renders it; :func:`utilisation_metrics` is the
-run's MFU and HFU so far as ``perf/ledger_*`` metrics. This is the allocation-aware compute report
-the paper asks runs to publish.
+:func:`compute_card` reads a finished :class:`~paper_repro.ledger.LedgerGRPOTrainer`: the model (its name or
+path; an in-memory model by class and type) and its parameter counts, LoRA, how it ran (dtypes, attention
+implementation, activation checkpointing), the round (P / G / K / mu), tokens, C_search / C_learning /
+C_reward / C_total under each convention with C_learning split into loss passes, old-policy and reference
+forwards, rho and the time-based rho, wall seconds per component, the hardware by name and count, and the
+achieved FLOP/s as MFU (useful FLOPs) and HFU (executed FLOPs), each phase's FLOPs against the peak of the
+dtype it computed in (measured as the run goes: :mod:`paper_repro.ledger.probes`), the peak resolved in one
+place (:func:`paper_repro.devices.resolve_peak`: ``LedgerConfig.peak_flops``, TRL's table, ours). A CPU has
+no datasheet peak: its card states no MFU and shows an fp32 matmul measured in the process beside the run,
+as a measurement only. Its ``provenance`` (package versions, the model's revision, the dataset's name and
+fingerprint, seeds, the generation backend and sampling, the world size), ``hardware`` and ``versions`` make
+it citable (:mod:`paper_repro.ledger.citation`); no NaN anywhere (each becomes null with the reason beside
+it). The trainer writes the card at the end of training (``LedgerConfig.card_path``); :func:`card_markdown`
+renders it; :func:`utilisation_metrics` is the run's MFU and HFU so far as ``perf/ledger_*`` metrics. This
+is the allocation-aware compute report the paper asks runs to publish.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import math
-import os
-import platform
-import re
-from importlib import metadata
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from paper_repro.devices import Peak, cpu_model, matmul_throughput, resolve_peak
 from paper_repro.flops import CONVENTIONS
+from paper_repro.ledger.citation import (
+    dataset_provenance,  # noqa: F401  re-exported: tests import it (and model_revision) from here
+    hardware,
+    hardware_line,
+    jsonable,
+    library_versions,
+    model_name,
+    model_revision,  # noqa: F401
+    provenance,
+    provenance_lines,
+)
 from paper_repro.ledger.core import COMPONENTS, LEARNING_PARTS
 from paper_repro.ledger.probes import PHASE_COMPONENT, PHASE_ROWS, PHASES, DtypeProbes
 
@@ -229,228 +233,8 @@ def utilisation_metrics(trainer: LedgerGRPOTrainer) -> dict[str, float]:
     return out
 
 
-def hardware(device: torch.device, processes: int) -> dict[str, Any]:
-    """The machine by name and count: the CPU (model, logical CPUs, the ones this process may use,
-    torch's threads), the GPU (model, how many the run used: one per process, and how many this
-    process sees; ``None`` off CUDA) and the number of processes."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    gpu = None
-    if device.type == "cuda":
-        gpu = {
-            "model": torch.cuda.get_device_name(device),
-            "count": processes,
-            "visible_to_process": torch.cuda.device_count(),
-        }
-    return {
-        "cpu": {
-            "model": cpu_model(),
-            "logical_cpus": os.cpu_count(),
-            "usable_cpus": usable,
-            "torch_threads": torch.get_num_threads(),
-        },
-        "gpu": gpu,
-        "processes": processes,
-        "platform": platform.platform(),
-    }
-
-
-def _model_name(model: Any, model_type: str, ledger_name: str) -> dict[str, Any]:
-    """The model's hub id or path; an in-memory model (empty ``_name_or_path``) by class and type."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    path = getattr(base.config, "_name_or_path", "") or ledger_name
-    cls = type(base).__name__
-    if path:
-        return {"name": str(path), "in_memory": False, "class": cls}
-    return {"name": f"in-memory {cls} ({model_type})", "in_memory": True, "class": cls}
-
-
 def _rate(flops: float, seconds: float) -> float | None:
     return flops / seconds if seconds > 0 else None
-
-
-# --- provenance --------------------------------------------------------------------------------
-
-# The packages a card names, by import name (paper_repro's distribution: paper_repro.provenance).
-PROVENANCE_PACKAGES = ("paper_repro", "trl", "transformers", "torch", "peft", "accelerate", "datasets")
-COMMIT = re.compile(r"[0-9a-f]{40}")
-
-
-def package_versions() -> dict[str, str | None]:
-    """The installed versions of :data:`PROVENANCE_PACKAGES` and Python (None: not installed)."""
-    from paper_repro.provenance import DISTRIBUTION
-
-    out: dict[str, str | None] = {}
-    for name in PROVENANCE_PACKAGES:
-        try:
-            out[name] = metadata.version(DISTRIBUTION if name == "paper_repro" else name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    if out["paper_repro"] is None:  # run from a checkout that is not installed
-        import paper_repro
-
-        out["paper_repro"] = paper_repro.__version__
-    out["python"] = platform.python_version()
-    return out
-
-
-def model_revision(model: Any, requested: str | None = None) -> dict[str, Any]:
-    """The policy's hub commit, where it can be known without the network: ``config._commit_hash``
-    (transformers before 5 kept it), the ``.../snapshots/<commit>`` folder it loaded from, or the local
-    hub cache's ``refs/<revision>`` for a hub id (``requested``: the ``revision`` TRL was asked to load,
-    else ``main``; a model loaded by hand with another ``revision=`` is not seen); else null with the
-    reason."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    config = base.config
-    path = str(getattr(config, "_name_or_path", "") or "")
-    commit = getattr(config, "_commit_hash", None)
-    if commit:
-        return {"revision": commit, "revision_source": "config._commit_hash", "revision_missing": None}
-    if not path:
-        return {"revision": None, "revision_source": None,
-                "revision_missing": "an in-memory model (empty _name_or_path): no hub commit"}  # fmt: skip
-    found = re.search(r"snapshots/([0-9a-f]{40})(/|$)", path.replace(os.sep, "/"))
-    if found:
-        return {"revision": found.group(1), "revision_source": "the hub snapshot folder it loaded from",
-                "revision_missing": None}  # fmt: skip
-    if Path(path).exists():
-        return {"revision": None, "revision_source": None,
-                "revision_missing": "loaded from a local path that is not a hub snapshot: no hub commit"}  # fmt: skip
-    if requested and COMMIT.fullmatch(requested):
-        return {
-            "revision": requested,
-            "revision_source": "model_init_kwargs['revision']",
-            "revision_missing": None,
-        }
-    ref = requested or "main"
-    try:
-        from huggingface_hub import constants
-
-        cache = os.environ.get("HF_HUB_CACHE") or constants.HF_HUB_CACHE  # the environment now
-        refs = Path(cache) / f"models--{path.replace('/', '--')}" / "refs" / ref
-        commit = refs.read_text().strip() if refs.is_file() else None
-    except (OSError, ImportError):
-        commit = None
-    if commit and COMMIT.fullmatch(commit):
-        return {"revision": commit, "revision_source": f"the local hub cache's refs/{ref} (what loading "
-                f"{path} at {ref!r} resolved to)", "revision_missing": None}  # fmt: skip
-    return {"revision": None, "revision_source": None,
-            "revision_missing": f"{path} at {ref!r} is not in the local hub cache, and transformers "
-            "keeps no commit on the config"}  # fmt: skip
-
-
-def dataset_provenance(dataset: Any) -> dict[str, Any]:
-    """The train dataset, without iterating it: name, config, builder and split (``dataset.info``),
-    the hub revision where the download records one, datasets' ``_fingerprint`` (map-style
-    ``Dataset`` only) and the number of rows (``len`` of a map-style one; an ``IterableDataset``'s
-    from its split metadata, else null: it is never iterated); each null with its reason."""
-    if dataset is None:
-        return {"missing": "no train dataset"}
-    info = getattr(dataset, "info", None)
-    split = getattr(dataset, "split", None)
-    iterable = isinstance(dataset, torch.utils.data.IterableDataset) or not hasattr(dataset, "__len__")
-    out: dict[str, Any] = {
-        "class": type(dataset).__name__,
-        "iterable": iterable,
-        "name": getattr(info, "dataset_name", None),
-        "config_name": getattr(info, "config_name", None),
-        "builder_name": getattr(info, "builder_name", None),
-        "split": None if split is None else str(split),
-    }
-    missing: dict[str, str] = {}
-    if out["name"] is None and out["builder_name"] is None:
-        missing["name"] = "built in memory (not loaded by name): its fingerprint identifies it"
-    revision = None
-    for key in getattr(info, "download_checksums", None) or {}:
-        found = re.search(r"@([0-9a-f]{40})", str(key))
-        if found:
-            revision = found.group(1)
-            break
-    if revision is None:
-        for f in getattr(dataset, "cache_files", None) or []:
-            found = re.search(r"/([0-9a-f]{40})/", str(f.get("filename", "")).replace(os.sep, "/"))
-            if found:
-                revision = found.group(1)
-                break
-    out["revision"] = revision
-    if revision is None:
-        missing["revision"] = (
-            "no hub commit recorded on the dataset (not loaded from the hub, or datasets kept none)"
-        )
-    fingerprint = getattr(dataset, "_fingerprint", None)
-    out["fingerprint"] = fingerprint
-    if fingerprint is None:
-        missing["fingerprint"] = (
-            "an IterableDataset has no fingerprint (datasets fingerprints map-style Datasets only)"
-            if iterable
-            else f"a {type(dataset).__name__} has no datasets fingerprint"
-        )
-    rows = None
-    if not iterable:
-        rows = len(dataset)
-    else:
-        splits = getattr(info, "splits", None) or {}
-        known = splits.get(str(split)) if split is not None and hasattr(splits, "get") else None
-        rows = getattr(known, "num_examples", None) or None
-        if rows is None:
-            missing["rows"] = (
-                "an iterable dataset without split metadata: its length is unknown (not iterated)"
-            )
-    out["rows"] = rows
-    out["missing"] = missing
-    return out
-
-
-def generation_backend(trainer: Any) -> str:
-    """What generated the rollouts: vLLM (server or colocate), transformers' continuous batching,
-    the ledger's lean or fused sampler, or transformers' ``generate``."""
-    if getattr(trainer, "use_vllm", False):
-        return f"vLLM {getattr(trainer.args, 'vllm_mode', None) or 'colocate'}"
-    if getattr(trainer, "use_transformers_continuous_batching", False):
-        return "transformers continuous batching"
-    sampler = getattr(trainer, "sampler", "hf")
-    if sampler in ("lean", "fused"):
-        return (
-            f"the ledger's {sampler} sampler (paper_repro.sampler; transformers generate where it cannot run)"
-        )
-    return "transformers generate"
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-def provenance(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
-    """What a citation of the run needs: package versions, the model's revision
-    (:func:`model_revision`), the dataset (:func:`dataset_provenance`), the seeds, the generation
-    backend (:func:`generation_backend`) and sampling settings, and the world size."""
-    args = trainer.args
-    requested = (getattr(args, "model_init_kwargs", None) or {}).get("revision")
-    policy = trainer.ledger.policy
-    name = _model_name(trainer.model, policy.model_type, policy.name)["name"]
-    sampling = {
-        k: getattr(args, k, None)
-        for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_completion_length")
-    }
-    sampling["num_generations"] = trainer.num_generations
-    sampling["generation_kwargs"] = _jsonable(getattr(args, "generation_kwargs", None))
-    generation = {
-        "backend": generation_backend(trainer),
-        "sampler": getattr(trainer, "sampler", None),
-        "use_vllm": bool(getattr(trainer, "use_vllm", False)),
-        "vllm_mode": getattr(args, "vllm_mode", None) if getattr(trainer, "use_vllm", False) else None,
-        # why the last rollout fell back to HF generate
-        "lean_fallback": getattr(trainer, "lean_fallback", None),
-    }
-    return {
-        "packages": package_versions(),
-        "model": {"name": name, **model_revision(trainer.model, requested)},
-        "dataset": dataset_provenance(getattr(trainer, "train_dataset", None)),
-        "seed": args.seed,
-        "data_seed": args.data_seed,
-        "generation": generation,
-        "sampling": sampling,
-        "world_size": trainer.accelerator.num_processes,
-    }
 
 
 def _finite(node: Any, reasons: dict[str, str] = NAN_REASONS) -> Any:
@@ -484,9 +268,6 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
     without a peak, the reason in ``mfu_missing``. ``provenance`` (:func:`provenance`) makes it
     citable. Every FLOP, token and second is the ledger's summary: the sums of the step log. No NaN:
     each is null with ``<key>_missing`` beside it."""
-    import transformers
-    import trl
-
     ledger = trainer.ledger
     summary = ledger.summary()
     model = trainer.model
@@ -548,7 +329,7 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
     card = {
         "card_version": CARD_VERSION,
         "model": {
-            **_model_name(model, ledger.policy.model_type, ledger.policy.name),
+            **model_name(model, ledger.policy.model_type, ledger.policy.name),
             "model_type": ledger.policy.model_type,
             "parameters": total_params - lora_params,
             "parameters_analytic": ledger.policy.parameter_count(),
@@ -620,7 +401,7 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
             or (trainer.round_price or {}).get("C_total"),
             "prompt_length_source": prompt_source,
             "resumed": None if resumed_from is None else bool(resumed_from),
-            "resumed_from": None if resumed_from is None else _jsonable(list(resumed_from)),
+            "resumed_from": None if resumed_from is None else jsonable(list(resumed_from)),
         },
         "hardware": hardware(accelerator_device, world),
         "device": device,
@@ -631,12 +412,7 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
         "mfu": util["useful"],
         "hfu": util["executed"],
         "mfu_missing": mfu_missing,  # why MFU and HFU are null, where they are
-        "versions": {
-            "trl": trl.__version__,
-            "transformers": transformers.__version__,
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-        },
+        "versions": library_versions(),
         "provenance": provenance(trainer),
     }
     budget = card["budget"]
@@ -665,21 +441,6 @@ def _fmt(value: Any) -> str:
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.3g}%"
-
-
-def _hardware_line(card: dict[str, Any]) -> str:
-    hw, dev = card["hardware"], card["device"]
-    cpu = hw["cpu"]
-    line = (
-        f"- hardware: CPU {cpu['model']} ({cpu['logical_cpus']} logical CPUs, {cpu['usable_cpus']} usable, "
-        f"{cpu['torch_threads']} torch threads)"
-    )
-    gpu = hw["gpu"]
-    if gpu is not None:
-        line += f"; GPU {gpu['count']} x {gpu['model']} ({gpu['visible_to_process']} visible to the process)"
-    elif dev["type"] not in ("cpu", "cuda"):
-        line += f"; device {dev['type']}"
-    return line + f"; {hw['processes']} process(es); {hw['platform']}"
 
 
 def card_markdown(card: dict[str, Any]) -> str:
@@ -727,23 +488,11 @@ def card_markdown(card: dict[str, Any]) -> str:
         f"max_completion_length={r['max_completion_length']}, beta={r['beta']}, {r['processes']} process(es)",
         f"- {card['steps']} optimizer steps, {card['rounds']} generation rounds; budget "
         f"{_fmt(card['budget']['budget_flops'])} FLOPs (stopped by budget: {card['budget']['stopped_by_budget']})",
-        _hardware_line(card),
+        hardware_line(card),
         peak_line,
     ]
     if prov:
-        pk, mod, ds, gen = prov["packages"], prov["model"], prov["dataset"], prov["generation"]
-        revision = mod["revision"] or f"none ({mod['revision_missing']})"
-        rows = ds.get("rows") if ds.get("rows") is not None else "unknown"
-        lines += [
-            "- provenance: " + ", ".join(f"{k} {v}" for k, v in pk.items()),
-            f"- model revision: {revision}" + (f" ({mod['revision_source']})" if mod["revision"] else ""),
-            f"- dataset: {ds.get('name') or ds.get('builder_name') or 'in memory'}"
-            f"{'/' + ds['config_name'] if ds.get('config_name') else ''}, split {ds.get('split')}, "
-            f"{rows} rows, revision {ds.get('revision') or '–'}, fingerprint {ds.get('fingerprint') or '–'}",
-            f"- seed {prov['seed']}, data_seed {prov['data_seed']}; generation by {gen['backend']}; sampling "
-            + ", ".join(f"{k}={v}" for k, v in prov["sampling"].items())
-            + f"; world size {prov['world_size']}",
-        ]
+        lines += provenance_lines(prov)
     budget = card["budget"]
     if budget.get("resumed") is not None or budget.get("prompt_length_source") is not None:
         resumed = budget.get("resumed_from") or []
