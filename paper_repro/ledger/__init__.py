@@ -13,8 +13,9 @@ Drop it into any GRPO run by swapping the trainer class::
 
 One module per job; every name below is importable from ``paper_repro.ledger`` itself:
 
-* :mod:`~paper_repro.ledger.core`: the ledger. :class:`LedgerConfig` (its options),
-  :func:`forward_pass_work` and :func:`generation_pass_work` (the tokens and attention pairs of one
+* :mod:`~paper_repro.ledger.config`: :class:`LedgerConfig`, the ledger's options, each checked for type
+  and range when built, and :class:`BudgetWarning`;
+* :mod:`~paper_repro.ledger.core`: the ledger. :func:`forward_pass_work` and :func:`generation_pass_work` (the tokens and attention pairs of one
   pass, counted from its masks and lengths), and :class:`FlopLedger`: FLOPs per component (C_search,
   C_learning, C_reward) under the ``useful`` and ``executed`` conventions, token counts and wall
   seconds per optimizer step, the budget's stop rule, the JSONL log, the summary and the TRL-style
@@ -23,8 +24,13 @@ One module per job; every name below is importable from ``paper_repro.ledger`` i
   charge the ledger, a callback that closes each optimizer step (log line, metrics, budget stop),
   ``state.total_flos``, the compute card and the line that says why a run stopped;
 * :mod:`~paper_repro.ledger.callback`: :class:`FlopLedgerCallback`, the ledger as a ``TrainerCallback``
-  for TRL's ``GRPOTrainer`` and ``RLOOTrainer`` without subclassing (hooks on the models, no private
-  TRL names);
+  for TRL's ``GRPOTrainer`` and ``RLOOTrainer`` without subclassing (no private TRL names), with the
+  hooks on the models that see each pass in :mod:`~paper_repro.ledger.watch`;
+* :mod:`~paper_repro.ledger.resume`: the ledger's state saved with every checkpoint and restored on
+  resume, so the budget holds across resumes;
+* :mod:`~paper_repro.ledger.card`: the compute card (FLOPs, seconds, MFU and HFU per phase), with
+  :mod:`~paper_repro.ledger.citation` (provenance, hardware, versions) and
+  :mod:`~paper_repro.ledger.probes` (the compute dtype each phase ran in, measured);
 * :mod:`~paper_repro.ledger.compat`: what is checked when a trainer is built: the TRL release
   (:data:`SUPPORTED_TRL`, every patch of it; an untested one by opt-in), the hooked methods'
   signatures (:data:`HOOKED_METHODS`) and each config in its place;
