@@ -35,6 +35,10 @@ from paper_repro.flops import Work
 from paper_repro.ledger.core import FlopLedger, generation_pass_work, real_rows_work
 from paper_repro.ledger.cost_models import check_priced, reward_model_cost
 
+# what torch passes for the output to an always_call global hook when the forward raised (it then
+# calls the hook as hook(module, args, result), without the kwargs)
+_RAISED = object()
+
 
 @dataclass
 class _Call:
@@ -316,10 +320,12 @@ class PassWatcher:
         self._sync()
         self._foreign_start = time.perf_counter()
 
-    def _global_post(self, module: Any, args: tuple, kwargs: dict, output: Any) -> None:
+    def _global_post(self, module: Any, args: tuple, kwargs: Any, output: Any = _RAISED) -> None:
         if module is not self._foreign:
             return
         self._foreign = None
+        if output is _RAISED:  # the forward raised: torch calls an always_call hook without its kwargs
+            return
         ids = _kwarg(args, kwargs, "input_ids", 0)
         if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
             return
