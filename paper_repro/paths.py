@@ -7,6 +7,7 @@ relative to it so that they read the same on every machine.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -26,3 +27,14 @@ def in_repo(path: str | Path) -> Path:
     """A repo-relative path made absolute; an absolute path unchanged."""
     path = Path(path)
     return path if path.is_absolute() else repo_root() / path
+
+
+def hub_cache() -> Path:
+    """The Hugging Face hub cache, read from the environment now (``HF_HUB_CACHE``, else
+    ``HF_HOME/hub``), not when ``huggingface_hub`` was imported."""
+    from huggingface_hub import constants
+
+    cache = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if not cache and os.environ.get("HF_HOME"):
+        cache = os.path.join(os.environ["HF_HOME"], "hub")
+    return Path(os.path.expanduser(os.path.expandvars(cache or constants.HF_HUB_CACHE)))

@@ -132,10 +132,9 @@ def model_revision(model: Any, requested: str | None = None) -> dict[str, Any]:
         }
     ref = requested or "main"
     try:
-        from huggingface_hub import constants
+        from paper_repro.paths import hub_cache
 
-        cache = os.environ.get("HF_HUB_CACHE") or constants.HF_HUB_CACHE  # the environment now
-        refs = Path(cache) / f"models--{path.replace('/', '--')}" / "refs" / ref
+        refs = hub_cache() / f"models--{path.replace('/', '--')}" / "refs" / ref
         commit = refs.read_text().strip() if refs.is_file() else None
     except (OSError, ImportError):
         commit = None

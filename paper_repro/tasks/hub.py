@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from paper_repro.paths import hub_cache
 from paper_repro.tasks.base import Example
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -80,17 +81,6 @@ def pin_instructions(repo_id: str, kind: str = "model") -> str:
         f".../snapshots/<commit>; then write {{id: {repo_id}, revision: <commit>}} in the profile "
         f"(or the reference {repo_id}@<commit>)"
     )
-
-
-def hub_cache() -> Path:
-    """The Hugging Face hub cache, read from the environment now (``HF_HUB_CACHE``, else
-    ``HF_HOME/hub``), not when ``huggingface_hub`` was imported."""
-    from huggingface_hub import constants
-
-    cache = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
-    if not cache and os.environ.get("HF_HOME"):
-        cache = os.path.join(os.environ["HF_HOME"], "hub")
-    return Path(os.path.expanduser(os.path.expandvars(cache or constants.HF_HUB_CACHE)))
 
 
 def snapshot(repo_id: str, revision: str | None, repo_type: str = "model") -> Path:
