@@ -32,7 +32,8 @@ def _toy(study) -> Result:
 
 TOY_DECLARATION = dict(sentence=TOY_SENTENCE, kind="our addition", paper="not tested", reads=("grid",),
                        margins=("recipe_sd",), words=lambda study: "toy: M's best set against rho 0.5",
-                       simulation=Simulated(target="native_reward"))  # fmt: skip
+                       simulation=Simulated(target="native_reward"),
+                       unit="rho: the toy's best set's middle")  # fmt: skip
 
 
 def test_a_toy_claim_is_one_declaration_and_every_consumer_finds_it(tmp_path):
@@ -73,6 +74,8 @@ def test_every_declaration_is_checked_when_it_is_made():
         declare(reads=("the runs",))
     with pytest.raises(ValueError, match="margins"):
         declare(margins=("width",))
+    with pytest.raises(ValueError, match="what its estimate measures"):
+        declare(unit=" ")
     assert "toy.bad" not in {s.id for s in registry.specs()}
     with registered(TOY, _toy, **TOY_DECLARATION), pytest.raises(ValueError, match="registered twice"):
         declare_twice = register_claim(TOY, **TOY_DECLARATION)

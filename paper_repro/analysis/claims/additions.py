@@ -23,6 +23,7 @@ CONVENTION_TEST = (
 @register_claim("conventions.robust", sentence="the rho* verdicts are robust to the FLOP convention",
                 kind="our addition", paper="not tested", reads=("grid", "steps"), margins=("rho", "recipe_sd"),
                 words=lambda s: CONVENTION_TEST,
+                unit="share of the FLOP conventions whose rho* verdicts all match the useful-FLOP convention's",
                 simulation=NotSimulated("as the rho* ~ x claims' power, under each convention"))  # fmt: skip
 def _conventions_robust(study: Study) -> Result:
     from paper_repro.analysis.claims.frontier import near
@@ -51,6 +52,7 @@ def _gaming_words(study: Study) -> str:
                 sentence="the learned PRM is gamed more often than the exact checker at the same cost",
                 kind="our addition", paper="not reported", reads=("hacking",), margins=("gaming",),
                 words=_gaming_words,
+                unit="share of learned-PRM runs that game their reward minus the share of proxy-PRM runs",
                 simulation=NotSimulated("the frontier model does not generate the runs' changes from base"))  # fmt: skip
 def _prm_gamed_more(study: Study) -> Result:
     from paper_repro.analysis.tables.hacking import prm_games_more

@@ -337,6 +337,7 @@ def _moves_operating(study: Study) -> dict:
 @register_claim("curves.moves", sentence="the best allocation moves with the budget", kind="our addition",
                 paper="not tested", reads=("curves",), margins=("recipe_sd", "gain"),
                 words=lambda s: moves_test(TARGET, s.curve_tau, s.margins.gain),
+                unit="share of settings whose best cells at the ladder's top exclude those at its foot",
                 simulation=OwnSimulation(_moves_operating, "observed, static, moving"))  # fmt: skip
 def _curves_moves(study: Study) -> Result:
     ends, skipped = _moves_ends(study)

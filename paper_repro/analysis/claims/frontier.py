@@ -253,13 +253,15 @@ for _suffix, _target in CLAIM_TARGETS:
     for _class, _words in (("rule_based", "rule-based rewards"), ("prm_style", "PRM-style rewards")):
         _key = f"rho_star.{_class}"
         register_claim(f"{_key}{_suffix}", sentence=f"{_words}: rho* ~ {{paper}}" + _on(_target), kind=_kind,
-                       paper=_key, reads=("grid",), margins=RHO_MARGINS, simulation=_sim,
+                       paper=_key, reads=("grid",), margins=RHO_MARGINS, unit="rho*: the median over the class's settings of their fitted peak's rho (interval: the envelope of their 95% intervals)",
+                simulation=_sim,
                        words=lambda s, t=_target, k=_key: near_test(PAPER[k].value, s.margins, t),
                        )(_near_claim(_class, _key, _target))  # fmt: skip
 
     @register_claim(f"rho_star.prm_lower{_suffix}",
                     sentence="PRM-style rho* is lower than rule-based rho*" + _on(_target), kind=_kind,
-                    paper="rho_star.prm_lower", reads=("grid",), margins=RHO_MARGINS, simulation=_sim,
+                    paper="rho_star.prm_lower", reads=("grid",), margins=RHO_MARGINS, unit="rho*: the PRM-style settings' median minus the rule-based settings' median (negative: PRM-style lower)",
+                simulation=_sim,
                     words=lambda s, t=_target: lower_test(s.margins, t))  # fmt: skip
     def _prm_lower(study: Study, t: str = _target) -> Result:
         c = study.classes
@@ -268,6 +270,7 @@ for _suffix, _target in CLAIM_TARGETS:
 
 @register_claim("targets_disagree", sentence="evaluation targets disagree on the best allocation",
                 kind="paper claim", paper="targets_disagree", reads=("grid",), margins=RHO_MARGINS,
+                unit="share of settings whose targets' best cells disagree",
                 simulation=Simulated(), words=lambda s: disagree_test(s.margins))  # fmt: skip
 def _targets_disagree(study: Study) -> Result:
     return disagree(study.grid, study.classes.distinct, study.margins, study.estimate)
@@ -276,6 +279,7 @@ def _targets_disagree(study: Study) -> Result:
 @register_claim("pass1_vs_judge",
                 sentence="dense/PRM rewards: pass@1 prefers a high-update cell, the judge a mid-update cell",
                 kind="paper claim", paper="pass1_vs_judge", reads=("grid",), margins=("recipe_sd",),
+                unit="share of dense/PRM settings where pass@1's best cells are high-update and the judge's mid-update",
                 simulation=Simulated(), words=lambda s: pass1_test(s.classes.process, s.margins))  # fmt: skip
 def _pass1_vs_judge(study: Study) -> Result:
     return pass1_vs_judge(study.grid, study.classes.process, study.margins, study.estimate)

@@ -486,6 +486,7 @@ def _pilot_words(study: Study, fraction: float) -> str:
 
 @register_claim("race.pilots", sentence="RACE pilots at {fraction} of the budget name the full grid's regime",
                 kind="paper claim", paper="race.pilots", reads=("race",), words=_pilot_words,
+                unit="Spearman rank correlation of the pilot and full-budget cell means, averaged over the settings whose pilots moved",
                 simulation=PILOTS, variants=_pilot_fractions)  # fmt: skip
 def _race_pilots(study: Study, fraction: float) -> Result:
 
@@ -497,6 +498,7 @@ def _race_pilots(study: Study, fraction: float) -> Result:
 
 @register_claim("race.no_gain", sentence="RACE gives no stable held-out gain over a fixed default allocation",
                 kind="paper claim", paper="race.no_gain", reads=("race", "fresh"), margins=("gain",),
+                unit="native reward: RACE's pick minus TRL's default on fresh seeds, the mean of the settings' means",
                 simulation=FRESH, words=lambda s: no_gain_test(s.margins))  # fmt: skip
 def _race_no_gain(study: Study) -> Result:
     gains, groups = race_gains(study.race)

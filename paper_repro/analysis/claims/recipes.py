@@ -240,6 +240,7 @@ def _recipe_words(study: Study) -> str:
 
 @register_claim("recipes.rho_suffices", sentence="at equal rho, the recipe does not matter", kind="our addition",
                 paper="report_rho", reads=("grid",), margins=("recipe",), words=_recipe_words,
+                unit="native reward SD of a recipe's effect at equal rho (REML, from the recipe pairs)",
                 simulation=OwnSimulation(_recipe_operating, "recipe SD 0, 0.5, 1, 2 and 4 margins (4: rho not "
                                          "sufficient)"))  # fmt: skip
 def _rho_suffices(study: Study) -> Result:

@@ -195,14 +195,16 @@ for _level, _suffix, _SIM in _LEVELS:
     @register_claim(f"regime.rule_based.{_suffix}",
                     sentence="rule-based rewards: the update-heavy window (rho ~ 0.72) beats the search-heavy (rho ~ 0.445)" + _tail,
                     kind="paper claim", paper="rho_star.rule_based", reads=("grid",), margins=REGIME_MARGINS,
-                    simulation=_SIM, words=lambda s, lv=_level: regime_words(s.margins, lv, "rule-based settings"))  # fmt: skip
+                    unit="native reward: the update-heavy window's cells minus the search-heavy window's, mean over the rule-based settings",
+                simulation=_SIM, words=lambda s, lv=_level: regime_words(s.margins, lv, "rule-based settings"))  # fmt: skip
     def _rule(study: Study, level: str = _level) -> Result:
         return regime(study, study.classes.rule_based, level=level)
 
     @register_claim(f"regime.prm_style.{_suffix}",
                     sentence="PRM-style rewards: the search-heavy window (rho ~ 0.445) beats the update-heavy (rho ~ 0.72)" + _tail,
                     kind="paper claim", paper="rho_star.prm_style", reads=("grid",), margins=REGIME_MARGINS,
-                    simulation=_SIM,
+                    unit="native reward: the search-heavy window's cells minus the update-heavy window's, mean over the PRM-style settings",
+                simulation=_SIM,
                     words=lambda s, lv=_level: regime_words(s.margins, lv, "PRM-style settings, sign reversed"))  # fmt: skip
     def _prm(study: Study, level: str = _level) -> Result:
         return regime(study, study.classes.prm_style, level=level, sign=-1.0)
@@ -210,7 +212,8 @@ for _level, _suffix, _SIM in _LEVELS:
     @register_claim(f"regime.interaction.{_suffix}",
                     sentence="PRM-style rho* is lower than rule-based: the update-heavy advantage is larger under rule-based rewards" + _tail,
                     kind="paper claim", paper="rho_star.prm_lower", reads=("grid",), margins=REGIME_MARGINS,
-                    simulation=_SIM,
+                    unit="native reward: the middle policy's update-heavy advantage (update-heavy minus search-heavy window) under rule-based rewards minus under PRM-style rewards",
+                simulation=_SIM,
                     words=lambda s, lv=_level: regime_words(s.margins, lv, "the middle policy's rule-based settings' mean contrast minus its PRM-style settings'"))  # fmt: skip
     def _interaction(study: Study, level: str = _level) -> Result:
         c = study.classes
@@ -219,6 +222,7 @@ for _level, _suffix, _SIM in _LEVELS:
 
 @register_claim("allocation.matters", sentence="allocation matters: in some setting a cell beats another by more than the margin",
                 kind="our addition", paper="qualitative", reads=("grid",), margins=("allocation",),
+                unit="native reward: the largest difference between two cells of one setting",
                 simulation=Simulated(truth="cells"),
                 words=lambda s: allocation_words(s.margins))  # fmt: skip
 def _allocation(study: Study) -> Result:

@@ -17,7 +17,7 @@ A claim is declared once, with :func:`register_claim` on its decision::
 The declaration builds a :class:`ClaimSpec`: a stable id (nothing keys on the sentence), its
 sentence, its kind (:data:`KINDS`), the paper's value (a key of
 :data:`paper_repro.analysis.claims.paper.PAPER`), the tables it reads (:data:`READS`), the margins it
-reads from the profile, ``decide(study, **params) -> Result``, its words (the claims table's ``test``
+reads from the profile, what its estimate measures (``unit``), ``decide(study, **params) -> Result``, its words (the claims table's ``test``
 column, which the README and notebook 40 print), and how its operating characteristics are
 simulated:
 
@@ -120,9 +120,13 @@ class ClaimSpec:
     simulation: Simulation
     variants: Callable[[Study], list[Variant]] | None = None
     registered: str = RULES_FIXED  # when its rule was fixed (ISO 8601, UTC)
+    unit: str = ""  # what the claims table's ``our_value`` (the "ours" column) measures, in words
 
     def __post_init__(self) -> None:
         from paper_repro.config import Margins
+
+        if not self.unit.strip():
+            raise ValueError(f"claim {self.id}: say what its estimate measures (unit=...)")
 
         if self.kind not in KINDS:
             raise ValueError(f"claim {self.id}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
@@ -193,19 +197,21 @@ def register_claim(
     reads: tuple[str, ...],
     words: Callable[..., str],
     simulation: Simulation,
+    unit: str,
     margins: tuple[str, ...] = (),
     variants: Callable[[Study], list[Variant]] | None = None,
     registered: str = RULES_FIXED,
 ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
     """Declare a claim whose decision is the decorated function (``decide(study, **params)``);
     ``registered``: when its rule was fixed (ISO 8601), which :func:`registration` compares with a
-    study's first run."""
+    study's first run; ``unit``: what its estimate (the claims table's ``our_value``) measures, in words
+    a reader of the table needs (the ``our_value_means`` column)."""
 
     def wrap(decide: Callable[..., Result]) -> Callable[..., Result]:
         if id in _REGISTRY:
             raise ValueError(f"claim {id!r} is registered twice")
         _REGISTRY[id] = ClaimSpec(id, sentence, kind, paper, tuple(reads), tuple(margins), decide, words,
-                                  simulation, variants, registered)  # fmt: skip
+                                  simulation, variants, registered, unit)  # fmt: skip
         return decide
 
     return wrap

@@ -402,6 +402,7 @@ SIZE_TRUTHS = "observed, equal sizes, reversed, two margins"
 @register_claim("curves.grows", sentence="as the budget grows, the best policy gets bigger", kind="our addition",
                 paper="not tested", reads=("curves", "grid"), margins=("recipe_sd", "gain"),
                 words=lambda s: grows_test(TARGET, s.margins.gain),
+                unit="native reward: the largest policy minus the smallest at the ladder's top, minus the same at its lowest point",
                 simulation=OwnSimulation(_grows_operating, SIZE_TRUTHS))  # fmt: skip
 def _curves_grows(study: Study) -> Result:
     return sizes_decide(*_sizes(study, True))
@@ -410,6 +411,7 @@ def _curves_grows(study: Study) -> Result:
 @register_claim("size_star.top", sentence="at the ladder's top, the largest policy beats the smallest",
                 kind="our addition", paper="not tested", reads=("curves", "grid"), margins=("recipe_sd", "gain"),
                 words=lambda s: top_test(TARGET, s.margins.gain),
+                unit="native reward: the largest policy minus the smallest at the ladder's top",
                 simulation=OwnSimulation(_top_operating, SIZE_TRUTHS))  # fmt: skip
 def _size_star_top(study: Study) -> Result:
     return sizes_decide(*_sizes(study, False))

@@ -20,8 +20,8 @@ from paper_repro.analysis.claims.columns import NO_OC, oc_columns, power_columns
 from paper_repro.analysis.claims.registry import Claim, NotSimulated, OwnSimulation, claims, registration
 from paper_repro.analysis.claims.study import Study
 
-COLUMNS = ["id", "claim", "kind", "registration", "paper_value", "our_value", "ci_low", "ci_high", "verdict",
-           "best_cells", "note", "test", "seeds_per_cell", "oc_wrong_max", "oc_wrong_truth", "oc_agreement_min",
+COLUMNS = ["id", "claim", "kind", "registration", "paper_value", "our_value", "our_value_means", "ci_low",
+           "ci_high", "verdict", "best_cells", "note", "test", "seeds_per_cell", "oc_wrong_max", "oc_wrong_truth", "oc_agreement_min",
            "oc_held_when_true", "oc_not_held_when_false", "oc_note", "power_now", "seeds_for_80pct_power",
            "power_note", "leave_one_seed_out"]  # fmt: skip
 MIN_SEEDS = 3  # leave-one-seed-out needs at least this many grid seeds
@@ -64,7 +64,7 @@ def claims_table(
         rows.append({
             "id": claim.id, "claim": claim.sentence, "kind": claim.kind, "registration": registration(claim, began),
             "paper_value": claim.paper_value,
-            "our_value": result.value, "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict,
+            "our_value": result.value, "our_value_means": claim.spec.unit, "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict,
             "best_cells": result.best_cells, "note": result.note, "test": claim.words(study), "seeds_per_cell": seeds,
             **_simulation_columns(claim, study, design, powers, seeds),
         })  # fmt: skip

@@ -1,12 +1,14 @@
 """The README's generated blocks, from the committed result tables (never typed).
 
-``python -m paper_repro.analysis.report`` rewrites two blocks of README.md:
+``python -m paper_repro.analysis.report`` rewrites three blocks of README.md:
 
-- between ``<!-- summary:start -->`` and ``<!-- summary:end -->``: the answer
-  (:func:`paper_repro.analysis.report.answer.answer`, which notebook 40 opens with too: where a fixed budget
-  should go per policy size and reward system, how that moves with the budget, which of the paper's
-  claims held, were refuted or stayed open and what would decide them), then what the study ran, its
-  simulated error rates and RACE's pilots in one paragraph;
+- between ``<!-- summary:start -->`` and ``<!-- summary:end -->``: the answer in plain words
+  (:func:`paper_repro.analysis.report.plain.plain_answer`, which notebook 40 opens with too);
+- between ``<!-- detail:start -->`` and ``<!-- detail:end -->``: the answer in detail
+  (:func:`paper_repro.analysis.report.answer.answer`: where a fixed budget should go per policy size and
+  reward system, how that moves with the budget, which of the paper's claims held, were refuted or
+  stayed open and what would decide them), then what the study ran, its simulated error rates and
+  RACE's pilots in one paragraph;
 - between ``<!-- results:start -->`` and ``<!-- results:end -->``: the claims with their intervals
   and power, RACE per pilot budget, reward hacking and the best cells, from
   ``data/results/cpu-tiny/{claims,race,reward_hacking_summary,optima}.csv``.
@@ -26,6 +28,7 @@ from paper_repro.paths import repo_root
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"
+DETAIL_START, DETAIL_END = "<!-- detail:start -->", "<!-- detail:end -->"
 
 RECIPE_CLAIM = "recipes.rho_suffices"  # the recipe-vs-rho claim's id (paper_repro.analysis.claims.recipes)
 
@@ -33,6 +36,10 @@ RECIPE_CLAIM = "recipes.rho_suffices"  # the recipe-vs-rho claim's id (paper_rep
 def _by_id(results: Path) -> pd.DataFrame:
     """``claims.csv`` indexed by the claims' ids."""
     return pd.read_csv(results / "claims.csv").set_index("id")
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _fmt(value) -> str:
@@ -55,15 +62,15 @@ def results_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
         " claim's rule was fixed after the study's first run. The interval is the claim's own (90% for the"
         " regime contrasts, 95% elsewhere).*",
         "",
-        "| claim | kind | registration | paper | ours | interval | verdict | wrong at most (simulated) | two draws agree at least | held where true | not held where false | decides at this study's seeds | seeds per cell for 80% | dropping one grid seed |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| claim | kind | registration | paper | ours | what ours measures | interval | verdict | wrong at most (simulated) | two draws agree at least | held where true | not held where false | decides at this study's seeds | seeds per cell for 80% | dropping one grid seed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     nan = float("nan")
     for _, c in claims.iterrows():
         interval = "" if pd.isna(c["ci_low"]) else f"{_fmt(c['ci_low'])} – {_fmt(c['ci_high'])}"
         lines.append(
             f"| {c['claim']} | {c['kind']} | {c.get('registration', '') if pd.notna(c.get('registration')) else ''} "
-            f"| {c['paper_value']} | {_fmt(c['our_value'])} | {interval} "
+            f"| {c['paper_value']} | {_fmt(c['our_value'])} | {_text(c.get('our_value_means'))} | {interval} "
             f"| **{c['verdict']}** | {_fmt(c.get('oc_wrong_max', nan))} "
             f"| {_fmt(c.get('oc_agreement_min', nan))} | {_fmt(c.get('oc_held_when_true', nan))} "
             f"| {_fmt(c.get('oc_not_held_when_false', nan))} | {_fmt(c.get('power_now', nan))} "
@@ -140,6 +147,16 @@ def _pick_words(moved: pd.DataFrame) -> str:
     )
 
 
+# design.csv's design names, said for a reader: in the pre-registered block (written before the runs),
+# "committed" was the study then committed (the one before this study) and "chosen" the design this
+# study then ran; in the post-hoc block "committed" is this study, with the noise its runs show
+DESIGN_WORDS = {
+    ("pre-registered", "committed"): "the study before this one",
+    ("pre-registered", "chosen"): "this study, before its runs",
+    ("post-hoc", "committed"): "this study, with its runs' noise",
+}
+
+
 def _design_lines(results: Path) -> list[str]:
     """The operating characteristics (``design.csv``): per block and design, the largest wrong share
     and the smallest two-draw agreement over the simulated claims and truths, and the median share
@@ -159,7 +176,7 @@ def _design_lines(results: Path) -> list[str]:
         worst = rows.loc[rows["wrong"].idxmax()]
         held, refuted = _claim_powers(rows)
         lines.append(
-            f"| {block} | {name} | {int(rows['studies'].iloc[0])} | {int(rows['seeds'].iloc[0])} "
+            f"| {block} | {DESIGN_WORDS.get((block, name), name)} | {int(rows['studies'].iloc[0])} | {int(rows['seeds'].iloc[0])} "
             f"| {_fmt(rows['recipe_sd'].iloc[0])} | {_fmt(worst['wrong'])} "
             f"| {f'{worst.claim}, {worst.truth}' if worst['wrong'] > 0 else ''} | {_fmt(rows['agreement'].min())} "
             f"| {_fmt(held.median()) if len(held) else ''} | {_fmt(refuted.median()) if len(refuted) else ''} |"
@@ -194,10 +211,32 @@ def _hacking_lines(results: Path) -> list[str]:
 
 
 def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
-    """The README's answer (:func:`paper_repro.analysis.report.answer.answer`, from the tables), then one
-    paragraph: what the study ran, what the simulated operating characteristics (``design.csv``) and
-    RACE's pilots (``race.csv``) say. Its length does not depend on the tables: the README's answer
-    ends within its first 80 lines (``tests/test_readme.py``)."""
+    """The README's first screen: the answer in plain words (:func:`paper_repro.analysis.report.plain.plain_answer`,
+    from ``claims.csv``), then where the detail and the words are. Its length does not depend on the
+    tables' size: it ends within the README's first 80 lines (``tests/test_readme.py``)."""
+    from paper_repro.analysis.report import plain
+
+    root = root or repo_root()
+    results = root / "data" / "results" / profile
+    lines = [
+        SUMMARY_START,
+        *plain.plain_answer(pd.read_csv(results / "claims.csv")),
+        "",
+        "Every verdict with its interval and power: [the answer in detail](#the-answer-in-detail) and "
+        f"[notebook 40](notebooks/executed/{profile}/40_final_analysis.ipynb); the terms: [words we use](#words-we-use).",
+        "",
+        f"*Generated by `python -m paper_repro.analysis.report` from `data/results/{profile}/claims.csv`.*",
+        SUMMARY_END,
+    ]
+    return "\n".join(lines)
+
+
+def detail_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
+    """The answer in detail (:func:`paper_repro.analysis.report.answer.answer`, from the tables): where
+    a fixed budget should go per policy size and reward system, how that moves with the budget, which
+    of the paper's claims held, were refuted or stayed open and what would decide them; then one
+    paragraph: what the study ran, its simulated operating characteristics (``design.csv``), the
+    simulator's next design and RACE's pilots."""
     from paper_repro.analysis.report import answer
 
     root = root or repo_root()
@@ -206,13 +245,13 @@ def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
     context = [*_study_size(profile, results), *_design_sentences(results), *_choice_sentences(results),
                *_race_sentences(results), *_recipe_sentences(results)]  # fmt: skip
     lines = [
-        SUMMARY_START,
+        DETAIL_START,
         *answer.answer(answer.answer_tables(results), order),
         "",
         " ".join(context),
         "",
         f"*Generated by `python -m paper_repro.analysis.report` from the tables in `data/results/{profile}/`.*",
-        SUMMARY_END,
+        DETAIL_END,
     ]
     return "\n".join(lines)
 
@@ -266,6 +305,13 @@ def _design_sentences(results: Path) -> list[str]:
         if part.empty:
             continue
         held, refuted = _claim_powers(part)
+        if len(held) and len(refuted) and held.max() == 0 and refuted.max() == 0:
+            said.append(
+                f"{words} never decide: held in 0% of studies where true and not held in 0% where false, so their "
+                f"wrong share ({_pct(part['wrong'].max())}) and agreement ({_pct(part['agreement'].min())}) say "
+                "they are silent, not sure"
+            )
+            continue
         said.append(
             f"{words} are wrong in at most {_pct(part['wrong'].max())} of studies, two draws agree in at least "
             f"{_pct(part['agreement'].min())}, and each is held in at least {_pct(held.min()) if len(held) else 'n/a'} "
@@ -415,6 +461,7 @@ def update_readme(profile: str = "cpu-tiny", root: Path | None = None) -> bool:
     text = readme.read_text()
     new = _replace(text, START, END, results_block(profile, root))
     new = _replace(new, SUMMARY_START, SUMMARY_END, summary_block(profile, root))
+    new = _replace(new, DETAIL_START, DETAIL_END, detail_block(profile, root))
     if new != text:
         readme.write_text(new)
         return True

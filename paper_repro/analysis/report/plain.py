@@ -1,0 +1,169 @@
+"""The study's answer in plain words (:func:`plain_answer`), which the README and notebook 40 open
+with before the detailed answer (:mod:`paper_repro.analysis.report.answer`): what the study decides
+about the paper's optima and how sure (the chance of a wrong verdict beside the chance of reaching a
+verdict), what it cannot decide and why, and our own checks that held. Every number comes from
+``claims.csv``; the words avoid the study's jargon, or define a term where it is first used.
+
+A quick (smoke) study's answer says so first (:func:`smoke_words`): one seed and a fraction of the
+budget decide nothing, whatever its table says.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from paper_repro.analysis.claims.paper import PAPER
+from paper_repro.analysis.report.answer import _largest_count
+from paper_repro.analysis.wording import finite
+
+# the paper's three regime claims, asked as contrasts at the "any recipe at this rho" level: their
+# ids in the claims table, and the question each asks, in plain words
+REGIME_QUESTIONS = {
+    "regime.rule_based.any": "with rule-based rewards (an exact answer checker), do allocations near the "
+    "paper's optimum of {rule} beat those near {prm}?",
+    "regime.prm_style.any": "with PRM-style rewards (a learned model that scores each step), do allocations near "
+    "{prm} beat those near {rule}?",
+    "regime.interaction.any": "is the advantage of spending more on updates larger with rule-based rewards "
+    "than with PRM-style ones?",
+}
+VERDICT_WORDS = {
+    "held": "yes",
+    "not held": "no",
+    "inconclusive": "cannot tell",
+    "heterogeneous": "cannot tell",
+}
+# our additions the answer names, in plain words
+OUR_CHECKS = {
+    "allocation.matters": "does the split matter at all (in some setting, one allocation of the same budget beats "
+    "another by more than a threshold fixed in advance)?",
+    "curves.grows": "as the budget grows, does the best policy get bigger?",
+    "size_star.top": "at the largest budget, does the largest policy beat the smallest?",
+}
+
+
+def _share(value) -> str:
+    return f"{float(value):.0%}" if finite(value) else "an unsimulated share"
+
+
+def _why_open(r: pd.Series) -> str:
+    """Why an open question stays open: how often a study like this one says yes where the answer is
+    yes, and what seed count would make that 80%."""
+    held = r.get("oc_held_when_true")
+    said = (
+        f"a study like this one says yes in only {_share(held)} of simulated studies where the answer is yes"
+        if finite(held) and float(held) < 0.8
+        else f"a study like this one says yes in {_share(held)} of simulated studies where the answer is yes, but "
+        f"says no in only {_share(r.get('oc_not_held_when_false'))} of those where it is no"
+    )
+    if finite(r.get("seeds_for_80pct_power")):
+        return f"{said}; about {int(r['seeds_for_80pct_power'])} seeds per allocation would decide it 80% of the time"
+    top = _largest_count(r.get("power_note"))
+    return f"{said}; no number of seeds per allocation{f' up to {top}' if top else ''} decides it 80% of the time"
+
+
+def _values() -> dict[str, str]:
+    return {"rule": PAPER["rho_star.rule_based"].text, "prm": PAPER["rho_star.prm_style"].text}
+
+
+def _estimate(r: pd.Series) -> str:
+    if not (finite(r.get("our_value")) and finite(r.get("ci_low"))):
+        return "no estimate"
+    return (
+        f"{float(r['our_value']):+.3f} in native reward, 90% interval {float(r['ci_low']):+.3f} to "
+        f"{float(r['ci_high']):+.3f}"
+    )
+
+
+def _sureness(r: pd.Series) -> str:
+    """The chance of a wrong verdict beside the chances of reaching the right one, from the claim's
+    operating characteristics on simulated studies of this design."""
+    return (
+        f"a study like this one gives a wrong verdict here in at most {_share(r.get('oc_wrong_max'))} of "
+        f"simulated studies, says yes in {_share(r.get('oc_held_when_true'))} of those where the answer is yes, "
+        f"and no in {_share(r.get('oc_not_held_when_false'))} of those where it is no"
+    )
+
+
+def regime_sentences(claims: pd.DataFrame) -> list[str]:
+    """Per regime question: decided (the answer, the estimate and how sure) or not (why, and what
+    would decide it)."""
+    by_id = claims.set_index("id") if "id" in claims else pd.DataFrame()
+    decided, undecided = [], []
+    for claim_id, question in REGIME_QUESTIONS.items():
+        if claim_id not in by_id.index:
+            continue
+        r = by_id.loc[claim_id]
+        asked = question.format(**_values())
+        answer = VERDICT_WORDS.get(str(r["verdict"]), str(r["verdict"]))
+        if r["verdict"] in ("held", "not held"):
+            decided.append(f"*{asked}* **{answer.capitalize()}**: {_estimate(r)}; {_sureness(r)}.")
+        else:
+            undecided.append(f"*{asked}* **Cannot tell**: {_estimate(r)}; {_why_open(r)}.")
+    return [*decided, *undecided]
+
+
+def _window_claims(claims: pd.DataFrame) -> pd.DataFrame:
+    ids = claims["id"].astype(str) if "id" in claims else pd.Series(dtype=str)
+    return claims[ids.isin(["rho_star.rule_based", "rho_star.prm_style", "rho_star.prm_lower"])]
+
+
+def optimum_sentence(claims: pd.DataFrame) -> str:
+    """Whether the paper's optima themselves (rho* near a value) are decided, and how often the rule
+    that reads the best cells decides at all where the paper is right."""
+    rows = _window_claims(claims)
+    if rows.empty:
+        return ""
+    decided = rows[rows["verdict"].isin(["held", "not held"])]
+    held = pd.to_numeric(rows.get("oc_held_when_true"), errors="coerce")
+    if len(decided) == len(rows):
+        return "The paper's optima themselves are decided too (the claims table gives each)."
+    top = held.max() if held.notna().any() else float("nan")
+    power = "never says yes" if top == 0 else f"says yes in at most {_share(top)} of simulated studies"
+    return (
+        f"**The optima themselves** ('the best update share is {_values()['rule']}', '... {_values()['prm']}'): "
+        f"{len(rows) - len(decided)} of {len(rows)} undecided. At this study's size the best allocation cannot "
+        f"be told from its neighbours: the test that reads which allocations might be the best {power} even where "
+        "the paper is right, so its low error rate means it is silent, not that it is sure."
+    )
+
+
+def checks_sentence(claims: pd.DataFrame) -> str:
+    """Our own checks that the answer names (:data:`OUR_CHECKS`), with their verdicts."""
+    if "id" not in claims:
+        return ""
+    rows = claims[claims["id"].isin(list(OUR_CHECKS))]
+    if rows.empty:
+        return ""
+    said = [f"*{OUR_CHECKS[r['id']]}* **{VERDICT_WORDS.get(r['verdict'], r['verdict']).capitalize()}**"
+            for _, r in rows.iterrows()]  # fmt: skip
+    return "**Our own checks:** " + "; ".join(said) + "."
+
+
+def smoke_words(seeds: int, cells: int, fraction: float) -> str:
+    """What a quick (smoke) study is, said before anything it prints."""
+    return (
+        f"**This is a smoke run, not the study:** {seeds} seed{'s' * (seeds != 1)}, {cells} cells, {fraction:g} of "
+        "the budget. It checks that the pipeline runs end to end; its verdicts and numbers answer nothing. The "
+        "study's answer is in the README and in `notebooks/executed/cpu-tiny/40_final_analysis.ipynb`."
+    )
+
+
+def plain_answer(claims: pd.DataFrame) -> list[str]:
+    """The plain-words answer as Markdown paragraphs, from ``claims.csv``."""
+    if claims.empty:
+        return ["**In short:** nothing is tested yet (`claims.csv` is empty)."]
+    head = (
+        "**In short.** The paper says the best share of compute to spend on policy updates rather than on "
+        f"sampling answers (the update share, *rho*) is about {_values()['rule']} with rule-based rewards and "
+        f"{_values()['prm']} with PRM-style rewards. We ask its three questions as comparisons between the "
+        "allocations near those two values, each scored on held-out problems by its *setting*'s own reward (a "
+        "setting is a policy with a reward system; its own reward is its *native reward*)"
+    )
+    bullets = [f"- {s}" for s in regime_sentences(claims)]
+    registered = set(
+        claims.loc[claims["id"].isin(list(REGIME_QUESTIONS)), "registration"].dropna().astype(str)
+    )
+    if registered == {"exploratory"}:
+        head += " (these comparisons were fixed after this study's runs, so they are *exploratory*)"
+    tail = [part for s in (optimum_sentence(claims), checks_sentence(claims)) if s for part in (s, "")]
+    return [head + ":", "", *bullets, "", *tail[:-1]]
