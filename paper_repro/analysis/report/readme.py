@@ -263,23 +263,15 @@ def _profile(profile: str):
 
 
 def _study_size(profile: str, results: Path) -> list[str]:
-    """What the analysis read: the design's distinct runs by role (:func:`paper_repro.analysis.tables.frontiers.study_rows`)."""
-    from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, load_runs, study_rows
+    """What the analysis read: the design's distinct runs by role (:func:`paper_repro.analysis.report.facts.study_facts`)."""
+    from paper_repro.analysis.report.facts import study_facts
 
-    design = _profile(profile)
-    runs = load_runs(results / "runs.csv", design)
-    at_c = at_full_budget(runs, load_curves(results / "curves.csv", runs), design.budget_flops)
-    rows = study_rows(
-        design, at_c
-    )  # a run past C (stage A's) counts by its point at C, as the analysis reads it
-    ids = lambda *roles: len({i for r in roles for i in rows[r]["run_id"]})  # noqa: E731
-    pilots = [r for r in rows if r.startswith("pilot")]
-    grid = rows["grid"].drop_duplicates("run_id")  # a run two settings share counts once
-    settings, cells = grid["setting"].nunique(), grid.groupby(["setting", "cell"]).ngroups
+    f = study_facts(profile, results.parents[2])
     return [
-        f"The study analysed {len(runs)} distinct runs of the `{profile}` design: {ids('grid')} full-budget grid "
-        f"runs ({cells} cells over {settings} distinct settings), {ids(*pilots)} RACE "
-        f"pilot runs and {ids('fresh', 'fresh_default')} runs on fresh seeds (RACE's pick, RACE+'s and TRL's default)."
+        f"The study analysed {f['study.runs']} distinct runs of the `{profile}` design: {f['study.grid_runs']} "
+        f"full-budget grid runs ({f['study.cells']} cells over {f['study.settings']} distinct settings), "
+        f"{f['study.pilot_runs']} RACE pilot runs and {f['study.fresh_runs']} runs on fresh seeds (RACE's pick, "
+        "RACE+'s and TRL's default)."
     ]
 
 
@@ -471,6 +463,11 @@ def update_readme(profile: str = "cpu-tiny", root: Path | None = None) -> bool:
 def main(argv: list[str] | None = None) -> int:
     """``python -m paper_repro.analysis.report [profile]``: rewrite the README's generated blocks."""
     argv = sys.argv[1:] if argv is None else argv
-    changed = update_readme(argv[0] if argv else "cpu-tiny")
+    from paper_repro.analysis.report.facts import update_documents
+
+    profile = argv[0] if argv else "cpu-tiny"
+    changed = update_readme(profile)
     print("README.md updated" if changed else "README.md already current")
+    for path in update_documents(profile):
+        print(f"{path.name}: facts updated")
     return 0
