@@ -30,7 +30,7 @@ PLACEHOLDER = re.compile(r"[<>{}*…]|\.\.\.|\$")
 def _current(text: str) -> str:
     """``text`` without history blocks and dated records (an earlier design's words)."""
     text = _blank(text, HISTORY)
-    out, cut = [], None
+    out = []
     for m in HEADING.finditer(text):
         out.append((m.start(), len(m.group(1)), bool(RECORD.search(m.group(2)))))
     spans, stack = [], []
@@ -43,7 +43,6 @@ def _current(text: str) -> str:
     chars = list(text)
     for a, b in spans:
         chars[a:b] = re.sub(r"[^\n]", " ", text[a:b])
-    del cut
     return "".join(chars)
 
 
@@ -138,16 +137,13 @@ def test_every_command_named_exists(name, text):
             words = shlex.split(command)
         except ValueError:
             continue
-        for i, w in enumerate(words):
-            if w == "make" and i + 1 < len(words) and re.fullmatch(r"[\w-]+", words[i + 1]):
-                if words[i + 1] not in _make_targets():
-                    bad.append(f"make {words[i + 1]}")
-            if w.endswith("paper-repro") and i + 1 < len(words) and not words[i + 1].startswith("-"):
-                if words[i + 1] not in _subcommands():
-                    bad.append(f"paper-repro {words[i + 1]}")
-            if w == "-m" and i + 1 < len(words) and words[i + 1].startswith("paper_repro"):
-                if importlib.util.find_spec(words[i + 1]) is None:
-                    bad.append(f"python -m {words[i + 1]}")
+        for w, nxt in zip(words, words[1:], strict=False):
+            if w == "make" and re.fullmatch(r"[\w-]+", nxt) and nxt not in _make_targets():
+                bad.append(f"make {nxt}")
+            if w.endswith("paper-repro") and not nxt.startswith("-") and nxt not in _subcommands():
+                bad.append(f"paper-repro {nxt}")
+            if w == "-m" and nxt.startswith("paper_repro") and importlib.util.find_spec(nxt) is None:
+                bad.append(f"python -m {nxt}")
     assert not bad, f"{name} names commands that do not exist: {sorted(set(bad))}"
 
 
