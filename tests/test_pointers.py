@@ -7,6 +7,7 @@ earlier design's cells."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import re
 import shlex
@@ -137,7 +138,7 @@ def test_every_command_named_exists(name, text):
             words = shlex.split(command)
         except ValueError:
             continue
-        for w, nxt in zip(words, words[1:], strict=False):
+        for w, nxt in itertools.pairwise(words):
             if w == "make" and re.fullmatch(r"[\w-]+", nxt) and nxt not in _make_targets():
                 bad.append(f"make {nxt}")
             if w.endswith("paper-repro") and not nxt.startswith("-") and nxt not in _subcommands():
