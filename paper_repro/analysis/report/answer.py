@@ -382,12 +382,21 @@ def answer(tables, order=None, target: str = TARGET) -> list[str]:
     return lines
 
 
-def answer_markdown(source, profile: str | None = None) -> str:
-    """:func:`answer` of an :class:`paper_repro.analysis.Analysis` or a results folder as one Markdown
-    text; ``profile`` (its name) orders the settings as the profile does."""
-    order = None
+def answer_markdown(source, profile: str | None = None, quick: bool = False) -> str:
+    """The answer of an :class:`paper_repro.analysis.Analysis` or a results folder as one Markdown
+    text: in plain words (:func:`paper_repro.analysis.report.plain.plain_answer`), then in detail
+    (:func:`answer`); ``profile`` (its name) orders the settings as the profile does. ``quick``: a
+    smoke run's, which says so first (:meth:`paper_repro.config.Profile.quick_note`)."""
+    from paper_repro.analysis.report.plain import plain_answer
+
+    order, head = None, []
     if profile is not None:
         from paper_repro.config import load_profile
 
-        order = [s.name for s in load_profile(profile).all_settings()]
-    return "\n".join(answer(answer_tables(source), order))
+        full = load_profile(profile)
+        order = [s.name for s in full.all_settings()]
+        head = [full.quick_note(), ""] if quick else []
+    tables = answer_tables(source)
+    return "\n".join(
+        [*head, *plain_answer(tables["claims"]), "", "**In detail.**", "", *answer(tables, order)]
+    )

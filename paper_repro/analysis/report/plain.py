@@ -3,9 +3,6 @@ with before the detailed answer (:mod:`paper_repro.analysis.report.answer`): wha
 about the paper's optima and how sure (the chance of a wrong verdict beside the chance of reaching a
 verdict), what it cannot decide and why, and our own checks that held. Every number comes from
 ``claims.csv``; the words avoid the study's jargon, or define a term where it is first used.
-
-A quick (smoke) study's answer says so first (:func:`smoke_words`): one seed and a fraction of the
-budget decide nothing, whatever its table says.
 """
 
 from __future__ import annotations
@@ -137,15 +134,6 @@ def checks_sentence(claims: pd.DataFrame) -> str:
     said = [f"*{OUR_CHECKS[r['id']]}* **{VERDICT_WORDS.get(r['verdict'], r['verdict']).capitalize()}**"
             for _, r in rows.iterrows()]  # fmt: skip
     return "**Our own checks:** " + "; ".join(said) + "."
-
-
-def smoke_words(seeds: int, cells: int, fraction: float) -> str:
-    """What a quick (smoke) study is, said before anything it prints."""
-    return (
-        f"**This is a smoke run, not the study:** {seeds} seed{'s' * (seeds != 1)}, {cells} cells, {fraction:g} of "
-        "the budget. It checks that the pipeline runs end to end; its verdicts and numbers answer nothing. The "
-        "study's answer is in the README and in `notebooks/executed/cpu-tiny/40_final_analysis.ipynb`."
-    )
 
 
 def plain_answer(claims: pd.DataFrame) -> list[str]:
