@@ -1,6 +1,10 @@
 """The compute curves' figures: each cell's curve with its fit (:func:`curves_figure`), the cells that
 could be best at each budget (:func:`rho_star_figure`) and the compute-optimal envelope over policy
-sizes (:func:`envelope_figure`), drawn from the curve tables (:mod:`paper_repro.analysis.tables.curves`).
+sizes with the size that leads at each budget and how sure that is (:func:`envelope_figure`), drawn
+from the curve tables (:mod:`paper_repro.analysis.tables.curves`). Their budget axes are the ladder
+(:func:`~paper_repro.analysis.figures.style.budget_axis`: ticks at C/8 ... 2C only); their colours
+and markers come from :mod:`paper_repro.analysis.figures.style`. A figure with nothing to draw is not
+written (:func:`~paper_repro.analysis.figures.style.skip`).
 """
 
 from __future__ import annotations
@@ -11,12 +15,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from paper_repro.analysis.figures.style import (
+    Written,
+    budget_axis,
+    budget_points,
+    cell_styles,
+    colors,
+    save_figure,
+    setup,
+    size_markers,
+    skip,
+)
 from paper_repro.analysis.figures.style import legend_line as _line
-from paper_repro.analysis.figures.style import save_figure, setup
 from paper_repro.analysis.stats.saturating import ok, saturating
 from paper_repro.analysis.stats.verdict import NAN
 from paper_repro.analysis.tables.curves import CurveAnalysis, pairs, prepared, size_order
 from paper_repro.results import TARGET_WORDS
+
+DODGE = 0.012  # log10 step between the cells' points at one budget, so their intervals do not hide each other
 
 
 def _panels(plt, n: int, width: float = 4.4, height: float = 3.0):
@@ -28,7 +44,7 @@ def _panels(plt, n: int, width: float = 4.4, height: float = 3.0):
     flat = axes.ravel()
     for ax in flat[n:]:
         ax.set_visible(False)
-    return fig, flat[:n]
+    return fig, flat[:n], cols
 
 
 def _mean_ci(values: np.ndarray) -> tuple[float, float]:
@@ -43,61 +59,81 @@ def _mean_ci(values: np.ndarray) -> tuple[float, float]:
     )
 
 
-def _cell_palette(sns, rows: pd.DataFrame) -> dict[str, tuple]:
-    order = rows.groupby("cell")["target_rho"].mean().sort_values(kind="stable").index.astype(str)
-    return dict(zip(order, sns.color_palette("viridis", len(order)), strict=False))
+def _label_edges(axes, cols: int, xlabel: str, ylabel: str) -> None:
+    """The x label under the bottom panel of each column, the y label left of each row."""
+    n = len(axes)
+    for i, ax in enumerate(axes):
+        ax.set_xlabel(xlabel if i + cols >= n else "")
+        ax.set_ylabel(ylabel if i % cols == 0 else "")
 
 
-def curves_figure(curves: pd.DataFrame, fits: pd.DataFrame, target: str, out_dir) -> Path | None:
-    """``target`` against log C per cell (colour, by target rho), one panel per setting: seed means with
-    95% intervals (points) and the saturating fits (lines: solid where the asymptote is identified,
-    dashed where not)."""
+def curves_figure(
+    curves: pd.DataFrame, fits: pd.DataFrame, target: str, out_dir, skipped: dict | None = None
+) -> Path | None:
+    """``target`` against the budget per cell, one panel per setting: seed means with 95% intervals
+    (points, a little apart sideways so that the intervals do not hide each other) and the saturating
+    fits (lines: solid where the asymptote is identified, dashed where not). A cell has its colour (its
+    target rho) and a marker of its own (:func:`~paper_repro.analysis.figures.style.cell_styles`)."""
+    name = f"curves_{target}"
     data = ok(prepared(curves)).dropna(subset=[target])
     if data.empty:
-        return None
-    plt, sns = setup()
+        return skip(out_dir, name, f"no curve measures {target}", skipped)
+    plt, _sns = setup()
+    data = data.assign(cell=data["cell"].astype(str))
     settings = list(dict.fromkeys(data["setting"]))
-    palette = _cell_palette(sns, data)
-    fig, axes = _panels(plt, len(settings))
+    rhos = data.groupby("cell")["target_rho"].mean()
+    styles = cell_styles(rhos.to_dict())
+    points = budget_points(data)
+    fig, axes, cols = _panels(plt, len(settings))
     for ax, setting in zip(axes, settings, strict=True):
         rows = data[data["setting"] == setting]
-        for cell, g in rows.groupby("cell", sort=False):
-            color = palette[str(cell)]
+        mine = [c for c in styles if c in set(rows["cell"])]
+        for k, cell in enumerate(mine):
+            g, style = rows[rows["cell"] == cell], styles[cell]
             stats = [
                 (_mean_ci(p[target].to_numpy(float)), p["point_flops"].mean()) for _, p in g.groupby("point")
             ]
             flops = np.array([f for _, f in stats])
             mean, half = np.array([m for (m, _), _ in stats]), np.array([h for (_, h), _ in stats])
-            ax.errorbar(flops, mean, yerr=np.nan_to_num(half, nan=0.0), ls="none", marker="o", ms=3.5, capsize=2,
-                        color=color)  # fmt: skip
-            fit = fits[(fits["setting"] == setting) & (fits["cell"] == cell) & (fits["target"] == target)]
+            shift = 10 ** (DODGE * (k - (len(mine) - 1) / 2))
+            ax.errorbar(flops * shift, mean, yerr=np.nan_to_num(half, nan=0.0), ls="none", marker=style["marker"],
+                        ms=4.5, capsize=1.5, elinewidth=0.9, color=style["color"], mec="0.15", mew=0.4)  # fmt: skip
+            fit = fits[
+                (fits["setting"] == setting) & (fits["cell"].astype(str) == cell) & (fits["target"] == target)
+            ]
             if len(fit) and np.isfinite(fit["A_fit"].iloc[0]):
                 r = fit.iloc[0]
                 grid = np.linspace(np.log10(flops.min()), np.log10(flops.max()), 100)  # no extrapolation
                 y = saturating(grid, r["A_fit"], np.log10(r["C_mid"]), r["B"], r["R0"])
-                ax.plot(10**grid, y, color=color, lw=1.3, ls="-" if r["status"] == "identified" else "--")
-        ax.set_xscale("log")
+                ax.plot(
+                    10**grid, y, color=style["color"], lw=1.2, ls="-" if r["status"] == "identified" else "--"
+                )
+        budget_axis(ax, points)
         ax.set_title(f"{setting}", fontsize=9)
-        ax.set_xlabel("compute C (FLOPs, log scale)")
-        ax.set_ylabel(f"{TARGET_WORDS.get(target, target)} (mean over seeds)")
-    handles = [_line(c, color=col, marker="o", ms=4) for c, col in palette.items()]
-    handles += [_line("fit: asymptote identified", lw=1.3), _line("fit: not identified", lw=1.3, ls="--"),
+    _label_edges(axes, cols, axes[-1].get_xlabel(), f"{TARGET_WORDS.get(target, target)} (mean over seeds)")
+    handles = [_line(f"{c} (target rho {rhos[c]:.2f})", color=s["color"], marker=s["marker"], ms=5, mec="0.15",
+                     mew=0.4) for c, s in styles.items()]  # fmt: skip
+    handles += [_line("fit: asymptote identified", lw=1.2), _line("fit: not identified", lw=1.2, ls="--"),
                 _line("95% interval over seeds", marker="|", ms=8, ls="none")]  # fmt: skip
     fig.legend(handles=handles, title="cell", loc="outside right upper", fontsize=7)
     fig.suptitle(f"{TARGET_WORDS.get(target, target)} against compute, per cell: R0 + (A - R0) / (1 + (C_mid/C)^B)",
                  fontsize=10)  # fmt: skip
-    return save_figure(fig, out_dir, f"curves_{target}")
+    return save_figure(fig, out_dir, name)
 
 
-def rho_star_figure(rho_star: pd.DataFrame, target: str, out_dir) -> Path | None:
+def rho_star_figure(rho_star: pd.DataFrame, target: str, out_dir, skipped: dict | None = None) -> Path | None:
     """rho*(C) per setting: at each budget point every measured cell at its measured rho (open grey),
-    the cells that could be best at 95% (filled) and the best-mean cell (a star)."""
-    data = rho_star[rho_star["target"] == target]
+    the cells that could be best at 95% (filled, in the setting's colour) and the best-mean cell (a
+    star)."""
+    name = f"rho_star_vs_budget_{target}"
+    data = rho_star[rho_star["target"] == target] if len(rho_star) else rho_star
     if data.empty:
-        return None
+        return skip(out_dir, name, f"no rho*(C) row for {target}", skipped)
     plt, _ = setup()
     settings = list(dict.fromkeys(data["setting"]))
-    fig, axes = _panels(plt, len(settings), height=2.8)
+    palette = colors(settings)
+    points = budget_points(data)
+    fig, axes, cols = _panels(plt, len(settings), height=2.8)
     for ax, setting in zip(axes, settings, strict=True):
         marks: dict[str, list[tuple[float, float]]] = {"best": [], "other": [], "argmax": []}
         for r in data[data["setting"] == setting].itertuples():
@@ -107,74 +143,125 @@ def rho_star_figure(rho_star: pd.DataFrame, target: str, out_dir) -> Path | None
                 if cell == r.argmax_cell:
                     marks["argmax"].append((r.point_flops, rho))
         for kind, style in (("other", {"marker": "o", "mfc": "none", "color": "grey", "ms": 5}),
-                            ("best", {"marker": "o", "color": "C0", "ms": 6}),
+                            ("best", {"marker": "o", "color": palette[str(setting)], "ms": 6}),
                             ("argmax", {"marker": "*", "color": "black", "ms": 7})):  # fmt: skip
             if marks[kind]:
                 ax.plot(*zip(*marks[kind], strict=True), ls="none", **style)
-        ax.set_xscale("log")
+        budget_axis(ax, points)
         ax.set_ylim(0, 1)
         ax.set_title(setting, fontsize=9)
-        ax.set_xlabel("compute C (FLOPs, log scale)")
-        ax.set_ylabel("measured rho of the cell")
-    handles = [_line("could be best at 95%", color="C0", marker="o", ls="none", ms=6),
-               _line("measured, not in the set", marker="o", mfc="none", ls="none", ms=5),
+    _label_edges(axes, cols, axes[-1].get_xlabel(), "measured rho of the cell")
+    handles = [_line("could be best at 95% (filled, in the setting's colour)", marker="o", ls="none", ms=6),
+               _line("measured, ruled out at 95%", marker="o", mfc="none", ls="none", ms=5),
                _line("best-mean cell", color="black", marker="*", ls="none", ms=7)]  # fmt: skip
-    fig.legend(handles=handles, loc="outside right upper", fontsize=7)
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
     fig.suptitle(
         f"rho*(C): the cells that could be best for {TARGET_WORDS.get(target, target)} at each budget",
         fontsize=10,
     )
-    return save_figure(fig, out_dir, f"rho_star_vs_budget_{target}")
+    return save_figure(fig, out_dir, name)
+
+
+LEADS, COULD, OUT = "leads: the best mean", "could still be best (95%)", "ruled out (95%)"
+
+
+def _verdicts(size_star: pd.DataFrame, target: str, measured: pd.Index) -> pd.DataFrame:
+    """Per (size, point) measured, whether the size leads (``argmax_size``), could still be best
+    (among ``best_sizes``) or is ruled out at that budget: ``size``, ``point``, ``verdict``."""
+    stars = size_star[size_star["target"] == target] if len(size_star) else size_star
+    by_point = {round(float(r.point), 6): r for r in stars.itertuples()}
+    out = []
+    for size, point in measured:
+        r = by_point.get(round(float(point), 6))
+        if r is None:
+            continue
+        best = str(r.best_sizes).split()
+        verdict = LEADS if str(r.argmax_size) == size else COULD if size in best else OUT
+        out.append({"size": size, "point": point, "verdict": verdict})
+    return pd.DataFrame(out, columns=["size", "point", "verdict"])
+
+
+def _size_strip(ax, verdicts: pd.DataFrame, order: list[str], flops: pd.Series, palette: dict) -> None:
+    """size*(C) under the envelope: a row per size, at each budget a large star where the size leads, a
+    filled marker where it could still be best at 95%, a small grey cross where it is ruled out (nothing
+    where it has no feasible pair)."""
+    for k, size in enumerate(order):
+        mine = verdicts[verdicts["size"] == size]
+        for verdict, style in ((LEADS, {"marker": "*", "ms": 11, "mec": "black", "mew": 0.6}),
+                               (COULD, {"marker": size_markers([size])[size], "ms": 6.5}),
+                               (OUT, {"marker": "x", "ms": 5, "color": "0.55", "mew": 1.0})):  # fmt: skip
+            at = mine[mine["verdict"] == verdict]
+            if len(at):
+                style = {"color": palette[size], **style}
+                ax.plot(flops.reindex(at["point"]).to_numpy(), [k] * len(at), ls="none", **style)
+    ax.set_ylim(len(order) - 0.5, -0.5)
+    ax.set_yticks(range(len(order)), order, fontsize=7)
+    ax.set_ylabel("size*(C)", fontsize=7)
+    ax.grid(axis="y", visible=False)
+    ax.tick_params(axis="y", length=0, pad=2)
 
 
 def envelope_figure(
-    curves: pd.DataFrame, size_star: pd.DataFrame, target: str, out_dir, sizes: Sequence[str] | None = None
+    curves: pd.DataFrame,
+    size_star: pd.DataFrame,
+    target: str,
+    out_dir,
+    sizes: Sequence[str] | None = None,
+    skipped: dict | None = None,
 ) -> Path | None:
-    """The compute-optimal envelope: per stage A policy size, its best cell's mean against C (a line),
-    the envelope (the maximum over sizes, dashed) and, at each point, the sizes that could be best
-    (size*(C), ringed and named)."""
+    """The compute-optimal envelope: per stage A policy size, its best cell's mean against the budget (a
+    line, the size's colour and marker) and the envelope (the maximum over sizes, dashed). Under it, a
+    strip with a row per size says which size leads at each budget (a star: the best mean) and how sure
+    that is: the others that could still be best at 95% (filled) and those ruled out (a cross), from
+    size*(C) (``size_star``; no strip without it)."""
+    name = f"compute_optimal_envelope_{target}"
     rows = ok(pairs(prepared(curves))).dropna(subset=[target])
     if rows.empty:
-        return None
-    from paper_repro.analysis.figures.style import colors
-
+        return skip(out_dir, name, f"no stage A curve measures {target}", skipped)
     plt, _sns = setup()
-    order = list(sizes) if sizes is not None else size_order(rows["size"])
-    palette = colors(order)  # one colour per policy size, as in every figure
+    found = list(dict.fromkeys(rows["size"].astype(str)))
+    order = [s for s in (list(sizes) if sizes is not None else size_order(found)) if s in found]
+    palette, shapes = colors(order), size_markers(order)
     means = rows.groupby(["size", "point", "cell"])[target].mean()
     flops = rows.groupby("point")["point_flops"].mean()
     best = means.groupby(level=["size", "point"]).max()
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    verdicts = _verdicts(size_star, target, best.index)
+    strip = not verdicts.empty
+    fig = plt.figure(figsize=(7.2, 4.9 if strip else 4.2), layout="constrained")
+    grid = fig.add_gridspec(
+        2 if strip else 1, 1, height_ratios=[3.2, 0.28 * len(order) + 0.35] if strip else [1]
+    )
+    ax = fig.add_subplot(grid[0])
     for size in order:
-        if size not in best.index.get_level_values(0):
-            continue
         line = best.loc[size]
-        ax.plot(flops.reindex(line.index), line.to_numpy(), "o-", color=palette[size], ms=4, label=size)
+        ax.plot(flops.reindex(line.index), line.to_numpy(), color=palette[size], marker=shapes[size], ms=5,
+                lw=1.4, label=size)  # fmt: skip
     envelope = best.groupby(level="point").max()
-    ax.plot(flops.reindex(envelope.index), envelope.to_numpy(), "--", color="black", lw=1.2)
-    stars = size_star[size_star["target"] == target]
-    for r in stars.itertuples():
-        for size in str(r.best_sizes).split():
-            if (size, r.point) in best.index:
-                ax.plot(r.point_flops, best.loc[(size, r.point)], "o", mfc="none", mec=palette.get(size, "grey"),
-                        ms=10, mew=1.4)  # fmt: skip
-        if r.point in envelope.index:
-            ax.annotate(str(r.best_sizes), (r.point_flops, envelope.loc[r.point]), textcoords="offset points",
-                        xytext=(0, 8), ha="center", fontsize=7)  # fmt: skip
-    ax.set_xscale("log")
-    ax.margins(y=0.12)  # room for the size names above the envelope
-    ax.set_xlabel("compute C (FLOPs, log scale)")
+    ax.plot(flops.reindex(envelope.index), envelope.to_numpy(), "--", color="black", lw=1.1, zorder=1)
+    points = {float(p): float(f) for p, f in flops.items()}
+    budget_axis(ax, points)
+    ax.margins(y=0.08)
     ax.set_ylabel(f"{TARGET_WORDS.get(target, target)}\n(the size's best cell, mean over seeds)")
-    handles = [
-        _line(s, color=palette[s], marker="o", ms=4) for s in order if s in best.index.get_level_values(0)
-    ]
-    handles += [_line("envelope: the best over sizes and allocations", ls="--", color="black", lw=1.2),
-                _line("ringed and named: the sizes that could be best (size*(C))", marker="o", mfc="none",
-                      ls="none", ms=9)]  # fmt: skip
-    ax.legend(handles=handles, title="policy", fontsize=7, title_fontsize=7, loc="center left",
-              bbox_to_anchor=(1.02, 0.5))  # fmt: skip
-    ax.set_title("The compute-optimal envelope\nover policy sizes and allocations (stage A)", fontsize=9)
-    return save_figure(fig, out_dir, f"compute_optimal_envelope_{target}")
+    if strip:
+        below = fig.add_subplot(grid[1], sharex=ax)
+        _size_strip(below, verdicts, order, flops, palette)
+        budget_axis(below, points)
+        ax.tick_params(labelbottom=False)
+        ax.set_xlabel("")
+    handles = [_line(s, color=palette[s], marker=shapes[s], ms=5, lw=1.4) for s in order]
+    handles.append(_line("envelope: the best over sizes and allocations", ls="--", color="black", lw=1.1))
+    if strip:
+        handles += [_line("size*(C), the strip below:", ls="none"),
+                    _line(LEADS, marker="*", ms=10, mec="black", mew=0.6, ls="none"),
+                    _line(f"the size's marker, filled: {COULD}", marker="o", ms=6, ls="none"),
+                    _line(f"{OUT}", marker="x", ms=5, mew=1.0, ls="none", color="0.55")]  # fmt: skip
+    fig.legend(handles=handles, title="policy size", fontsize=7, title_fontsize=7, loc="outside right center")
+    fig.suptitle("The compute-optimal envelope over sizes and allocations (stage A)\n"
+                 "and the size that leads at each budget", fontsize=9)  # fmt: skip
+    return save_figure(fig, out_dir, name)
+
+
+FIGURES = ("curves", "rho_star_vs_budget", "compute_optimal_envelope")  # each target's, in this order
 
 
 def curve_figures(
@@ -187,18 +274,24 @@ def curve_figures(
     targets: Sequence[str] = ("native_reward",),
 ) -> list[Path]:
     """The three figures of each of ``targets`` from a curve analysis of ``curves``; a setting that is
-    another's runs (``shared``: stage B's sparse) is drawn once, as that setting."""
+    another's runs (``shared``: stage B's sparse) is drawn once, as that setting. Returns the paths
+    written (a :class:`~paper_repro.analysis.figures.style.Written`: ``skipped`` names each figure
+    with nothing to draw and why; no file of its name is left in ``out_dir``)."""
     curves = prepared(curves)
+    written = Written()
     if curves.empty:
-        return []
+        for t in targets:
+            for figure in FIGURES:
+                skip(out_dir, f"{figure}_{t}", "no compute curve", written.skipped)
+        return written
     shared = list(shared or {})
     distinct = curves[~curves["setting"].isin(shared)] if "setting" in curves else curves
     rho_star = analysis.rho_star
     drawn = rho_star[~rho_star["setting"].isin(shared)] if len(rho_star) else rho_star
-    written = []
     for t in targets:
-        for path in (curves_figure(distinct, analysis.fits, t, out_dir), rho_star_figure(drawn, t, out_dir),
-                     envelope_figure(curves, analysis.size_star, t, out_dir, sizes)):  # fmt: skip
+        for path in (curves_figure(distinct, analysis.fits, t, out_dir, written.skipped),
+                     rho_star_figure(drawn, t, out_dir, written.skipped),
+                     envelope_figure(curves, analysis.size_star, t, out_dir, sizes, written.skipped)):  # fmt: skip
             if path is not None:
                 written.append(path)
     return written
