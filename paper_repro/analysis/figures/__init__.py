@@ -1,7 +1,8 @@
 """The figures, by where they are read: the final analysis' (:mod:`~paper_repro.analysis.figures.final`,
 written to ``figures/<profile>/``), the stage notebooks' figures and sentences
-(:mod:`~paper_repro.analysis.figures.notebook`), and what every figure shares: the theme, one colour
-per reward system and per policy size, the panel grid, the interval bars, the fixed file metadata
+(:mod:`~paper_repro.analysis.figures.notebook`), and what every figure shares: the theme, every colour
+and marker (one per reward system, policy size, cell, FLOP convention), the panel grid, the interval
+bars, the budget axis, the fixed file metadata and what a figure with nothing to draw does
 (:mod:`~paper_repro.analysis.figures.style`). Their names are read from here, each imported on first
 use (a notebook's ``from paper_repro.analysis.figures import setting_frontiers`` loads no other part).
 """

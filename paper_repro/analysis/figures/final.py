@@ -3,8 +3,10 @@ runs), draws with seaborn, writes PNG and PDF to ``out_dir`` and returns the fig
 several panels puts at most :data:`PANELS_PER_ROW` in a row, and every line and marker it draws is
 named in its legend; marks that are not data (the cells that could be best, rho*: descriptions) sit
 in a strip of their own under each panel, never among the points. The decisions, the regime
-contrasts, have a figure of their own (:func:`regime_contrasts`). What they share with the notebooks' figures is
-in :mod:`paper_repro.analysis.figures.style`."""
+contrasts, have a figure of their own (:func:`regime_contrasts`). A figure with nothing to draw is not
+written (:func:`~paper_repro.analysis.figures.style.skip`: a stale file of its name is removed and the
+reason logged and returned). What they share with the notebooks' figures (every colour and marker
+among it) is in :mod:`paper_repro.analysis.figures.style`."""
 
 from __future__ import annotations
 
@@ -14,7 +16,21 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.claims.paper import PAPER_RHO  # the paper's reported optima (reference lines)
-from paper_repro.analysis.figures.style import RHO_LABEL, colors, error_bars, panel_grid, save_figure, setup
+from paper_repro.analysis.figures.style import (
+    PILOT_MARKERS,
+    RHO_LABEL,
+    VERDICT_COLOURS,
+    Written,
+    colors,
+    convention_styles,
+    error_bars,
+    panel_grid,
+    rho_colormap,
+    save_figure,
+    setup,
+    size_markers,
+    skip,
+)
 from paper_repro.analysis.figures.style import legend_line as _line
 from paper_repro.analysis.tables.frontiers import TARGETS
 from paper_repro.results import TARGET_LABELS
@@ -47,7 +63,7 @@ def target_vs_rho_by_setting(
     stages = list(stage) if len(stage) > 1 else [stage]
     data = frontier[frontier["stage"].isin(stages)]
     names = [s for s in (order or []) if s in set(data["setting"])] or list(data["setting"].unique())
-    palette = colors(names)
+    palette, shapes = colors(names), size_markers(names)
     strip = optima is not None and x == "rho"
     nrows, ncols = panel_grid(len(TARGETS))
     panel_h, strip_h = 2.7, (0.17 * len(names) + 0.25 if strip else 0.0)
@@ -68,9 +84,8 @@ def target_vs_rho_by_setting(
         for setting in names:
             g = data[data["setting"] == setting].sort_values(x)
             color = palette[setting]
-            ax.errorbar(
-                g[x], g[t], yerr=error_bars(g, t), marker="o", ms=4, capsize=2, color=color, label=setting
-            )
+            ax.errorbar(g[x], g[t], yerr=error_bars(g, t), marker=shapes[setting], ms=4, capsize=2, color=color,
+                        label=setting)  # fmt: skip
             ax.axhline(g[f"base_{t}"].iloc[0], color=color, ls=":", lw=1)
         if x == "rho":
             for value in PAPER_RHO.values():
@@ -81,7 +96,7 @@ def target_vs_rho_by_setting(
             ax.set_ylabel("mean over seeds (95% CI)")
         if i + ncols >= len(TARGETS):  # nothing under it: the x label goes here
             bottom.set_xlabel(RHO_TIME_LABEL if x == "rho_time" else RHO_LABEL)
-    settings = [_line(s, color=palette[s], marker="o", ms=4) for s in names]
+    settings = [_line(s, color=palette[s], marker=shapes[s], ms=4) for s in names]
     fig.legend(handles=settings, title="setting", loc="outside right upper", fontsize=8)
     marks = [_line("base policy (dotted, in the setting's colour)", ls=":", lw=1),
              _line("error bars: 95% interval over seeds", marker="|", ms=8, ls="none")]  # fmt: skip
@@ -136,7 +151,7 @@ def argmax_cell_by_target(disagreement: pd.DataFrame, out_dir):
     cells = disagreement.set_index("setting")[[f"best_{t}" for t in TARGETS]]
     rho = disagreement.set_index("setting")[[f"rho_star_{t}" for t in TARGETS]].astype(float)
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(cells) + 1.5))
-    sns.heatmap(rho, annot=cells.to_numpy(), fmt="", cmap="viridis", vmin=0, vmax=1, ax=ax,
+    sns.heatmap(rho, annot=cells.to_numpy(), fmt="", cmap=rho_colormap(), vmin=0, vmax=1, ax=ax,
                 cbar_kws={"label": "realised rho of the best-mean cell"})  # fmt: skip
     ax.set_xticklabels([TARGET_LABELS[t] for t in TARGETS], rotation=20, ha="right")
     ax.set_ylabel("setting")
@@ -152,7 +167,9 @@ def _shared_once(race: pd.DataFrame) -> pd.DataFrame:
     if "same_runs_as" not in data:
         return data
     keys = [c for c in ("pilot_fraction", "pilot_rho_star", "full_rho_star", "pilot_moved") if c in data]
-    shared = data.loc[data["same_runs_as"].fillna("").astype(str) != "", ["setting", "same_runs_as"]]
+    shared = data.loc[
+        data["same_runs_as"].astype(object).fillna("").astype(str) != "", ["setting", "same_runs_as"]
+    ]
     for setting, original in shared.drop_duplicates().itertuples(index=False):
         mine = data[data["setting"] == setting].sort_values("pilot_fraction")
         theirs = data[data["setting"] == original].sort_values("pilot_fraction")
@@ -165,7 +182,7 @@ def _shared_once(race: pd.DataFrame) -> pd.DataFrame:
     return data
 
 
-MARKERS = ("o", "s", "^", "D", "v", "P")  # one per pilot budget
+MARKERS = PILOT_MARKERS  # one per pilot budget (the style's)
 
 
 def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
@@ -219,41 +236,64 @@ def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
     return _save(fig, out_dir, "race_pilot_vs_full_rho_star")
 
 
-def rho_star_by_convention(conventions: pd.DataFrame, out_dir):
-    """rho* of the native reward per setting (and pooled class) under each FLOP convention, with its
-    95% interval clipped to [0, 1]; not identified ones are listed on the right."""
-    plt, sns = setup()
-    groups = list(conventions["group"].unique())
-    kinds = list(conventions["convention"].unique())
-    fig, ax = plt.subplots(figsize=(7, 0.4 * len(groups) + 1.5))
-    palette = dict(zip(kinds, sns.color_palette("colorblind", len(kinds)), strict=False))
+IDENTIFIED = ("interior", "boundary")
+NOTHING_IDENTIFIED = "no group's rho* is identified under any FLOP convention: nothing to draw"
+
+
+def rho_star_by_convention(conventions: pd.DataFrame, out_dir, skipped: dict | None = None):
+    """rho* of the native reward per setting (and pooled class) under each FLOP convention (a grey, a
+    marker and a line style each, :func:`~paper_repro.analysis.figures.style.convention_styles`), with
+    its 95% interval clipped to [0, 1]: a row per group with rho* identified under some convention
+    ("n.i." on the right for a convention it is not identified under); the groups with none are named
+    under the plot. Nothing identified anywhere: no figure (:func:`~paper_repro.analysis.figures.style.skip`;
+    returns None)."""
+    name = "rho_star_by_convention"
+    found = conventions["status"].astype(str).isin(IDENTIFIED)
+    if not found.any():
+        return skip(out_dir, name, NOTHING_IDENTIFIED, skipped)
+    plt, _sns = setup()
+    every = list(dict.fromkeys(conventions["group"].astype(str)))
+    groups = list(dict.fromkeys(conventions.loc[found, "group"].astype(str)))
+    none = [g for g in every if g not in groups]
+    kinds = list(dict.fromkeys(conventions["convention"].astype(str)))
+    styles = convention_styles(kinds)
+    fig, ax = plt.subplots(figsize=(8.5, 0.6 * len(groups) + 1.6), layout="constrained")
     for i, group in enumerate(groups):
         for j, kind in enumerate(kinds):
-            r = conventions[(conventions["group"] == group) & (conventions["convention"] == kind)]
+            r = conventions[
+                (conventions["group"].astype(str) == group) & (conventions["convention"].astype(str) == kind)
+            ]
             if r.empty:
                 continue
-            r = r.iloc[0]
-            y = i + (j - (len(kinds) - 1) / 2) * 0.15
-            if r["status"] in ("interior", "boundary"):
+            r, style = r.iloc[0], styles[kind]
+            y = i + (j - (len(kinds) - 1) / 2) * 0.17
+            if r["status"] in IDENTIFIED:
                 lo, hi = np.clip([r["ci95_low"], r["ci95_high"]], 0, 1)
-                ax.plot([lo, hi], [y, y], color=palette[kind], lw=1.2)
-                ax.plot([r["rho_star"]], [y], "o", color=palette[kind], ms=4)
+                ax.plot([lo, hi], [y, y], color=style["color"], ls=style["ls"], lw=1.3)
+                ax.plot([r["rho_star"]], [y], marker=style["marker"], color=style["color"], ms=5, ls="none")
             else:
-                ax.text(1.02, y, f"{kind}: n.i.", color=palette[kind], fontsize=6, va="center")
+                ax.text(1.01, y, f"{kind}: n.i.", color=style["color"], fontsize=6, va="center",
+                        transform=ax.get_yaxis_transform())  # fmt: skip
     for value in PAPER_RHO.values():
         ax.axvline(value, color="grey", lw=0.8, ls="--", zorder=0)
+    for i in range(len(groups) - 1):  # a line between groups, none through them
+        ax.axhline(i + 0.5, color="0.85", lw=0.8, zorder=0)
     ax.set_yticks(range(len(groups)), groups)
+    ax.grid(axis="y", visible=False)
+    ax.set_ylim(len(groups) - 0.5, -0.5)
     ax.set_xlim(0, 1)
-    ax.invert_yaxis()
+    missing = f"\nnot identified under any convention, not drawn: {', '.join(none)}" if none else ""
     ax.set_xlabel(
-        "rho* of the native reward under each convention's rho (95% interval; n.i.: not identified)"
+        f"rho* of the native reward under each convention (95% interval; n.i.: not identified){missing}"
     )
     ax.set_title("Does rho* depend on how compute is counted?")
-    handles = [_line(kind, color=palette[kind], marker="o", ms=4, lw=1.2) for kind in kinds]
+    handles = [
+        _line(k, color=s["color"], marker=s["marker"], ls=s["ls"], ms=5, lw=1.3) for k, s in styles.items()
+    ]
     handles.append(_line(_paper_label(), ls="--", lw=0.8))
-    ax.legend(handles=handles, title="convention: rho* and its 95% interval", fontsize=7, title_fontsize=7,
-              loc="center left", bbox_to_anchor=(1.15, 0.5))  # fmt: skip
-    return _save(fig, out_dir, "rho_star_by_convention")
+    fig.legend(handles=handles, title="convention: rho* and its 95% interval", fontsize=7, title_fontsize=7,
+               loc="outside right center")  # fmt: skip
+    return _save(fig, out_dir, name)
 
 
 def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
@@ -280,14 +320,6 @@ def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
     fig.suptitle(f"Reward hacking: {int(hacking['games'].fillna(False).sum())} of {len(hacking)} runs game "
                  "their reward (ringed: reward up, pass@1 and judge down)", fontsize=9)  # fmt: skip
     return _save(fig, out_dir, "reward_change_vs_outcomes")
-
-
-VERDICT_COLOURS = {
-    "held": "#1b7837",
-    "not held": "#b2182b",
-    "inconclusive": "#7f7f7f",
-    "heterogeneous": "#e08214",
-}
 
 
 def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float):
@@ -323,20 +355,35 @@ def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float):
 
 def all_figures(frontier, optima, disagreement, race, conventions, hacking, profile, out_dir,
                 claims: pd.DataFrame | None = None) -> list[str]:  # fmt: skip
-    """Every figure of the analysis; returns their names."""
+    """Every figure of the analysis; returns their names (a :class:`~paper_repro.analysis.figures.style.Written`:
+    ``skipped`` names each figure with nothing to draw and why; no file of its name is left in
+    ``out_dir``, and a line is logged)."""
     order = [s.name for s in profile.all_settings()]
-    written = []
+    written = Written()
     if claims is not None and claims["id"].astype(str).str.startswith("regime.").any():
         regime_contrasts(claims, out_dir, profile.margins.regime)
         written.append("regime_contrasts")
-    for st in [st for st in ("A", "BD") if frontier["stage"].isin(list(st)).any()]:
+    else:
+        skip(out_dir, "regime_contrasts", "no regime claim in the claims table", written.skipped)
+    for st in ("A", "BD"):
+        present = frontier["stage"].isin(list(st)).any()
         for x in ("rho", "rho_time"):
-            target_vs_rho_by_setting(frontier, st, out_dir, x=x, optima=optima, order=order)
-            written.append(f"targets_vs_rho{'_time' if x == 'rho_time' else ''}_stage_{st}")
-    one_table = ((argmax_cell_by_target, disagreement), (race_pilot_vs_full_rho_star, race),
-                 (rho_star_by_convention, conventions), (reward_change_vs_outcomes, hacking))  # fmt: skip
-    for draw, table in one_table:  # each figure is saved under its function's name
-        if len(table):
+            name = f"targets_vs_rho{'_time' if x == 'rho_time' else ''}_stage_{st}"
+            if present:
+                target_vs_rho_by_setting(frontier, st, out_dir, x=x, optima=optima, order=order)
+                written.append(name)
+            else:
+                skip(out_dir, name, f"no stage {' or '.join(st)} row in the frontier", written.skipped)
+    one_table = ((argmax_cell_by_target, disagreement, "disagreement"), (race_pilot_vs_full_rho_star, race, "race"),
+                 (rho_star_by_convention, conventions, "conventions"),
+                 (reward_change_vs_outcomes, hacking, "reward_hacking"))  # fmt: skip
+    for draw, table, table_name in one_table:  # each figure is saved under its function's name
+        if not len(table):
+            skip(out_dir, draw.__name__, f"the {table_name} table is empty", written.skipped)
+        elif draw is rho_star_by_convention:
+            if draw(table, out_dir, written.skipped) is not None:
+                written.append(draw.__name__)
+        else:
             draw(table, out_dir)
             written.append(draw.__name__)
     import matplotlib.pyplot as plt

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.figures.style import RHO_LABEL, error_bars, file_metadata, panel_grid, theme
+from paper_repro.analysis.figures.style import RHO_LABEL, colors, error_bars, file_metadata, panel_grid, theme
 from paper_repro.analysis.tables.frontiers import TARGETS
 from paper_repro.results import TARGET_LABELS
 
@@ -66,12 +66,13 @@ def setting_frontier(
     a target NaN in every cell leaves the panel empty but for saying so. ``frontier``: one setting's
     rows of :func:`paper_repro.analysis.tables.frontiers.frontier_table` (one pilot budget's, for the
     pilots). Drawn, not saved; returns ``ax``."""
-    sns = theme()
+    theme()
     _one_setting(frontier)
     if ax is None:
         ax = _figure(figsize=(5.0, 3.2)).add_subplot()
     label = TARGET_LABELS.get(target, target)
-    color = sns.color_palette("colorblind", 1)[0]
+    name = str(frontier["setting"].iloc[0]) if len(frontier) and "setting" in frontier else "setting"
+    color = colors([name])[name]  # the setting's colour, as in every figure
     everything = frontier.sort_values("rho", kind="stable")
     g = everything.dropna(subset=["rho", target])
     missing = everything.loc[everything[target].isna(), "cell"].astype(str).tolist()
