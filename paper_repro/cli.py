@@ -224,6 +224,16 @@ def _analyse_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _split_history_command(args: argparse.Namespace) -> int:
+    from paper_repro import study
+    from paper_repro.spec import split_history
+
+    moved, points = split_history(study.prepare(args.profile), args.results)
+    print(f"moved {moved} rows that are not runs of the {args.profile} design to runs_history.csv and "
+          f"{points} of their curve points to curves_history.csv; runs.csv holds the study's rows alone")  # fmt: skip
+    return 0
+
+
 def _design_command(args: argparse.Namespace) -> int:
     from paper_repro import study
     from paper_repro.analysis import simulate_design
@@ -557,6 +567,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--eval-var-shared", nargs="+", default=None, metavar="[TARGET=]V",
                    help="the evaluation variance a cell's seeds share at 300 problems (as --eval-var-run)")  # fmt: skip
     d.set_defaults(func=_design_command)
+
+    h = command("split-history", "move an earlier design's rows out of runs.csv into runs_history.csv",
+                "Move the rows of runs.csv that are not runs of the profile's design (an earlier generation: other "
+                "weights or recipe; a stray) to runs_history.csv beside it (same columns), and their curve points "
+                "to curves_history.csv. Atomic and idempotent; the step logs stay in steps/.")  # fmt: skip
+    h.add_argument("--profile", required=True, help=profile_help)
+    h.add_argument("--results", default=None, help="directory of runs.csv (default: data/results/<profile>)")
+    h.set_defaults(func=_split_history_command)
     return parser
 
 

@@ -27,7 +27,7 @@ import io
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +255,56 @@ class ResultTable:
 
     def append_many(self, rows: Iterable[Mapping[str, Any]]) -> int:
         return sum(self.append(row) for row in rows)
+
+
+def history_path(path: str | Path) -> Path:
+    """Where the rows that leave a table go: ``runs_history.csv`` beside ``runs.csv``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}_history{path.suffix}")
+
+
+def move_rows(table: ResultTable, leaves: Callable[[dict[str, str]], bool]) -> int:
+    """Move the rows of ``table`` for which ``leaves(row)`` holds into its history table beside it
+    (:func:`history_path`, the same columns); returns how many left. Under both tables' locks: the
+    history first (appended to; a row already there is not written again), then the table without
+    them, each written atomically, every other row's text as it was. A writer killed between the two
+    leaves the rows in both, and the next call finishes the move: calling it again moves nothing."""
+    history = ResultTable(history_path(table.path), table.columns, table.key)
+    if not table.path.exists():
+        return 0
+    with table.lock:
+        records = _records(_read(table.path), table.path, table.columns)
+        flags = [bool(leaves(row)) for row, _ in records]
+        moving = [line for (_, line), out in zip(records, flags, strict=True) if out]
+        if not moving:
+            return 0
+        kept = [line for (_, line), out in zip(records, flags, strict=True) if not out]
+        with history.lock:
+            old = _read(history.path) if history.path.exists() else ""
+            have = {line for _, line in _records(old, history.path, history.columns)} if old else set()
+            added = [line for line in moving if line not in have]
+            if added:
+                _atomic_write(history.path, (old or _line(table.columns)) + "".join(added))
+            _atomic_write(table.path, _line(table.columns) + "".join(kept))
+    return len(moving)
+
+
+def _records(text: str, path: Path, columns: Sequence[str]) -> list[tuple[dict[str, str], str]]:
+    """Each row of a table's ``text`` (checked, :func:`_parse`) with its own text, as written (a
+    quoted field may span lines)."""
+    rows = _parse(text, path, columns)
+    if not rows:
+        return []
+    ends = [i + 1 for i, c in enumerate(text) if c == "\n"]  # offset past each physical line
+    reader = csv.reader(io.StringIO(text), strict=True)
+    next(reader)  # the header
+    lines, start = [], ends[0]
+    for _ in rows:
+        next(reader)
+        end = ends[reader.line_num - 1]
+        lines.append(text[start:end])
+        start = end
+    return list(zip(rows, lines, strict=True))
 
 
 def _read(path: Path) -> str:

@@ -435,6 +435,33 @@ def check_committed(specs: Sequence[RunSpec], results_root: str | Path | None = 
             )
 
 
+def split_history(profile: Profile, results_root: str | Path | None = None) -> tuple[int, int]:
+    """Move the rows of ``profile``'s runs table (``runs.csv`` in ``results_root``; None: the
+    committed one) that are not runs of its design (:class:`Design`: an earlier generation's, a
+    stray) to ``runs_history.csv`` beside it, and the points of those runs' curves to
+    ``curves_history.csv`` (:func:`paper_repro.results.move_rows`: atomic, idempotent; the step logs
+    stay in ``steps/``). ``runs.csv`` then holds the study alone, which every later run keeps so
+    (:func:`check_committed`). Returns the rows and the curve points moved."""
+    from paper_repro.results import (
+        CURVE_COLUMNS,
+        RUN_COLUMNS,
+        ResultTable,
+        history_path,
+        move_rows,
+        results_dir,
+    )
+
+    root = results_dir(profile.name, results_root)
+    design = Design(profile)
+    runs = ResultTable(root / "runs.csv", RUN_COLUMNS)
+    moved = move_rows(runs, lambda row: design.problem(row["spec"]) is not None)
+    # a curve point moves with its run's row: the points of a run that has no row yet wait for it
+    gone = ResultTable(history_path(runs.path), RUN_COLUMNS).keys() - runs.keys()
+    points = move_rows(ResultTable(root / "curves.csv", CURVE_COLUMNS, key="curve_id"),
+                       lambda row: row["run_id"] in gone)  # fmt: skip
+    return moved, points
+
+
 def _ranges(seeds: Sequence[int]) -> str:
     """``[0..9, 200..204]`` for a list of seeds."""
     runs: list[list[int]] = []

@@ -1,9 +1,10 @@
 """Two draws of one study: which verdicts move between generations of the runs table.
 
 The runs table is append-only, so a study rerun on another training configuration (new float paths,
-a new down-sampling rule) leaves the earlier draw beside the new one, under other run ids; the
-analysis reads only the runs of the profile's design (:func:`paper_repro.analysis.tables.frontiers.of_design`).
-This module reads any one draw: the draws are the distinct training configurations in the order of
+a new down-sampling rule) leaves the earlier draw beside the new one, under other run ids, until
+``paper-repro split-history`` moves it to ``runs_history.csv``; the analysis reads only the runs of the
+profile's design (:func:`paper_repro.analysis.tables.frontiers.of_design`). This module reads any
+one draw of both tables: the draws are the distinct training configurations in the order of
 their first run, each analysed as the design it ran under (:func:`design_of`).
 
 ``python -m paper_repro.analysis.draws --profile cpu-tiny`` lists them; ``--compare A B`` analyses
@@ -114,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--compare", nargs=2, type=int, metavar=("A", "B"), help="the two draws to compare")
     args = parser.parse_args(argv)
     profile = load_profile(args.profile)
-    runs = pd.read_csv(results_dir(profile.name, args.results) / "runs.csv")
+    root = results_dir(profile.name, args.results)
+    tables = [root / "runs_history.csv", root / "runs.csv"]  # the earlier draws, then the study's
+    runs = pd.concat([pd.read_csv(t) for t in tables if t.exists()], ignore_index=True)
     runs = runs[runs["status"] == "ok"]
     if args.compare is None:
         for k, config in enumerate(draws(runs)):
