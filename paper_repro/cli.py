@@ -205,6 +205,7 @@ def _run_command(args: argparse.Namespace) -> int:
 def _analyse_command(args: argparse.Namespace) -> int:
     from paper_repro import study
     from paper_repro.analysis import analyse
+    from paper_repro.analysis.pipeline import summary
     from paper_repro.analysis.tables.race import RegimeThresholds
     from paper_repro.paths import repo_relative
     from paper_repro.results import results_dir
@@ -212,12 +213,8 @@ def _analyse_command(args: argparse.Namespace) -> int:
     profile = study.prepare(args.profile, args.quick)
     thresholds = RegimeThresholds(args.rho_threshold)
     root = study.results_root_for(profile, args.quick, args.results)
-    result = analyse(profile, root, args.figures, thresholds, args.power_replicates)
-    columns = ["claim", "verdict", "our_value", "ci_low", "ci_high", "seeds_for_80pct_power"]
-    import pandas as pd
-
-    with pd.option_context("display.width", 200, "display.max_colwidth", 70):
-        print(result.claims[columns].to_string(index=False))
+    result = analyse(profile, root, args.figures, thresholds, args.power_replicates, args.design)
+    print(summary(result))
     print(
         f"tables in {repo_relative(results_dir(profile.name, root))}; figures in {repo_relative(result.figures_dir)}"
     )
@@ -511,6 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--results", default=None, help="directory of runs.csv (default: data/results/<profile>)")
     a.add_argument("--figures", default=None, help="figures directory (default: figures/<profile>)")
     a.add_argument("--quick", action="store_true", help="analyse a quick (smoke) study's runs")
+    a.add_argument("--design", choices=["auto", "study", "folder"], default="auto",
+                   help="the runs analysed: the profile's design (study), the cells and seeds the folder holds "
+                        "(folder: an exploration's), or auto: study where the folder holds runs of its grid")  # fmt: skip
     a.add_argument(
         "--rho-threshold",
         type=float,

@@ -371,9 +371,10 @@ class Design:
             for s in profile.all_settings()
         }
 
-    def problem(self, spec: RunSpec | str) -> str | None:
+    def problem(self, spec: RunSpec | str, any_seed: bool = False) -> str | None:
         """Why ``spec`` (a :class:`RunSpec`, or a row's recorded canonical spec as JSON) is not a
-        run of the design, or None when it is one."""
+        run of the design, or None when it is one. ``any_seed``: a run on a seed the design does not
+        use counts too (an exploration folder's runs, analysed as the design they make up)."""
         profile = self.profile
         if isinstance(spec, RunSpec):
             spec = spec.canonical()
@@ -404,7 +405,7 @@ class Design:
         if not any(abs(budget - b) <= 1e-9 * b for b in budgets):
             allowed = ", ".join(f"{b:.3g}" for b in budgets)
             return f"its {kind} budget {budget:.3g} is not the design's ({allowed})"
-        if seed not in seeds:
+        if seed not in seeds and not any_seed:
             return f"seed {seed} is not one of the design's {kind}-budget seeds {_ranges(seeds)}"
         return None
 

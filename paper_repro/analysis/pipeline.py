@@ -27,6 +27,7 @@ from paper_repro.analysis.tables.frontiers import (
     shared_runs,
     study_rows,
 )
+from paper_repro.analysis.tables.inventory import Folder, read_folder
 from paper_repro.analysis.tables.race import RegimeThresholds, disagreement_table, regime_ceiling
 from paper_repro.analysis.tables.race_plus import plus_table
 from paper_repro.config import Profile
@@ -60,9 +61,15 @@ class Analysis:
     )
     figures_dir: Path | None = None  # where ``figures`` were written
     curves: CurveAnalysis | None = None  # the compute curves: fits, rho*(C), size*(C), extrapolation
+    folder: Folder | None = None  # what the results folder held, what was read and left out (lines())
 
 
 def _checked_runs(path: Path, profile: Profile) -> pd.DataFrame:
+    _check_columns(path)
+    return load_runs(path, profile)
+
+
+def _check_columns(path: Path) -> None:
     if not path.exists():
         raise FileNotFoundError(f"no runs table at {path}: run the study first (make reproduce)")
     with open(path) as fh:
@@ -70,7 +77,6 @@ def _checked_runs(path: Path, profile: Profile) -> pd.DataFrame:
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ValueError(f"{path} lacks the columns the analysis reads: {', '.join(missing)}")
-    return load_runs(path, profile)
 
 
 def analyse(
@@ -79,26 +85,34 @@ def analyse(
     figures_dir: str | Path | None = None,
     thresholds: RegimeThresholds | None = None,
     power_replicates: int | None = None,
+    design: str = "auto",
 ) -> Analysis:
     """Every table and figure of ``profile``'s study from the runs table in ``results_root`` (None:
     the committed ``data/results/<profile>``), the figures to :func:`figures_folder`.
     ``power_replicates``: simulated studies per seed count for the power column (None: the power
-    module's default, 0: none)."""
+    module's default, 0: none). ``design``: the runs read, the profile's design (``study``) or the
+    one the folder's runs make up (``folder``; ``auto``: the study's where the folder holds runs of
+    its grid, :mod:`paper_repro.analysis.tables.inventory`); what was found and left out is
+    ``Analysis.folder.lines()``. A folder whose grid cannot compare cells over seeds gets its
+    tables, and claims that say they are not computable (NaN, never a number)."""
     thresholds = thresholds or RegimeThresholds()
     root = results_dir(profile.name, results_root)
     fig_dir = figures_folder(profile, results_root, figures_dir)
-    runs = _checked_runs(root / "runs.csv", profile)
-    curves = load_curves(root / "curves.csv", runs)
-    runs = at_full_budget(runs, curves, profile.budget_flops)  # a run past C counts by its point at C
+    _check_columns(root / "runs.csv")
+    committed = root.resolve() == results_dir(profile.name).resolve()
+    folder = read_folder(root / "runs.csv", profile, design, committed)
+    runs, curves, rows = folder.runs, folder.curves, folder.rows
     settings = profile.all_settings()
-    rows = study_rows(profile, runs)
     full_rows = rows["grid"]
     if full_rows.empty:
         raise ValueError(
             f"{root / 'runs.csv'} holds no full-budget run of the {profile.name} grid at budget "
-            f"{profile.budget_flops:.3g} ({len(runs)} ok rows in all). Runs of a quick study are analysed "
-            f"with quick=True (paper-repro run --quick does this)."
+            f"{profile.budget_flops:.3g} to analyse ({len(runs)} ok rows of the design in all). "
+            + " ".join(f"{line}." for line in folder.lines())
+            + " Runs of a quick study are analysed with quick=True (paper-repro analyse --quick)."
         )
+    if folder.not_computable:  # no claim to simulate either: its tests need cells over seeds
+        power_replicates = 0
     full_rows = conventions.with_rho_6n(full_rows, root / "steps")
     pilots = {f: rows[f"pilot {f}"] for f in profile.pilot_fractions}
     shared = shared_runs(full_rows, [s.name for s in settings])
@@ -122,6 +136,11 @@ def analyse(
     hacked_summary = hacking.hacking_summary(hacked)
     design_table = _design_blocks(root, study, power_replicates)
     claims = claims_table(study, design_table, _powers(study, power_replicates))
+    if folder.not_computable:
+        claims, rho_star_tests = (
+            not_computable(claims, folder.not_computable),
+            rho_star_tests.assign(verdict="inconclusive"),
+        )
     # the question asked as the budget grows: the grid runs' compute curves (their ladders' points)
     curve = curve_analysis(study.curves, margins, tau, shared=shared, sizes=classes.sizes)
     recipe_pairs = recipes.pair_table(
@@ -147,7 +166,44 @@ def analyse(
     curve.figures = curve_figures(curve, study.curves, fig_dir, shared=shared, sizes=classes.sizes)
     written += [p.stem for p in curve.figures]
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
-                    hacked, hacked_summary, claims, written, design_table, fig_dir, curve)  # fmt: skip
+                    hacked, hacked_summary, claims, written, design_table, fig_dir, curve, folder)  # fmt: skip
+
+
+NOT_COMPUTED = ("our_value", "ci_low", "ci_high", "best_cells", "seeds_for_80pct_power", "power_now")
+
+
+def not_computable(claims: pd.DataFrame, reason: str) -> pd.DataFrame:
+    """``claims`` with every claim marked not computable for ``reason``: inconclusive, its value,
+    interval and power NaN (never a number its test did not decide), the reason in its note."""
+    claims = claims.copy()
+    claims["verdict"] = "inconclusive"
+    for column in (c for c in NOT_COMPUTED if c in claims):
+        claims[column] = float("nan") if column != "best_cells" else ""
+    claims["note"] = f"not computable: {reason}"
+    if "leave_one_seed_out" in claims:
+        claims["leave_one_seed_out"] = "not recomputed"
+    return claims
+
+
+SUMMARY_CLAIMS = ["claim", "verdict", "our_value", "ci_low", "ci_high", "seeds_for_80pct_power"]
+SUMMARY_FRONTIER = ["setting", "cell", "seeds", "rho", *METRICS]
+
+
+def summary(result: Analysis) -> str:
+    """What ``paper-repro analyse`` prints: what the folder held and what was left out, the frontier
+    (for a folder's own design: its cells' means over its seeds) and the claims."""
+    folder = result.folder
+    lines = folder.lines() if folder is not None else []
+    with pd.option_context("display.width", 200, "display.max_colwidth", 70):
+        if folder is not None and folder.design == "folder":
+            lines.append(result.frontiers.reindex(columns=SUMMARY_FRONTIER).to_string(index=False))
+        if folder is not None and folder.not_computable:
+            lines.append(
+                f"claims.csv: {len(result.claims)} claims, each inconclusive with NaN values (not computable)"
+            )
+        else:
+            lines.append(result.claims[SUMMARY_CLAIMS].to_string(index=False))
+    return "\n".join(lines)
 
 
 def figures_folder(profile: Profile, results_root=None, figures_dir=None) -> Path:

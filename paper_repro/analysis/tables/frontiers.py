@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,34 +47,53 @@ def numeric(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def load_runs(path, profile) -> pd.DataFrame:
-    """The ``ok`` rows of ``profile``'s design in a runs table (:func:`of_design`), numbers parsed
-    (the table is checked first)."""
+def load_runs(path, profile, any_seed: bool = False) -> pd.DataFrame:
+    """The ``ok`` rows of ``profile``'s design in a runs table (:func:`of_design`; ``any_seed``: on
+    any seed), numbers parsed (the table is checked first)."""
     from paper_repro.results import RUN_COLUMNS, ResultTable
 
     frame = ResultTable(path, RUN_COLUMNS).frame()
-    return numeric(of_design(frame[frame["status"] == "ok"], profile, where=str(path)))
+    return numeric(of_design(frame[frame["status"] == "ok"], profile, where=str(path), any_seed=any_seed))
 
 
-def of_design(runs: pd.DataFrame, profile, where: str = "the runs table") -> pd.DataFrame:
-    """The rows of ``runs`` that are runs of ``profile``'s design (:class:`paper_repro.spec.Design`:
-    its weights, training recipe, data and evaluation, at its budgets, on its seeds).
+HISTORY = "an earlier generation's (older than the design's first run)"
 
-    The runs table is append-only, so a rebuilt model or a changed training recipe leaves the
-    earlier generation's rows in place, under other run ids: rows older than the design's first run
-    are that history, and leave the analysis quietly. Any other row that is not of the design (a
-    quick run, another seed, a hand-made recipe written into the committed table) leaves it with a
-    warning that names it: exploring never changes which runs the analysis reads."""
 
+def design_problems(runs: pd.DataFrame, profile, any_seed: bool = False, history: bool = True) -> pd.Series:
+    """Per row of ``runs``, why it is not a run of ``profile``'s design (None: it is one;
+    :meth:`paper_repro.spec.Design.problem`, ``any_seed`` as there); with ``history``, a row older
+    than the design's first run that is not of it: :data:`HISTORY`."""
     from paper_repro.spec import Design
 
+    design = Design(profile)
+    problems = pd.Series([design.problem(s, any_seed) for s in runs["spec"]], index=runs.index, dtype=object)
+    mine = problems.isna()
+    if not history:
+        return problems
+    first = runs.loc[mine, "created_at"].min() if mine.any() else None
+    older = ~mine & (runs["created_at"] <= first) if first is not None else pd.Series(False, index=runs.index)
+    problems[older] = HISTORY
+    return problems
+
+
+def of_design(
+    runs: pd.DataFrame, profile, where: str = "the runs table", any_seed: bool = False
+) -> pd.DataFrame:
+    """The rows of ``runs`` that are runs of ``profile``'s design (:class:`paper_repro.spec.Design`:
+    its weights, training recipe, data and evaluation, at its budgets, on its seeds; ``any_seed``:
+    on any seed).
+
+    The committed ``runs.csv`` holds the design's rows alone (``paper-repro split-history`` moves an
+    earlier generation's to ``runs_history.csv``). A folder that still holds them (the table is
+    append-only, so a rebuilt model or a changed training recipe leaves the earlier generation's
+    rows in place, under other run ids): rows older than the design's first run are that history,
+    and leave the analysis quietly. Any other row that is not of the design (a quick run, another
+    seed, a hand-made recipe written into the committed table) leaves it with a warning that names
+    it: exploring never changes which runs the analysis reads."""
     if runs.empty:
         return runs
-    design = Design(profile)
-    problems = pd.Series([design.problem(s) for s in runs["spec"]], index=runs.index, dtype=object)
-    mine = problems.isna()
-    first = runs.loc[mine, "created_at"].min() if mine.any() else None
-    strays = runs[~mine & (runs["created_at"] > first)] if first is not None else runs.iloc[0:0]
+    problems = design_problems(runs, profile, any_seed)
+    strays = runs[problems.notna() & (problems != HISTORY) & problems.isna().any()]  # none: no design row
     if not strays.empty:
         listed = [
             f"{r.run_id} ({r.setting} {r.cell} seed {r.seed}: {problems[i]})"
@@ -87,7 +107,7 @@ def of_design(runs: pd.DataFrame, profile, where: str = "the runs table") -> pd.
             UserWarning,
             stacklevel=2,
         )
-    return runs[mine]
+    return runs[problems.isna()]
 
 
 STRAYS_NAMED = 5  # rows a warning names, of those left out
@@ -245,20 +265,50 @@ def default_rows(profile: Profile, runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else runs.iloc[0:0]
 
 
-def study_rows(profile: Profile, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+@dataclass(frozen=True)
+class Roles:
+    """Which seeds play which role: the grid's (full budget), the fresh seeds (RACE's check at the full
+    budget) and the pilots'. A profile's design (:meth:`of`) or the seeds a folder holds (:meth:`held`)."""
+
+    grid: frozenset[int]
+    fresh: frozenset[int]
+    pilot: frozenset[int]
+
+    @classmethod
+    def of(cls, profile: Profile) -> Roles:
+        """The design's: the grid on ``0 .. seeds-1``, its fresh seeds and its pilot seeds."""
+        return cls(
+            frozenset(range(profile.seeds)), frozenset(profile.fresh_seeds), frozenset(profile.pilot_seeds)
+        )
+
+    @classmethod
+    def held(cls, profile: Profile, runs: pd.DataFrame) -> Roles:
+        """The seeds ``runs`` hold: every full-budget seed outside the profile's fresh seeds is a grid
+        seed (all of them when that leaves none), every pilot-budget seed a pilot seed."""
+        seeds = pd.to_numeric(runs["seed"], errors="coerce")
+        full = {int(s) for s in seeds[runs["budget_kind"] == "full"].dropna()}
+        pilot = {int(s) for s in seeds[runs["budget_kind"] == "pilot"].dropna()}
+        fresh = full & set(profile.fresh_seeds)
+        grid = (full - fresh) or full
+        return cls(frozenset(grid), frozenset(fresh - grid), frozenset(pilot))
+
+
+def study_rows(profile: Profile, runs: pd.DataFrame, roles: Roles | None = None) -> dict[str, pd.DataFrame]:
     """The study's rows by role, each labelled with its setting: ``grid`` (the full budget on the grid
     seeds), ``fresh`` (full-budget grid cells on the fresh seeds: RACE's and RACE+'s picks), ``fresh_default``
     (TRL's default on the fresh seeds), and ``pilot <fraction>`` (each pilot grid on the pilot seeds).
-    A run on a seed of no role (an earlier design's) is left out."""
+    ``roles``: which seeds play which role (None: the design's, :meth:`Roles.of`). A run on a seed of
+    no role (an earlier design's) is left out."""
+    roles = roles or Roles.of(profile)
     settings = profile.all_settings()
     full = setting_rows(runs, settings, "full", profile.budget_flops)
     defaults = default_rows(profile, runs)
     out = {
-        "grid": full[full["seed"].isin(range(profile.seeds))],
-        "fresh": full[full["seed"].isin(profile.fresh_seeds)],
-        "fresh_default": defaults[defaults["seed"].isin(profile.fresh_seeds)],
+        "grid": full[full["seed"].isin(roles.grid)],
+        "fresh": full[full["seed"].isin(roles.fresh)],
+        "fresh_default": defaults[defaults["seed"].isin(roles.fresh)],
     }
     for fraction, budget in profile.pilot_budgets().items():
         pilot = setting_rows(runs, settings, "pilot", budget)
-        out[f"pilot {fraction}"] = pilot[pilot["seed"].isin(profile.pilot_seeds)]
+        out[f"pilot {fraction}"] = pilot[pilot["seed"].isin(roles.pilot)]
     return out
