@@ -9,11 +9,10 @@ which of the paper's claims held, were refuted or stayed open, with what would d
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
+from paper_repro.analysis.report.plain import largest_count, plain_answer
 from paper_repro.analysis.report.story import CURVE_CLAIMS, TARGET
 from paper_repro.analysis.wording import finite, num, point_words
 from paper_repro.results import TARGET_SHORT
@@ -238,12 +237,6 @@ def growth_line(rho_star: pd.DataFrame, size_star: pd.DataFrame, claims: pd.Data
     )
 
 
-def _largest_count(note) -> int | None:
-    """The largest seed count a power note simulated (``3 seeds: 0.00, ..., 40 seeds: 0.00; ...``)."""
-    counts = [int(n) for n in re.findall(r"(\d+) seeds:", str(note))]
-    return max(counts) if counts else None
-
-
 def decider(row: pd.Series, them: bool = False) -> str:
     """What would decide an open claim (``them``: said of several), from its power columns: the seeds
     per cell for 80% power, or that no simulated seed count reaches it (with how often a study like
@@ -253,7 +246,7 @@ def decider(row: pd.Series, them: bool = False) -> str:
         return f"about {int(row['seeds_for_80pct_power'])} seeds per cell would decide {it} in 80% of simulated studies"
     note = row.get("power_note") if isinstance(row.get("power_note"), str) else ""
     if finite(row.get("power_now")):
-        top = _largest_count(note)
+        top = largest_count(note)
         text = (f"no seed count{f' up to {top}' if top else ''} per cell decides {it} in 80% of simulated "
                 "studies at the recipe effect these runs show")  # fmt: skip
         if finite(row.get("oc_held_when_true")):
@@ -387,8 +380,6 @@ def answer_markdown(source, profile: str | None = None, quick: bool = False) -> 
     text: in plain words (:func:`paper_repro.analysis.report.plain.plain_answer`), then in detail
     (:func:`answer`); ``profile`` (its name) orders the settings as the profile does. ``quick``: a
     smoke run's, which says so first (:meth:`paper_repro.config.Profile.quick_note`)."""
-    from paper_repro.analysis.report.plain import plain_answer
-
     order, head = None, []
     if profile is not None:
         from paper_repro.config import load_profile

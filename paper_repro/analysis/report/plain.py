@@ -7,10 +7,11 @@ verdict), what it cannot decide and why, and our own checks that held. Every num
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from paper_repro.analysis.claims.paper import PAPER
-from paper_repro.analysis.report.answer import _largest_count
 from paper_repro.analysis.wording import finite
 
 # the paper's three regime claims, asked as contrasts at the "any recipe at this rho" level: their
@@ -42,6 +43,12 @@ def _share(value) -> str:
     return f"{float(value):.0%}" if finite(value) else "an unsimulated share"
 
 
+def largest_count(note) -> int | None:
+    """The largest seed count a power note simulated (``3 seeds: 0.00, ..., 40 seeds: 0.00; ...``)."""
+    counts = [int(n) for n in re.findall(r"(\d+) seeds:", str(note))]
+    return max(counts) if counts else None
+
+
 def _why_open(r: pd.Series) -> str:
     """Why an open question stays open: how often a study like this one says yes where the answer is
     yes, and what seed count would make that 80%."""
@@ -54,7 +61,7 @@ def _why_open(r: pd.Series) -> str:
     )
     if finite(r.get("seeds_for_80pct_power")):
         return f"{said}; about {int(r['seeds_for_80pct_power'])} seeds per allocation would decide it 80% of the time"
-    top = _largest_count(r.get("power_note"))
+    top = largest_count(r.get("power_note"))
     return f"{said}; no number of seeds per allocation{f' up to {top}' if top else ''} decides it 80% of the time"
 
 
