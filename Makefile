@@ -27,12 +27,19 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[study,dev]" $(PIP_TORCH)
 	touch $(STAMP)
 
-install: $(STAMP)
+# The notebooks' kernel, paper-repro (paper_repro/console.py): ipykernel on this venv's Python with its
+# own log at CRITICAL, so that papermill's console shows no kernel start-up warning.
+KERNEL := $(VENV)/share/jupyter/kernels/paper-repro/kernel.json
+$(KERNEL): paper_repro/kernelspec/kernel.json $(STAMP)
+	$(BIN)/jupyter kernelspec install --sys-prefix --replace --name paper-repro --log-level=WARN paper_repro/kernelspec
+	touch $@
 
-test: $(STAMP)
+install: $(STAMP) $(KERNEL)
+
+test: install
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
-test-slow: $(STAMP)
+test-slow: install
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -48,7 +55,7 @@ bench: $(STAMP)
 
 # The whole cpu-tiny study: stage notebooks executed with papermill (resumes where it stopped), then
 # the analysis. QUICK=1: a smoke run (1 seed, 3 cells, a quarter of the budget) into .../quick/ folders.
-reproduce: $(STAMP)
+reproduce: install
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro run --profile cpu-tiny --stage all $(RUN_FLAGS)
 
 # The FLOP model against FlopCounterMode on real passes of three small models.
@@ -57,7 +64,7 @@ validate: $(STAMP)
 
 # Regenerate the cpu-tiny testbed (splits, tokenizer, policies S/M/L, PRM, base_models.csv, the PRM's error
 # profile): 14 min on 2 cores (README).
-models: $(STAMP)
+models: install
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/papermill notebooks/00_embedded_models.ipynb \
 		notebooks/executed/cpu-tiny/00_embedded_models.ipynb
 

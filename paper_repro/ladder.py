@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from paper_repro import provenance
+from paper_repro.console import report
 from paper_repro.evaluate import EvalSets
 from paper_repro.preflight import budget_problem
 from paper_repro.results import CURVE_COLUMNS, METRICS, ResultTable, curve_id, row_identity
@@ -208,6 +209,7 @@ class BudgetLadder:
         trainer = self.trainer
         if not trainer.accelerator.is_main_process:
             return
+        report("evaluating a budget point", f"{point.multiple:g} C")
         t0 = time.perf_counter()
         seconds_train = t0 - self._start - self.seconds
         policy = copy.deepcopy(trainer.model).merge_and_unload()

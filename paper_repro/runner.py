@@ -3,7 +3,8 @@
 :func:`run_specs` skips every spec whose ``ok`` row is already in the table, with (for a run with a
 budget ladder) a row for each point of its curve in ``curves.csv`` (so a sweep killed at any point and
 rerun finishes only what is missing), refuses bad input before any compute, runs the rest
-(with a progress bar on a terminal), says in one line how many it ran and skipped, and returns the
+(with a progress bar where someone sees it: :class:`paper_repro.console.RunsProgress`), says in one
+line how many it ran and skipped, and returns the
 rows in spec order. With ``jobs > 1`` each worker is a fresh process with ``threads`` torch threads
 (default: the machine's cores divided among the jobs); rows are appended by the workers themselves,
 under the table's file lock.
@@ -12,13 +13,13 @@ under the table's file lock.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from paper_repro.console import RunsProgress
 from paper_repro.ladder import curves_table, missing_points
 from paper_repro.preflight import check_spec
 from paper_repro.quiet import quiet_libraries
@@ -55,35 +56,41 @@ def run_specs(
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Run every spec that has no ``ok`` row yet; return the rows of all specs (existing ones too).
-    With ``progress``: a progress bar on a terminal (in a notebook each update would be one more
-    output), then :func:`run_summary`'s line."""
-    from tqdm import tqdm
-
+    With ``progress``: the runs' progress where someone sees it (a bar on a terminal, and from a
+    notebook that papermill executes, on papermill's console; never in the notebook, where each
+    update would be one more output: :class:`paper_repro.console.RunsProgress`), then
+    :func:`run_summary`'s line."""
     todo = pending(specs, results_root)
     check_committed(todo, results_root)  # refuse bad input before any compute, once (run_cell trusts it)
     for spec in todo:
         check_spec(spec)
     threads = threads or max(1, (os.cpu_count() or 1) // max(1, jobs))
-    on_terminal = progress and sys.stderr.isatty()
-    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not on_terminal or not todo)
+    shown = RunsProgress(len(todo), progress)
     made = []
     if jobs <= 1:
         for spec in todo:
-            made.append(run_cell(spec, results_root, executed_notebook, threads, pending=True))
-            bar.update()
+            with shown.running(run_name(spec)):
+                made.append(run_cell(spec, results_root, executed_notebook, threads, pending=True))
     else:
         context = get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=quiet_libraries) as pool:
-            futures = [
-                pool.submit(run_cell, s, results_root, executed_notebook, threads, pending=True) for s in todo
-            ]
+            futures = {
+                pool.submit(run_cell, s, results_root, executed_notebook, threads, pending=True): s
+                for s in todo
+            }
             for future in as_completed(futures):
                 made.append(future.result())
-                bar.update()
-    bar.close()
+                shown.finished(run_name(futures[future]))
+    shown.close()
     if progress:
         print(run_summary(made, len({s.run_id for s in specs}) - len(todo)))
     return rows_for(specs, results_root)
+
+
+def run_name(spec: RunSpec) -> str:
+    """A run as the progress names it: its setting, cell and seed (and a pilot's budget kind)."""
+    kind = "" if spec.budget_kind == "full" else f" ({spec.budget_kind})"
+    return f"{spec.setting} {spec.cell} seed {spec.seed}{kind}"
 
 
 def run_summary(made: Sequence[dict[str, Any]], skipped: int) -> str:

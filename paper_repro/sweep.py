@@ -131,13 +131,18 @@ def job_done(job: NotebookJob) -> bool:
 
 # The kernel's own log to the console: a note that it talks over local TCP unencrypted, and an
 # ERROR for the interrupt jupyter_client sends every kernel as it shuts it down, however its cells
-# went. A failing cell is not logged there: papermill raises it, with its traceback.
+# went. A failing cell is not logged there: papermill raises it, with its traceback. The notebooks'
+# kernel (paper_repro.console.KERNEL) sets this level itself; the argument keeps ipykernel's
+# python3 as quiet where that kernel is not installed.
 KERNEL_QUIET = ["--IPKernelApp.log_level=CRITICAL"]
 
 
 def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool = False) -> Path:
-    """Execute one notebook with papermill; the executed copy replaces the old one only on success."""
+    """Execute one notebook with papermill, on the notebooks' kernel; the executed copy replaces the
+    old one only on success."""
     import papermill as pm
+
+    from paper_repro.console import kernel_name
 
     job.output.parent.mkdir(parents=True, exist_ok=True)
     params = dict(job.parameters)
@@ -152,6 +157,7 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
         cwd=str(repo_root()),
         progress_bar=False,
         log_output=log_output,
+        kernel_name=kernel_name(),
         extra_arguments=KERNEL_QUIET,
     )
     _portable(tmp, job.output, timings=job.stage != "analysis")
@@ -211,12 +217,38 @@ def run_study(
     ``slurm``: one submitit job per notebook, asking for its policy size's resources (GPUs, CPUs,
     memory, time); a job that fails is resubmitted up to ``retries`` times, and since every run is
     skipped once its row is in the table, a resubmission (or a rerun of the sweep) finishes only
-    what is missing."""
+    what is missing.
 
-    from tqdm.auto import tqdm
-
+    The console shows this one bar of the study's runs: the run notebooks' kernels show nothing of
+    their own (:data:`paper_repro.console.MUTE`). The analysis starts once every run is done; the
+    bar closes then, and the analysis shows its parts itself (:class:`paper_repro.console.Steps`)."""
     if executor not in ("local", "slurm"):
         raise ValueError(f"unknown executor {executor!r}; executors: local, slurm")
+    from paper_repro.console import MUTE
+
+    before = os.environ.get(MUTE)
+    try:
+        return _run_study(jobs, n_jobs, executor, progress, slurm_folder, cluster, retries, slurm_partition)
+    finally:
+        if before is None:
+            os.environ.pop(MUTE, None)
+        else:
+            os.environ[MUTE] = before
+
+
+def _kernel_console(stage: str, progress: bool) -> None:
+    """Whether the kernels started next show their own progress (they inherit this environment):
+    only the analysis's, which runs alone, after the runs' bar has closed."""
+    from paper_repro.console import MUTE
+
+    os.environ[MUTE] = "on" if progress and stage == "analysis" else "off"
+
+
+def _run_study(
+    jobs, n_jobs, executor, progress, slurm_folder, cluster, retries, slurm_partition
+) -> list[Path]:
+    from tqdm.auto import tqdm
+
     todo = [j for j in jobs if not job_done(j)]
     # the bar counts distinct runs: those the jobs name, and, until its pilots have picked, a RACE
     # notebook's pick runs (then named: a pick that is TRL's default cell adds no run)
@@ -244,12 +276,16 @@ def run_study(
         bar.refresh()
 
     if executor == "local":
-        written = _run_local(todo, n_jobs, threads, refresh, bar, skipped)
+        written = _run_local(todo, n_jobs, threads, refresh, bar, skipped, progress)
     else:  # stage by stage: each stage's notebooks are submitted together
         for stage in STUDY_STEPS:
             batch = [j for j in todo if j.stage == stage]
             if batch:
                 bar.set_postfix_str(f"stage {stage}")
+                if stage == "analysis":  # every run is done: the analysis shows its own parts
+                    refresh()
+                    bar.close()
+                _kernel_console(stage, progress)
                 written += _run_submitit(
                     batch, n_jobs, slurm_folder, cluster, refresh, retries, slurm_partition, threads
                 )
@@ -283,7 +319,7 @@ def dependencies(jobs: Sequence[NotebookJob]) -> dict[int, set[int]]:
 
 
 def _run_local(
-    jobs: list[NotebookJob], n_jobs: int, threads: int, refresh, bar, skipped: int = 0
+    jobs: list[NotebookJob], n_jobs: int, threads: int, refresh, bar, skipped: int = 0, progress: bool = True
 ) -> list[Path]:
     """Execute ``jobs`` in local threads, ``n_jobs`` at a time, each once its dependencies are done;
     among the ready ones the job with the most budget still to spend goes first. The first failure
@@ -303,6 +339,11 @@ def _run_local(
                 if not ready:
                     break
                 waiting.remove(ready[0])
+                stage = jobs[ready[0]].stage
+                if stage == "analysis":  # it waits for every other job: the runs' bar is complete
+                    refresh()
+                    bar.close()
+                _kernel_console(stage, progress)  # before its kernel starts, in this thread
                 running[pool.submit(execute_job, jobs[ready[0]], threads)] = ready[0]
             if not running:
                 break

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from paper_repro import launch, provenance
+from paper_repro.console import listened, report
 from paper_repro.ladder import budget_ladder, curves_table, final_row, missing_points
 from paper_repro.preflight import check_spec
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir, row_identity
@@ -178,13 +179,18 @@ def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[
     if threads:
         torch.set_num_threads(threads)
     set_seed(spec.seed)
+    report("loading")
     parts = load_parts(spec)
     # in a multi-GPU run the launcher has cached them; only the main process reads them
+    report("evaluating the base policy (once per base model)")
     base = base_metrics(spec, parts, root) if launch.is_main_process() else None
     trainer = build_trainer(spec, parts, root / "steps" / f"{spec.run_id}.jsonl")
     steps = budget_ladder(trainer, spec, parts, root) if spec.ladder else None
     if steps is not None:
         trainer.add_callback(steps)  # after the ledger's, whose price of the next step it reads
+    if listened():  # the console shows the run's progress (paper_repro.console)
+        trainer.add_callback(_budget_spent(trainer, spec))
+    report("training")
     t0 = time.perf_counter()
     trainer.train()
     # the ladder's evaluations along the way are in curves.csv, not in the run's training time
@@ -193,6 +199,7 @@ def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[
         return None
     summary = trainer.ledger.summary()
     policy = trainer.model.merge_and_unload()
+    report("evaluating")
     t0 = time.perf_counter()
     metrics = evaluate_run(spec, parts, policy)
     seconds_eval = time.perf_counter() - t0
@@ -219,3 +226,17 @@ def _train_and_evaluate(spec: RunSpec, root: Path, threads: int | None) -> dict[
     if steps is not None:  # the ladder's last point: the run's own budget
         curves_table(root).append(final_row(spec, row, seconds_train, seconds_eval))
     return row
+
+
+def _budget_spent(trainer, spec: RunSpec):
+    """A trainer callback that reports after each optimizer step the share of its budget the run has
+    spent (:func:`paper_repro.console.report`); it reads the ledger and changes nothing."""
+    from transformers import TrainerCallback
+
+    class BudgetSpent(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            report(
+                "training", f"{trainer.ledger.total('useful') / spec.budget_flops:.0%} of its budget spent"
+            )
+
+    return BudgetSpent()
