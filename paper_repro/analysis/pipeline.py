@@ -31,6 +31,7 @@ from paper_repro.analysis.tables.inventory import Folder, read_folder
 from paper_repro.analysis.tables.race import RegimeThresholds, disagreement_table, regime_ceiling
 from paper_repro.analysis.tables.race_plus import plus_table
 from paper_repro.config import Profile
+from paper_repro.console import Steps
 from paper_repro.paths import repo_root
 from paper_repro.planning import shared_settings
 from paper_repro.results import METRICS, results_dir, write_table
@@ -79,6 +80,11 @@ def _check_columns(path: Path) -> None:
         raise ValueError(f"{path} lacks the columns the analysis reads: {', '.join(missing)}")
 
 
+# What the analysis's progress names, in order (paper_repro.console.Steps)
+PARTS = ("the runs' tables", "RACE+", "the design's simulation", "the claims and their power", "the compute curves",
+         "the recipes and the recipe SD's check", "the figures")  # fmt: skip
+
+
 def analyse(
     profile: Profile,
     results_root: str | Path | None = None,
@@ -96,6 +102,8 @@ def analyse(
     ``Analysis.folder.lines()``. A folder whose grid cannot compare cells over seeds gets its
     tables, and claims that say they are not computable (NaN, never a number)."""
     thresholds = thresholds or RegimeThresholds()
+    steps = Steps("analysis", PARTS)  # on the console (paper_repro.console), never in the notebook
+    steps("the runs' tables")
     root = results_dir(profile.name, results_root)
     fig_dir = figures_folder(profile, results_root, figures_dir)
     _check_columns(root / "runs.csv")
@@ -127,6 +135,7 @@ def analyse(
     fits = _fit_table(distinct, optima)
     disagreement, share = disagreement_table(frontier)
     race = study.race
+    steps("RACE+")
     plus = plus_table(full_rows, pilots, curves, rows["fresh"], rows["fresh_default"], shared,
                       profile.budget_flops, tau, thresholds)  # RACE+ beside RACE and TRL's default  # fmt: skip
     ceiling = regime_ceiling(distinct, classes.distinct, thresholds, tau)
@@ -134,7 +143,9 @@ def analyse(
     convention = conventions.convention_table(distinct, groups, tau)
     hacked = study.hacking
     hacked_summary = hacking.hacking_summary(hacked)
+    steps("the design's simulation")
     design_table = _design_blocks(root, study, power_replicates)
+    steps("the claims and their power")
     claims = claims_table(study, design_table, _powers(study, power_replicates))
     if folder.not_computable:
         claims, rho_star_tests = (
@@ -142,7 +153,9 @@ def analyse(
             rho_star_tests.assign(verdict="inconclusive"),
         )
     # the question asked as the budget grows: the grid runs' compute curves (their ladders' points)
+    steps("the compute curves")
     curve = curve_analysis(study.curves, margins, tau, shared=shared, sizes=classes.sizes)
+    steps("the recipes and the recipe SD's check")
     recipe_pairs = recipes.pair_table(
         recipes.pairs_of(distinct), margins.recipe, recipes=frontier
     )  # at equal rho
@@ -161,10 +174,12 @@ def analyse(
                         ("race_plus", plus.settings),
                         ("race_plus_cells", plus.cells), ("race_plus_summary", plus.summary)):  # fmt: skip
         write_table(root / f"{name}.csv", table)
+    steps("the figures")
     written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir,
                                   claims)  # fmt: skip
     curve.figures = curve_figures(curve, study.curves, fig_dir, shared=shared, sizes=classes.sizes)
     written += [p.stem for p in curve.figures]
+    steps.close()
     return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
                     hacked, hacked_summary, claims, written, design_table, fig_dir, curve, folder)  # fmt: skip
 
