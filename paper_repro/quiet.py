@@ -4,7 +4,7 @@ bars, and the trainer callbacks that print every log dict.
 :func:`quiet_libraries` runs in every process a run or a testbed build starts in (through
 :func:`paper_repro.study.prepare`, the testbed's ``build_all``, the runner's worker processes and
 :mod:`paper_repro.worker`); :func:`quiet_trainer` wraps every trainer the package builds. Only the
-warnings listed in :func:`quiet_libraries` are silenced: the package's own, and any other library's,
+warnings listed in :func:`quiet_warnings` are silenced: the package's own, and any other library's,
 still show.
 """
 
@@ -15,8 +15,24 @@ import warnings
 
 
 def quiet_libraries() -> None:
-    """Silence the third-party warnings known to say nothing about a run, and turn off the
-    datasets/transformers progress bars, which would fill an executed notebook."""
+    """Silence the third-party warnings known to say nothing about a run (:func:`quiet_warnings`), and
+    turn off the datasets/transformers progress bars, which would fill an executed notebook."""
+    quiet_warnings()
+    # after the filters: importing transformers and datasets imports tqdm.auto, which warns
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+    # the ledger's line at the end of every run: the runner reports each run itself, and the stop's
+    # reason stays in the run's ledger summary; a run past its budget still warns
+    logging.getLogger("paper_repro.ledger").setLevel(logging.WARNING)
+
+
+def quiet_warnings() -> None:
+    """Silence the third-party warnings known to say nothing about a run; imports no library of
+    them (what imports one first, such as loading a profile, which asks transformers for its GPUs'
+    peak, calls this before)."""
     from tqdm import TqdmWarning
 
     for category, message, module in (
@@ -32,15 +48,6 @@ def quiet_libraries() -> None:
         ),
     ):
         warnings.filterwarnings("ignore", message=message, category=category, module=module)
-    # after the filters: importing transformers and datasets imports tqdm.auto, which warns
-    import datasets
-    import transformers
-
-    datasets.disable_progress_bars()
-    transformers.utils.logging.disable_progress_bar()
-    # the ledger's line at the end of every run: the runner reports each run itself, and the stop's
-    # reason stays in the run's ledger summary; a run past its budget still warns
-    logging.getLogger("paper_repro.ledger").setLevel(logging.WARNING)
 
 
 def quiet_trainer(trainer):

@@ -16,6 +16,7 @@ A setting is named alone (``M``, ``dense``, ``prm``): the profile knows its stag
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +34,9 @@ def prepare(profile: str | Profile, quick: bool = False) -> Profile:
     """A profile (loaded by name or path; its quick variant with ``quick``), with its environment set:
     an offline profile never touches the network, and no library progress bar or known library
     warning fills a notebook."""
-    from paper_repro.quiet import quiet_libraries
+    from paper_repro.quiet import quiet_libraries, quiet_warnings
 
+    quiet_warnings()  # first: loading a profile imports transformers (its GPUs' peak), and so tqdm.auto
     if not isinstance(profile, Profile):
         profile = load_profile(profile)
     if quick:
@@ -44,6 +46,20 @@ def prepare(profile: str | Profile, quick: bool = False) -> Profile:
         os.environ["HF_DATASETS_OFFLINE"] = "1"
     quiet_libraries()
     return profile
+
+
+def announce_quick(profile: str | Profile) -> None:
+    """Say at the top of a quick notebook's output that it is a smoke run, not the study
+    (:meth:`paper_repro.config.Profile.quick_note` of the full ``profile``): as Markdown in a notebook,
+    else printed."""
+    note = (profile if isinstance(profile, Profile) else load_profile(profile)).quick_note()
+    ipython = sys.modules.get("IPython")
+    if ipython is not None and ipython.get_ipython() is not None:
+        from IPython.display import Markdown, display
+
+        display(Markdown(note))
+    else:
+        print(note)
 
 
 def results_root_for(
@@ -104,13 +120,32 @@ def run_setting(
     executed_notebook: str = "",
 ) -> pd.DataFrame:
     """Run one setting's full-budget grid (skipping finished runs); return its frontier table.
-    ``quick``: a smoke run (one seed, three cells, a quarter of the budget) into the quick folder
-    unless ``results_root`` says otherwise."""
+    ``quick``: a smoke run (:meth:`~paper_repro.config.Profile.quick_variant`, which the output says
+    first: :func:`announce_quick`) into the quick folder unless ``results_root`` says otherwise."""
     check_parameters(seeds, cells, quick, threads, results_root)
-    results_root = results_root_for(profile, quick, results_root)
     prof = prepare(profile, quick)
+    if quick:
+        announce_quick(profile)
+    results_root = results_root_for(profile, quick, results_root)
     specs = setting_specs(prof, setting, seeds, "full", cells, quick)
+    print(grid_line(prof, setting, specs))
     return _frontier_of(specs, len(specs), results_root, threads, executed_notebook, prof.budget_flops)
+
+
+def grid_line(profile: Profile, setting: str, specs: Sequence[RunSpec]) -> str:
+    """One line on what a setting's notebook runs: the cells of the setting's grid (the labels
+    ``cells`` takes, with an example of the ``-y`` form) and those ``specs`` run, on which seeds."""
+    grid = list(dict.fromkeys(s.cell for s in setting_specs(profile, setting, seeds=1, extend=False)))
+    chosen = list(dict.fromkeys(s.cell for s in specs))
+    seeds = list(dict.fromkeys(s.seed for s in specs))
+    plain = [c for c in grid if c[-1].isdigit()] or grid  # not a second recipe's (r50b)
+    example = ", ".join(dict.fromkeys([plain[1 % len(plain)], plain[-2 if len(plain) > 2 else -1]]))
+    runs = "every one" if chosen == grid else ", ".join(chosen) or "none"
+    on = f"seed{'s' * (len(seeds) != 1)} {', '.join(map(str, seeds))}" if seeds else "no seed"
+    return (
+        f"{setting} ({profile.name}): the grid's cells are {', '.join(grid)}; this runs {runs} on {on} "
+        f"({len(specs)} run{'s' * (len(specs) != 1)}). To run some cells only: -y 'cells: [{example}]'"
+    )
 
 
 @dataclass(frozen=True)
@@ -143,8 +178,10 @@ def run_race_pilots(
     from paper_repro.analysis.tables.frontiers import frontier_table
 
     check_parameters(quick=quick, threads=threads, results_root=results_root)
-    results_root = results_root_for(profile, quick, results_root)
     prof = prepare(profile, quick)
+    if quick:
+        announce_quick(profile)
+    results_root = results_root_for(profile, quick, results_root)
     s = prof.setting(setting)
     run = lambda specs: _rows_of(specs, results_root, threads, executed_notebook)  # noqa: E731
     pilots = run(pilot_specs(prof, s, quick))

@@ -116,3 +116,56 @@ def test_run_cell_itself_refuses_a_run_outside_the_design(tmp_path):
     with pytest.raises(ValueError, match="refused: 1 run"):
         run_cell(quick, None)
     assert _digest(COMMITTED / "runs.csv") == before
+
+
+def test_a_quick_notebook_opens_by_saying_it_is_a_smoke_run(capsys):
+    """The banner of a quick run (:func:`paper_repro.study.announce_quick`) says what quick mode is
+    from its own settings: the seeds, cells, share of the budget and evaluation size it uses."""
+    from fractions import Fraction
+
+    from paper_repro.config import QUICK_BUDGET_SCALE, QUICK_CELLS, QUICK_EVAL_LIMIT
+
+    for profile in (PROFILE, load_profile("gpu-paper")):
+        note = profile.quick_note()
+        quick = profile.quick_variant()
+        assert note.startswith("**A smoke run, not the study.**")
+        assert ", ".join(QUICK_CELLS) in note and f"{quick.seeds} seed per grid cell" in note
+        assert f"{Fraction(QUICK_BUDGET_SCALE).limit_denominator(100)} of the budget" in note
+        assert (
+            f"C = {quick.budget_flops:.3g} FLOPs" in note and f"at most {QUICK_EVAL_LIMIT} problems" in note
+        )
+    study.announce_quick("cpu-tiny")  # not in a notebook: printed
+    assert capsys.readouterr().out.strip() == PROFILE.quick_note()
+
+
+@pytest.mark.parametrize("profile", ["cpu-tiny", "gpu-paper"])
+def test_the_run_cell_names_the_grids_cells_and_a_subset_the_profile_accepts(profile):
+    """The stage notebooks' first output names the setting's cells and an example of ``-y 'cells:
+    [...]'`` that the setting's grid accepts (the notebooks once suggested r30 and r70, which
+    cpu-tiny's grid refuses)."""
+    import re
+
+    prof = load_profile(profile)
+    for setting in prof.all_settings():
+        grid = [s.cell for s in setting_specs(prof, setting, seeds=1, extend=False)]
+        line = study.grid_line(prof, setting.name, setting_specs(prof, setting, seeds=[42], cells=grid[:1]))
+        assert f"the grid's cells are {', '.join(grid)}" in line and "on seed 42 (1 run)" in line
+        (example,) = re.findall(r"-y 'cells: \[(.*)\]'", line)
+        setting_specs(prof, setting, cells=example.split(", "))  # accepted
+
+
+def test_the_notebooks_cells_examples_are_cells_of_the_default_grid():
+    """Every ``-y 'cells: [...]'`` a stage notebook's text suggests names cells of cpu-tiny's grid for
+    the notebook's default setting."""
+    import re
+
+    import nbformat
+
+    for book, setting in (("10_stage_A_model_size", "M"), ("20_stage_BD_reward_systems", "dense")):
+        text = "\n".join(
+            c.source for c in nbformat.read(repo_root() / "notebooks" / f"{book}.ipynb", 4).cells
+        )
+        examples = re.findall(r"'cells: \[(.*?)\]'", text)
+        assert examples and "r85" not in text, book
+        for example in examples:
+            setting_specs(PROFILE, setting, cells=example.split(", "))  # refused with the grid if not in it

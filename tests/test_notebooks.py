@@ -135,6 +135,21 @@ def check_stage_notebook(notebook: str, study: dict) -> None:
         assert len(made) and (made["status"] == "ok").all(), made[["setting", "cell", "status"]]
         cells = set(made.loc[made["budget_kind"] == kind, "cell"])
         assert cells and cells <= set(table.split()), (cells, table)
+        assert first_output(Path(e["copy"])).startswith("**A smoke run, not the study.**")  # all quick
+
+
+def first_output(path: Path) -> str:
+    """The executed copy's first output after its parameters: its Markdown, else its text."""
+    for cell in nbformat.read(path, as_version=4).cells:
+        tags = cell.metadata.get("tags", [])
+        if (
+            cell.cell_type == "code"
+            and cell.outputs
+            and not {"parameters", "injected-parameters"} & set(tags)
+        ):
+            out = cell.outputs[0]
+            return out.get("data", {}).get("text/markdown") or out.get("text", "")
+    return ""
 
 
 def check_analysis(study: dict, tmp_path: Path) -> None:

@@ -158,6 +158,24 @@ class Profile:
             eval={**self.eval, "limit": QUICK_EVAL_LIMIT if limit is None else min(limit, QUICK_EVAL_LIMIT)},
         )
 
+    def quick_note(self) -> str:
+        """What a quick run of this (full) profile is, in one Markdown paragraph built from quick mode's
+        settings (:meth:`quick_variant`, :data:`QUICK_CELLS`): the banner of a quick study's notebooks."""
+        from fractions import Fraction
+
+        quick = self.quick_variant()
+        seeds = lambda n: f"{n} seed{'s' * (n != 1)}"  # noqa: E731
+        share = Fraction(QUICK_BUDGET_SCALE).limit_denominator(100)
+        return (
+            f"**A smoke run, not the study.** Quick mode (`quick=True`) of the {self.name} profile: "
+            f"{seeds(quick.seeds)} per grid cell, {seeds(len(quick.pilot_seeds))} per pilot cell, "
+            f"{seeds(len(quick.fresh_seeds))} for RACE's fresh runs; the cells {', '.join(QUICK_CELLS)} of "
+            f"each grid that has them (unless `seeds` or `cells` say otherwise); {share} of the budget "
+            f"(C = {quick.budget_flops:.3g} FLOPs, the study's {self.budget_flops:.3g}); the first pilot "
+            f"budget only; at most {quick.eval['limit']} problems per evaluation set. It shows that the "
+            "notebooks run end to end; its numbers answer none of the study's questions."
+        )
+
     @property
     def pilot_fraction(self) -> float:
         """The pilot fraction whose pick RACE runs at the full budget (the first of ``pilot_fractions``)."""
