@@ -132,8 +132,8 @@ def job_done(job: NotebookJob) -> bool:
 # The kernel's own log to the console: a note that it talks over local TCP unencrypted, and an
 # ERROR for the interrupt jupyter_client sends every kernel as it shuts it down, however its cells
 # went. A failing cell is not logged there: papermill raises it, with its traceback. The notebooks'
-# kernel (paper_repro.console.KERNEL) sets this level itself; the argument keeps ipykernel's
-# python3 as quiet where that kernel is not installed.
+# kernel (paper_repro.console.KERNEL) sets this level itself (a second one would be refused); the
+# argument keeps ipykernel's python3 as quiet where that kernel is not installed.
 KERNEL_QUIET = ["--IPKernelApp.log_level=CRITICAL"]
 
 
@@ -142,7 +142,7 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
     old one only on success."""
     import papermill as pm
 
-    from paper_repro.console import kernel_name
+    from paper_repro.console import KERNEL, kernel_name
 
     job.output.parent.mkdir(parents=True, exist_ok=True)
     params = dict(job.parameters)
@@ -150,6 +150,7 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
         params["threads"] = threads
         params["executed_notebook"] = repo_relative(job.output)
     tmp = running_copy(job.output)
+    kernel = kernel_name()
     pm.execute_notebook(
         str(job.source),
         str(tmp),
@@ -157,8 +158,8 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
         cwd=str(repo_root()),
         progress_bar=False,
         log_output=log_output,
-        kernel_name=kernel_name(),
-        extra_arguments=KERNEL_QUIET,
+        kernel_name=kernel,
+        extra_arguments=[] if kernel == KERNEL else KERNEL_QUIET,
     )
     _portable(tmp, job.output, timings=job.stage != "analysis")
     os.replace(tmp, job.output)

@@ -151,3 +151,18 @@ def test_paper_repro_run_mutes_the_run_kernels_and_lets_the_analysis_show_its_pa
     sweep.run_study(jobs, progress=True)
     assert started == [("A", "off", console.KERNEL), ("analysis", "on", console.KERNEL)]
     assert console.MUTE not in os.environ
+
+
+def test_paper_repro_run_starts_the_notebooks_kernel_quietly(monkeypatch, tmp_path, capfd):
+    """The driver's own papermill call on the project's kernel: it starts (its log level is set once,
+    a second setting would be refused) and logs nothing to the console."""
+    book = tmp_path / "book.ipynb"
+    nb = new_notebook(cells=[new_code_cell("print('ran')")])
+    nb.metadata["kernelspec"] = {"name": console.KERNEL, "display_name": "paper-repro", "language": "python"}
+    nbformat.write(nb, book)
+    monkeypatch.setattr(sweep.NotebookJob, "source", property(lambda job: book))
+    job = sweep.NotebookJob("testbed", "book", {}, tmp_path / "executed" / "book.ipynb")
+    out = sweep.execute_job(job)
+    assert [o.get("text") for o in nbformat.read(out, as_version=4).cells[0].outputs] == ["ran\n"]
+    err = capfd.readouterr().err
+    assert "IPKernelApp" not in err and "Kernel died" not in err, err[-2000:]
