@@ -70,10 +70,16 @@ def _code_spans(text: str) -> list[str]:
     return re.findall(r"`([^`\n]+)`", text)
 
 
+COMMAND = re.compile(
+    r"^(?:[A-Z_]+=\S+ )*(?:\.venv/bin/|/usr/bin/time -v )?(?:make|paper-repro|python|papermill)\b"
+)
+
+
 def _commands(text: str) -> list[str]:
+    """The commands ``text`` shows: the lines of its shell blocks, and code spans that are commands."""
     fenced = re.findall(r"```(?:bash|sh)?\n(.*?)```", text, re.S)
     lines = [ln.split("#")[0].strip() for block in fenced for ln in block.splitlines()]
-    return [c for c in lines + _code_spans(text) if c]
+    return [c for c in lines + _code_spans(text) if c and COMMAND.match(c)]
 
 
 @cache
@@ -88,6 +94,13 @@ def _subcommands() -> set[str]:
     parser = build_parser()
     action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     return set(action.choices)
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def _ignored(path: str) -> bool:
@@ -109,11 +122,49 @@ def _path_exists(token: str) -> bool:
     return _ignored(token) or _ignored(token + "/")
 
 
+def stale_cells(text: str) -> list[str]:
+    named = {m.group(0) for m in CELL.finditer(_blank(_current(text), BLOCK))}
+    return sorted(named - _cells())
+
+
+def missing_paths(text: str) -> list[str]:
+    spans = [
+        s for s in _code_spans(text) + _commands(text) if "git checkout" not in s
+    ]  # history brought back
+    tokens = {t for span in spans for t in span.split()}
+    paths = {t.strip("`'\"(),").rstrip("`'\").,;:") for t in tokens if t.strip("`'\"(").startswith(TOP)}
+    return sorted(p for p in paths if not PLACEHOLDER.search(p) and ":" not in p and not _path_exists(p))
+
+
+def bad_commands(text: str) -> list[str]:
+    bad = []
+    for command in _commands(text):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            continue
+        for w, nxt in itertools.pairwise(w.strip("`'\"(),;.") for w in words):
+            if w == "make" and re.fullmatch(r"[\w-]+", nxt) and nxt not in _make_targets():
+                bad.append(f"make {nxt}")
+            if w.endswith("paper-repro") and not nxt.startswith("-") and nxt not in _subcommands():
+                bad.append(f"paper-repro {nxt}")
+            if w == "-m" and nxt.startswith("paper_repro") and not _module_exists(nxt):
+                bad.append(f"python -m {nxt}")
+    return sorted(set(bad))
+
+
+def missing_refs(text: str) -> list[str]:
+    refs = set(re.findall(r"(?:tag|commit|at|git checkout|git show) `?([0-9a-f]{7,40})\b", text))
+    refs |= set(re.findall(r"git (?:checkout|show) ([\w.-]+?)(?:~\d+)?[ :]", text))
+    refs |= set(re.findall(r"\btag `([\w.-]+)`", text))
+    return [r for r in sorted(refs)
+            if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{r}^{{commit}}"], cwd=ROOT,
+                              capture_output=True).returncode != 0]  # fmt: skip
+
+
 @pytest.mark.parametrize("name,text", _sources(), ids=[n for n, _ in _sources()])
 def test_every_cell_named_is_in_the_profile(name, text):
-    current = _current(text)
-    named = {m.group(0) for m in CELL.finditer(_blank(current, BLOCK))}
-    unknown = sorted(named - _cells())
+    unknown = stale_cells(text)
     assert not unknown, (
         f"{name} names cells the cpu-tiny profile does not have: {unknown} (it has {sorted(_cells())})"
     )
@@ -121,42 +172,41 @@ def test_every_cell_named_is_in_the_profile(name, text):
 
 @pytest.mark.parametrize("name,text", _sources(), ids=[n for n, _ in _sources()])
 def test_every_path_named_exists(name, text):
-    spans = [
-        s for s in _code_spans(text) + _commands(text) if "git checkout" not in s
-    ]  # history brought back
-    tokens = {t for span in spans for t in span.split()}
-    paths = {t.strip("`'\"(),").rstrip("`'\").,;:") for t in tokens if t.strip("`'\"(").startswith(TOP)}
-    missing = sorted(p for p in paths if not PLACEHOLDER.search(p) and ":" not in p and not _path_exists(p))
+    missing = missing_paths(text)
     assert not missing, f"{name} names paths that are not in the tree: {missing}"
 
 
 @pytest.mark.parametrize("name,text", _sources(), ids=[n for n, _ in _sources()])
 def test_every_command_named_exists(name, text):
-    bad = []
-    for command in _commands(text):
-        try:
-            words = shlex.split(command)
-        except ValueError:
-            continue
-        for w, nxt in itertools.pairwise(words):
-            if w == "make" and re.fullmatch(r"[\w-]+", nxt) and nxt not in _make_targets():
-                bad.append(f"make {nxt}")
-            if w.endswith("paper-repro") and not nxt.startswith("-") and nxt not in _subcommands():
-                bad.append(f"paper-repro {nxt}")
-            if w == "-m" and nxt.startswith("paper_repro") and importlib.util.find_spec(nxt) is None:
-                bad.append(f"python -m {nxt}")
-    assert not bad, f"{name} names commands that do not exist: {sorted(set(bad))}"
+    bad = bad_commands(text)
+    assert not bad, f"{name} names commands that do not exist: {bad}"
+
+
+def _full_clone() -> bool:
+    done = subprocess.run(
+        ["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True, text=True
+    )
+    return done.stdout.strip() == "false"
 
 
 @pytest.mark.parametrize("name,text", _sources(), ids=[n for n, _ in _sources()])
 def test_every_tag_and_commit_named_exists(name, text):
-    if subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True,
-                      text=True).stdout.strip() != "false":  # fmt: skip
+    if not _full_clone():
         pytest.skip("not a full git clone")
-    refs = set(re.findall(r"(?:tag|commit|at|git checkout|git show) `?([0-9a-f]{7,40})\b", text))
-    refs |= set(re.findall(r"git (?:checkout|show) ([\w.-]+?)(?:~\d+)?[ :]", text))
-    refs |= set(re.findall(r"\btag `([\w.-]+)`", text))
-    missing = [r for r in sorted(refs)
-               if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{r}^{{commit}}"], cwd=ROOT,
-                                 capture_output=True).returncode != 0]  # fmt: skip
+    missing = missing_refs(text)
     assert not missing, f"{name} names tags or commits git does not have: {missing}"
+
+
+def test_the_checks_catch_stale_pointers():
+    """Each check fails on what the newcomer found: a cell of an earlier grid, a path and a command
+    that do not exist, a tag that was never made; and passes an earlier design's cell in a history block."""
+    text = (
+        "Rerun with `-y 'cells: [r30, r70]'`.\n\n<!-- history -->the grid r15 … r85<!-- /history -->\n\n"
+        "It is in `notebooks/executed/cpu-tiny/50_ledger_example.ipynb`; run `make nothing` or "
+        "`.venv/bin/paper-repro explore --results x`; see the tag `results-archive-testbed-v3`.\n"
+    )
+    assert stale_cells(text) == ["r30", "r70"]
+    assert missing_paths(text) == ["notebooks/executed/cpu-tiny/50_ledger_example.ipynb"]
+    assert bad_commands(text) == ["make nothing", "paper-repro explore"]
+    if _full_clone():
+        assert missing_refs(text) == ["results-archive-testbed-v3"]
