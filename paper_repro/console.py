@@ -170,9 +170,8 @@ def _where() -> TextIO | None:
 
 
 def _below(stream: TextIO | None) -> bool:
-    """Whether ``stream`` is a terminal (a live bar); on papermill's, the bar starts on a line of its
-    own, below papermill's bar of cells, which it would otherwise overwrite."""
-    live = stream is not None and stream.isatty()
-    if live and stream is not sys.stderr:
+    """Whether ``stream`` is a terminal (a live bar); on papermill's console what follows starts on a
+    line of its own, below papermill's bar of cells, which a bar would overwrite and a line extend."""
+    if stream is not None and stream is not sys.stderr:
         stream.write("\n")
-    return live
+    return stream is not None and stream.isatty()
