@@ -93,6 +93,22 @@ class BuildConfig:
     def steps(self, spec: ModelSpec) -> int:
         return max(2, round(spec.steps * self.steps_scale))
 
+    def build_words(self) -> str:
+        """What an execution with this config rebuilds and what it keeps, in one Markdown sentence
+        (notebook 00 opens its results with it, so an executed copy says which build it shows)."""
+        kept = [s for s in POLICIES if s not in self.sizes]
+        rebuilt = [f"policy {s}" for s in self.sizes] + (["the PRM"] if self.prm else [])
+        said = f"**This execution rebuilt {', '.join(rebuilt) if rebuilt else 'nothing'}**"
+        if kept:
+            said += (
+                f"; the policies {', '.join(kept)} are the committed checkpoints, not rebuilt here (their rows "
+                "below are read from the table; a policy rebuilt on another machine is a new policy, with new "
+                "run ids)"
+            )
+        if self.steps_scale != 1.0:
+            said += f"; training steps scaled by {self.steps_scale:g} (a smoke build)"
+        return said + "."
+
 
 def models_dir(root: str | Path | None = None) -> Path:
     return Path(root) if root is not None else repo_root() / MODELS_DIR
