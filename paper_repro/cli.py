@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from paper_repro import flops
-from paper_repro.config import STAGES
+from paper_repro.config import QUICK_BUDGET_SCALE, QUICK_CELLS, QUICK_EVAL_LIMIT, STAGES
 
 
 def _flops_command(args: argparse.Namespace) -> int:
@@ -481,7 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--quick",
         action="store_true",
-        help="smoke run: 1 seed, 3 cells, 1/4 budget, 100 problems per evaluation set; outputs in .../quick/",
+        help=f"smoke run: 1 seed, the cells {' '.join(QUICK_CELLS)}, {QUICK_BUDGET_SCALE:g} of the budget, at most "
+        f"{QUICK_EVAL_LIMIT} problems per evaluation set; outputs in .../quick/",
     )
     r.add_argument("--jobs", type=_positive_int, default=1, help="notebooks executed in parallel")
     r.add_argument("--executor", choices=["local", "slurm"], default="local",
