@@ -34,6 +34,7 @@ from paper_repro.analysis.tables.frontiers import (
     of_design,
     study_rows,
 )
+from paper_repro.paths import repo_relative
 
 if TYPE_CHECKING:
     from paper_repro.config import Profile
@@ -114,7 +115,7 @@ def _found(folder: Folder, profile: Profile, frame: pd.DataFrame) -> list[str]:
             f"the folder's own (the {profile.name} settings, recipe and budgets on the cells and seeds "
             "it holds; --design folder)"
         )
-    out = [f"{_count(len(frame), 'row')} in {folder.path} ({counts})", f"design: {words}"]
+    out = [f"{_count(len(frame), 'row')} in {repo_relative(folder.path)} ({counts})", f"design: {words}"]
     rows = folder.rows
     roles = [("grid", "full-budget grid run", "full-budget grid runs"),
              ("fresh", "full-budget run on a fresh seed", "full-budget runs on fresh seeds"),
