@@ -40,7 +40,7 @@ OUR_CHECKS = {
 
 
 def _share(value) -> str:
-    return f"{float(value):.0%}" if finite(value) else "an unsimulated share"
+    return f"{100 * float(value):.3g}%" if finite(value) else "an unsimulated share"
 
 
 def largest_count(note) -> int | None:
