@@ -1,6 +1,7 @@
 """Words the claims, the tables and the report share: a pilot budget as a fraction of the full one
 (:func:`fraction_words`), a budget point as a multiple of C (:func:`point_words`), a number to three
-digits (:func:`num`) and the recipe effect a best set allows for (:func:`recipe_words`). Each
+digits (:func:`num`), a simulated share as a percentage (:func:`percent`: every report prints the
+same share the same way, 2.5%, never 2% in one place and 2.5% in another) and the recipe effect a best set allows for (:func:`recipe_words`). Each
 claim's own words are declared with it (:mod:`paper_repro.analysis.claims`); the targets' names are
 :data:`paper_repro.results.TARGET_WORDS`.
 """
@@ -42,3 +43,9 @@ def point_words(point: float) -> str:
     if point >= 1:
         return "C" if point == 1 else f"{point:g}C"
     return f"C/{1 / point:g}"
+
+
+def percent(share, missing: str = "not simulated") -> str:
+    """A share as a percentage to three digits (``0.025`` -> ``2.5%``, ``0.985`` -> ``98.5%``, ``1`` ->
+    ``100%``), or ``missing`` when it is not a number: the one way the report writes a simulated share."""
+    return f"{100 * float(share):.3g}%" if finite(share) else missing

@@ -14,7 +14,7 @@ import pandas as pd
 
 from paper_repro.analysis.report.plain import largest_count, plain_answer
 from paper_repro.analysis.report.story import CURVE_CLAIMS, TARGET
-from paper_repro.analysis.wording import finite, num, point_words
+from paper_repro.analysis.wording import finite, num, percent, point_words
 from paper_repro.results import TARGET_SHORT
 
 ANSWER_TABLES = ("optima", "frontiers", "claims", "rho_star_by_budget", "size_star_by_budget")
@@ -254,7 +254,7 @@ def decider(row: pd.Series, them: bool = False) -> str:
             text += (
                 f", and a study like this one never holds {it} even where {true} true"
                 if held == 0
-                else f", and a study like this one holds {it} in {held:.0%} of studies where {true} true"
+                else f", and a study like this one holds {it} in {percent(held)} of studies where {true} true"
             )
         return text
     own = row.get("note")
@@ -315,10 +315,6 @@ def claims_lines(claims: pd.DataFrame) -> list[str]:
     ]
 
 
-def _pct(value) -> str:
-    return f"{float(value):.0%}" if finite(value) else "not simulated"
-
-
 def regime_line(claims: pd.DataFrame) -> str:
     """The paper's optima asked as contrasts (``regime.*`` at the "any recipe at this rho" level):
     each verdict with its estimate and interval, whether it was registered before the runs, and its
@@ -332,8 +328,8 @@ def regime_line(claims: pd.DataFrame) -> str:
     for _, r in rows.iterrows():
         value = (f"{float(r['our_value']):+.3f} (90% {float(r['ci_low']):+.3f} to {float(r['ci_high']):+.3f})"
                  if finite(r.get("our_value")) and finite(r.get("ci_low")) else "no estimate")  # fmt: skip
-        oc = (f"wrong in at most {_pct(r.get('oc_wrong_max'))} of simulated studies, held in "
-              f"{_pct(r.get('oc_held_when_true'))} where true, not held in {_pct(r.get('oc_not_held_when_false'))} "
+        oc = (f"wrong in at most {percent(r.get('oc_wrong_max'))} of simulated studies, held in "
+              f"{percent(r.get('oc_held_when_true'))} where true, not held in {percent(r.get('oc_not_held_when_false'))} "
               "where false")  # fmt: skip
         said.append(f"{r['claim'].split(' [')[0]}: **{r['verdict']}**, {value}; {oc}")
     registered = set(rows.get("registration", pd.Series(dtype=str)).dropna().astype(str)) - {""}

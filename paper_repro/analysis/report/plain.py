@@ -12,7 +12,7 @@ import re
 import pandas as pd
 
 from paper_repro.analysis.claims.paper import PAPER
-from paper_repro.analysis.wording import finite
+from paper_repro.analysis.wording import finite, percent
 
 # the paper's three regime claims, asked as contrasts at the "any recipe at this rho" level: their
 # ids in the claims table, and the question each asks, in plain words
@@ -30,6 +30,8 @@ VERDICT_WORDS = {
     "inconclusive": "cannot tell",
     "heterogeneous": "cannot tell",
 }
+# a share the simulation did not give, in the answer's words
+UNSIMULATED = "an unsimulated share"
 # our additions the answer names, in plain words
 OUR_CHECKS = {
     "allocation.matters": "does the split matter at all (in some setting, one allocation of the same budget beats "
@@ -37,10 +39,6 @@ OUR_CHECKS = {
     "curves.grows": "as the budget grows, does the best policy get bigger?",
     "size_star.top": "at the largest budget, does the largest policy beat the smallest?",
 }
-
-
-def _share(value) -> str:
-    return f"{100 * float(value):.3g}%" if finite(value) else "an unsimulated share"
 
 
 def largest_count(note) -> int | None:
@@ -54,10 +52,10 @@ def _why_open(r: pd.Series) -> str:
     yes, and what seed count would make that 80%."""
     held = r.get("oc_held_when_true")
     said = (
-        f"a study like this one says yes in only {_share(held)} of simulated studies where the answer is yes"
+        f"a study like this one says yes in only {percent(held, UNSIMULATED)} of simulated studies where the answer is yes"
         if finite(held) and float(held) < 0.8
-        else f"a study like this one says yes in {_share(held)} of simulated studies where the answer is yes, but "
-        f"says no in only {_share(r.get('oc_not_held_when_false'))} of those where it is no"
+        else f"a study like this one says yes in {percent(held, UNSIMULATED)} of simulated studies where the answer is yes, but "
+        f"says no in only {percent(r.get('oc_not_held_when_false'), UNSIMULATED)} of those where it is no"
     )
     if finite(r.get("seeds_for_80pct_power")):
         return f"{said}; about {int(r['seeds_for_80pct_power'])} seeds per allocation would decide it 80% of the time"
@@ -82,9 +80,9 @@ def _sureness(r: pd.Series) -> str:
     """The chance of a wrong verdict beside the chances of reaching the right one, from the claim's
     operating characteristics on simulated studies of this design."""
     return (
-        f"a study like this one gives a wrong verdict here in at most {_share(r.get('oc_wrong_max'))} of "
-        f"simulated studies, says yes in {_share(r.get('oc_held_when_true'))} of those where the answer is yes, "
-        f"and no in {_share(r.get('oc_not_held_when_false'))} of those where it is no"
+        f"a study like this one gives a wrong verdict here in at most {percent(r.get('oc_wrong_max'), UNSIMULATED)} of "
+        f"simulated studies, says yes in {percent(r.get('oc_held_when_true'), UNSIMULATED)} of those where the answer is yes, "
+        f"and no in {percent(r.get('oc_not_held_when_false'), UNSIMULATED)} of those where it is no"
     )
 
 
@@ -122,7 +120,11 @@ def optimum_sentence(claims: pd.DataFrame) -> str:
     if len(decided) == len(rows):
         return "The paper's optima themselves are decided too (the claims table gives each)."
     top = held.max() if held.notna().any() else float("nan")
-    power = "never says yes" if top == 0 else f"says yes in at most {_share(top)} of simulated studies"
+    power = (
+        "never says yes"
+        if top == 0
+        else f"says yes in at most {percent(top, UNSIMULATED)} of simulated studies"
+    )
     return (
         f"**The optima themselves** ('the best update share is {_values()['rule']}', '... {_values()['prm']}'): "
         f"{len(rows) - len(decided)} of {len(rows)} undecided. At this study's size the best allocation cannot "

@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from paper_repro.analysis.claims.columns import powers
+from paper_repro.analysis.wording import percent
 from paper_repro.paths import repo_root
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -300,14 +301,14 @@ def _design_sentences(results: Path) -> list[str]:
         if len(held) and len(refuted) and held.max() == 0 and refuted.max() == 0:
             said.append(
                 f"{words} never decide: held in 0% of studies where true and not held in 0% where false, so their "
-                f"wrong share ({_pct(part['wrong'].max())}) and agreement ({_pct(part['agreement'].min())}) say "
+                f"wrong share ({percent(part['wrong'].max())}) and agreement ({percent(part['agreement'].min())}) say "
                 "they are silent, not sure"
             )
             continue
         said.append(
-            f"{words} are wrong in at most {_pct(part['wrong'].max())} of studies, two draws agree in at least "
-            f"{_pct(part['agreement'].min())}, and each is held in at least {_pct(held.min()) if len(held) else 'n/a'} "
-            f"of studies where it is true and not held in at least {_pct(refuted.min()) if len(refuted) else 'n/a'} "
+            f"{words} are wrong in at most {percent(part['wrong'].max())} of studies, two draws agree in at least "
+            f"{percent(part['agreement'].min())}, and each is held in at least {percent(held.min()) if len(held) else 'n/a'} "
+            f"of studies where it is true and not held in at least {percent(refuted.min()) if len(refuted) else 'n/a'} "
             "where it is false"
         )
     block = "post-hoc block" if "block" in now and (now["block"] == "post-hoc").any() else "design.csv"
@@ -338,8 +339,8 @@ def _choice_sentences(results: Path) -> list[str]:
     misses = target_misses(choices, name)
     rows = pick[pick["claim_id"].isin(TARGET_CLAIMS)]
     each = "; ".join(
-        f"{r['claim_id']}: wrong {_pct(r['wrong_max'])}, agreement {_pct(r['agreement_min'])}, held where true "
-        f"{_pct(r['held_when_true'])}, not held where false {_pct(r['not_held_when_false'])}"
+        f"{r['claim_id']}: wrong {percent(r['wrong_max'])}, agreement {percent(r['agreement_min'])}, held where true "
+        f"{percent(r['held_when_true'])}, not held where false {percent(r['not_held_when_false'])}"
         for _, r in rows.iterrows()
     )
     verdict = (
@@ -407,10 +408,6 @@ def _race_sentences(results: Path) -> list[str]:
     return [
         f"RACE's pilots moved off the base policy {', and '.join(parts)}; the others are uninformative.",
     ]
-
-
-def _pct(share: float) -> str:
-    return f"{100 * share:.3g}%"
 
 
 def _power(claim: pd.Series) -> str:

@@ -14,7 +14,7 @@ import re
 
 import pandas as pd
 
-from paper_repro.analysis.wording import finite, fraction_words, num, point_words
+from paper_repro.analysis.wording import finite, fraction_words, num, percent, point_words
 
 TARGET = "native_reward"
 CURVE_CLAIMS = (
@@ -41,7 +41,7 @@ def power_sentence(row: pd.Series) -> str:
         return f"Power: {row['power_note']}."
     n = int(row["seeds_per_cell"]) if finite(row["seeds_per_cell"]) else 0
     p = float(row["power_now"])
-    text = f"Power: it decides {p:.0%} of simulated studies at {n} seeds per cell"
+    text = f"Power: it decides {percent(p)} of simulated studies at {n} seeds per cell"
     needed = row.get("seeds_for_80pct_power")
     if p >= 0.8:
         return text + "."
@@ -61,12 +61,12 @@ def oc_sentence(row: pd.Series) -> str:
         else ""
     )
     held = (
-        f"; held in {float(row['oc_held_when_true']):.0%} where the truth holds"
+        f"; held in {percent(row['oc_held_when_true'])} where the truth holds"
         if finite(row.get("oc_held_when_true")) else ""
     )  # fmt: skip
     return (
-        f" Error rates (simulated, design.csv): wrong in at most {float(row['oc_wrong_max']):.1%}{worst}, "
-        f"two draws agree in at least {float(row['oc_agreement_min']):.0%}{held}."
+        f" Error rates (simulated, design.csv): wrong in at most {percent(row['oc_wrong_max'])}{worst}, "
+        f"two draws agree in at least {percent(row['oc_agreement_min'])}{held}."
     )
 
 
