@@ -53,10 +53,29 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m paper_repro.bench eval
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python -m paper_repro.bench ladder
 
-# The whole cpu-tiny study: stage notebooks executed with papermill (resumes where it stopped), then
-# the analysis. QUICK=1: a smoke run (1 seed, 3 cells, a quarter of the budget) into .../quick/ folders.
+# Does the study reproduce? The whole cpu-tiny study recomputed from nothing into $(REPRODUCED) (git
+# ignores it; killed and rerun, it finishes only what is missing): the stage notebooks executed with
+# papermill, then the analysis; then compared with the committed study (python -m paper_repro.reproduce:
+# run ids matched, the largest difference per metric and how many runs differ, every verdict that moved;
+# it fails when the study does not reproduce).
+# INTO=committed: the maintainer's path, into data/results/cpu-tiny/ and notebooks/executed/cpu-tiny/,
+# finishing what is missing there (with every run committed, only the analysis runs).
+# QUICK=1: a smoke run (1 seed, 3 cells, a quarter of the budget) into .../quick/ folders.
+# the folder is paper_repro.reproduce's to name (expanded when the recipe runs, after the install)
+REPRODUCED = $(shell $(BIN)/python -m paper_repro.reproduce --profile cpu-tiny --where)
+INTO ?=
+RUN := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro run --profile cpu-tiny --stage all $(RUN_FLAGS)
 reproduce: install
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro run --profile cpu-tiny --stage all $(RUN_FLAGS)
+ifneq ($(QUICK),)
+	$(RUN)
+else ifeq ($(INTO),committed)
+	$(RUN)
+else ifeq ($(INTO),)
+	$(RUN) --results $(REPRODUCED) --executed $(REPRODUCED)/notebooks
+	$(BIN)/python -m paper_repro.reproduce --profile cpu-tiny --results $(REPRODUCED)
+else
+	@echo "INTO=$(INTO): unknown; leave it unset (recompute into $(REPRODUCED) and compare) or INTO=committed" >&2; exit 2
+endif
 
 # The FLOP model against FlopCounterMode on real passes of three small models.
 validate: $(STAMP)

@@ -4,7 +4,7 @@ Reruns a random sample of the committed runs of a profile's current study (by de
 runs, 2 each of ``proxy_prm``, ``structured`` and ``sparse`` (stage A's, which run past C along their
 budget ladder), 2 RACE pilots) into an empty scratch table, and
 compares every metric, FLOP count, round and step count with the committed row: each row says the
-largest difference it found, in which column, and whether that is within :data:`TOLERANCE`. The
+largest difference it found, in which column, and whether that is within :data:`paper_repro.rowdiff.TOLERANCE`. The
 sampled specs are the study's own (:func:`paper_repro.sweep.study_jobs`), so a run is rerun exactly
 as the study asked for it.
 """
@@ -18,13 +18,8 @@ import pandas as pd
 
 from paper_repro import runner, study, sweep
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir
+from paper_repro.rowdiff import COMPARED, TOLERANCE, beyond, differences
 
-COMPARED = (*METRICS, "C_search", "C_learning", "C_reward", "C_total", "rounds", "steps")
-# The largest absolute difference from the committed row that still reads as the same run: a metric
-# may move by float rounding (a PRM-scored native reward is a mean of float scores: 1.6e-8 was seen
-# between two machines of the project's kind, in 8 of 12 sampled rows, all `prm`), while one answer
-# that changes moves a 300-problem metric by 3.3e-3; FLOP counts, rounds and steps must be equal.
-TOLERANCE = {**dict.fromkeys(METRICS, 1e-6), **dict.fromkeys(COMPARED[len(METRICS) :], 0.0)}
 SAMPLE = {"prm": 6, "proxy_prm": 2, "structured": 2, "sparse": 2, "pilot": 2}
 
 
@@ -61,10 +56,8 @@ def recheck(
 def compare(committed: pd.DataFrame, rerun: pd.DataFrame) -> pd.DataFrame:
     """Per committed row, its rerun's largest difference, the column it is in, the columns beyond
     :data:`TOLERANCE` and the verdict (``equal``, ``within tolerance`` or ``differs``)."""
-    old = committed.set_index("run_id")[list(COMPARED)].astype(float)
-    new = rerun.set_index("run_id")[list(COMPARED)].astype(float).loc[old.index]
-    gap = (new - old).abs().where(~(old.isna() & new.isna()), 0.0).fillna(float("inf"))  # NaN on one side
-    over = gap.gt(pd.Series(TOLERANCE))
+    gap = differences(committed, rerun)
+    over = beyond(gap)
     out = committed.set_index("run_id")[["setting", "cell", "seed", "budget_kind"]].copy()
     out["largest_difference"] = gap.max(axis=1)
     out["in_column"] = [gap.loc[i].idxmax() if gap.loc[i].max() > 0 else "" for i in out.index]

@@ -221,7 +221,8 @@ def test_recheck_states_the_size_of_each_difference_against_its_tolerance():
     FLOP count that moved is a difference; a metric lost on one side is one too."""
     import pandas as pd
 
-    from paper_repro.recheck import COMPARED, compare
+    from paper_repro.recheck import compare
+    from paper_repro.rowdiff import COMPARED
 
     base = {c: 0.5 for c in COMPARED} | {"C_total": 1e11, "rounds": 20, "steps": 20}
     ids = ["same", "rounding", "answer", "flops", "lost"]
