@@ -225,8 +225,11 @@ def _split_history_command(args: argparse.Namespace) -> int:
     from paper_repro import study
     from paper_repro.spec import split_history
 
-    moved, points = split_history(study.prepare(args.profile), args.results)
-    print(f"moved {moved} rows that are not runs of the {args.profile} design to runs_history.csv and "
+    moved, points = split_history(study.prepare(args.profile), args.results, args.before)
+    which = f"not runs of the {args.profile} design" + (
+        f" or made before {args.before}" if args.before else ""
+    )
+    print(f"moved {moved} rows that are {which} to runs_history.csv and "
           f"{points} of their curve points to curves_history.csv; runs.csv holds the study's rows alone")  # fmt: skip
     return 0
 
@@ -278,6 +281,7 @@ def _design_candidates(args: argparse.Namespace, profile, variants) -> int:
         args.overhead_minutes, variance, source, curves_path=root / "curves.csv", variants=variants,
         progress=lambda step: print(step, flush=True), simulate=not args.price_only,
         overrides=(args.recipe_sd, args.seed_sd, args.amplitude),
+        candidate_list=[dc.Candidate.from_profile(profile)] if args.registered else None,
     )  # fmt: skip
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60):
         print("\ncost model (per run: train s = a + b x budget; evaluation per problem decoded):")
@@ -287,7 +291,7 @@ def _design_candidates(args: argparse.Namespace, profile, variants) -> int:
         print(f"\nminutes: job-seconds / {dc.JOBS} / 60 + {args.overhead_minutes:g} min overhead (notebooks, "
               "analysis: a parameter, not measured)")  # fmt: skip
         print(_candidate_summary(result.choices).to_string(index=False))
-    write_table(root / "design_choices.csv", result.choices)
+    write_table(root / ("design_registered.csv" if args.registered else "design_choices.csv"), result.choices)
     if args.price_only:
         print(f"design_choices.csv (priced only) in {repo_relative(root)}")
         return 0
@@ -325,14 +329,13 @@ def _design_candidates(args: argparse.Namespace, profile, variants) -> int:
         print("  only as the cheapest: no candidate holds any claim where it is true (every held-when-true is "
               "0), so the rule cannot tell the candidates apart by power")  # fmt: skip
     print(f"design.csv ({len(result.design)} rows: today as 'committed', the profile's as 'chosen') and "
-          f"design_choices.csv ({len(result.choices)} rows) in {repo_relative(root)}")  # fmt: skip
+          f"{'design_registered' if args.registered else 'design_choices'}.csv ({len(result.choices)} rows) in "
+          f"{repo_relative(root)}")  # fmt: skip
     return 0
 
 
 def _candidate_summary(choices):
     """One line per candidate: its minutes, runs, seeds, cells and headline operating characteristics."""
-    import pandas as pd
-
     cols = {"wrong_max": "max", "held_when_true": ["min", "mean"], "not_held_when_false": ["min", "mean"],
             "agreement_min": "min"}  # fmt: skip
     have = {k: v for k, v in cols.items() if k in choices}
@@ -346,7 +349,7 @@ def _candidate_summary(choices):
         head = head.join(oc)
     if "recommended" in choices:
         head["recommended"] = choices.groupby("name", sort=False)["recommended"].any()
-    return pd.DataFrame(head).reset_index().round(3)
+    return head.reset_index().round(3)
 
 
 def _dry_run(args: argparse.Namespace) -> int:
@@ -555,6 +558,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "for today's and the profile's design")  # fmt: skip
     d.add_argument("--price-only", action="store_true",
                    help="with --candidates: price the candidates (the cost model's minutes), simulate none")  # fmt: skip
+    d.add_argument("--registered", action="store_true", help="with --candidates: the profile's design (the pick, "
+                   "once registered) and today's alone: design.csv and design_registered.csv; design_choices.csv kept")  # fmt: skip
     d.add_argument("--candidate-replicates", type=_positive_int, default=CANDIDATE_REPLICATES,
                    help="study pairs per truth for each candidate other than today's and the profile's "
                         "(default: %(default)s; those two take --replicates)")  # fmt: skip
@@ -575,6 +580,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "to curves_history.csv. Atomic and idempotent; the step logs stay in steps/.")  # fmt: skip
     h.add_argument("--profile", required=True, help=profile_help)
     h.add_argument("--results", default=None, help="directory of runs.csv (default: data/results/<profile>)")
+    h.add_argument("--before", default=None, help="also move the rows made before this time (ISO 8601): an "
+                   "earlier study of the same design, before the design's registration")  # fmt: skip
     h.set_defaults(func=_split_history_command)
     return parser
 

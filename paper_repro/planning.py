@@ -32,8 +32,10 @@ second recipes) is priced in wall minutes on the cpu-tiny machine:
   the profile's targets with the seeds the limit buys, fewer and more cells (evenly spaced over the
   profile's range) with the seeds the limit buys, the same at the other evaluation size (900 problems
   per held-out and gsm set where the profile has 300, 300 where it has 900), stage A at the other
-  budgets (C, 2C, 4C: at the profile's seeds, and for 2C and 4C with the seeds the limit buys), and
-  the design without its second recipes.
+  budgets (C, 2C, 4C: at the profile's seeds, and for 2C and 4C with the seeds the limit buys), the
+  design without its second recipes, and (where the profile has more than one pilot fraction) the
+  pilots at the largest fraction only (at the profile's seeds, with the seeds the limit buys, and
+  with stage A at C).
 """
 
 from __future__ import annotations
@@ -471,6 +473,12 @@ def candidates(
         out.append(
             replace(fill(replace(chosen, recipes=False)), name="no second recipes, seeds to the limit")
         )
+    if len(chosen.pilot_fractions) > 1:  # RACE as the paper runs it: pilots at one budget
+        one = replace(chosen, pilot_fractions=(max(chosen.pilot_fractions),))
+        out.append(replace(one, name="pilots at the largest fraction only", note="the profile's seeds"))
+        out.append(replace(fill(one), name="pilots at the largest fraction only, seeds to the limit"))
+        out.append(replace(one, stage_a_multiple=1.0, name="pilots at the largest fraction only, stage A to 1C",
+                           note="the profile's seeds"))  # fmt: skip
     at = tuple(t for t in chosen.targets if any(abs(t - x) < 1e-9 for x in second_at))
     if at:
         both = replace(chosen, second_at=at)

@@ -436,13 +436,17 @@ def check_committed(specs: Sequence[RunSpec], results_root: str | Path | None = 
             )
 
 
-def split_history(profile: Profile, results_root: str | Path | None = None) -> tuple[int, int]:
+def split_history(
+    profile: Profile, results_root: str | Path | None = None, before: str | None = None
+) -> tuple[int, int]:
     """Move the rows of ``profile``'s runs table (``runs.csv`` in ``results_root``; None: the
     committed one) that are not runs of its design (:class:`Design`: an earlier generation's, a
     stray) to ``runs_history.csv`` beside it, and the points of those runs' curves to
     ``curves_history.csv`` (:func:`paper_repro.results.move_rows`: atomic, idempotent; the step logs
     stay in ``steps/``). ``runs.csv`` then holds the study alone, which every later run keeps so
-    (:func:`check_committed`). Returns the rows and the curve points moved."""
+    (:func:`check_committed`). ``before`` (ISO 8601): also move every row made before that time, an
+    earlier study of the same design (a design registered after those runs is tested on runs made
+    after it: its rerun makes the same run ids again). Returns the rows and the curve points moved."""
     from paper_repro.results import (
         CURVE_COLUMNS,
         RUN_COLUMNS,
@@ -455,7 +459,17 @@ def split_history(profile: Profile, results_root: str | Path | None = None) -> t
     root = results_dir(profile.name, results_root)
     design = Design(profile)
     runs = ResultTable(root / "runs.csv", RUN_COLUMNS)
-    moved = move_rows(runs, lambda row: design.problem(row["spec"]) is not None)
+    import pandas as pd
+
+    cut = pd.Timestamp(before) if before else None
+    if cut is not None and cut.tzinfo is None:
+        cut = cut.tz_localize("UTC")
+
+    def earlier(row: dict[str, str]) -> bool:
+        made = pd.to_datetime(row.get("created_at") or None, utc=True, errors="coerce")
+        return cut is not None and pd.notna(made) and made < cut
+
+    moved = move_rows(runs, lambda row: design.problem(row["spec"]) is not None or earlier(row))
     # a curve point moves with its run's row: the points of a run that has no row yet wait for it
     gone = ResultTable(history_path(runs.path), RUN_COLUMNS).keys() - runs.keys()
     points = move_rows(ResultTable(root / "curves.csv", CURVE_COLUMNS, key="curve_id"),

@@ -273,6 +273,23 @@ def test_the_rule_picks_the_most_powerful_candidate_that_fits():
                              "held-out and gsm problems 300 -> 900"]  # fmt: skip
 
 
+def test_the_rule_never_picks_a_candidate_whose_ladder_stops_short():
+    """A cheaper candidate with the same power whose stage A stops at C loses the size*(C) and budget
+    claims' top point: priced and simulated, never picked (the ladder a parameter of the rule)."""
+    from paper_repro.analysis.design import candidates as dc
+
+    table = pd.concat([
+        _choices("stage A to 2C", 72.0, [0.01, 0.02], [0.9, 0.9]).assign(stage_a_multiple=2.0),
+        _choices("stage A to 1C", 62.0, [0.01, 0.02], [0.9, 0.9]).assign(stage_a_multiple=1.0),
+        _choices("stage A to 4C", 99.0, [0.01, 0.02], [0.9, 0.9]).assign(stage_a_multiple=4.0),
+    ])  # fmt: skip
+    assert dc.recommend(table, minutes=75).name == "stage A to 2C"
+    assert dc.recommend(table, minutes=75, ladder=1.0).name == "stage A to 1C"
+    assert dc.recommend(table, minutes=70) is None
+    assert dc.misfits(table, "stage A to 1C", 75) == ["stage A stops at 1C, before the ladder's 2C"]
+    assert dc.misfits(table, "stage A to 4C", 75) == ["99.0 min > 75"]
+
+
 def _regime_choices(name, minutes, held, refuted, agreement=0.9, wrong=0.01):
     """A candidate's rows for the three regime claims the registered targets read."""
     from paper_repro.analysis.design.candidates import TARGET_CLAIMS

@@ -46,6 +46,8 @@ def test_the_same_regime_rate_counts_the_best_cells_sides():
     }  # fmt: skip
     rate = same_regime_rates(mirrored).iloc[0]
     assert (rate["same"], rate["settings"], rate["described"]) == (4, 4, "4 of 4")
+    # exact 95% interval of 4 of 4: [0.025^(1/4), 1]
+    assert (rate["same_low"], rate["same_high"]) == (pytest.approx(0.025**0.25), pytest.approx(1.0))
     # chance: the share of the five pilot cells on the full best cell's side (2 update-heavy, 3 search)
     assert rate["chance"] == pytest.approx(2 / 5 + 3 / 5 + 3 / 5 + 2 / 5)
     assert rate["chance_p"] == pytest.approx(0.4 * 0.6 * 0.6 * 0.4)

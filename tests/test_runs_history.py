@@ -74,3 +74,44 @@ def test_split_history_leaves_the_design_in_runs_csv(tmp_path, capsys):
     assert sorted(load_runs(tmp_path / "runs.csv", PROFILE)["run_id"]) == read
     assert split_history(PROFILE, tmp_path) == (0, 0)  # idempotent
     assert not math.isnan(runs["native_reward"].iloc[0])
+
+
+def test_split_history_before_a_registration_moves_the_earlier_study_of_the_same_design(tmp_path, capsys):
+    """``--before``: the design's rows made before a time (a study run before its design was
+    registered) move with their curve points; rows made after stay; the rerun then writes the same
+    run ids into ``runs.csv`` again, the earlier rows kept in ``runs_history.csv``."""
+    from paper_repro.cli import main
+
+    design = design_rows(paper_peaks, seeds=1, pilot_seeds=0, fresh_seeds=0, default_cells=False)[:4]
+    rows = [{**r, "created_at": f"2026-12-0{2 if i < 3 else 5}T12:00:00+00:00"} for i, r in enumerate(design)]
+    write_rows(tmp_path / "runs.csv", rows)
+    points = [
+        {"curve_id": f"{r['run_id']}@0.5", "run_id": r["run_id"], "point": 0.5, "status": "ok"} for r in rows
+    ]
+    write_rows(tmp_path / "curves.csv", points, CURVE_COLUMNS)
+    assert split_history(PROFILE, tmp_path) == (0, 0)  # every row is the design's
+    args = [
+        "split-history",
+        "--profile",
+        "cpu-tiny",
+        "--results",
+        str(tmp_path),
+        "--before",
+        "2026-12-04T00:00",
+    ]
+    assert main(args) == 0
+    assert (
+        "moved 3 rows that are not runs of the cpu-tiny design or made before 2026-12-04"
+        in capsys.readouterr().out
+    )
+    assert list(pd.read_csv(tmp_path / "runs.csv")["run_id"]) == [rows[3]["run_id"]]
+    assert list(pd.read_csv(tmp_path / "runs_history.csv")["run_id"]) == [r["run_id"] for r in rows[:3]]
+    assert set(pd.read_csv(tmp_path / "curves.csv")["run_id"]) == {rows[3]["run_id"]}
+    assert main(args) == 0 and "moved 0 rows" in capsys.readouterr().out  # idempotent
+    table = ResultTable(tmp_path / "runs.csv", RUN_COLUMNS)
+    assert rows[0]["run_id"] not in table.done()  # the rerun makes it again
+    rerun = {**rows[0], "created_at": "2026-12-05T13:00:00+00:00"}
+    write_rows(tmp_path / "rerun.csv", [rerun])
+    table.append({k: str(v) for k, v in pd.read_csv(tmp_path / "rerun.csv", dtype=str).iloc[0].items()})
+    assert rows[0]["run_id"] in table.done()
+    assert split_history(PROFILE, tmp_path, "2026-12-04T00:00") == (0, 0)  # the rerun's row stays

@@ -167,13 +167,16 @@ def _record_pilots(profile, specs, root, reward, curves=True) -> None:
 @pytest.fixture(scope="module")
 def dense_pilots():
     """cpu-tiny and its dense setting's pilots (planned once: planning is what takes time here), on the
-    estimate's budget stop (no tokenizer to price a costliest round)."""
+    estimate's budget stop (no tokenizer to price a costliest round), with a second pilot budget (C/4)
+    beside the profile's C/2, whose pilots must play no part in the picks."""
     from dataclasses import replace
 
     from paper_repro.spec import pilot_specs
 
     profile = load_profile("cpu-tiny")
-    profile = replace(profile, train=replace(profile.train, budget_stop="dearest"))
+    profile = replace(
+        profile, train=replace(profile.train, budget_stop="dearest"), pilot_fractions=(0.5, 0.25)
+    )
     return profile, pilot_specs(profile, "dense")
 
 

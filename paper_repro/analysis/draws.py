@@ -118,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = results_dir(profile.name, args.results)
     tables = [root / "runs_history.csv", root / "runs.csv"]  # the earlier draws, then the study's
     runs = pd.concat([pd.read_csv(t) for t in tables if t.exists()], ignore_index=True)
-    runs = runs[runs["status"] == "ok"]
+    # a study rerun on the same design after its registration makes the same run ids again: one draw
+    runs = runs[runs["status"] == "ok"].drop_duplicates("run_id", keep="last")
     if args.compare is None:
         for k, config in enumerate(draws(runs)):
             rows = runs[runs["spec"].map(_train) == config]

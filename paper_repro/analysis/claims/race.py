@@ -134,7 +134,8 @@ def same_regime_words(race: pd.DataFrame) -> str:
     return (
         f"same-regime rate as the paper defines it (the side of rho {threshold:g} the best cell lies on, "
         f"pilots against the full grid), a description: {row['described']} distinct settings "
-        f"({row['same_moved']} of the {row['moved']} whose pilots moved); a pick at random among the pilot "
+        f"(95% {row['same_low']:.2f} to {row['same_high']:.2f}, exact over the settings; "
+        f"{row['same_moved']} of the {row['moved']} whose pilots moved); a pick at random among the pilot "
         f"cells gives {row['chance']:.1f} of {row['settings']} (one-sided p {row['chance_p']:.2g})"
     )
 

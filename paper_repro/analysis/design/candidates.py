@@ -6,8 +6,9 @@ planner's cells, :func:`layout_of`), and a rule picks one:
   minutes as measured) at ``replicates`` (with the rho* coverage), the others at
   ``candidate_replicates``; a candidate whose simulated design is an earlier one's (stage A's budget
   changes the cost, not the frontier at C) shares its table;
-- **the rule** (:func:`recommend`): among the candidates within the minutes whose every claim's
-  largest wrong share over the truths is at most 5%, first those that meet the registered targets
+- **the rule** (:func:`recommend`): among the candidates within the minutes whose stage A reaches
+  the ladder's top (:data:`LADDER_TOP`) and whose every claim's largest wrong share over the truths
+  is at most 5%, first those that meet the registered targets
   of the paper's three regime claims (:data:`TARGETS`, at the "any recipe at this rho" level:
   wrong at most 5%, two-draw agreement at least 85%, held in at least 80% of studies where true and
   not held in at least 80% where false), then the largest mean over those claims of the smaller of
@@ -45,6 +46,11 @@ from paper_repro.planning import (
 )
 
 WRONG_LIMIT = 0.05  # a candidate's every claim: largest wrong share over the truths at most this
+# how far past C stage A must run (a multiple of C): the registered size*(C) and budget claims are read
+# along the ladder, and on the committed runs the sizes separate only at 2C (S and M have saturated, L
+# is still rising). The simulator scores the frontier at C alone, so it cannot see what a shorter ladder
+# loses: a candidate whose stage A stops earlier is priced and simulated, never picked
+LADDER_TOP = 2.0
 # the registered targets of the paper's three regime claims (any recipe at this rho): column -> (bound, "max"/"min")
 TARGET_CLAIMS = ("regime.rule_based.any", "regime.prm_style.any", "regime.interaction.any")
 TARGETS = {"wrong_max": (0.05, "max"), "agreement_min": (0.85, "min"), "held_when_true": (0.80, "min"),
@@ -111,14 +117,23 @@ def choice_rows(table: pd.DataFrame, params: dict) -> pd.DataFrame:
     return pd.DataFrame([{**params, **r} for r in rows.to_dict("records")])
 
 
+def _ladder(rows: pd.DataFrame) -> float:
+    """How far past C a candidate's stage A runs (inf when its rows do not say: a table of
+    candidates that never vary it)."""
+    if "stage_a_multiple" not in rows:
+        return np.inf
+    value = pd.to_numeric(rows["stage_a_multiple"], errors="coerce").iloc[0]
+    return float(value) if np.isfinite(value) else np.inf
+
+
 def recommend(
-    choices: pd.DataFrame, minutes: float = MINUTES, wrong: float = WRONG_LIMIT
+    choices: pd.DataFrame, minutes: float = MINUTES, wrong: float = WRONG_LIMIT, ladder: float = LADDER_TOP
 ) -> pd.Series | None:
     """The rule (the module's): among the candidates (rows with ``candidate`` true) within ``minutes``
-    whose every claim's ``wrong_max`` is at most ``wrong``, those meeting the regime claims' targets
-    first, then the largest mean of their smaller power, then the largest mean over claims of
-    ``held_when_true``; ties to fewer minutes. One row per candidate (its name, minutes and scores),
-    or None."""
+    whose stage A runs to at least ``ladder`` x C (:data:`LADDER_TOP`) and whose every claim's
+    ``wrong_max`` is at most ``wrong``, those meeting the regime claims' targets first, then the
+    largest mean of their smaller power, then the largest mean over claims of ``held_when_true``;
+    ties to fewer minutes. One row per candidate (its name, minutes and scores), or None."""
     rows = choices[choices["candidate"].astype(bool)] if "candidate" in choices else choices
     per = rows.groupby("name", sort=False).agg(
         minutes=("minutes", "first"),
@@ -127,7 +142,8 @@ def recommend(
     )
     per["meets"] = [not target_misses(rows, n) for n in per.index]
     per["target_power"] = [_target_power(rows[rows["name"] == n]) for n in per.index]
-    ok = per[(per["minutes"] <= minutes) & (per["wrong_max"] <= wrong)]
+    per["ladder"] = [_ladder(rows[rows["name"] == n]) for n in per.index]
+    ok = per[(per["minutes"] <= minutes) & (per["wrong_max"] <= wrong) & (per["ladder"] >= ladder - 1e-9)]
     if ok.empty:
         return None
     best = ok.assign(score=ok["held_mean"].fillna(0), power=ok["target_power"].fillna(0)).sort_values(
@@ -137,13 +153,16 @@ def recommend(
 
 
 def misfits(
-    choices: pd.DataFrame, name: str, minutes: float = MINUTES, wrong: float = WRONG_LIMIT
-) -> list[str]:
+    choices: pd.DataFrame, name: str, minutes: float = MINUTES, wrong: float = WRONG_LIMIT,
+    ladder: float = LADDER_TOP,
+) -> list[str]:  # fmt: skip
     """Why candidate ``name`` does not meet the rule's bounds (none when it does)."""
     rows = choices[choices["name"] == name]
     out = []
     if rows["minutes"].iloc[0] > minutes:
         out.append(f"{rows['minutes'].iloc[0]:.1f} min > {minutes:g}")
+    if _ladder(rows) < ladder - 1e-9:
+        out.append(f"stage A stops at {_ladder(rows):g}C, before the ladder's {ladder:g}C")
     if "wrong_max" not in rows or rows["wrong_max"].isna().any():
         out.append("not simulated")
     else:

@@ -323,25 +323,38 @@ def _design_sentences(results: Path) -> list[str]:
 
 
 def _choice_sentences(results: Path) -> list[str]:
-    """The design the simulator recommends for the next study (``design_choices.csv``, ``paper-repro
-    design --candidates``): its minutes and seeds, and per regime claim whether it meets the
-    registered targets (wrong, agreement, held where true, not held where false), or which it misses."""
+    """The design the simulator picks (``design_choices.csv``, ``paper-repro design --candidates``):
+    once registered (``design_registered.csv``, ``--candidates --registered``: the pick as the
+    profile, simulated before its runs) this study's design and its pre-registered operating
+    characteristics, else the recommendation for the next study; its minutes and seeds, and per regime
+    claim whether it meets the registered targets (wrong, agreement, held where true, not held where
+    false), or which it misses; then what would meet them (:func:`_beyond_sentences`)."""
     path = results / "design_choices.csv"
     if not path.exists():
         return []
     choices = pd.read_csv(path)
     if "recommended" not in choices or "claim_id" not in choices or not choices["recommended"].any():
         return []
+    name = str(choices.loc[choices["recommended"].astype(bool), "name"].iloc[0])
+    registered = results / "design_registered.csv"
+    if registered.exists():
+        table = pd.read_csv(registered)
+        table = table[table["name"] == "chosen"]
+        said = (
+            f"This study's design is `paper-repro design --candidates`'s pick, *{name}*, registered before its runs "
+            "(the commit is named under *The study*); simulated then, with the noise of the study before it"
+        )
+    else:
+        table = choices[choices["name"] == name]
+        said = f"For the next study, `paper-repro design --candidates` recommends *{name}*"
     from paper_repro.analysis.design.candidates import TARGET_CLAIMS, target_misses
 
-    pick = choices[choices["recommended"].astype(bool)]
-    name, head = str(pick["name"].iloc[0]), pick.iloc[0]
-    misses = target_misses(choices, name)
-    rows = pick[pick["claim_id"].isin(TARGET_CLAIMS)]
+    head = table.iloc[0]
+    misses = target_misses(table, str(head["name"]))
     each = "; ".join(
         f"{r['claim_id']}: wrong {percent(r['wrong_max'])}, agreement {percent(r['agreement_min'])}, held where true "
         f"{percent(r['held_when_true'])}, not held where false {percent(r['not_held_when_false'])}"
-        for _, r in rows.iterrows()
+        for _, r in table[table["claim_id"].isin(TARGET_CLAIMS)].iterrows()
     )
     verdict = (
         "it meets the registered targets (wrong at most 5%, agreement at least 85%, both powers at least 80%)"
@@ -349,9 +362,43 @@ def _choice_sentences(results: Path) -> list[str]:
         else f"no candidate within the time meets every registered target; this one misses {'; '.join(misses)}"
     )
     return [
-        f"For the next study, `paper-repro design --candidates` recommends *{name}* ({_fmt(head['minutes'])} min by "
-        f"the cost model, {int(head['seeds'])} seeds per cell, {int(head['replicates'])} simulated study pairs per "
-        f"truth): {each}; {verdict}."
+        f"{said} ({_fmt(head['minutes'])} min by the cost model, {int(head['seeds'])} seeds per cell, "
+        f"{int(head['replicates'])} simulated study pairs per truth): {each}; {verdict}.",
+        *_beyond_sentences(results),
+    ]
+
+
+def _beyond_sentences(results: Path) -> list[str]:
+    """What design would meet the registered targets past the time limit (``design_beyond.csv``:
+    ``paper-repro design --candidates --minutes M`` at a larger M): the cheapest candidate that meets
+    them, or the one closest (the rule's pick at that limit) and what it still misses."""
+    path = results / "design_beyond.csv"
+    if not path.exists():
+        return []
+    from paper_repro.analysis.design.candidates import recommend, target_misses
+
+    choices = pd.read_csv(path)
+    limit = (
+        float(choices["minutes_limit"].iloc[0])
+        if "minutes_limit" in choices
+        else float(choices["minutes"].max())
+    )
+    pick = recommend(choices, minutes=limit)
+    if pick is None:
+        return []
+    name = str(pick.name)
+    head = choices[choices["name"] == name].iloc[0]
+    misses = target_misses(choices, name)
+    what = (
+        f"*{name}* meets every registered target ({_fmt(head['minutes'])} min by the cost model, "
+        f"{int(head['seeds'])} seeds per cell)"
+        if not misses
+        else f"no candidate meets every registered target; the closest, *{name}* ({_fmt(head['minutes'])} min by the "
+        f"cost model, {int(head['seeds'])} seeds per cell), still misses {'; '.join(misses)}"
+    )
+    return [
+        f"What would meet them: with up to {limit:g} minutes (`design_beyond.csv`, "
+        f"{int(head['replicates'])} simulated study pairs per truth), {what}."
     ]
 
 

@@ -397,7 +397,10 @@ def same_regime_rates(race: pd.DataFrame) -> pd.DataFrame:
     settings, how many name the same regime from the pilots' best cell as from the full grid's
     (``same``, of ``settings``; ``described`` as "5 of 7"), the same among the settings whose pilots
     moved, the count a pick at random among the pilot cells would give (``chance``), and the exact
-    one-sided p of the count under that chance (settings independent: :func:`count_p`)."""
+    one-sided p of the count under that chance (settings independent: :func:`count_p`); ``same_low``
+    and ``same_high``: the rate's exact (Clopper-Pearson) 95% interval, the settings the units."""
+    from statsmodels.stats.proportion import proportion_confint
+
     rows = []
     for fraction, r in race.groupby("pilot_fraction", sort=False):
         r = distinct_rows(r)
@@ -409,6 +412,9 @@ def same_regime_rates(race: pd.DataFrame) -> pd.DataFrame:
             "same_rate": float(same.mean()) if len(r) else NAN, "described": f"{int(same.sum())} of {len(r)}",
             "moved": int(moved.sum()), "same_moved": int(same[moved].sum()), "chance": float(chance.sum()),
             "chance_p": count_p(chance, int(same.sum())),
+            **dict(zip(("same_low", "same_high"),
+                       proportion_confint(int(same.sum()), len(r), 0.05, "beta") if len(r) else (NAN, NAN),
+                       strict=True)),
         })  # fmt: skip
     return pd.DataFrame(rows)
 
