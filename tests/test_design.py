@@ -406,3 +406,53 @@ def test_a_design_simulation_is_written_as_the_pre_registered_block_beside_the_p
     merged = keep_post_hoc(tmp_path, new)
     assert list(merged["block"]) == ["pre-registered", "pre-registered", "post-hoc"]
     assert list(keep_post_hoc(tmp_path / "empty", new)["block"]) == ["pre-registered"] * 2
+
+
+def test_the_readme_says_the_registered_design_and_what_would_meet_the_targets(tmp_path):
+    """The design paragraph: before registration the simulator's recommendation for the next study;
+    once ``design_registered.csv`` exists this study's registered design with its pre-registered numbers;
+    past the limit (``design_beyond.csv``) the closest candidate and what it misses, or the one that
+    meets the targets; and the most more seeds or recipes buy (``design_sensitivity.csv``)."""
+    from paper_repro.analysis.report.readme import _choice_sentences
+
+    def rows(name, minutes, seeds, held, refuted, stage=2.0, recommended=False, replicates=40):
+        table = _regime_choices(name, minutes, held, refuted)
+        return table.assign(
+            seeds=seeds, stage_a_multiple=stage, recommended=recommended, replicates=replicates
+        )
+
+    pd.concat([rows("cheap", 60.0, 3, [0.9, 0.3, 0.9], [0.5, 0.1, 0.1], recommended=True),
+               rows("chosen", 70.0, 5, [0.9, 0.2, 0.9], [0.5, 0.1, 0.1])]).to_csv(tmp_path / "design_choices.csv")  # fmt: skip
+    (first,) = _choice_sentences(tmp_path)
+    assert first.startswith(
+        "For the next study, `paper-repro design --candidates` recommends *cheap* (60 min"
+    )
+    assert "this one misses regime.rule_based.any not_held_when_false 0.50 (>= 0.8)" in first
+    rows("chosen", 61.0, 3, [0.95, 0.35, 0.9], [0.55, 0.1, 0.1], replicates=200).to_csv(
+        tmp_path / "design_registered.csv"
+    )
+    pd.concat([
+        rows("long, short of one", 200.0, 20, [1.0, 0.85, 1.0], [0.9, 0.79, 0.9]).assign(minutes_limit=240.0),
+        rows("long, stage A at C", 150.0, 20, [1.0, 0.9, 1.0], [0.9, 0.9, 0.9], stage=1.0).assign(minutes_limit=240.0),
+    ]).to_csv(tmp_path / "design_beyond.csv")  # fmt: skip
+    from paper_repro.analysis.design.candidates import TARGET_CLAIMS
+
+    pd.DataFrame({"design": ["committed", "4 recipes per cell", "4 recipes per cell"],
+                  "claim_id": [TARGET_CLAIMS[0], TARGET_CLAIMS[0], TARGET_CLAIMS[1]],
+                  "held_if_true": [0.5, 1.0, 0.4], "not_held_if_false": [0.5, 0.875, 0.2]}).to_csv(
+        tmp_path / "design_sensitivity.csv")  # fmt: skip
+    registered, beyond, more = _choice_sentences(tmp_path)
+    assert registered.startswith("This study's design is `paper-repro design --candidates`'s pick, *cheap*")
+    assert "(61 min by the cost model, 3 seeds per cell, 200 simulated study pairs per truth)" in registered
+    assert (
+        "regime.rule_based.any: wrong 1%, agreement 90%, held where true 95%, not held where false 55%"
+        in registered
+    )
+    assert "with up to 240 minutes" in beyond and "the closest, *long, short of one* (200 min" in beyond
+    assert (
+        "still misses regime.prm_style.any not_held_when_false 0.79 (>= 0.8)" in beyond
+    )  # stage A at C never picked
+    assert more.endswith(
+        "regime.rule_based.any: held where true at most 100%, not held where false at most 87.5%; "
+        "regime.prm_style.any: held where true at most 40%, not held where false at most 20%."
+    )

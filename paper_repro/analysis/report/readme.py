@@ -342,7 +342,7 @@ def _choice_sentences(results: Path) -> list[str]:
         table = table[table["name"] == "chosen"]
         said = (
             f"This study's design is `paper-repro design --candidates`'s pick, *{name}*, registered before its runs "
-            "(the commit is named under *The study*); simulated then, with the noise of the study before it"
+            "(the commit is named under *Status*); simulated then, with the noise of the study before it"
         )
     else:
         table = choices[choices["name"] == name]
@@ -398,7 +398,36 @@ def _beyond_sentences(results: Path) -> list[str]:
     )
     return [
         f"What would meet them: with up to {limit:g} minutes (`design_beyond.csv`, "
-        f"{int(head['replicates'])} simulated study pairs per truth), {what}."
+        f"{int(head['replicates'])} simulated study pairs per truth), {what}.",
+        *_sensitivity_sentences(results),
+    ]
+
+
+def _sensitivity_sentences(results: Path) -> list[str]:
+    """The most each regime claim's powers reach with more seeds or more recipes per cell at the
+    study's cells (``design_sensitivity.csv``: ``paper-repro design --more-seeds ... --recipes ...``)."""
+    path = results / "design_sensitivity.csv"
+    if not path.exists():
+        return []
+    from paper_repro.analysis.design.candidates import TARGET_CLAIMS
+
+    table = pd.read_csv(path)
+    variants = [d for d in table["design"].unique() if d != "committed"]
+    rows = table[table["design"].isin(variants) & table["claim_id"].isin(TARGET_CLAIMS)]
+    if rows.empty:
+        return []
+    per = rows.groupby(["claim_id", "design"]).agg(
+        held=("held_if_true", "min"), refuted=("not_held_if_false", "min")
+    )
+    best = per.groupby("claim_id").max()
+    each = "; ".join(
+        f"{claim}: held where true at most {percent(best.loc[claim, 'held'])}, not held where false at most "
+        f"{percent(best.loc[claim, 'refuted'])}"
+        for claim in TARGET_CLAIMS
+        if claim in best.index
+    )
+    return [
+        f"More seeds or more recipes per cell at the cells of the study before this one ({', '.join(variants)}; `design_sensitivity.csv`): {each}."
     ]
 
 
