@@ -138,7 +138,12 @@ def test_the_profile_ladder_reaches_each_runs_budget_and_stage_a_runs_on_to_2c()
         0.125,
         0.25,
     ]
-    other = setting_specs(profile, "dense", seeds=[100], budget_kind="pilot", cells=["r50"], fraction=0.25)[0]
+    from dataclasses import replace
+
+    two = replace(
+        profile, pilot_fractions=(0.5, 0.25)
+    )  # the profile runs one pilot budget; a second one's pilots
+    other = setting_specs(two, "dense", seeds=[100], budget_kind="pilot", cells=["r50"], fraction=0.25)[0]
     assert other.ladder == ()
     # stage B's sparse setting is stage A's middle policy: one run, to 2C
     assert setting_specs(profile, "sparse", seeds=1, cells=["r50"])[0].run_id == a.run_id
