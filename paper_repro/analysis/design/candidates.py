@@ -161,8 +161,8 @@ def misfits(
     out = []
     if rows["minutes"].iloc[0] > minutes:
         out.append(f"{rows['minutes'].iloc[0]:.1f} min > {minutes:g}")
-    if _ladder(rows) < ladder - 1e-9:
-        out.append(f"stage A stops at {_ladder(rows):g}C, before the ladder's {ladder:g}C")
+    if (reach := _ladder(rows)) < ladder - 1e-9:
+        out.append(f"stage A stops at {reach:g}C, before the ladder's {ladder:g}C")
     if "wrong_max" not in rows or rows["wrong_max"].isna().any():
         out.append("not simulated")
     else:

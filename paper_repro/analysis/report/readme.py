@@ -404,8 +404,9 @@ def _beyond_sentences(results: Path) -> list[str]:
 
 
 def _sensitivity_sentences(results: Path) -> list[str]:
-    """The most each regime claim's powers reach with more seeds or more recipes per cell at the
-    study's cells (``design_sensitivity.csv``: ``paper-repro design --more-seeds ... --recipes ...``)."""
+    """The most each regime claim's powers reach with more seeds or more recipes per cell at the cells
+    the sensitivity was simulated on (``design_sensitivity.csv``: ``paper-repro design --more-seeds ...
+    --recipes ...``; the committed file's are the study before this one's)."""
     path = results / "design_sensitivity.csv"
     if not path.exists():
         return []
