@@ -98,8 +98,9 @@ class RunsProgress:
         stream = _where() if show and total else None
         self.stream, self.total, self.done, self.run, self.step = stream, total, 0, "", ""
         self.live = _below(stream)
-        self.bar = tqdm(total=total, desc="runs", unit="run", file=stream, disable=not self.live,
-                        dynamic_ncols=True)  # fmt: skip
+        self.bar = tqdm(
+            total=total, desc="runs", unit="run", file=stream, disable=not self.live, dynamic_ncols=True
+        )
 
     def say(self, what: str, detail: str = "") -> None:
         """The current run's step (``detail``: how far it is)."""
@@ -147,8 +148,14 @@ class Steps:
         stream = _where() if show else None
         self.name, self.parts, self.stream = name, tuple(parts), stream
         self.live = _below(stream)
-        self.bar = tqdm(total=len(self.parts), desc=name, file=stream, disable=not self.live,
-                        bar_format=self.FORMAT, dynamic_ncols=True)  # fmt: skip
+        self.bar = tqdm(
+            total=len(self.parts),
+            desc=name,
+            file=stream,
+            disable=not self.live,
+            bar_format=self.FORMAT,
+            dynamic_ncols=True,
+        )
 
     def __call__(self, part: str) -> None:
         index = self.parts.index(part)

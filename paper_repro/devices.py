@@ -49,8 +49,14 @@ GPU_PEAK_FLOPS: dict[str, dict[str, float]] = {
     "T4": {"float32": 8.1e12},  # fp16 is TRL's; no bf16, no TF32
 }
 
-_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32",
-                "tf32": "tfloat32"}  # fmt: skip
+_DTYPE_NAMES = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "half": "float16",
+    "fp32": "float32",
+    "float": "float32",
+    "tf32": "tfloat32",
+}
 
 
 class Peak(NamedTuple):
@@ -123,8 +129,13 @@ def resolve_peak(
         return Peak(float(override), SOURCE_GIVEN, None, dtype)
     hint = "pass LedgerConfig(peak_flops=...) to state MFU"
     if device_type == "cpu":
-        return Peak(None, None, "a CPU has no datasheet peak here (the matmul throughput measured in the "
-                    f"process is shown beside the run, as a measurement): {hint}", dtype)  # fmt: skip
+        return Peak(
+            None,
+            None,
+            "a CPU has no datasheet peak here (the matmul throughput measured in the "
+            f"process is shown beside the run, as a measurement): {hint}",
+            dtype,
+        )
     if device_type != "cuda":
         return Peak(None, None, f"no peak known for a {device_type} device: {hint}", dtype)
     if dtype == "float32" and (tf32_matmuls() if tf32 is None else tf32):
@@ -135,8 +146,13 @@ def resolve_peak(
     key = _match(device_name, GPU_PEAK_FLOPS)
     if key is not None and dtype in GPU_PEAK_FLOPS[key]:
         return Peak(GPU_PEAK_FLOPS[key][dtype], SOURCE_TABLE, None, dtype, key)
-    return Peak(None, None, f"no {dtype} peak for {device_name} in TRL's table (trl.get_peak_flops) or "
-                f"ours (paper_repro.devices.GPU_PEAK_FLOPS): {hint}", dtype)  # fmt: skip
+    return Peak(
+        None,
+        None,
+        f"no {dtype} peak for {device_name} in TRL's table (trl.get_peak_flops) or "
+        f"ours (paper_repro.devices.GPU_PEAK_FLOPS): {hint}",
+        dtype,
+    )
 
 
 def gpu_peak(name: str, half: bool = True) -> tuple[str, float] | None:

@@ -74,12 +74,19 @@ def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> li
                     ids = encode(tokenizer, rows[start : start + config.batch_size])
                     eos = tokenizer.eos_token_id
                     completion_ids = lean_generate(
-                        model, ids, max_new_tokens=config.max_new_tokens, do_sample=not greedy,
-                        temperature=None if greedy else config.temperature, top_k=None, top_p=None,
+                        model,
+                        ids,
+                        max_new_tokens=config.max_new_tokens,
+                        do_sample=not greedy,
+                        temperature=None if greedy else config.temperature,
+                        top_k=None,
+                        top_p=None,
                         eos_token_ids=eos if isinstance(eos, list) else [eos],
-                        pad_token_id=tokenizer.pad_token_id, compact=greedy, fused=fused,
+                        pad_token_id=tokenizer.pad_token_id,
+                        compact=greedy,
+                        fused=fused,
                         trim=fused,
-                    )  # fmt: skip
+                    )
                     texts.extend(tokenizer.batch_decode(completion_ids, skip_special_tokens=True))
                     continue
                 batch = tokenizer(

@@ -72,8 +72,12 @@ TARGET_WORDS = {
     "math_pass1": "math pass@1",
     "judge_score": "the judge's score",
 }
-TARGET_SHORT = {"native_reward": "native reward", "gsm_pass1": "gsm pass@1", "math_pass1": "math pass@1",
-                "judge_score": "judge"}  # fmt: skip
+TARGET_SHORT = {
+    "native_reward": "native reward",
+    "gsm_pass1": "gsm pass@1",
+    "math_pass1": "math pass@1",
+    "judge_score": "judge",
+}
 TARGET_LABELS = {
     "native_reward": "native reward (held-out)",
     "gsm_pass1": "gsm pass@1",
@@ -119,11 +123,37 @@ RUN_COLUMNS: tuple[str, ...] = (
 # metrics NaN). ``status``: "ok", or "infeasible" (a run of this budget cannot buy one round; NaN
 # metrics). ``seconds_train``: training wall seconds up to the point; ``seconds_eval``: its evaluation.
 CURVE_COLUMNS: tuple[str, ...] = (
-    "curve_id", *IDENTITY, "point", "point_flops", "final", "evaluation", "target_rho", "P", "G", "K", "mu",
-    "model", "reward_system", "rho", "C_search", "C_learning", "C_reward", "C_total", "rho_executed",
-    "C_total_executed", "rho_time", "rounds", "steps", *METRICS, "seconds_train", "seconds_eval", "status",
-    "error", "git_sha", "created_at",
-)  # fmt: skip
+    "curve_id",
+    *IDENTITY,
+    "point",
+    "point_flops",
+    "final",
+    "evaluation",
+    "target_rho",
+    "P",
+    "G",
+    "K",
+    "mu",
+    "model",
+    "reward_system",
+    "rho",
+    "C_search",
+    "C_learning",
+    "C_reward",
+    "C_total",
+    "rho_executed",
+    "C_total_executed",
+    "rho_time",
+    "rounds",
+    "steps",
+    *METRICS,
+    "seconds_train",
+    "seconds_eval",
+    "status",
+    "error",
+    "git_sha",
+    "created_at",
+)
 
 
 def curve_id(run_id: str, point: float) -> str:

@@ -25,12 +25,35 @@ from paper_repro.bench.common import base_folder, without_ladder
 
 NOISE_TARGETS = {"native_reward": "heldout", "gsm_pass1": "gsm"}  # target -> the set it is scored on
 NOISE_COLUMNS = (
-    "target", "policy", "reward_system", "cell", "k", "blocks", "problems_per_block", "mean",
-    "per_run_eval_var", "shared_bias_var", "nonshared_eval_var", "seed_var_300", "seed_var_900",
-    "true_seed_var", "eval_noise_share_300", "binomial_var_300", "clipped", "df_shared", "df_nonshared",
-    "shared_bias_var_raw", "true_seed_var_raw", "block_means", "block0_matches_runs_csv", "scores",
-    "seconds", "git_sha", "git_dirty", "created_at",
-)  # fmt: skip
+    "target",
+    "policy",
+    "reward_system",
+    "cell",
+    "k",
+    "blocks",
+    "problems_per_block",
+    "mean",
+    "per_run_eval_var",
+    "shared_bias_var",
+    "nonshared_eval_var",
+    "seed_var_300",
+    "seed_var_900",
+    "true_seed_var",
+    "eval_noise_share_300",
+    "binomial_var_300",
+    "clipped",
+    "df_shared",
+    "df_nonshared",
+    "shared_bias_var_raw",
+    "true_seed_var_raw",
+    "block_means",
+    "block0_matches_runs_csv",
+    "scores",
+    "seconds",
+    "git_sha",
+    "git_dirty",
+    "created_at",
+)
 
 
 def eval_noise_components(scores) -> dict[str, Any]:
@@ -178,8 +201,10 @@ def bench_eval_noise(
                 for target in NOISE_TARGETS:
                     matches[target] += abs(float(row[target]) - table[target][i, 0]) < 1e-9
             scores = ", ".join(f"{t} {' '.join(f'{v:.4f}' for v in table[t][i])}" for t in NOISE_TARGETS)
-            print(f"seed {spec.seed}: trained {t1 - t0:.1f}s, evaluated {time.perf_counter() - t1:.1f}s; {scores}",
-                  flush=True)  # fmt: skip
+            print(
+                f"seed {spec.seed}: trained {t1 - t0:.1f}s, evaluated {time.perf_counter() - t1:.1f}s; {scores}",
+                flush=True,
+            )
             del model, parts
     stamp = provenance.stamp()
 
@@ -190,19 +215,34 @@ def bench_eval_noise(
     for target, set_name in NOISE_TARGETS.items():
         comp = eval_noise_components(table[target])
         p = comp["mean"]
-        rows.append({
-            "target": target, "policy": policy, "reward_system": first.reward_system, "cell": cell, "k": k,
-            "blocks": blocks, "problems_per_block": sizes[set_name], **comp,
-            # a 0/1 score's variance on a block of random problems, whatever part of it seeds share
-            "binomial_var_300": p * (1 - p) / sizes[set_name] if binary(target) else float("nan"),
-            "clipped": ";".join(comp["clipped"]), "block_means": json.dumps([round(m, 6) for m in comp["block_means"]]),
-            "block0_matches_runs_csv": f"{matches[target]}/{known}",
-            "scores": json.dumps([[round(v, 6) for v in r] for r in table[target].tolist()]),
-            "seconds": time.perf_counter() - started, "git_sha": stamp["git_sha"],
-            "git_dirty": stamp["git_dirty"], "created_at": stamp["created_at"],
-        })  # fmt: skip
-    return {"rows": rows, "seeds": [s.seed for s in specs], "run_ids": [s.run_id for s in specs],
-            "seconds": time.perf_counter() - started}  # fmt: skip
+        rows.append(
+            {
+                "target": target,
+                "policy": policy,
+                "reward_system": first.reward_system,
+                "cell": cell,
+                "k": k,
+                "blocks": blocks,
+                "problems_per_block": sizes[set_name],
+                **comp,
+                # a 0/1 score's variance on a block of random problems, whatever part of it seeds share
+                "binomial_var_300": p * (1 - p) / sizes[set_name] if binary(target) else float("nan"),
+                "clipped": ";".join(comp["clipped"]),
+                "block_means": json.dumps([round(m, 6) for m in comp["block_means"]]),
+                "block0_matches_runs_csv": f"{matches[target]}/{known}",
+                "scores": json.dumps([[round(v, 6) for v in r] for r in table[target].tolist()]),
+                "seconds": time.perf_counter() - started,
+                "git_sha": stamp["git_sha"],
+                "git_dirty": stamp["git_dirty"],
+                "created_at": stamp["created_at"],
+            }
+        )
+    return {
+        "rows": rows,
+        "seeds": [s.seed for s in specs],
+        "run_ids": [s.run_id for s in specs],
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def _committed_rows(path) -> dict[str, dict[str, str]]:
@@ -236,10 +276,15 @@ def print_eval_noise(result: dict[str, Any]) -> None:
         f"evaluation noise: {first['policy']}/{first['cell']} ({first['reward_system']}), {first['k']} seeds x "
         f"{first['blocks']} blocks of {n} problems; variances in points^2 (sd in points in brackets)"
     )
-    cols = (("per_run_eval_var", f"per-run@{n}"), ("shared_bias_var", "shared bias"),
-            ("nonshared_eval_var", "non-shared"), ("seed_var_300", f"seed var@{n}"),
-            ("seed_var_900", f"seed var@{first['blocks'] * n}"), ("true_seed_var", "true seed"),
-            ("binomial_var_300", f"p(1-p)/{n}"))  # fmt: skip
+    cols = (
+        ("per_run_eval_var", f"per-run@{n}"),
+        ("shared_bias_var", "shared bias"),
+        ("nonshared_eval_var", "non-shared"),
+        ("seed_var_300", f"seed var@{n}"),
+        ("seed_var_900", f"seed var@{first['blocks'] * n}"),
+        ("true_seed_var", "true seed"),
+        ("binomial_var_300", f"p(1-p)/{n}"),
+    )
     head = " ".join(f"{label:>15}" for _, label in cols)
     print(f"{'target':<14} {'mean':>6} {head} {'noise share':>11}  block means; block 0 = runs.csv")
     for r in result["rows"]:

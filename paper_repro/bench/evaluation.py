@@ -45,11 +45,18 @@ def reference_sample(model, tokenizer, prompts, config) -> list[list[str]]:
                     ids = tokenizer(batch_rows, add_special_tokens=False)["input_ids"]
                     eos = tokenizer.eos_token_id
                     completion_ids = lean_generate(
-                        model, ids, max_new_tokens=config.max_new_tokens, do_sample=not greedy,
-                        temperature=None if greedy else config.temperature, top_k=None, top_p=None,
+                        model,
+                        ids,
+                        max_new_tokens=config.max_new_tokens,
+                        do_sample=not greedy,
+                        temperature=None if greedy else config.temperature,
+                        top_k=None,
+                        top_p=None,
                         eos_token_ids=eos if isinstance(eos, list) else [eos],
-                        pad_token_id=tokenizer.pad_token_id, compact=greedy, fused=fused,
-                    )  # fmt: skip
+                        pad_token_id=tokenizer.pad_token_id,
+                        compact=greedy,
+                        fused=fused,
+                    )
                     texts.extend(tokenizer.batch_decode(completion_ids, skip_special_tokens=True))
                     continue
                 batch = tokenizer(
@@ -125,9 +132,15 @@ def _render(spec, parts):
 def reference_evaluate_run(spec, parts, model) -> dict[str, float]:
     """:func:`paper_repro.run_eval.evaluate_run` on the old path (:func:`reference_evaluate_policy`)."""
     return reference_evaluate_policy(
-        model, parts.tokenizer, parts.eval_sets, parts.reward, parts.judge, parts.grader,
-        _eval_config(spec), render=_render(spec, parts),
-    )  # fmt: skip
+        model,
+        parts.tokenizer,
+        parts.eval_sets,
+        parts.reward,
+        parts.judge,
+        parts.grader,
+        _eval_config(spec),
+        render=_render(spec, parts),
+    )
 
 
 EVAL_PATHS = ("old", "new", "new-cold")
@@ -225,11 +238,17 @@ def _bench_eval(out, profile, sizes, models, repeats, threads, sets, limit) -> N
                     seconds[path].append(time.perf_counter() - t0)
             medians = {p: statistics.median(v) for p, v in seconds.items()}
             out["policies"][f"{label}/{n}"] = {
-                "policy": label, "threads": n, "problems": problems, "seconds": seconds,
-                "median": medians, "ms_per_problem": {p: 1e3 * m / problems for p, m in medians.items()},
-                "ratio": medians["old"] / medians["new"], "ratio_cold": medians["old"] / medians["new-cold"],
-                "identical": identical, "metrics": metrics["new"],
-            }  # fmt: skip
+                "policy": label,
+                "threads": n,
+                "problems": problems,
+                "seconds": seconds,
+                "median": medians,
+                "ms_per_problem": {p: 1e3 * m / problems for p, m in medians.items()},
+                "ratio": medians["old"] / medians["new"],
+                "ratio_cold": medians["old"] / medians["new-cold"],
+                "identical": identical,
+                "metrics": metrics["new"],
+            }
 
 
 def print_eval(result: dict[str, Any]) -> None:

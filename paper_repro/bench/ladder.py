@@ -68,9 +68,14 @@ def bench_ladder(cells: tuple[str, ...] = LADDER_CELLS, repeats: int = 3, seed: 
             med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in seconds.items()}
             spec = pair["ladder"]
             out["cells"][name] = {
-                "P": spec.P, "G": spec.G, "K": spec.K, "mu": spec.mu, "problems": spec.heldout_limit,
-                **med, "added": med["ladder"]["total"] / med["plain"]["total"] - 1,
-            }  # fmt: skip
+                "P": spec.P,
+                "G": spec.G,
+                "K": spec.K,
+                "mu": spec.mu,
+                "problems": spec.heldout_limit,
+                **med,
+                "added": med["ladder"]["total"] / med["plain"]["total"] - 1,
+            }
     out["median_added"] = statistics.median(c["added"] for c in out["cells"].values())
     return out
 

@@ -44,8 +44,17 @@ def old_path(spec):
 
 
 def _breakdown(row: dict[str, Any]) -> dict[str, float]:
-    f = {k: float(row[k]) for k in ("seconds_search", "seconds_learning", "seconds_reward", "seconds_train",
-                                    "seconds_eval", "seconds_total")}  # fmt: skip
+    f = {
+        k: float(row[k])
+        for k in (
+            "seconds_search",
+            "seconds_learning",
+            "seconds_reward",
+            "seconds_train",
+            "seconds_eval",
+            "seconds_total",
+        )
+    }
     return {
         "search": f["seconds_search"],
         "learning": f["seconds_learning"],
@@ -104,10 +113,14 @@ def bench_runs(
                     rows[path] = row
             medians = {p: {k: statistics.median(b[k] for b in seconds[p]) for k in PARTS} for p in PATHS}
             out["cells"][f"{size}/{cell}"] = {
-                "P": spec.P, "G": spec.G, "K": spec.K, "mu": spec.mu,
+                "P": spec.P,
+                "G": spec.G,
+                "K": spec.K,
+                "mu": spec.mu,
                 "runs": {p: {k: float(rows[p][k]) for k in RUN_FACTS} for p in PATHS},
-                "seconds": medians, "ratio": medians["old"]["total"] / medians["new"]["total"],
-            }  # fmt: skip
+                "seconds": medians,
+                "ratio": medians["old"]["total"] / medians["new"]["total"],
+            }
     cells_out = out["cells"].values()
     out["ratio_of_totals"] = sum(c["seconds"]["old"]["total"] for c in cells_out) / sum(
         c["seconds"]["new"]["total"] for c in cells_out

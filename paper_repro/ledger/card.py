@@ -321,8 +321,11 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
     lacking = sorted(
         {peaks[p]["peak_missing"] for p in ran if phase_flops["useful"][p] > 0 and peaks[p]["peak_missing"]}
     )
-    mfu_missing = "; ".join(lacking) or (None if util["useful"]["total"] is not None else (
-        device["peak_missing"] or "no wall seconds counted: no optimizer step ran"))  # fmt: skip
+    mfu_missing = "; ".join(lacking) or (
+        None
+        if util["useful"]["total"] is not None
+        else (device["peak_missing"] or "no wall seconds counted: no optimizer step ran")
+    )
     resumed_from = getattr(ledger, "resumed_from", None)
     prompt_source = getattr(ledger, "prompt_length_source", None)
 

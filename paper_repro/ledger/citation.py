@@ -115,15 +115,24 @@ def model_revision(model: Any, requested: str | None = None) -> dict[str, Any]:
     if commit:
         return {"revision": commit, "revision_source": "config._commit_hash", "revision_missing": None}
     if not path:
-        return {"revision": None, "revision_source": None,
-                "revision_missing": "an in-memory model (empty _name_or_path): no hub commit"}  # fmt: skip
+        return {
+            "revision": None,
+            "revision_source": None,
+            "revision_missing": "an in-memory model (empty _name_or_path): no hub commit",
+        }
     found = re.search(r"snapshots/([0-9a-f]{40})(/|$)", path.replace(os.sep, "/"))
     if found:
-        return {"revision": found.group(1), "revision_source": "the hub snapshot folder it loaded from",
-                "revision_missing": None}  # fmt: skip
+        return {
+            "revision": found.group(1),
+            "revision_source": "the hub snapshot folder it loaded from",
+            "revision_missing": None,
+        }
     if Path(path).exists():
-        return {"revision": None, "revision_source": None,
-                "revision_missing": "loaded from a local path that is not a hub snapshot: no hub commit"}  # fmt: skip
+        return {
+            "revision": None,
+            "revision_source": None,
+            "revision_missing": "loaded from a local path that is not a hub snapshot: no hub commit",
+        }
     if requested and COMMIT.fullmatch(requested):
         return {
             "revision": requested,
@@ -139,11 +148,18 @@ def model_revision(model: Any, requested: str | None = None) -> dict[str, Any]:
     except (OSError, ImportError):
         commit = None
     if commit and COMMIT.fullmatch(commit):
-        return {"revision": commit, "revision_source": f"the local hub cache's refs/{ref} (what loading "
-                f"{path} at {ref!r} resolved to)", "revision_missing": None}  # fmt: skip
-    return {"revision": None, "revision_source": None,
-            "revision_missing": f"{path} at {ref!r} is not in the local hub cache, and transformers "
-            "keeps no commit on the config"}  # fmt: skip
+        return {
+            "revision": commit,
+            "revision_source": f"the local hub cache's refs/{ref} (what loading "
+            f"{path} at {ref!r} resolved to)",
+            "revision_missing": None,
+        }
+    return {
+        "revision": None,
+        "revision_source": None,
+        "revision_missing": f"{path} at {ref!r} is not in the local hub cache, and transformers "
+        "keeps no commit on the config",
+    }
 
 
 def dataset_provenance(dataset: Any) -> dict[str, Any]:

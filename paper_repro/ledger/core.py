@@ -45,9 +45,19 @@ from paper_repro.ledger.config import BUDGET_STOPS, BudgetWarning, LedgerConfig 
 Component = Literal["search", "learning", "reward"]
 COMPONENTS: tuple[Component, ...] = ("search", "learning", "reward")
 # The token and row counts a step records (summed over processes in a multi-GPU run).
-TOKEN_COUNTS = ("gen_rows", "gen_prompt_tokens", "gen_completion_tokens", "gen_executed_tokens",
-                "loss_rows", "loss_tokens", "loss_executed_tokens", "old_forward_rows",
-                "ref_forward_rows", "reward_tokens", "kept_rows")  # fmt: skip
+TOKEN_COUNTS = (
+    "gen_rows",
+    "gen_prompt_tokens",
+    "gen_completion_tokens",
+    "gen_executed_tokens",
+    "loss_rows",
+    "loss_tokens",
+    "loss_executed_tokens",
+    "old_forward_rows",
+    "ref_forward_rows",
+    "reward_tokens",
+    "kept_rows",
+)
 # C_learning's parts: the loss passes (forward and backward), the no-grad old-policy forwards
 # (mu > 1) and the no-grad reference forwards (beta != 0); they sum to C_learning.
 LearningPart = Literal["loss", "old", "ref"]

@@ -80,9 +80,14 @@ class KernelDispatch:
             torch.no_grad(),
         ):
             return generate_like(
-                unwrapped_model, self.generation_config, prompt_ids, pad_to_multiple_of=self.pad_to_multiple_of,
-                compact=True, stats=stats, fused=self.sampler == "fused",
-            )  # fmt: skip
+                unwrapped_model,
+                self.generation_config,
+                prompt_ids,
+                pad_to_multiple_of=self.pad_to_multiple_of,
+                compact=True,
+                stats=stats,
+                fused=self.sampler == "fused",
+            )
 
     def _fused_forward(self, model):
         """:mod:`paper_repro.fused_update`'s forward of ``model``, or None (HF's forward over the same

@@ -32,8 +32,13 @@ PHASE_COMPONENT = {
     "reward": "reward",
 }
 # The token count that says a phase ran in training (the ledger's TOKEN_COUNTS).
-PHASE_ROWS = {"search": "gen_rows", "loss": "loss_rows", "old": "old_forward_rows", "ref": "ref_forward_rows",
-              "reward": "reward_tokens"}  # fmt: skip
+PHASE_ROWS = {
+    "search": "gen_rows",
+    "loss": "loss_rows",
+    "old": "old_forward_rows",
+    "ref": "ref_forward_rows",
+    "reward": "reward_tokens",
+}
 
 
 def _first_tensor(output: Any) -> torch.Tensor | None:
@@ -119,8 +124,10 @@ class DtypeProbes:
             if phase == "search" and getattr(trainer, "use_vllm", False):
                 why = "generation ran in vLLM: its kernels are outside the probed model"
             elif phase == "search" and getattr(trainer, "sampler", "hf") in ("lean", "fused"):
-                why = (f"the ledger's {trainer.sampler} sampler computes with the weights directly "
-                       "(F.linear), past the probed nn.Linear's forward")  # fmt: skip
+                why = (
+                    f"the ledger's {trainer.sampler} sampler computes with the weights directly "
+                    "(F.linear), past the probed nn.Linear's forward"
+                )
             elif (
                 phase != "search" and phase != "reward" and getattr(trainer, "update_layout", None) == "fused"
             ):

@@ -211,12 +211,15 @@ class FusedDecoder:
                     in_norm=norm_weights(layer.input_layernorm),
                     post_norm=norm_weights(layer.post_attention_layernorm),
                     qkv=(torch.cat([q[0], k[0], v[0]]), qkv_bias),
-                    o=o_w.t(), o_bias=o_b,
-                    gate_up=torch.cat([g_w, u_w]), gate_up_bias=None if g_b is None else torch.cat([g_b, u_b]),
-                    down=d_w.t(), down_bias=d_b,
+                    o=o_w.t(),
+                    o_bias=o_b,
+                    gate_up=torch.cat([g_w, u_w]),
+                    gate_up_bias=None if g_b is None else torch.cat([g_b, u_b]),
+                    down=d_w.t(),
+                    down_bias=d_b,
                     act=m.act_fn,
                 )
-            )  # fmt: skip
+            )
         self.intermediate = self.layers[0].gate_up.shape[0] // 2
         self.capacity = capacity
         self.keys: list[torch.Tensor] = []
@@ -367,10 +370,15 @@ class FusedDecoder:
                 (members, slot[members if members is not None else slice(None), width - band :], blocked)
             )
         # each token's row among the groups' queries, concatenated
-        order = torch.cat([
-            ((torch.arange(rows) if m is None else m)[:, None] * width + torch.arange(width - w.shape[1], width)).reshape(-1)
-            for m, w, _ in groups
-        ])  # fmt: skip
+        order = torch.cat(
+            [
+                (
+                    (torch.arange(rows) if m is None else m)[:, None] * width
+                    + torch.arange(width - w.shape[1], width)
+                ).reshape(-1)
+                for m, w, _ in groups
+            ]
+        )
         pick = torch.empty(rows * width, dtype=torch.long)
         pick[order] = torch.arange(len(order))
         pick = pick[real]
@@ -412,10 +420,12 @@ class FusedDecoder:
                     out, h = out.reshape(rows * tail, heads * dim), h[slot[:, width - tail :].reshape(-1)]
                 at = final_at
             else:
-                out = torch.cat([
-                    self._attend(i, queries[where], members, blocked, width).reshape(-1, heads * dim)
-                    for members, where, blocked in groups
-                ])[pick]  # fmt: skip
+                out = torch.cat(
+                    [
+                        self._attend(i, queries[where], members, blocked, width).reshape(-1, heads * dim)
+                        for members, where, blocked in groups
+                    ]
+                )[pick]
                 at = real
             h = (
                 torch.addmm(h, out, layer.o)

@@ -15,11 +15,28 @@ SUPPORTED_MODEL_TYPES = ("qwen2", "llama")
 
 # GenerationConfig fields the lean loop implements (or that do not change what generate computes here).
 _HANDLED = {
-    "max_new_tokens", "do_sample", "pad_token_id", "bos_token_id", "eos_token_id", "temperature", "top_p",
-    "top_k", "min_p", "repetition_penalty", "cache_implementation", "disable_compile", "use_cache",
-    "output_attentions", "output_hidden_states", "transformers_version", "return_dict_in_generate",
-    "output_scores", "output_logits", "num_return_sequences", "num_beams",
-}  # fmt: skip
+    "max_new_tokens",
+    "do_sample",
+    "pad_token_id",
+    "bos_token_id",
+    "eos_token_id",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "repetition_penalty",
+    "cache_implementation",
+    "disable_compile",
+    "use_cache",
+    "output_attentions",
+    "output_hidden_states",
+    "transformers_version",
+    "return_dict_in_generate",
+    "output_scores",
+    "output_logits",
+    "num_return_sequences",
+    "num_beams",
+}
 
 
 def unsupported(model: Any, generation_config: Any = None, fused: bool = False) -> str | None:

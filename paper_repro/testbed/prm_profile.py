@@ -42,8 +42,14 @@ def _scored_steps(scorer, records: list[dict]) -> tuple[list[float], list[bool]]
 PRM_POLICY_SAMPLES = 4  # sampled solutions per held-out prompt and base policy, for the PRM's error profile
 
 
-def policy_samples(policy_dir: str | Path, prompts_split: str = "heldout", n: int = PRM_POLICY_SAMPLES,
-                   seed: int = 0, tasks_dir=None, limit: int | None = None) -> list[dict]:  # fmt: skip
+def policy_samples(
+    policy_dir: str | Path,
+    prompts_split: str = "heldout",
+    n: int = PRM_POLICY_SAMPLES,
+    seed: int = 0,
+    tasks_dir=None,
+    limit: int | None = None,
+) -> list[dict]:
     """Step-labelled solutions the base policy at ``policy_dir`` samples (temperature 1) on a split's
     prompts: what the PRM scores during RL. Solutions without steps (shortcut answers) carry none."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -87,8 +93,9 @@ def prm_error_profile(scorer, prm_split: list[dict], root: Path, config: BuildCo
         wrong = [s for s, ok, k in zip(scores, labels, kinds, strict=True) if not ok and k == kind]
         views.append(("prm split", kind, right + wrong, [True] * len(right) + [False] * len(wrong)))
     for size in config.sizes or [s for s in POLICIES if (policy_dir(s, root) / "config.json").exists()]:
-        records = policy_samples(policy_dir(size, root), seed=config.seed, tasks_dir=config.tasks_dir,
-                                 limit=config.eval_limit)  # fmt: skip
+        records = policy_samples(
+            policy_dir(size, root), seed=config.seed, tasks_dir=config.tasks_dir, limit=config.eval_limit
+        )
         s, lab = _scored_steps(scorer, records)
         views.append((f"policy {size} samples", "all", s, lab))
     return pd.DataFrame([_view_row(*v) for v in views])
