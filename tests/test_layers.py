@@ -1,27 +1,120 @@
-"""The package's floors: no module over 600 lines, no import cycle (lazy imports inside functions
-included, a package and its children included), and the analysis the study imports loads no
-statistics library. The layers themselves are import-linter's (``make lint``, ``.importlinter``)."""
+"""The package's floors, counted as ``ruff format`` writes the code: no module over 600 lines and no
+function over 100 (a ``# fmt: skip`` keeps its lines compact on disk, not here, and needs a comment
+above its statement saying why alignment carries meaning); no import cycle (lazy imports inside
+functions included, a package and its children included); and the analysis the study imports loads
+no statistics library. The layers themselves are import-linter's (``make lint``, ``.importlinter``)."""
 
 from __future__ import annotations
 
+import ast
+import functools
+import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from paper_repro.paths import repo_root
 
 MAX_LINES = 600
+MAX_FUNCTION_LINES = 100
 PACKAGE = repo_root() / "paper_repro"
+SKIP = re.compile(r"\s*# fmt: (skip|off|on)\b.*$")
 
 
-def test_no_module_passes_600_lines():
-    long = {
-        str(p.relative_to(PACKAGE)): n
-        for p in sorted(PACKAGE.rglob("*.py"))
-        if (n := len(p.read_text().splitlines())) > MAX_LINES
+def _ruff() -> str:
+    """The project's formatter: the ``ruff`` beside this Python (the venv's), else on PATH."""
+    beside = Path(sys.executable).with_name("ruff")
+    found = str(beside) if beside.exists() else shutil.which("ruff")
+    if found is None:
+        pytest.skip("ruff is not installed (make install puts it in .venv)")
+    return found
+
+
+@functools.cache
+def formatted_package(tmp_root: Path) -> dict[str, str]:
+    """Every module of the package as ``ruff format`` writes it with its ``# fmt:`` markers removed,
+    keyed by the path relative to the package."""
+    for p in PACKAGE.rglob("*.py"):
+        out = tmp_root / p.relative_to(PACKAGE)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(SKIP.sub("", line) for line in p.read_text().splitlines()) + "\n")
+    config = repo_root() / "pyproject.toml"
+    subprocess.run([_ruff(), "format", "--quiet", "--config", str(config), str(tmp_root)], check=True)
+    return {str(p.relative_to(tmp_root)): p.read_text() for p in sorted(tmp_root.rglob("*.py"))}
+
+
+@pytest.fixture(scope="module")
+def formatted(tmp_path_factory) -> dict[str, str]:
+    return formatted_package(tmp_path_factory.mktemp("formatted"))
+
+
+def test_no_module_passes_600_formatted_lines(formatted):
+    long = {name: n for name, text in formatted.items() if (n := len(text.splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines as ruff formats them: {long}"
+
+
+def long_functions(text: str, limit: int = MAX_FUNCTION_LINES) -> dict[str, int]:
+    """The functions (methods and nested ones included) of a module's source longer than ``limit``
+    lines, decorators excluded, by qualified name."""
+    out: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = prefix
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}{child.name}."
+                if not isinstance(child, ast.ClassDef) and (n := child.end_lineno - child.lineno + 1) > limit:
+                    out[name[:-1]] = n
+            visit(child, name)
+
+    visit(ast.parse(text), "")
+    return out
+
+
+def test_no_function_passes_100_formatted_lines(formatted):
+    long = {f"{name}:{fn}": n for name, text in formatted.items() for fn, n in long_functions(text).items()}
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines as ruff formats them: {long}"
+
+
+def test_a_long_function_is_found():
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    text = f"class A:\n    def short(self):\n        pass\n\n\ndef f():\n{body}\n    return 0\n"
+    assert long_functions(text) == {"f": MAX_FUNCTION_LINES + 2}
+
+
+def unexplained_skips(text: str) -> list[int]:
+    """The lines of a ``# fmt: skip`` whose statement has no comment line right above it (the reason
+    alignment carries meaning there)."""
+    lines = text.splitlines()
+    skipped = {i for i, line in enumerate(lines, 1) if "# fmt: skip" in line}
+    if not skipped:
+        return []
+    starts = {
+        node.end_lineno: node.lineno
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.stmt) and node.end_lineno in skipped
     }
-    assert not long, f"modules over {MAX_LINES} lines: {long}"
+    return sorted(
+        line for line in skipped if not lines[min(starts.get(line, line), line) - 2].lstrip().startswith("#")
+    )
+
+
+def test_every_fmt_skip_says_why():
+    bare = {
+        str(p.relative_to(PACKAGE)): found
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if (found := unexplained_skips(p.read_text()))
+    }
+    assert not bare, f"a `# fmt: skip` with no comment above its statement saying why: {bare}"
+
+
+def test_an_unexplained_skip_is_found():
+    table = "# a table: its columns line up\nT = {1: 2,   3: 4}  # fmt: skip\n"
+    assert unexplained_skips(table) == []
+    assert unexplained_skips("x = 1\nT = {1: 2,   3: 4}  # fmt: skip\n") == [2]
 
 
 def _cycles(graph) -> list[list[str]]:

@@ -155,7 +155,7 @@ def bench_eval_noise(
 
     import numpy as np
 
-    from paper_repro import provenance, study
+    from paper_repro import study
     from paper_repro.evaluate import EvalSets
     from paper_repro.paths import repo_root
     from paper_repro.run_eval import evaluate_run
@@ -206,6 +206,31 @@ def bench_eval_noise(
                 flush=True,
             )
             del model, parts
+    rows = _noise_rows(table, first, policy, cell, blocks, sizes, matches, known, started)
+    return {
+        "rows": rows,
+        "seeds": [s.seed for s in specs],
+        "run_ids": [s.run_id for s in specs],
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _noise_rows(
+    table: dict[str, Any],
+    first: Any,
+    policy: str,
+    cell: str,
+    blocks: int,
+    sizes: dict[str, int],
+    matches: dict[str, int],
+    known: int,
+    started: float,
+) -> list[dict[str, Any]]:
+    """:func:`bench_eval_noise`'s rows: per target, :func:`eval_noise_components` of its seed x block
+    ``table``, the binomial variance of a 0/1 score on a block, how many block-0 scores matched the
+    committed rows (``matches`` of ``known``), the seconds since ``started`` and the provenance."""
+    from paper_repro import provenance
+
     stamp = provenance.stamp()
 
     def binary(target: str) -> bool:  # pass@1, and the native reward of the 0/1 rule
@@ -221,7 +246,7 @@ def bench_eval_noise(
                 "policy": policy,
                 "reward_system": first.reward_system,
                 "cell": cell,
-                "k": k,
+                "k": len(table[target]),
                 "blocks": blocks,
                 "problems_per_block": sizes[set_name],
                 **comp,
@@ -237,12 +262,7 @@ def bench_eval_noise(
                 "created_at": stamp["created_at"],
             }
         )
-    return {
-        "rows": rows,
-        "seeds": [s.seed for s in specs],
-        "run_ids": [s.run_id for s in specs],
-        "seconds": time.perf_counter() - started,
-    }
+    return rows
 
 
 def _committed_rows(path) -> dict[str, dict[str, str]]:

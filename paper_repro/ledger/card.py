@@ -270,50 +270,22 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
     each is null with ``<key>_missing`` beside it."""
     ledger = trainer.ledger
     summary = ledger.summary()
-    model = trainer.model
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    params = list(model.parameters())
-    lora_params = sum(p.numel() for n, p in model.named_parameters() if "lora_" in n)
-    total_params = sum(p.numel() for p in params)
-    lora = ledger.train.lora
-    peft_cfg = getattr(model, "peft_config", None) or {}
-    alpha = next((getattr(c, "lora_alpha", None) for c in peft_cfg.values()), None)
-    args = trainer.args
     world = trainer.accelerator.num_processes
-    rows = args.per_device_train_batch_size * args.steps_per_generation * world
-    dtype = next((p.dtype for p in params if p.is_floating_point()), torch.float32)
-    mixed = getattr(trainer.accelerator, "mixed_precision", None)
-    nominal = str(compute_dtype(dtype, mixed)).removeprefix("torch.")
-    probes = _probes(trainer)
-    by_phase = probes.by_phase() if probes is not None else {}
-    dtype_missing = probes.missing(summary["tokens"]) if probes is not None else {}
-    if probes is None:
-        dtype_missing = {"all": "no dtype probes installed (paper_repro.ledger.probes.install_dtype_probes)"}
-    loss_dtype = by_phase.get("loss")
-    accelerator_device = trainer.accelerator.device
-    peaks = phase_peaks(trainer)
-    measured = None
-    if accelerator_device.type == "cpu":
-        m = cpu_matmul_throughput()
-        measured = {
-            **m,
-            "label": f"measured fp32 matmul throughput (median of {m['repeats']})",
-            "note": f"{m['n']}^3 fp32 matmuls at {m['torch_threads']} torch threads, measured in this "
-            "process before training; a measurement beside the run, not a peak",
-        }
+    model, execution, dtype_by_phase = _model_and_execution(trainer, summary)
     secs = summary["seconds"]
     flops_by = {c: {k: summary[c][f"C_{k}"] for k in (*COMPONENTS, "total")} for c in CONVENTIONS}
     achieved = {c: {k: _rate(v, secs[k]) for k, v in flops_by[c].items()} for c in CONVENTIONS}
     phase_flops = _phase_flops(flops_by, summary["learning_parts"])
+    peaks = phase_peaks(trainer)
     util = _utilisation(phase_flops, secs, {p: v["peak_flops_per_s"] for p, v in peaks.items()}, world)
     ran = [
         p
         for p in PHASES
-        if p in by_phase or phase_flops["useful"][p] > 0 or summary["tokens"].get(PHASE_ROWS[p])
+        if p in dtype_by_phase or phase_flops["useful"][p] > 0 or summary["tokens"].get(PHASE_ROWS[p])
     ]
     device = {
-        "type": accelerator_device.type,
-        "name": device_name(accelerator_device),
+        "type": trainer.accelerator.device.type,
+        "name": device_name(trainer.accelerator.device),
         # the peak of the loss passes' dtype (the card's compute_dtype); each phase's in `peaks`
         **{k: v for k, v in peaks["loss"].items() if k.startswith("peak_")},
         "peaks": {p: peaks[p] for p in ran},
@@ -326,11 +298,62 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
         if util["useful"]["total"] is not None
         else (device["peak_missing"] or "no wall seconds counted: no optimizer step ran")
     )
-    resumed_from = getattr(ledger, "resumed_from", None)
-    prompt_source = getattr(ledger, "prompt_length_source", None)
-
     card = {
         "card_version": CARD_VERSION,
+        **model,
+        "execution": execution,
+        "round": _round(trainer, world),
+        "steps": summary["steps"],
+        "rounds": summary["rounds"],
+        "tokens": summary["tokens"],
+        "conventions": dict(CONVENTION_LINES),
+        "flops": {c: summary[c] for c in CONVENTIONS},
+        "learning_parts": summary["learning_parts"],
+        "rho": summary["useful"]["rho"],
+        "rho_executed": summary["executed"]["rho"],
+        "rho_time": summary["rho_time"],
+        "seconds": secs,
+        "budget": _budget(trainer, summary),
+        "hardware": hardware(trainer.accelerator.device, world),
+        "device": device,
+        "measured_matmul": _measured_matmul(trainer.accelerator.device),
+        "achieved_flops_per_s": achieved["executed"],
+        "achieved_useful_flops_per_s": achieved["useful"],
+        "utilisation_definitions": dict(UTILISATION_LINES),
+        "mfu": util["useful"],
+        "hfu": util["executed"],
+        "mfu_missing": mfu_missing,  # why MFU and HFU are null, where they are
+        "versions": library_versions(),
+        "provenance": provenance(trainer),
+    }
+    return _finite(card)
+
+
+def _model_and_execution(
+    trainer: LedgerGRPOTrainer, summary: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """The card's ``model`` and ``lora`` sections (as one dict, in the card's order), its
+    ``execution`` section, and the compute dtype measured per phase."""
+    ledger = trainer.ledger
+    model = trainer.model
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    params = list(model.parameters())
+    lora_params = sum(p.numel() for n, p in model.named_parameters() if "lora_" in n)
+    total_params = sum(p.numel() for p in params)
+    lora = ledger.train.lora
+    peft_cfg = getattr(model, "peft_config", None) or {}
+    alpha = next((getattr(c, "lora_alpha", None) for c in peft_cfg.values()), None)
+    dtype = next((p.dtype for p in params if p.is_floating_point()), torch.float32)
+    mixed = getattr(trainer.accelerator, "mixed_precision", None)
+    nominal = str(compute_dtype(dtype, mixed)).removeprefix("torch.")
+    probes = _probes(trainer)
+    by_phase = probes.by_phase() if probes is not None else {}
+    dtype_missing = probes.missing(summary["tokens"]) if probes is not None else {}
+    if probes is None:
+        dtype_missing = {"all": "no dtype probes installed (paper_repro.ledger.probes.install_dtype_probes)"}
+    loss_dtype = by_phase.get("loss")
+    train = ledger.train
+    sections = {
         "model": {
             **model_name(model, ledger.policy.model_type, ledger.policy.name),
             "model_type": ledger.policy.model_type,
@@ -348,77 +371,81 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
             "target_modules": list(lora.target_modules),
             "adapter_parameters": lora_params,
         },
-        "execution": {
-            "dtype": str(dtype).removeprefix("torch."),
-            "mixed_precision": mixed,
-            # the loss passes' dtype as measured; the nominal one where the probe did not see them
-            "compute_dtype": loss_dtype if loss_dtype is not None else nominal,
-            "compute_dtype_source": "measured in the loss passes"
-            if loss_dtype is not None
-            else "nominal: the weights' dtype and mixed_precision (the loss passes were not measured)",
-            "compute_dtype_nominal": nominal,
-            "compute_dtype_by_phase": by_phase,
-            "compute_dtype_missing": dtype_missing,
-            "attn_implementation": getattr(base.config, "_attn_implementation", None),
-            "activation_checkpointing": bool(getattr(args, "activation_checkpointing", False)),
-            # how the backward replays checkpointed layers, as priced: "full" (reentrant, or early stop
-            # off) or "early_stop" (non-reentrant: each layer's last matmul not replayed); null when off
-            "activation_checkpointing_recompute": (
-                trainer.ledger.train.recompute if trainer.ledger.train.gradient_checkpointing else None
-            ),
-            "activation_checkpointing_every_n_layers": (
-                trainer.ledger.train.checkpoint_every_n_layers
-                if trainer.ledger.train.gradient_checkpointing
-                else None
-            ),
-            "sampler": getattr(trainer, "sampler", None),
-            "update_layout": getattr(trainer, "update_layout", None),
-        },
-        "round": {
-            "P": rows // trainer.num_generations,
-            "G": trainer.num_generations,
-            "K": trainer._kept,
-            "mu": trainer.num_iterations,
-            "rows": rows,
-            "max_completion_length": args.max_completion_length,
-            "beta": trainer.beta,
-            "processes": world,
-        },
-        "steps": summary["steps"],
-        "rounds": summary["rounds"],
-        "tokens": summary["tokens"],
-        "conventions": dict(CONVENTION_LINES),
-        "flops": {c: summary[c] for c in CONVENTIONS},
-        "learning_parts": summary["learning_parts"],
-        "rho": summary["useful"]["rho"],
-        "rho_executed": summary["executed"]["rho"],
-        "rho_time": summary["rho_time"],
-        "seconds": secs,
-        "budget": {
-            "budget_flops": summary["budget_flops"],
-            "stopped_by_budget": summary["stopped_by_budget"],
-            "over_budget": summary["over_budget"],
-            "max_round_flops": summary["max_round_flops"],
-            "first_round_flops": ledger.config.first_round_flops,
-            "round_ceiling_flops": ledger.config.round_ceiling_flops
-            or (trainer.round_price or {}).get("C_total"),
-            "prompt_length_source": prompt_source,
-            "resumed": None if resumed_from is None else bool(resumed_from),
-            "resumed_from": None if resumed_from is None else jsonable(list(resumed_from)),
-        },
-        "hardware": hardware(accelerator_device, world),
-        "device": device,
-        "measured_matmul": measured,
-        "achieved_flops_per_s": achieved["executed"],
-        "achieved_useful_flops_per_s": achieved["useful"],
-        "utilisation_definitions": dict(UTILISATION_LINES),
-        "mfu": util["useful"],
-        "hfu": util["executed"],
-        "mfu_missing": mfu_missing,  # why MFU and HFU are null, where they are
-        "versions": library_versions(),
-        "provenance": provenance(trainer),
     }
-    budget = card["budget"]
+    execution = {
+        "dtype": str(dtype).removeprefix("torch."),
+        "mixed_precision": mixed,
+        # the loss passes' dtype as measured; the nominal one where the probe did not see them
+        "compute_dtype": loss_dtype if loss_dtype is not None else nominal,
+        "compute_dtype_source": "measured in the loss passes"
+        if loss_dtype is not None
+        else "nominal: the weights' dtype and mixed_precision (the loss passes were not measured)",
+        "compute_dtype_nominal": nominal,
+        "compute_dtype_by_phase": by_phase,
+        "compute_dtype_missing": dtype_missing,
+        "attn_implementation": getattr(base.config, "_attn_implementation", None),
+        "activation_checkpointing": bool(getattr(trainer.args, "activation_checkpointing", False)),
+        # how the backward replays checkpointed layers, as priced: "full" (reentrant, or early stop
+        # off) or "early_stop" (non-reentrant: each layer's last matmul not replayed); null when off
+        "activation_checkpointing_recompute": train.recompute if train.gradient_checkpointing else None,
+        "activation_checkpointing_every_n_layers": (
+            train.checkpoint_every_n_layers if train.gradient_checkpointing else None
+        ),
+        "sampler": getattr(trainer, "sampler", None),
+        "update_layout": getattr(trainer, "update_layout", None),
+    }
+    return sections, execution, by_phase
+
+
+def _measured_matmul(device: torch.device) -> dict[str, Any] | None:
+    """On a CPU, this process's fp32 matmul throughput measured now (a measurement shown beside the
+    run, not a peak); None on an accelerator."""
+    if device.type != "cpu":
+        return None
+    m = cpu_matmul_throughput()
+    return {
+        **m,
+        "label": f"measured fp32 matmul throughput (median of {m['repeats']})",
+        "note": f"{m['n']}^3 fp32 matmuls at {m['torch_threads']} torch threads, measured in this "
+        "process before training; a measurement beside the run, not a peak",
+    }
+
+
+def _round(trainer: LedgerGRPOTrainer, world: int) -> dict[str, Any]:
+    """The card's ``round``: P / G / K / mu, rows per round over ``world`` processes, the completion
+    length cap and beta."""
+    args = trainer.args
+    rows = args.per_device_train_batch_size * args.steps_per_generation * world
+    return {
+        "P": rows // trainer.num_generations,
+        "G": trainer.num_generations,
+        "K": trainer._kept,
+        "mu": trainer.num_iterations,
+        "rows": rows,
+        "max_completion_length": args.max_completion_length,
+        "beta": trainer.beta,
+        "processes": world,
+    }
+
+
+def _budget(trainer: LedgerGRPOTrainer, summary: dict[str, Any]) -> dict[str, Any]:
+    """The card's ``budget``: the budget in FLOPs, whether it stopped the run, the round prices, the
+    prompt length the ceiling was priced with and the resume, each null with its reason beside it."""
+    ledger = trainer.ledger
+    resumed_from = getattr(ledger, "resumed_from", None)
+    prompt_source = getattr(ledger, "prompt_length_source", None)
+    budget = {
+        "budget_flops": summary["budget_flops"],
+        "stopped_by_budget": summary["stopped_by_budget"],
+        "over_budget": summary["over_budget"],
+        "max_round_flops": summary["max_round_flops"],
+        "first_round_flops": ledger.config.first_round_flops,
+        "round_ceiling_flops": ledger.config.round_ceiling_flops
+        or (trainer.round_price or {}).get("C_total"),
+        "prompt_length_source": prompt_source,
+        "resumed": None if resumed_from is None else bool(resumed_from),
+        "resumed_from": None if resumed_from is None else jsonable(list(resumed_from)),
+    }
     if prompt_source is None:
         budget["prompt_length_source_missing"] = (
             "not recorded by this ledger"
@@ -429,7 +456,7 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
         )
     if resumed_from is None:
         budget["resumed_missing"] = "not recorded by this ledger"
-    return _finite(card)
+    return budget
 
 
 def _fmt(value: Any) -> str:
@@ -449,7 +476,6 @@ def _pct(value: float | None) -> str:
 def card_markdown(card: dict[str, Any]) -> str:
     """The compute card as a list and Markdown tables."""
     m, r, lora, dev, ex = card["model"], card["round"], card["lora"], card["device"], card["execution"]
-    keys = (*COMPONENTS, "total")
     named = m["name"] if m["in_memory"] else f"`{m['name']}` ({m['class']}, {m['model_type']})"
     peak_line = (
         f"- peak: {_fmt(dev['peak_flops_per_s'])} FLOP/s per device ({dev['peak_dtype']}, the loss passes'): "
@@ -510,7 +536,14 @@ def card_markdown(card: dict[str, Any]) -> str:
             f"- {measured['label']}: {_fmt(measured['flops_per_s'])} FLOP/s (range "
             f"{_fmt(measured['min_flops_per_s'])} to {_fmt(measured['max_flops_per_s'])}; {measured['note']})"
         )
-    lines += ["", "Conventions:", ""]
+    return "\n".join([*lines, *_tables_markdown(card)]) + "\n"
+
+
+def _tables_markdown(card: dict[str, Any]) -> list[str]:
+    """The card's conventions, its FLOPs / seconds / utilisation table, C_learning by part and the
+    token counts, as Markdown lines."""
+    keys = (*COMPONENTS, "total")
+    lines = ["", "Conventions:", ""]
     lines += [f"- **{c}**: {text}" for c, text in card["conventions"].items()]
     lines += [
         "",
@@ -550,4 +583,4 @@ def card_markdown(card: dict[str, Any]) -> str:
         lines.append(f"| FLOPs ({convention}) | " + " | ".join(cells) + " |")
     lines += ["", "| tokens | count |", "|---|---|"]
     lines += [f"| {k} | {_fmt(v)} |" for k, v in card["tokens"].items()]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -356,40 +356,8 @@ class FusedDecoder:
         positions = position_ids.reshape(-1)[real]
         cos, sin = self.cos[positions], self.sin[positions]  # (n, heads + kv, dim)
         causal = torch.ones(width, width, dtype=torch.bool).tril()
-        # the attention's queries: the rows in bands of prompt lengths, each band's rows the queries
-        # of their last `band` positions (at least 16 rows in each matmul)
-        bands = ((lengths + PACKED_BAND - 1) // PACKED_BAND * PACKED_BAND).clamp(min=-(-16 // rep), max=width)
-        groups = []
-        for band in torch.unique(bands).tolist():
-            members = (bands == band).nonzero().squeeze(1)
-            if len(members) == rows:
-                members = None
-            member_pad = pad if members is None else pad[members]
-            blocked = ~(causal[width - band :] & (member_pad[:, None, :] != 0))  # (rows, band, width)
-            groups.append(
-                (members, slot[members if members is not None else slice(None), width - band :], blocked)
-            )
-        # each token's row among the groups' queries, concatenated
-        order = torch.cat(
-            [
-                (
-                    (torch.arange(rows) if m is None else m)[:, None] * width
-                    + torch.arange(width - w.shape[1], width)
-                ).reshape(-1)
-                for m, w, _ in groups
-            ]
-        )
-        pick = torch.empty(rows * width, dtype=torch.long)
-        pick[order] = torch.arange(len(order))
-        pick = pick[real]
-        # the last layer's queries: the last `tail` positions of every row; its MLP reads the last
-        # position only, once that is rows enough, else all `tail`
-        last_only = rows >= floor
-        tail = min(width, max(-(-16 // rep), 1 if last_only else -(-floor // rows)))
-        final_blocked = ~(causal[width - tail :] & (pad[:, None, :] != 0))
-        final_at = (torch.arange(rows)[:, None] * width + torch.arange(width - tail, width)).reshape(-1)
-        if last_only:
-            final_at = final_at.view(rows, tail)[:, -1]  # the rows the last MLP reads, in forward's layout
+        groups, pick = _query_groups(pad, slot, lengths, real, causal, -(-16 // rep))
+        last_only, tail, final_blocked, final_at = _final_queries(pad, causal, floor, -(-16 // rep))
         hidden = h.shape[-1]
         tokens = ids.reshape(-1)[real]
         padded = slot.reshape(-1)  # each position's token (padding: token 0's keys and values, which
@@ -401,16 +369,7 @@ class FusedDecoder:
                 qkv = F.linear(rms_norm(h, layer.in_norm), *layer.qkv).view(n, heads + 2 * kv, dim)
             qk = qkv[:, : heads + kv]
             qk = _rotated(qk, cos, sin, half)
-            keys = qk.new_empty((rows, kv, dim, width + min(self.capacity, CACHE_STEP)))
-            values = qk.new_empty((rows, kv, keys.shape[3], dim))
-            keys[:, :, :, :width] = (
-                qk[:, heads:].index_select(0, padded).view(rows, width, kv, dim).permute(0, 2, 3, 1)
-            )
-            values[:, :, :width] = (
-                qkv[:, heads + kv :].index_select(0, padded).view(rows, width, kv, dim).transpose(1, 2)
-            )
-            self.keys.append(keys)
-            self.values.append(values)
+            self._cache_prompts(qk[:, heads:], qkv[:, heads + kv :], padded, rows, width)
             queries = qk[:, :heads]
             if i == len(self.layers) - 1:
                 out = self._attend(i, queries[slot[:, width - tail :]], None, final_blocked, width)
@@ -443,6 +402,22 @@ class FusedDecoder:
         self.length = width
         last = h if last_only else h.view(rows, tail, hidden)[:, -1]
         return F.linear(rms_norm(last, self.final_norm), *self.head).float()
+
+    def _cache_prompts(
+        self, keys: torch.Tensor, values: torch.Tensor, padded: torch.Tensor, rows: int, width: int
+    ) -> None:
+        """Append one layer's cache: the prompts' rotated keys and their values (``(tokens, kv_heads,
+        head_dim)`` each) laid out at every padded position (``padded``: each position's token), with
+        room for :data:`CACHE_STEP` decode steps."""
+        kv, dim = self.kv_heads, self.head_dim
+        cache_keys = keys.new_empty((rows, kv, dim, width + min(self.capacity, CACHE_STEP)))
+        cache_values = keys.new_empty((rows, kv, cache_keys.shape[3], dim))
+        cache_keys[:, :, :, :width] = (
+            keys.index_select(0, padded).view(rows, width, kv, dim).permute(0, 2, 3, 1)
+        )
+        cache_values[:, :, :width] = values.index_select(0, padded).view(rows, width, kv, dim).transpose(1, 2)
+        self.keys.append(cache_keys)
+        self.values.append(cache_values)
 
     def _first_qkv(self) -> torch.Tensor:
         """The first layer's q/k/v projection (before rotary) of every token of the vocabulary,
@@ -583,3 +558,58 @@ class FusedDecoder:
         self.keys = [kept(k, rows, self.length, axis=3) for k in self.keys]
         self.values = [kept(v, rows, self.length) for v in self.values]
         self.additive = self.additive[rows]
+
+
+def _query_groups(
+    pad: torch.Tensor,
+    slot: torch.Tensor,
+    lengths: torch.Tensor,
+    real: torch.Tensor,
+    causal: torch.Tensor,
+    min_queries: int,
+) -> tuple[list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]], torch.Tensor]:
+    """:meth:`FusedDecoder.prefill`'s attention queries: the rows in bands of prompt lengths
+    (:data:`PACKED_BAND`), each band's rows the queries of their last ``band`` positions (at least
+    ``min_queries`` per row, so that each matmul has 16 rows). Returns the groups (the band's rows,
+    None for all; the tokens of its queries; its blocked mask ``(rows, band, width)``) and, for each
+    prompt token, its row among the groups' queries concatenated."""
+    rows, width = pad.shape
+    bands = ((lengths + PACKED_BAND - 1) // PACKED_BAND * PACKED_BAND).clamp(min=min_queries, max=width)
+    groups = []
+    for band in torch.unique(bands).tolist():
+        members = (bands == band).nonzero().squeeze(1)
+        if len(members) == rows:
+            members = None
+        member_pad = pad if members is None else pad[members]
+        blocked = ~(causal[width - band :] & (member_pad[:, None, :] != 0))  # (rows, band, width)
+        groups.append(
+            (members, slot[members if members is not None else slice(None), width - band :], blocked)
+        )
+    # each token's row among the groups' queries, concatenated
+    starts = [(torch.arange(rows) if m is None else m)[:, None] * width for m, _, _ in groups]
+    order = torch.cat(
+        [
+            (start + torch.arange(width - w.shape[1], width)).reshape(-1)
+            for start, (_, w, _) in zip(starts, groups, strict=True)
+        ]
+    )
+    pick = torch.empty(rows * width, dtype=torch.long)
+    pick[order] = torch.arange(len(order))
+    return groups, pick[real]
+
+
+def _final_queries(
+    pad: torch.Tensor, causal: torch.Tensor, floor: int, min_queries: int
+) -> tuple[bool, int, torch.Tensor, torch.Tensor]:
+    """:meth:`FusedDecoder.prefill`'s last layer: its queries are the last ``tail`` positions of every
+    row, and its MLP reads the last position only once that is rows enough (``floor``), else all
+    ``tail``. Returns (last position only, tail, the blocked mask ``(rows, tail, width)``, the
+    positions the last MLP reads in forward's layout)."""
+    rows, width = pad.shape
+    last_only = rows >= floor
+    tail = min(width, max(min_queries, 1 if last_only else -(-floor // rows)))
+    final_blocked = ~(causal[width - tail :] & (pad[:, None, :] != 0))
+    final_at = (torch.arange(rows)[:, None] * width + torch.arange(width - tail, width)).reshape(-1)
+    if last_only:
+        final_at = final_at.view(rows, tail)[:, -1]  # the rows the last MLP reads, in forward's layout
+    return last_only, tail, final_blocked, final_at

@@ -84,23 +84,11 @@ def lean_generate(
     width = max(len(p) for p in prompt_ids)
     if pad_to_multiple_of:
         width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
-    prefill, repeat = list(prompt_ids), None
-    if fused:  # each distinct prompt is prefilled once, its cache then repeated for each of its rows
-        first: dict[tuple[int, ...], int] = {}
-        inverse = [first.setdefault(tuple(p), len(first)) for p in prompt_ids]
-        if len(first) < rows:
-            prefill, repeat = [list(p) for p in first], torch.tensor(inverse, device=device)
-    ids = torch.full((len(prefill), width), pad_token_id, dtype=torch.long)
-    pad = torch.zeros((len(prefill), width), dtype=torch.long)
-    for r, p in enumerate(prefill):
-        if len(p):
-            ids[r, width - len(p) :] = torch.as_tensor(list(p), dtype=torch.long)
-            pad[r, width - len(p) :] = 1
-    ids, pad = ids.to(device), pad.to(device)
+    ids, pad, repeat = _left_padded(prompt_ids, width, pad_token_id, fused, device)
     warpers = hf_warpers(do_sample, temperature, top_k, top_p, min_p)
     eos = torch.tensor(list(eos_token_ids), device=device)
     if stats is not None:
-        stats.rows, stats.prompt_width, stats.prefill_rows = rows, width, len(prefill)
+        stats.rows, stats.prompt_width, stats.prefill_rows = rows, width, len(ids)
 
     decoder = (FusedDecoder if fused else Decoder)(model, capacity=max_new_tokens)
     position = (pad.cumsum(-1) - 1).masked_fill(pad == 0, 0)
@@ -148,11 +136,40 @@ def lean_generate(
             continue
         pad = torch.cat([pad, pad.new_ones((pad.shape[0], 1))], dim=-1)
         logits = decoder.forward(tokens[:, None], position, decoder.mask(pad, 1))
+    return _completions(out, logprobs, eos, stats)
+
+
+def _left_padded(
+    prompt_ids: Sequence[Sequence[int]], width: int, pad_token_id: int, fused: bool, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """The prompts to prefill, left-padded to ``width``: their ids and attention mask ``(prefilled,
+    width)`` on ``device``, and the prefilled row each prompt reads (None: every prompt its own row).
+    ``fused``: each distinct prompt is prefilled once, its cache then repeated for each of its rows."""
+    prefill, repeat = list(prompt_ids), None
+    if fused:
+        first: dict[tuple[int, ...], int] = {}
+        inverse = [first.setdefault(tuple(p), len(first)) for p in prompt_ids]
+        if len(first) < len(prompt_ids):
+            prefill, repeat = [list(p) for p in first], torch.tensor(inverse, device=device)
+    ids = torch.full((len(prefill), width), pad_token_id, dtype=torch.long)
+    pad = torch.zeros((len(prefill), width), dtype=torch.long)
+    for r, p in enumerate(prefill):
+        if len(p):
+            ids[r, width - len(p) :] = torch.as_tensor(list(p), dtype=torch.long)
+            pad[r, width - len(p) :] = 1
+    return ids.to(device), pad.to(device), repeat
+
+
+def _completions(
+    out: torch.Tensor, logprobs: torch.Tensor, eos: torch.Tensor, stats: LeanStats | None
+) -> list[list[int]]:
+    """Each row of ``out`` up to and including its first EOS (the whole row without one); its
+    log-probabilities appended to ``stats.logprobs`` when that is kept."""
     completions = []
     is_eos = torch.isin(out, eos)
-    for r in range(rows):
+    for r in range(out.shape[0]):
         hits = is_eos[r].nonzero()
-        end = int(hits[0]) + 1 if len(hits) else max_new_tokens
+        end = int(hits[0]) + 1 if len(hits) else out.shape[1]
         completions.append(out[r, :end].tolist())
         if stats is not None and stats.logprobs is not None:
             stats.logprobs.append(logprobs[r, :end].tolist())
