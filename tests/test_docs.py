@@ -127,7 +127,10 @@ def documented_layers(text: str) -> dict[str, list[list[str]]]:
     for m in re.finditer(r"<!-- contract: ([\w-]+) -->\n((?:\|.*\n?)+)", text):
         rows = [r for r in m.group(2).splitlines()[2:] if r.startswith("|")]
         out[m.group(1)] = [
-            [re.sub(r"\.py$", "", name).strip("/").replace("/", ".") for name in re.findall(r"`([^`]+)`", cols[2])]
+            [
+                re.sub(r"\.py$", "", name).strip("/").replace("/", ".")
+                for name in re.findall(r"`([^`]+)`", cols[2])
+            ]
             for cols in (row.split("|") for row in rows)
         ]
     return out
@@ -194,7 +197,18 @@ def test_the_layout_check_fails_on_a_reordered_or_missing_layer(tmp_path):
 
 
 # ----------------------------------------------------------------------------------- design facts
-WORD = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+WORD = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
 NUMBER = r"(\d+|" + "|".join(WORD) + r")"
 BUDGET = r"(?:C/\d+|\d+(?:\.\d+)?C|C)(?![\w/])"
 PILOT = r"(?:C/\d+|1/\d+)"
@@ -206,17 +220,23 @@ def _design() -> dict:
 
     p = load_profile("cpu-tiny")
     points = sorted(Fraction(x).limit_denominator(1000) for x in p.curves.points)
-    tops = {min(Fraction(b).limit_denominator(1000), points[-1]) for b in (1, *p.curves.stage_budgets.values())}
+    tops = {
+        min(Fraction(b).limit_denominator(1000), points[-1]) for b in (1, *p.curves.stage_budgets.values())
+    }
     return {
         "points": points,
         "tops": tops,
         "pilots": {Fraction(f).limit_denominator(1000) for f in p.pilot_fractions},
         "seeds": {"grid": p.seeds, "pilot": len(p.pilot_seeds), "fresh": len(p.fresh_seeds)},
-        "ranges": {(0, p.seeds - 1), (min(p.pilot_seeds), max(p.pilot_seeds)), (min(p.fresh_seeds), max(p.fresh_seeds))},
+        "ranges": {
+            (0, p.seeds - 1),
+            (min(p.pilot_seeds), max(p.pilot_seeds)),
+            (min(p.fresh_seeds), max(p.fresh_seeds)),
+        },
         "targets": [round(t, 2) for t in p.grid.targets],
         "cells": [f"r{round(100 * t):02d}" for t in p.grid.targets],
         "quick": list(QUICK_CELLS),
-    }  # fmt: skip
+    }
 
 
 def _budget(token: str) -> Fraction:
@@ -226,7 +246,7 @@ def _budget(token: str) -> Fraction:
 
 
 def _word(token: str) -> int:
-    return WORD.get(token.lower(), None) or int(token)
+    return WORD.get(token.lower()) or int(token)
 
 
 def _show(budgets) -> str:
@@ -254,7 +274,9 @@ def stale_design_facts(text: str) -> list[tuple[int, str, str]]:
         if not any(listed == [p for p in d["points"] if p <= top] for top in d["tops"]):
             say(m, ladder)
     pilots = f"the profile's pilot budgets {_show(sorted(d['pilots']))} (budget.pilot_fractions)"
-    for m in re.finditer(rf"pilots? (?:budgets? )?(?:at|of|\()\s*(?:the budget,? )?({PILOT})(?:,? and ({PILOT}))?", text):
+    for m in re.finditer(
+        rf"pilots? (?:budgets? )?(?:at|of|\()\s*(?:the budget,? )?({PILOT})(?:,? and ({PILOT}))?", text
+    ):
         named = {_budget(t) if t.startswith("C") else Fraction(t) for t in m.groups() if t}
         if named != d["pilots"]:
             say(m, pilots)
@@ -287,7 +309,8 @@ def test_every_design_fact_stated_is_the_profiles(path):
     said = [f"{path.name}:{line}: {phrase!r} ({value})" for line, phrase, value in stale]
     assert not said, (
         "documents state the design otherwise than paper_repro/profiles/cpu-tiny.yaml (correct them, point "
-        "to docs/CHOICES.md's table, or mark an earlier design as a <!-- history --> block):\n" + "\n".join(said)
+        "to docs/CHOICES.md's table, or mark an earlier design as a <!-- history --> block):\n"
+        + "\n".join(said)
     )
 
 
@@ -302,8 +325,12 @@ def test_the_design_check_catches_a_stale_ladder_pilot_seed_and_grid():
     )
     stale = stale_design_facts(text)
     assert [phrase for _, phrase, _ in stale] == [
-        "C/16 to 4C", "pilots at 1/8 and 1/16", "10 grid seeds", "seeds 0–9)", "r15, r30, r50, r70, r85",
+        "C/16 to 4C",
+        "pilots at 1/8 and 1/16",
+        "10 grid seeds",
+        "seeds 0–9)",
+        "r15, r30, r50, r70, r85",
         "targets 0.15, 0.30, 0.50, 0.70, 0.85",
-    ]  # fmt: skip
+    ]
     assert all(line == 3 or line == 4 for line, _, _ in stale)
     assert "curves.points" in stale[0][2] and "pilot_fractions" in stale[1][2]

@@ -78,14 +78,29 @@ def test_the_readme_is_a_landing_page_a_reader_can_finish():
     assert len(lines) <= LANDING_MAX_LINES, (
         f"README.md is {len(lines)} lines (at most {LANDING_MAX_LINES}): move usage to docs/, results to RESULTS.md"
     )
-    order = ["## What we found", "## Words we use", "## The two commands", "## What each folder holds", "## Read more"]
+    order = [
+        "## What we found",
+        "## Words we use",
+        "## The two commands",
+        "## What each folder holds",
+        "## Read more",
+    ]
     found = [text.find(h) for h in order]
     assert -1 not in found and found == sorted(found), f"README's sections must be, in order: {order}"
     assert text.index("<!-- summary:end -->") < text.index("## Words we use"), "the answer comes first"
     blocks = re.findall(r"<!-- ([\w-]+):start -->", text)
-    assert blocks == ["summary"], f"README holds generated blocks other than the answer: {blocks} (RESULTS.md's)"
+    assert blocks == ["summary"], (
+        f"README holds generated blocks other than the answer: {blocks} (RESULTS.md's)"
+    )
     assert "<!-- fact:" not in text, "README states a study number; the numbers are RESULTS.md's"
-    for target in ("make reproduce", "make test", "docs/glossary.md", "docs/usage.md", "RESULTS.md", "docs/layout.md"):
+    for target in (
+        "make reproduce",
+        "make test",
+        "docs/glossary.md",
+        "docs/usage.md",
+        "RESULTS.md",
+        "docs/layout.md",
+    ):
         assert target in text, f"README does not point to {target}"
 
 
