@@ -217,9 +217,9 @@ def test_the_readme_quotes_the_dry_run_as_it_prints_now(capsys, monkeypatch):
     printed = capsys.readouterr().out.splitlines()
     start = next(i for i, line in enumerate(printed) if line.startswith("GPU-hours on"))
     end = next(i for i, line in enumerate(printed) if line.startswith("  total"))
-    readme = (repo_root() / "README.md").read_text()
-    assert "\n".join(printed[start : end + 1]) in readme, (
-        "rerun the dry run and paste its table into README.md"
+    shown = (repo_root() / "docs" / "gpu-paper.md").read_text()
+    assert "\n".join(printed[start : end + 1]) in shown, (
+        "rerun the dry run and paste its table into docs/gpu-paper.md"
     )
 
 

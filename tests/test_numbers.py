@@ -83,17 +83,17 @@ def test_the_checks_catch_a_stale_or_a_typed_number(facts):
 
 
 def test_the_readmes_dry_run_printout_is_the_dry_runs(capsys, monkeypatch):
-    """The gpu-paper dry run the README shows (its GPU-hours and the picks' bound) is what the command
-    prints now, line for line."""
+    """The gpu-paper dry run ``docs/gpu-paper.md`` shows (its GPU-hours and the picks' bound) is what
+    the command prints now, line for line."""
     from paper_repro.cli import main
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    text = (repo_root() / "README.md").read_text()
+    text = (repo_root() / "docs" / "gpu-paper.md").read_text()
     start = text.index("```\nGPU-hours on ")
     shown = text[start + 4 : text.index("```", start + 4)].strip().splitlines()
     assert main(["run", "--profile", "gpu-paper", "--stage", "all", "--dry-run"]) == 0
     printed = {line.rstrip() for line in capsys.readouterr().out.splitlines()}
     stale = [line for line in shown if line.rstrip() not in printed]
     assert not stale, (
-        f"the README's dry-run printout is stale (rerun `paper-repro run --profile gpu-paper --dry-run`): {stale}"
+        f"docs/gpu-paper.md's dry-run printout is stale (rerun `paper-repro run --profile gpu-paper --dry-run`): {stale}"
     )

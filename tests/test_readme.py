@@ -1,4 +1,5 @@
-"""The README's ledger example runs as written."""
+"""The README is a landing page whose generated answer is the tables'; the ledger's example
+(``docs/ledger.md``, the block tagged ``ledger-example``) runs as written."""
 
 from __future__ import annotations
 
@@ -8,25 +9,29 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+LEDGER_DOC = README.parent / "docs" / "ledger.md"  # where the ledger's runnable example lives
+LANDING_MAX_LINES = 150
 
 
 def _ledger_example() -> str:
-    text = README.read_text()
+    text = LEDGER_DOC.read_text()
     match = re.search(r"<!-- ledger-example[^>]*-->\s*```python\n(.*?)```", text, re.S)
-    assert match, "README lost its ledger example"
+    assert match, "docs/ledger.md lost its ledger example (the block tagged <!-- ledger-example ... -->)"
     return match.group(1)
 
 
 def test_readme_ledger_example_runs(tmp_path, monkeypatch, capsys):
     code = _ledger_example()
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})
+    exec(compile(code, str(LEDGER_DOC), "exec"), {"__name__": "__readme__"})
     printed = capsys.readouterr().out
     assert "'C_search'" in printed and "'rho'" in printed
     assert (tmp_path / "out" / "ledger.jsonl").read_text().count("\n") == 2
 
 
 def test_readme_results_block_is_generated_from_the_committed_tables():
+    """The README's one generated block, the plain answer, is the tables' (the answer in detail and
+    the results live in RESULTS.md, which ``paper-repro report`` writes whole)."""
     from paper_repro.analysis.report import readme as report
     from paper_repro.paths import repo_root
 
@@ -34,12 +39,9 @@ def test_readme_results_block_is_generated_from_the_committed_tables():
     claims = repo_root() / "data/results/cpu-tiny/claims.csv"
     if not claims.exists():
         pytest.skip("no committed claims table yet")
-    for start, end, make in (
-        (report.START, report.END, report.results_block),
-        (report.SUMMARY_START, report.SUMMARY_END, report.summary_block),
-    ):
-        block = readme[readme.index(start) : readme.index(end) + len(end)]
-        assert block == make("cpu-tiny"), "README results are stale: python -m paper_repro.analysis.report"
+    start, end = report.SUMMARY_START, report.SUMMARY_END
+    block = readme[readme.index(start) : readme.index(end) + len(end)]
+    assert block == report.summary_block("cpu-tiny"), "README's answer is stale: paper-repro report"
 
 
 def test_the_committed_study_is_the_code_as_it_stands():
@@ -68,23 +70,38 @@ def test_the_committed_study_is_the_code_as_it_stands():
     assert not unmeasured, f"{len(unmeasured)} runs lack the points of their ladder in curves.csv"
 
 
-def test_a_newcomer_finds_the_answer_the_words_and_a_stage_rerun_in_the_first_80_lines():
-    """What this is, the answer (generated), the two commands, the words, and how to read and rerun
-    the notebooks, in that order, before the details; and a stage rerun with papermill by line 80."""
+def test_the_readme_is_a_landing_page_a_reader_can_finish():
+    """At most 150 lines: what this is, the answer (generated), the words, the two commands, what
+    each folder holds and where to read more, in that order; no generated block but the answer."""
     text = README.read_text()
-    head = "\n".join(text.splitlines()[:80])
-    order = ["## What we found", "## The two commands", "## Words we use", "## Read and rerun the notebooks"]
-    assert [text.index(h) for h in order] == sorted(text.index(h) for h in order)
-    assert (
-        text.index(order[-1])
-        < text.index("\n## ", text.index(order[-1]) + 3)
-        == text.index("## The results in full") - 1
+    lines = text.splitlines()
+    assert len(lines) <= LANDING_MAX_LINES, (
+        f"README.md is {len(lines)} lines (at most {LANDING_MAX_LINES}): move usage to docs/, results to RESULTS.md"
     )
-    assert "<!-- summary:end -->" in head, "the answer must end within the first 80 lines"
-    assert ".venv/bin/papermill notebooks/" in head and "-y '" in head
-    for term in ("**rho**", "r15", "**Setting**", "stage BD", "no stage C", "**Native reward**", "**PODS**",
-                 "**RACE**", "**regime**", "**Kappa**", "**Could be best**", "**Fieller**", "a180", "JupyterLab"):  # fmt: skip
-        assert term in head, f"{term} is not defined before the details"
+    order = [
+        "## What we found",
+        "## Words we use",
+        "## The two commands",
+        "## What each folder holds",
+        "## Read more",
+    ]
+    found = [text.find(h) for h in order]
+    assert -1 not in found and found == sorted(found), f"README's sections must be, in order: {order}"
+    assert text.index("<!-- summary:end -->") < text.index("## Words we use"), "the answer comes first"
+    blocks = re.findall(r"<!-- ([\w-]+):start -->", text)
+    assert blocks == ["summary"], (
+        f"README holds generated blocks other than the answer: {blocks} (RESULTS.md's)"
+    )
+    assert "<!-- fact:" not in text, "README states a study number; the numbers are RESULTS.md's"
+    for target in (
+        "make reproduce",
+        "make test",
+        "docs/glossary.md",
+        "docs/usage.md",
+        "RESULTS.md",
+        "docs/layout.md",
+    ):
+        assert target in text, f"README does not point to {target}"
 
 
 def test_design_csvs_post_hoc_block_has_the_noise_the_committed_runs_show():
