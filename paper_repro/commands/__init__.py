@@ -21,11 +21,11 @@ def command_modules() -> list[ModuleType]:
     """Every command module of this package, in the order of their names."""
     names = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
     modules = [importlib.import_module(f"{__name__}.{name}") for name in names]
-    missing = [
-        m.__name__ for m in modules if not all(hasattr(m, a) for a in ("NAME", "HELP", "add_parser", "run"))
-    ]
-    if missing:
-        raise TypeError(
-            f"command modules {missing} lack NAME, HELP, add_parser or run; name helpers _like_this"
-        )
+    for module in modules:
+        missing = [a for a in ("NAME", "HELP", "add_parser", "run") if not hasattr(module, a)]
+        if missing:
+            raise TypeError(
+                f"{module.__name__} lacks {', '.join(missing)}: a command module defines NAME, HELP, "
+                "add_parser and run; a helper module's name starts with an underscore"
+            )
     return modules
