@@ -48,21 +48,21 @@ lint: $(STAMP)
 	$(BIN)/lint-imports  # the package's layers (.importlinter)
 
 bench: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m paper_repro.bench ledger
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python -m paper_repro.bench run
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m paper_repro.bench eval
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python -m paper_repro.bench ladder
+	HF_HUB_OFFLINE=1 $(BIN)/paper-repro bench ledger
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/paper-repro bench run
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro bench eval
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/paper-repro bench ladder
 
 # Does the study reproduce? The whole cpu-tiny study recomputed from nothing into $(REPRODUCED) (git
 # ignores it; killed and rerun, it finishes only what is missing): the stage notebooks executed with
-# papermill, then the analysis; then compared with the committed study (python -m paper_repro.reproduce:
+# papermill, then the analysis; then compared with the committed study (paper-repro reproduce:
 # run ids matched, the largest difference per metric and how many runs differ, every verdict that moved;
 # it fails when the study does not reproduce).
 # INTO=committed: the maintainer's path, into data/results/cpu-tiny/ and notebooks/executed/cpu-tiny/,
 # finishing what is missing there (with every run committed, only the analysis runs).
 # QUICK=1: a smoke run (1 seed, 3 cells, a quarter of the budget) into .../quick/ folders.
-# the folder is paper_repro.reproduce's to name (expanded when the recipe runs, after the install)
-REPRODUCED = $(shell $(BIN)/python -m paper_repro.reproduce --profile cpu-tiny --where)
+# the folder is paper-repro reproduce's to name (expanded when the recipe runs, after the install)
+REPRODUCED = $(shell $(BIN)/paper-repro reproduce --profile cpu-tiny --where)
 INTO ?=
 RUN := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro run --profile cpu-tiny --stage all $(RUN_FLAGS)
 reproduce: install
@@ -72,14 +72,14 @@ else ifeq ($(INTO),committed)
 	$(RUN)
 else ifeq ($(INTO),)
 	$(RUN) --results $(REPRODUCED) --executed $(REPRODUCED)/notebooks
-	$(BIN)/python -m paper_repro.reproduce --profile cpu-tiny --results $(REPRODUCED)
+	$(BIN)/paper-repro reproduce --profile cpu-tiny --results $(REPRODUCED)
 else
 	@echo "INTO=$(INTO): unknown; leave it unset (recompute into $(REPRODUCED) and compare) or INTO=committed" >&2; exit 2
 endif
 
 # The FLOP model against FlopCounterMode on real passes of three small models.
 validate: $(STAMP)
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m paper_repro.validate --out data/results/cpu-tiny/flops_validation.csv
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro validate --out data/results/cpu-tiny/flops_validation.csv
 
 # Regenerate the cpu-tiny testbed (splits, tokenizer, policies S/M/L, PRM, base_models.csv, the PRM's error
 # profile): 14 min on 2 cores (README).
@@ -90,7 +90,7 @@ models: install
 # On a machine with a CUDA GPU: a cpu-tiny cell on CUDA in bf16, and a vLLM colocate cell if vllm is
 # installed (pip install -c constraints.txt -e ".[gpu]"); under 5 minutes; log and summary in gpu_smoke/.
 gpu-smoke: $(STAMP)
-	$(BIN)/python -m paper_repro.smoke --out gpu_smoke
+	$(BIN)/paper-repro smoke --out gpu_smoke
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

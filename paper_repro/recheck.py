@@ -1,4 +1,5 @@
-"""``python -m paper_repro.recheck``: is the committed study bit-reproducible on this machine?
+"""``paper-repro recheck`` (alias ``python -m paper_repro.recheck``): is the committed study
+bit-reproducible on this machine?
 
 Reruns a random sample of the committed runs of a profile's current study (by default 6 ``prm``
 runs, 2 each of ``proxy_prm``, ``structured`` and ``sparse`` (stage A's, which run past C along their
@@ -11,7 +12,6 @@ as the study asked for it.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 
 import pandas as pd
@@ -69,26 +69,18 @@ def compare(committed: pd.DataFrame, rerun: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="cpu-tiny")
-    parser.add_argument(
-        "--scratch", default=None, help="where the reruns' table goes (default: a temporary folder)"
-    )
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0, help="the sample's random seed")
-    args = parser.parse_args(argv)
-    table = recheck(args.profile, args.scratch, args.jobs, args.seed)
+def words(table: pd.DataFrame) -> str:
+    """What a recheck found (:func:`compare`'s table): how many rows are equal, within tolerance, or
+    differ."""
     counts = table["verdict"].value_counts()
-    print(
+    return (
         f"{len(table)} rerun rows against the committed ones: {int(counts.get('equal', 0))} equal, "
         f"{int(counts.get('within tolerance', 0))} within tolerance (metrics within "
         f"{TOLERANCE[METRICS[0]]:g}, FLOPs, rounds and steps equal), {int(counts.get('differs', 0))} differ"
     )
-    with pd.option_context("display.width", 200):
-        print(table.to_string())
-    return 1 if (table["verdict"] == "differs").any() else 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # an alias of `paper-repro recheck` (paper_repro/commands/recheck.py)
+    from paper_repro.aliases import run_command
+
+    run_command("recheck")

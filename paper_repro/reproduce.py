@@ -1,6 +1,6 @@
-"""``python -m paper_repro.reproduce``: does the study reproduce? It compares a study recomputed from
-nothing (the results folder ``make reproduce`` writes, ``out/reproduce/<profile>`` by default) with the
-committed one (``data/results/<profile>``), and prints:
+"""``paper-repro reproduce`` (alias ``python -m paper_repro.reproduce``): does the study reproduce?
+It compares a study recomputed from nothing (the results folder ``make reproduce`` writes,
+``out/reproduce/<profile>`` by default) with the committed one (``data/results/<profile>``), and prints:
 
 - the runs: how many run ids of the committed ``runs.csv`` the recomputed one holds, which are missing
   and which are extra, and how many changed status;
@@ -15,7 +15,6 @@ no verdict moved) and 1 otherwise, so ``make reproduce`` fails where the study d
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -167,29 +166,7 @@ def _few(ids: tuple[str, ...], most: int = 3) -> str:
     return f" ({shown}{', ...' if len(ids) > most else ''})"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="cpu-tiny")
-    parser.add_argument(
-        "--results", default=None, help=f"the recomputed study (default: {REPRODUCED}/<profile>)"
-    )
-    parser.add_argument(
-        "--committed", default=None, help="the committed study (default: data/results/<profile>)"
-    )
-    parser.add_argument(
-        "--where",
-        action="store_true",
-        help="print where make reproduce recomputes the study; compare nothing",
-    )
-    args = parser.parse_args(argv)
-    if args.where:
-        print(repo_relative(reproduced_dir(args.profile)))
-        return 0
-    new_dir = Path(args.results) if args.results else reproduced_dir(args.profile)
-    result = compare(args.profile, new_dir, args.committed)
-    print(words(result, repo_relative(new_dir), repo_relative(results_dir(args.profile, args.committed))))
-    return 0 if result.reproduces else 1
+if __name__ == "__main__":  # an alias of `paper-repro reproduce` (paper_repro/commands/reproduce.py)
+    from paper_repro.aliases import run_command
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    run_command("reproduce")

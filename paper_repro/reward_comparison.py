@@ -1,18 +1,22 @@
 """Side-by-side reward systems on one fixed set of completions.
 
-``python -m paper_repro.reward_comparison`` samples one completion (temperature 1.0, fixed seed) for
-each of the first ``n`` held-out arith prompts from a base policy, scores them with every reward
-system and the common judge, and writes per system: the mean reward, its Pearson and Spearman
-correlation with the judge, and the FLOPs the ledger charges per completion (``flop_cost``, useful
-and executed conventions). Output: ``data/results/cpu-tiny/reward_systems.csv``.
+``paper-repro reward-comparison`` (alias ``python -m paper_repro.reward_comparison``) samples one
+completion (temperature 1.0, fixed seed) for each of the first ``n`` held-out arith prompts from a
+base policy, scores them with every reward system and the common judge, and writes per system: the
+mean reward, its Pearson and Spearman correlation with the judge, and the FLOPs the ledger charges
+per completion (``flop_cost``, useful and executed conventions). Output: :data:`OUT`.
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
+
+# from the repository's root: the base policy and PRM compared by default, and where the table goes
+POLICY = Path("data/models/policy-M")
+PRM = Path("data/models/prm")
+OUT = Path("data/results/cpu-tiny/reward_systems.csv")
 
 
 def compare(policy: str | Path, prm: str | Path, n: int = 200, seed: int = 0, aggregation: str = "min"):
@@ -77,30 +81,26 @@ def _corr(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(a, b)[0, 1])
 
 
-def main(argv: list[str] | None = None) -> int:
-    from paper_repro.paths import repo_root
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", default=str(repo_root() / "data/models/policy-M"))
-    parser.add_argument("--prm", default=str(repo_root() / "data/models/prm"))
-    parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--aggregation", choices=("min", "mean"), default="min")
-    parser.add_argument("--out", default=str(repo_root() / "data/results/cpu-tiny/reward_systems.csv"))
-    args = parser.parse_args(argv)
-    table = compare(args.policy, args.prm, args.n, args.seed, args.aggregation)
-    out = Path(args.out)
+def write(table, out: str | Path) -> Path:
+    """Write :func:`compare`'s table to ``out`` atomically (a temporary file replaced); returns ``out``."""
+    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".csv.tmp")
     table.to_csv(tmp, index=False)
     tmp.replace(out)
+    return out
+
+
+def words(table) -> str:
+    """:func:`compare`'s table as printed: per reward system its mean, correlations with the judge and
+    FLOPs per completion, then the judge's mean."""
     cols = ["reward_system", "mean", "pearson_vs_judge", "spearman_vs_judge", "flops_per_completion_useful"]
-    print(table[cols].to_string(index=False))
-    print(
-        f"judge mean {table['judge_mean'].iloc[0]:.3f} over {len(table) and table['n_completions'].iloc[0]} completions"
-    )
-    return 0
+    n = len(table) and table["n_completions"].iloc[0]
+    return f"{table[cols].to_string(index=False)}\njudge mean {table['judge_mean'].iloc[0]:.3f} over {n} completions"
 
 
+# an alias of `paper-repro reward-comparison` (paper_repro/commands/reward_comparison.py)
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from paper_repro.aliases import run_command
+
+    run_command("reward-comparison")

@@ -10,12 +10,11 @@ Each check's row goes to ``<out>/results/`` (never the committed tables); ``<out
 holds each check's status, seconds, FLOPs, rho and metrics, and ``<out>/gpu_smoke.log`` the log.
 Without a GPU it stops with a clear message, unless ``--allow-cpu`` (how the tests run it).
 
-    python -m paper_repro.smoke --out gpu_smoke [--allow-cpu] [--budget-scale 0.25]
+    paper-repro smoke --out gpu_smoke [--allow-cpu] [--budget-scale 0.25]
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import logging
@@ -77,19 +76,14 @@ def run_check(name: str, backend: str, dtype: str, budget_scale: float, out: Pat
     return result
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m paper_repro.smoke", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--out", default="gpu_smoke", help="folder for the log, summary and results")
-    parser.add_argument("--allow-cpu", action="store_true", help="run on the CPU when no GPU is there")
-    parser.add_argument("--budget-scale", type=float, default=0.25, help="share of the cpu-tiny budget")
-    args = parser.parse_args(argv)
-
+def check(out: str | Path = "gpu_smoke", allow_cpu: bool = False, budget_scale: float = 0.25) -> int:
+    """Run the checks into folder ``out`` (``budget_scale``: the share of the cpu-tiny budget; without
+    a GPU only with ``allow_cpu``); 0 when none failed, 1 when one did, 2 with no GPU to check."""
     import torch
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    out = Path(args.out)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(
         level=logging.INFO,
@@ -98,21 +92,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     log = logging.getLogger("gpu-smoke")
     cuda = torch.cuda.is_available()
-    if not cuda and not args.allow_cpu:
-        log.error("no CUDA GPU visible (torch %s, CUDA build %s): nothing to check here. "
-                  "Run this on a GPU machine, or pass --allow-cpu to exercise the script.",
-                  torch.__version__, torch.version.cuda)  # fmt: skip
+    if not cuda and not allow_cpu:
+        log.error(
+            "no CUDA GPU visible (torch %s, CUDA build %s): nothing to check here. "
+            "Run this on a GPU machine, or pass --allow-cpu to exercise the script.",
+            torch.__version__,
+            torch.version.cuda,
+        )
         return 2
     device = torch.cuda.get_device_name(0) if cuda else "cpu"
     log.info("device %s, torch %s (CUDA %s)", device, torch.__version__, torch.version.cuda)
-    results = [run_check("cuda-bf16" if cuda else "cpu-bf16", "hf", "bfloat16", args.budget_scale, out, log)]
+    results = [run_check("cuda-bf16" if cuda else "cpu-bf16", "hf", "bfloat16", budget_scale, out, log)]
     if importlib.util.find_spec("vllm") is None:
         results.append({"check": "vllm-colocate", "status": "skipped: vllm is not installed"})
     elif not cuda:
         results.append({"check": "vllm-colocate", "status": "skipped: vLLM needs a GPU"})
     else:
         _single_process_env()
-        results.append(run_check("vllm-colocate", "vllm", "bfloat16", args.budget_scale, out, log))
+        results.append(run_check("vllm-colocate", "vllm", "bfloat16", budget_scale, out, log))
     summary = {"device": device, "torch": torch.__version__, "checks": results}
     (out / "gpu_smoke.json").write_text(json.dumps(summary, indent=2, default=str))
     failed = [r for r in results if str(r["status"]).startswith("failed")]
@@ -120,5 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # an alias of `paper-repro smoke` (paper_repro/commands/smoke.py)
+    from paper_repro.aliases import run_command
+
+    run_command("smoke")

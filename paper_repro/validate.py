@@ -1,7 +1,8 @@
 """The analytic FLOP model against FlopCounterMode on real passes of small models.
 
-``python -m paper_repro.validate [--out CSV]`` measures every case and writes one row per case:
-measured and predicted FLOPs and their ratio. The tests assert the same cases within 2%.
+``paper-repro validate [--out CSV]`` (alias ``python -m paper_repro.validate``) measures every case
+and writes one row per case: measured and predicted FLOPs and their ratio. The tests assert the same
+cases within :data:`TOLERANCE`.
 
 Passes use eager attention: FlopCounterMode cannot see the CPU sdpa kernel, and eager attention
 computes the full square of scores before masking, so the profiler is compared with the
@@ -10,11 +11,8 @@ computes the full square of scores before masking, so the profiler is compared w
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -39,6 +37,7 @@ SHAPES: dict[str, dict] = {
 }  # fmt: skip
 
 PASSES = ("forward", "generate", "lora_all", "lora_qv", "full", "lora_checkpointed")
+TOLERANCE = 0.02  # the largest |measured / predicted - 1| that passes (the tests assert the same)
 
 
 def build_model(name: str, seed: int = 0):
@@ -126,27 +125,25 @@ def measure(shape_name: str, kind: str) -> Case:
     return Case(shape_name, kind, measured, flops.train_flops(shape, work, train))
 
 
-def main(argv: list[str] | None = None) -> int:
+def table():
+    """Every case (:data:`SHAPES` x :data:`PASSES`) measured: one row each, its shape, pass, measured
+    and predicted FLOPs and their ratio (a DataFrame)."""
     import pandas as pd
 
-    parser = argparse.ArgumentParser(prog="python -m paper_repro.validate", description=__doc__)
-    parser.add_argument("--out", type=Path, default=None, help="write the table as CSV here")
-    args = parser.parse_args(argv)
     cases = [measure(s, k) for s in SHAPES for k in PASSES]
-    table = pd.DataFrame(
-        [
-            dict(shape=c.shape, pass_=c.kind, measured=c.measured, predicted=c.predicted, ratio=c.ratio)
-            for c in cases
-        ]
-    ).rename(columns={"pass_": "pass"})
-    print(table.to_string(index=False, float_format=lambda x: f"{x:.6g}"))
-    worst = (table["ratio"] - 1).abs().max()
-    print(f"worst |measured/predicted - 1| = {worst:.2e} over {len(table)} cases")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, index=False)
-    return 0 if worst <= 0.02 else 1
+    rows = [
+        {"shape": c.shape, "pass": c.kind, "measured": c.measured, "predicted": c.predicted, "ratio": c.ratio}
+        for c in cases
+    ]
+    return pd.DataFrame(rows)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def worst(cases) -> float:
+    """The largest |measured / predicted - 1| over the rows of :func:`table`."""
+    return float((cases["ratio"] - 1).abs().max())
+
+
+if __name__ == "__main__":  # an alias of `paper-repro validate` (paper_repro/commands/validate.py)
+    from paper_repro.aliases import run_command
+
+    run_command("validate")

@@ -4,6 +4,10 @@ row.
 
     accelerate launch --config_file configs/accelerate/8gpu_zero2.yaml \\
         -m paper_repro.worker data/results/gpu-paper/launch/<run_id>.json --results data/results/gpu-paper
+
+Not a ``paper-repro`` command: :mod:`paper_repro.launch` starts it, with a spec file it wrote, in each
+process ``accelerate launch`` spawns (which runs a module, ``-m``); a user asks for the same run with
+``paper-repro cells`` or ``paper-repro run``.
 """
 
 from __future__ import annotations

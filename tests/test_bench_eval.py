@@ -1,14 +1,14 @@
-"""``python -m paper_repro.bench eval``: the old and new evaluation timed side by side, checked
+"""``paper-repro bench eval``: the old and new evaluation timed side by side, checked
 identical first."""
 
 from __future__ import annotations
 
 from paper_repro.bench import evaluation
-from paper_repro.bench.cli import main
+from paper_repro.cli import main
 
 
 def test_the_evaluation_benchmark_times_both_paths_and_checks_them_identical(capsys):
-    assert main(["eval", "--sizes", "S", "--repeats", "1", "--limit", "40"]) == 0
+    assert main(["bench", "eval", "--sizes", "S", "--repeats", "1", "--limit", "40"]) == 0
     out = capsys.readouterr().out
     assert "old/new" in out and "yes" in out.splitlines()[-1]
     result = evaluation.bench_eval(("S",), repeats=1, sets="heldout", limit=40)

@@ -1,4 +1,4 @@
-"""``python -m paper_repro.reproduce``: a recomputed study against the committed one, on synthetic
+"""``paper-repro reproduce``: a recomputed study against the committed one, on synthetic
 tables whose differences are known."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from paper_repro import reproduce
+from paper_repro import cli, reproduce
 from paper_repro.results import RUN_COLUMNS, write_table
 from paper_repro.rowdiff import COMPARED
 
@@ -34,7 +34,7 @@ def test_an_identical_study_reproduces(tmp_path, capsys):
     runs, claims = _runs(["a", "b", "c"]), _claims({"x": "held", "y": "inconclusive"})
     _study(tmp_path / "old", runs, claims)
     _study(tmp_path / "new", runs, claims)
-    code = reproduce.main(["--results", str(tmp_path / "new"), "--committed", str(tmp_path / "old")])
+    code = cli.main(["reproduce", "--results", str(tmp_path / "new"), "--committed", str(tmp_path / "old")])
     out = capsys.readouterr().out
     assert code == 0
     assert "3 run ids matched, 0 committed runs missing, 0 extra" in out

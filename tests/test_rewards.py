@@ -285,10 +285,10 @@ def test_committed_prm_loads_as_a_scorer():
 
 
 def test_reward_comparison_table_on_committed_models(tmp_path):
-    from paper_repro import reward_comparison
+    from paper_repro import cli
 
     out = tmp_path / "rewards.csv"
-    assert reward_comparison.main(["--n", "12", "--out", str(out)]) == 0
+    assert cli.main(["reward-comparison", "--n", "12", "--out", str(out)]) == 0
     import pandas as pd
 
     table = pd.read_csv(out)

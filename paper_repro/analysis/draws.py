@@ -7,17 +7,16 @@ profile's design (:func:`paper_repro.analysis.tables.frontiers.of_design`). This
 one draw of both tables: the draws are the distinct training configurations in the order of
 their first run, each analysed as the design it ran under (:func:`design_of`).
 
-``python -m paper_repro.analysis.draws --profile cpu-tiny`` lists them; ``--compare A B`` analyses
-draws A and B apart (each in a scratch directory, never the committed one) and prints each distinct
-setting's rho* verdict per target for both, and the claims that moved.
+``paper-repro draws --profile cpu-tiny`` (alias ``python -m paper_repro.analysis.draws``) lists
+them; ``--compare A B`` analyses draws A and B apart (each in a scratch directory, never the
+committed one) and prints each distinct setting's rho* verdict per target for both, and the claims
+that moved.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -28,8 +27,7 @@ from paper_repro.analysis.pipeline import analyse
 from paper_repro.analysis.stats.best_sets import Frontiers, setting_best
 from paper_repro.analysis.stats.optima import window_verdict
 from paper_repro.analysis.tables.frontiers import load_runs, shared_runs, study_rows
-from paper_repro.config import Profile, load_profile
-from paper_repro.results import results_dir
+from paper_repro.config import Profile
 
 TARGETS = ("native_reward", "gsm_pass1", "judge_score")
 
@@ -106,35 +104,25 @@ def compare(profile: Profile, runs: pd.DataFrame, a: int, b: int) -> tuple[pd.Da
     return side, pd.DataFrame({f"draw {a}": table[0], f"draw {b}": table[1]})
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m paper_repro.analysis.draws", description=__doc__)
-    parser.add_argument("--profile", default="cpu-tiny")
-    parser.add_argument(
-        "--results", default=None, help="directory of runs.csv (default: data/results/<profile>)"
-    )
-    parser.add_argument("--compare", nargs=2, type=int, metavar=("A", "B"), help="the two draws to compare")
-    args = parser.parse_args(argv)
-    profile = load_profile(args.profile)
-    root = results_dir(profile.name, args.results)
-    tables = [root / "runs_history.csv", root / "runs.csv"]  # the earlier draws, then the study's
+def all_runs(root: Path) -> pd.DataFrame:
+    """The ok runs of both tables in results folder ``root`` (``runs_history.csv``, the earlier draws,
+    then ``runs.csv``, the study's), one row per run id."""
+    tables = [root / "runs_history.csv", root / "runs.csv"]
     runs = pd.concat([pd.read_csv(t) for t in tables if t.exists()], ignore_index=True)
     # a study rerun on the same design after its registration makes the same run ids again: one draw
-    runs = runs[runs["status"] == "ok"].drop_duplicates("run_id", keep="last")
-    if args.compare is None:
-        for k, config in enumerate(draws(runs)):
-            rows = runs[runs["spec"].map(_train) == config]
-            print(f"draw {k}: {len(rows)} rows, first {rows['created_at'].min()}, train {config}")
-        return 0
-    a, b = args.compare
-    side, table = compare(profile, runs, a, b)
-    same = int((side[f"verdict_{a}"] == side[f"verdict_{b}"]).sum())
-    with pd.option_context("display.width", 220, "display.max_colwidth", 80, "display.max_rows", 200):
-        print(side[[f"verdict_{a}", f"best_cells_{a}", f"verdict_{b}", f"best_cells_{b}"]].to_string())
-        print(f"per-setting verdicts that agree: {same} of {len(side)}")
-        print(table.to_string())
-        print(f"claims that agree: {int((table.iloc[:, 0] == table.iloc[:, 1]).sum())} of {len(table)}")
-    return 0
+    return runs[runs["status"] == "ok"].drop_duplicates("run_id", keep="last")
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def listing(runs: pd.DataFrame) -> list[str]:
+    """One line per draw of ``runs``: its rows, its first run's time and its training configuration."""
+    lines = []
+    for k, config in enumerate(draws(runs)):
+        rows = runs[runs["spec"].map(_train) == config]
+        lines.append(f"draw {k}: {len(rows)} rows, first {rows['created_at'].min()}, train {config}")
+    return lines
+
+
+if __name__ == "__main__":  # an alias of `paper-repro draws` (paper_repro/commands/draws.py)
+    from paper_repro.aliases import run_command
+
+    run_command("draws")

@@ -1,4 +1,4 @@
-"""Benchmarks (``make bench`` runs them all), one module a command of ``python -m paper_repro.bench``:
+"""Benchmarks (``make bench`` runs them all), one module a subcommand of ``paper-repro bench``:
 
 - :mod:`~paper_repro.bench.ledger` (``ledger``): plain ``trl.GRPOTrainer`` against the ledger's trainer;
 - :mod:`~paper_repro.bench.runs` (``run``): whole full-budget runs on the old path and the new one;
@@ -6,6 +6,6 @@
 - :mod:`~paper_repro.bench.ladder` (``ladder``): what the budget ladder adds to a full-budget run;
 - :mod:`~paper_repro.bench.eval_noise` (``eval-noise``): how noisy a run's evaluation on 300 problems is.
 
-:mod:`~paper_repro.bench.common` holds what they share, :mod:`~paper_repro.bench.cli` the command
-line (its help is the commands' docstrings).
+:mod:`~paper_repro.bench.common` holds what they share; :mod:`paper_repro.commands.bench` is the
+command line (a bench's help is its module's docstring).
 """

@@ -1,7 +1,6 @@
-"""``python -m paper_repro.bench``: :func:`paper_repro.bench.cli.main`."""
+"""``python -m paper_repro.bench <bench>``: an alias of ``paper-repro bench <bench>``
+(paper_repro/commands/bench.py)."""
 
-import sys
+from paper_repro.aliases import run_command
 
-from paper_repro.bench.cli import main
-
-sys.exit(main())
+run_command("bench")

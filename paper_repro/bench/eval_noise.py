@@ -1,4 +1,4 @@
-"""``python -m paper_repro.bench eval-noise``: how noisy a run's evaluation on 300 problems is
+"""``paper-repro bench eval-noise``: how noisy a run's evaluation on 300 problems is
 (:func:`bench_eval_noise`, ``NOISE_BLOCK``). ``--seeds`` runs (default 6) of one stage A cell (``--policy`` M,
 ``--cell`` r50: reward ``sparse``, target rho 0.50) are trained as the study trains them, at the full
 budget without the ladder; each trained policy is evaluated, as a run's evaluation is (greedy, the

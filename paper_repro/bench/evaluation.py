@@ -1,4 +1,4 @@
-"""``python -m paper_repro.bench eval``: a run's greedy evaluation (:func:`paper_repro.run_eval.evaluate_run`:
+"""``paper-repro bench eval``: a run's greedy evaluation (:func:`paper_repro.run_eval.evaluate_run`:
 the held-out set with the run's reward, gsm and math pass@1, the judge) of each policy, on the new
 path and on the old one, :func:`reference_evaluate_run` (the evaluation as it was before
 ``lean_generate(trim=True)`` and the prompts' token cache, kept verbatim here to time and check the

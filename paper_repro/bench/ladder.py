@@ -1,4 +1,4 @@
-"""``python -m paper_repro.bench ladder``: what the budget ladder adds to a full-budget run
+"""``paper-repro bench ladder``: what the budget ladder adds to a full-budget run
 (:func:`bench_ladder`): the same run of budget C with its ladder (its points below C, C/8 to C/2, the native
 reward at each point) and without, alternating on one torch thread; the median seconds of each and the share
 added.

@@ -1,4 +1,4 @@
-"""``python -m paper_repro.bench ledger``: plain ``trl.GRPOTrainer`` against
+"""``paper-repro bench ledger``: plain ``trl.GRPOTrainer`` against
 :class:`~paper_repro.ledger.LedgerGRPOTrainer` on the same tiny run (K = G, so both do the same work;
 same seed, so the same rollouts), alternating, several repeats. Prints the median wall-time ratio
 (target <= 1.03), and the achieved FLOP/s of generation and of the update against a matmul peak

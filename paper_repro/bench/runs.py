@@ -1,4 +1,4 @@
-"""``python -m paper_repro.bench run``: whole full-budget cpu-tiny runs (:func:`paper_repro.train.run_cell`)
+"""``paper-repro bench run``: whole full-budget cpu-tiny runs (:func:`paper_repro.train.run_cell`)
 of stage A cells, a search-heavy and an update-heavy cell per policy size, on the old path (HF
 ``generate`` for rollouts and evaluation, TRL's padded update: ``Resources.sampler="hf"``,
 ``TrainConfig.generation="hf"``, ``update_layout="padded"``, ``eval_decoding="exact"``) and the new one

@@ -566,6 +566,7 @@ def load_split(name: str, directory: str | Path | None = None) -> list[Example]:
         return [Example.from_record(json.loads(line)) for line in f if line.strip()]
 
 
-if __name__ == "__main__":
-    for split, written in write_splits().items():
-        print(f"{split:<10} {written}")
+if __name__ == "__main__":  # an alias of `paper-repro task-data` (paper_repro/commands/task_data.py)
+    from paper_repro.aliases import run_command
+
+    run_command("task-data")

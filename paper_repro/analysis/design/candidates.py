@@ -340,3 +340,18 @@ def _curves(path) -> pd.DataFrame | None:
         return None
     table = pd.read_csv(path, low_memory=False)
     return table if not table.empty else None
+
+
+def rule_words(minutes: float) -> str:
+    """The rule (:func:`recommend`) in one sentence, its bounds read from :data:`WRONG_LIMIT` and
+    :data:`TARGETS`, within ``minutes`` (wall minutes)."""
+    targets = ", ".join(
+        f"{column.removesuffix('_max').removesuffix('_min').replace('_', ' ')} "
+        f"{'<=' if kind == 'max' else '>='} {bound:.2f}"
+        for column, (bound, kind) in TARGETS.items()
+    )
+    return (
+        f"the rule: within {minutes:g} min, every claim's largest wrong share <= {WRONG_LIMIT:g}; first those "
+        f"meeting the regime claims' registered targets ({targets}), then their smaller power, then the mean "
+        "held-when-true; ties to fewer minutes"
+    )

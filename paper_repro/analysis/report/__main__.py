@@ -1,6 +1,7 @@
-"""``python -m paper_repro.analysis.report [profile]``: rewrite the README's generated blocks from
-the committed tables (:mod:`paper_repro.analysis.report.readme`)."""
+"""``python -m paper_repro.analysis.report [profile]``: an alias of ``paper-repro report``
+(paper_repro/commands/report.py), which rewrites the README's generated blocks from the committed
+tables (:mod:`paper_repro.analysis.report.readme`)."""
 
-from paper_repro.analysis.report.readme import main
+from paper_repro.aliases import run_command
 
-raise SystemExit(main())
+run_command("report")

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -532,16 +531,3 @@ def update_readme(profile: str = "cpu-tiny", root: Path | None = None) -> bool:
         readme.write_text(new)
         return True
     return False
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m paper_repro.analysis.report [profile]``: rewrite the README's generated blocks."""
-    argv = sys.argv[1:] if argv is None else argv
-    from paper_repro.analysis.report.facts import update_documents
-
-    profile = argv[0] if argv else "cpu-tiny"
-    changed = update_readme(profile)
-    print("README.md updated" if changed else "README.md already current")
-    for path in update_documents(profile):
-        print(f"{path.name}: facts updated")
-    return 0

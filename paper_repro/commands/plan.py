@@ -1,0 +1,103 @@
+"""``paper-repro plan``: a stage's allocation grid as the planner lays it out
+(:func:`paper_repro.allocation.plan_stage`), without weights."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from paper_repro.commands._options import PROFILE_HELP, add_command
+from paper_repro.config import STAGES
+
+NAME = "plan"
+HELP = "lay out a stage's allocation grid: cells, predicted steps, rho and FLOPs (no weights needed)"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = add_command(
+        subparsers,
+        NAME,
+        HELP,
+        "Plan every cell of every setting of a stage at the profile's budget: P, G, K, mu, predicted "
+        "generation rounds and optimizer steps, predicted rho and C_search/C_learning/C_reward. Targets "
+        "the allowed cells cannot realise are listed with the nearest feasible rho.",
+    )
+    p.add_argument("--profile", required=True, help=PROFILE_HELP)
+    p.add_argument("--stage", required=True, type=str.upper, choices=STAGES, help="the stage to plan")
+    p.add_argument("--pilot", action="store_true", help="plan at the RACE pilot budget")
+    p.add_argument("--budget", type=float, default=None, help="a budget in FLOPs (default: the profile's)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from paper_repro import allocation
+    from paper_repro.config import load_profile
+
+    profile = load_profile(args.profile)
+    budget = profile.pilot_budget_flops if args.pilot else profile.budget_flops
+    if args.budget is not None:
+        budget = args.budget
+    planned = allocation.plan_stage(profile, args.stage, budget)
+    out = {
+        "profile": profile.name,
+        "stage": args.stage,
+        "budget_flops": budget,
+        "convention": "useful",
+        "expected_lengths": profile.expected_lengths,
+        "settings": [
+            {
+                "setting": p.setting.name,
+                "policy": p.setting.policy,
+                "reward_system": p.setting.reward_system,
+                "feasible_rho": list(p.feasible),
+                "cells": [c.as_dict() for c in p.cells],
+                "infeasible": [
+                    {"target_rho": e.target, "nearest_rho": e.nearest, "reason": str(e)} for e in p.infeasible
+                ],
+            }
+            for p in planned
+        ],
+    }
+    empty = [p for p in planned if not p.cells]
+    status = 0
+    if empty:
+        status = 2
+        first = empty[0]
+        print(
+            f"paper-repro plan: error: setting {first.setting.name} has no cell at budget {budget:.3g}: "
+            f"{first.infeasible[0]}",
+            file=sys.stderr,
+        )
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return status
+    _print_plan(out, allocation.cell_label)
+    return status
+
+
+def _print_plan(out: dict, cell_label) -> None:
+    """The plan ``out`` (what ``--json`` prints) as a table per setting."""
+    lengths = out["expected_lengths"]
+    print(
+        f"profile {out['profile']}, stage {out['stage']}: budget {out['budget_flops']:.3g} FLOPs (useful), "
+        f"expected lengths {lengths['prompt']} prompt + {lengths['completion']} completion tokens"
+    )
+    header = f"  {'cell':<5} {'P':>3} {'G':>3} {'K':>3} {'mu':>3} {'rounds':>6} {'steps':>6} {'rho':>6}"
+    header += f" {'C_search':>10} {'C_learning':>10} {'C_reward':>10}"
+    for p in out["settings"]:
+        lo, hi = p["feasible_rho"]
+        print(
+            f"\n{p['setting']} (policy {p['policy']}, reward {p['reward_system']}): "
+            f"feasible rho {lo:.3f}-{hi:.3f}"
+        )
+        print(header)
+        for c in p["cells"]:
+            print(
+                f"  {c['cell']:<5} {c['P']:>3} {c['G']:>3} {c['K']:>3} {c['mu']:>3} {c['predicted_rounds']:>6} "
+                f"{c['predicted_steps']:>6} {c['predicted_rho']:>6.3f} {c['C_search']:>10.3e} "
+                f"{c['C_learning']:>10.3e} {c['C_reward']:>10.3e}"
+            )
+        for e in p["infeasible"]:
+            print(f"  {cell_label(e['target_rho']):<5} refused: {e['reason']}")
