@@ -1,4 +1,4 @@
-"""``paper-repro recheck`` (alias ``python -m paper_repro.recheck``): is the committed study
+"""``paper-repro recheck``: is the committed study
 bit-reproducible on this machine?
 
 Reruns a random sample of the committed runs of a profile's current study (by default 6 ``prm``
@@ -78,9 +78,3 @@ def words(table: pd.DataFrame) -> str:
         f"{int(counts.get('within tolerance', 0))} within tolerance (metrics within "
         f"{TOLERANCE[METRICS[0]]:g}, FLOPs, rounds and steps equal), {int(counts.get('differs', 0))} differ"
     )
-
-
-if __name__ == "__main__":  # an alias of `paper-repro recheck` (paper_repro/commands/recheck.py)
-    from paper_repro.aliases import run_command
-
-    run_command("recheck")

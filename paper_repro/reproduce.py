@@ -1,4 +1,4 @@
-"""``paper-repro reproduce`` (alias ``python -m paper_repro.reproduce``): does the study reproduce?
+"""``paper-repro reproduce``: does the study reproduce?
 It compares a study recomputed from nothing (the results folder ``make reproduce`` writes,
 ``out/reproduce/<profile>`` by default) with the committed one (``data/results/<profile>``), and prints:
 

@@ -1,6 +1,6 @@
 """Side-by-side reward systems on one fixed set of completions.
 
-``paper-repro reward-comparison`` (alias ``python -m paper_repro.reward_comparison``) samples one
+``paper-repro reward-comparison`` samples one
 completion (temperature 1.0, fixed seed) for each of the first ``n`` held-out arith prompts from a
 base policy, scores them with every reward system and the common judge, and writes per system: the
 mean reward, its Pearson and Spearman correlation with the judge, and the FLOPs the ledger charges
@@ -100,7 +100,3 @@ def words(table) -> str:
 
 
 # an alias of `paper-repro reward-comparison` (paper_repro/commands/reward_comparison.py)
-if __name__ == "__main__":
-    from paper_repro.aliases import run_command
-
-    run_command("reward-comparison")

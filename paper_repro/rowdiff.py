@@ -1,6 +1,6 @@
 """How far a rerun's rows are from the committed ones: the columns compared, the tolerance that still
 reads as the same run, and the absolute differences per run and column. The one owner of these for
-``python -m paper_repro.recheck`` (a sample rerun) and ``python -m paper_repro.reproduce`` (the whole
+``paper-repro recheck`` (a sample rerun) and ``paper-repro reproduce`` (the whole
 study recomputed).
 """
 

@@ -115,9 +115,3 @@ def check(out: str | Path = "gpu_smoke", allow_cpu: bool = False, budget_scale: 
     failed = [r for r in results if str(r["status"]).startswith("failed")]
     log.info("%d check(s), %d failed; summary in %s", len(results), len(failed), out / "gpu_smoke.json")
     return 1 if failed else 0
-
-
-if __name__ == "__main__":  # an alias of `paper-repro smoke` (paper_repro/commands/smoke.py)
-    from paper_repro.aliases import run_command
-
-    run_command("smoke")

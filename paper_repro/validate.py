@@ -1,6 +1,6 @@
 """The analytic FLOP model against FlopCounterMode on real passes of small models.
 
-``paper-repro validate [--out CSV]`` (alias ``python -m paper_repro.validate``) measures every case
+``paper-repro validate [--out CSV]`` measures every case
 and writes one row per case: measured and predicted FLOPs and their ratio. The tests assert the same
 cases within :data:`TOLERANCE`.
 
@@ -141,9 +141,3 @@ def table():
 def worst(cases) -> float:
     """The largest |measured / predicted - 1| over the rows of :func:`table`."""
     return float((cases["ratio"] - 1).abs().max())
-
-
-if __name__ == "__main__":  # an alias of `paper-repro validate` (paper_repro/commands/validate.py)
-    from paper_repro.aliases import run_command
-
-    run_command("validate")

@@ -1,12 +1,11 @@
 """The command surface: every user-facing action is a subcommand of ``paper-repro``, found from
-:mod:`paper_repro.commands` (a new command is one new module); each ``python -m`` alias runs its
-command's one parser; a default a command reads from its owner moves with the owner's."""
+:mod:`paper_repro.commands` (a new command is one new module); ``python -m paper_repro`` is the same command
+line; a default a command reads from its owner moves with the owner's."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import runpy
 import subprocess
 import sys
 
@@ -16,21 +15,10 @@ from paper_repro import cli
 from paper_repro.commands import command_modules
 from paper_repro.paths import repo_root
 
-# every user-facing action of the project, and the python -m spellings that stay as aliases
+# every user-facing action of the project
 COMMANDS = {
     *("flops", "plan", "cells", "run", "analyse", "design", "split-history", "reproduce", "recheck"),
     *("report", "draws", "bench", "validate", "smoke", "reward-comparison", "task-data"),
-}
-ALIASES = {
-    "paper_repro.reproduce": "reproduce",
-    "paper_repro.recheck": "recheck",
-    "paper_repro.analysis.report": "report",
-    "paper_repro.analysis.draws": "draws",
-    "paper_repro.bench": "bench",
-    "paper_repro.validate": "validate",
-    "paper_repro.smoke": "smoke",
-    "paper_repro.reward_comparison": "reward-comparison",
-    "paper_repro.tasks.arith": "task-data",
 }
 
 
@@ -53,21 +41,11 @@ def test_every_command_parses_its_own_help(name, capsys):
     assert text.startswith(f"usage: paper-repro {name} ")
 
 
-@pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")  # run twice in one process
-@pytest.mark.parametrize("module", sorted(ALIASES))
-def test_a_python_m_alias_is_its_command(module, capsys, monkeypatch):
-    """The alias prints its command's help, word for word: one parser, two spellings."""
-    command = _help([ALIASES[module], "--help"], capsys)
-    monkeypatch.setattr(sys, "argv", [module, "--help"])
-    with pytest.raises(SystemExit) as done:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-    assert done.value.code == 0
-    assert capsys.readouterr().out == command
-
-
-def test_an_alias_runs_as_its_own_process():
+def test_python_m_paper_repro_is_the_command_line():
+    """``python -m paper_repro <command>``, for an environment whose scripts are not on PATH, runs the
+    same parser as ``paper-repro <command>``."""
     done = subprocess.run(
-        [sys.executable, "-m", "paper_repro.reproduce", "--where"],
+        [sys.executable, "-m", "paper_repro", "reproduce", "--where"],
         capture_output=True,
         text=True,
         cwd=repo_root(),

@@ -1,4 +1,4 @@
-"""``python -m paper_repro.bench eval-noise``: the seed x block ANOVA that splits a cell's evaluation
+"""``paper-repro bench eval-noise``: the seed x block ANOVA that splits a cell's evaluation
 noise into the part its seeds share and the part each run has of its own, on tables whose
 components are known."""
 

@@ -55,7 +55,7 @@ def facts():
 def test_every_fact_marker_holds_the_tables_value(path: Path, facts):
     text = path.read_text()
     assert F.fill_facts(text, facts) == text, (
-        f"{path.name} states a study number the tables no longer give: python -m paper_repro.analysis.report"
+        f"{path.name} states a study number the tables no longer give: paper-repro report"
     )
 
 
@@ -66,7 +66,7 @@ def test_no_study_number_is_stated_outside_a_marker(path: Path, facts):
             for line, phrase, fact in found]  # fmt: skip
     assert not said, (
         f"{path.name} states study numbers by hand; write them as <!-- fact:NAME -->…<!-- /fact --> "
-        f"(python -m paper_repro.analysis.report fills them), or mark an earlier design's as history: {said}"
+        f"(paper-repro report fills them), or mark an earlier design's as history: {said}"
     )
 
 

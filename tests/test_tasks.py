@@ -130,7 +130,7 @@ def test_prm_labels_are_the_step_checker_verdicts():
 def test_unknown_or_missing_split_errors(tmp_path):
     with pytest.raises(ValueError, match="unknown arith split 'nope'"):
         arith.load_split("nope")
-    with pytest.raises(FileNotFoundError, match=r"python -m paper_repro\.tasks\.arith"):
+    with pytest.raises(FileNotFoundError, match="paper-repro task-data"):
         arith.load_split("gsm_tiny", directory=tmp_path)
 
 

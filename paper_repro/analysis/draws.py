@@ -7,7 +7,7 @@ profile's design (:func:`paper_repro.analysis.tables.frontiers.of_design`). This
 one draw of both tables: the draws are the distinct training configurations in the order of
 their first run, each analysed as the design it ran under (:func:`design_of`).
 
-``paper-repro draws --profile cpu-tiny`` (alias ``python -m paper_repro.analysis.draws``) lists
+``paper-repro draws --profile cpu-tiny`` lists
 them; ``--compare A B`` analyses draws A and B apart (each in a scratch directory, never the
 committed one) and prints each distinct setting's rho* verdict per target for both, and the claims
 that moved.

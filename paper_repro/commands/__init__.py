@@ -7,8 +7,8 @@
 - ``run(args) -> int``: what it does, its exit status.
 
 :func:`command_modules` finds every module of this package that is not private (``_name``), so a new
-command is one new module here. A module with a ``python -m`` alias elsewhere hands over to its
-command (:mod:`paper_repro.aliases`)."""
+command is one new module here. ``python -m paper_repro <command>`` runs the same parsers
+(``paper_repro/__main__.py``)."""
 
 from __future__ import annotations
 

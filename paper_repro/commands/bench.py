@@ -1,6 +1,5 @@
 """The benchmarks (`make bench` runs them all), one a subcommand: each module of paper_repro.bench
-times one thing; `paper-repro bench <bench> --help` shows its module's docstring. Alias:
-python -m paper_repro.bench <bench>."""
+times one thing; `paper-repro bench <bench> --help` shows its module's docstring."""
 
 from __future__ import annotations
 

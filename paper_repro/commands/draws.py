@@ -3,7 +3,7 @@ configuration leaves the earlier draw beside the new one (paper_repro.analysis.d
 --compare, list the draws of runs_history.csv and runs.csv (the distinct training configurations, in
 the order of their first run); with --compare A B, analyse draws A and B apart (each in a scratch
 directory, never the committed one) and print each distinct setting's rho* verdict per target for
-both, and the claims that moved. Alias: python -m paper_repro.analysis.draws."""
+both, and the claims that moved."""
 
 from __future__ import annotations
 

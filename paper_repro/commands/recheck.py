@@ -1,7 +1,7 @@
 """Is the committed study bit-reproducible on this machine? Rerun a random sample of the committed runs
 of the profile's current study (the study's own specs) into an empty scratch table and compare every
 metric, FLOP count, round and step count with the committed row (paper_repro.recheck). Exits 1 when a
-row differs beyond tolerance. Alias: python -m paper_repro.recheck."""
+row differs beyond tolerance."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Rewrite the README's generated blocks (the plain answer, the answer in detail, the results) and the
 study facts the documents state, from the committed result tables (paper_repro.analysis.report.readme
-and .facts). Alias: python -m paper_repro.analysis.report."""
+and .facts)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 reproduce` writes) with the committed one (data/results/<profile>), and print how many committed run
 ids the recomputed runs.csv holds, per compared column the largest difference over the matched runs
 and how many differ beyond tolerance, and every claim whose verdict moved (paper_repro.reproduce).
-Exits 0 when the study reproduces, 1 otherwise. Alias: python -m paper_repro.reproduce."""
+Exits 0 when the study reproduces, 1 otherwise."""
 
 from __future__ import annotations
 

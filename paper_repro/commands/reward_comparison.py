@@ -2,7 +2,7 @@
 completion sampled for each of the first N held-out arith prompts from a base policy, scored by every
 reward system and the common judge; per system the mean reward, its Pearson and Spearman correlation
 with the judge, and the FLOPs the ledger charges per completion.
-Alias: python -m paper_repro.reward_comparison."""
+"""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ cpu-tiny cell trained and evaluated on the GPU in bf16 with HF generate, and wit
 rollouts when vllm is installed (paper_repro.smoke). Each check's row goes to <out>/results/ (never the
 committed tables); <out>/gpu_smoke.json holds each check's status, seconds, FLOPs, rho and metrics,
 <out>/gpu_smoke.log the log. Without a GPU it stops with a clear message, unless --allow-cpu.
-Alias: python -m paper_repro.smoke."""
+"""
 
 from __future__ import annotations
 

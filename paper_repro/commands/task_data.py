@@ -1,6 +1,6 @@
 """Regenerate the arith task's shipped splits (JSONL under data/tasks/arith/), every split built
 deterministically from its seed at the shipped corpora's slip rates (paper_repro.tasks.arith
-write_splits). Notebook 00 does the same as part of the testbed. Alias: python -m paper_repro.tasks.arith."""
+write_splits). Notebook 00 does the same as part of the testbed."""
 
 from __future__ import annotations
 

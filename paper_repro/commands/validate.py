@@ -1,6 +1,6 @@
 """The analytic FLOP model against FlopCounterMode on real passes of small models (paper_repro.validate):
 one row per case, measured and predicted FLOPs and their ratio; exits 1 when a ratio is off by more
-than the tolerance the tests assert. Alias: python -m paper_repro.validate."""
+than the tolerance the tests assert."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def lean_generate(
     computation, bit for bit, every row its own prefill). ``trim`` (fused only): the fused decoder's
     tokens, logits and log-probabilities bit for bit, computing less (:meth:`FusedDecoder.prefill`
     runs on the prompts' tokens only, :meth:`FusedDecoder.step` over a cache that grows as it fills);
-    a run's evaluation about 1.5x faster (``python -m paper_repro.bench eval``)."""
+    a run's evaluation about 1.5x faster (``paper-repro bench eval``)."""
     trim = trim and fused
     device = base_model(model).lm_head.weight.device
     rows = len(prompt_ids)

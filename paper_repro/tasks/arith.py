@@ -103,7 +103,7 @@ class SplitSpec:
 # "heldout" and "gsm_tiny" were shipped with 300 problems and grew to 900, nested: their first 300
 # rows are the 300 every evaluation with ``limit: 300`` reads; rows 300-899 (extension seeds: the
 # split's seed + 10) give three disjoint blocks of 300 to measure evaluation noise with
-# (``python -m paper_repro.bench eval-noise``).
+# (``paper-repro bench eval-noise``).
 MIXED = Difficulty(steps=(2, 3, 4, 5))
 HARD = Difficulty(steps=(5, 6, 7))
 SPLITS: dict[str, SplitSpec] = {
@@ -560,13 +560,7 @@ def load_split(name: str, directory: str | Path | None = None) -> list[Example]:
     if not path.exists():
         raise FileNotFoundError(
             f"arith split {name!r} not found at {path}; regenerate the shipped splits with "
-            f"`python -m paper_repro.tasks.arith` (or notebook 00_embedded_models)"
+            f"`paper-repro task-data` (or notebook 00_embedded_models)"
         )
     with path.open() as f:
         return [Example.from_record(json.loads(line)) for line in f if line.strip()]
-
-
-if __name__ == "__main__":  # an alias of `paper-repro task-data` (paper_repro/commands/task_data.py)
-    from paper_repro.aliases import run_command
-
-    run_command("task-data")

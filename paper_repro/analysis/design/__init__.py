@@ -43,7 +43,7 @@ held-out and gsm problems a target scored on them (native reward, gsm pass@1: :d
     sd^2(n) = sd^2(n0) - v_run 300 (1 / n0 - 1 / n), at least 25% of sd^2(n0) (training's share);
     tau^2(n) = tau^2 - v_shared 300 (1 / n0 - 1 / n), at least 0,
 
-with ``v_run`` and ``v_shared`` measured (``eval_noise.csv``, ``python -m paper_repro.bench
+with ``v_run`` and ``v_shared`` measured (``eval_noise.csv``, ``paper-repro bench
 eval-noise``: :func:`read_eval_variance`) or given; without them only ``n0`` problems are simulated.
 The recipe SD is per target (``Noise.recipe_by_target``), and the shrink moves it for the targets
 that change; math (300 problems) keeps its

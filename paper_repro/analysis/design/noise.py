@@ -109,7 +109,7 @@ class Noise:
         if variance is None:
             raise ValueError(
                 f"{problems} problems per evaluation set (the runs had {self.problems}): the noise model needs "
-                f"the evaluation noise at {EVAL_PROBLEMS} (data/results/<profile>/eval_noise.csv, written by python -m paper_repro.bench "
+                f"the evaluation noise at {EVAL_PROBLEMS} (data/results/<profile>/eval_noise.csv, written by paper-repro bench "
                 "eval-noise, or --eval-var-run and --eval-var-shared); only the runs' own size can be simulated without it"
             )
         missing = [t for t in EVAL_TARGETS if t not in variance]
@@ -148,7 +148,7 @@ VAR_COLUMNS = {  # what eval_noise.csv may call its columns: the first one prese
 
 def read_eval_variance(path) -> EvalVariance | None:
     """Per target, (v_run, v_shared) at :data:`EVAL_PROBLEMS` problems from ``eval_noise.csv`` (one row
-    per target; ``python -m paper_repro.bench eval-noise``), or None when there is no such file. A
+    per target; ``paper-repro bench eval-noise``), or None when there is no such file. A
     column read as an SD (its name says ``sd``) is squared; a ``problems`` column rescales to 300.
     A target with two rows (several cells measured) takes their mean."""
     from pathlib import Path

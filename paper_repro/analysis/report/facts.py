@@ -3,7 +3,7 @@ result tables (:func:`study_facts`), and written into the text between fact mark
 
     the study analysed <!-- fact:study.runs -->675<!-- /fact --> distinct runs
 
-``python -m paper_repro.analysis.report`` rewrites every marker (:func:`fill_facts`), so the README,
+``paper-repro report`` rewrites every marker (:func:`fill_facts`), so the README,
 the docs and the tables cannot disagree; ``tests/test_numbers.py`` fails when a marker is stale, when
 a marker names no fact, or when the prose states such a number outside a marker (:data:`STATED`),
 except in a dated record (a section whose heading carries its date or issue: numbers of that day) or
