@@ -62,8 +62,16 @@ if TYPE_CHECKING:
     from paper_repro.analysis.tables.frontiers import default_rows, study_rows
     from paper_repro.planning import shared_settings
 
-__all__ = ["REQUIRED", "Analysis", "analyse", "default_rows", "figures_folder", "shared_settings",
-           "simulate_design", "study_rows"]  # fmt: skip
+__all__ = [
+    "REQUIRED",
+    "Analysis",
+    "analyse",
+    "default_rows",
+    "figures_folder",
+    "shared_settings",
+    "simulate_design",
+    "study_rows",
+]
 # name -> the module that owns it, imported on first use
 _LAZY = {
     **dict.fromkeys(__all__, "paper_repro.analysis.pipeline"),

@@ -19,7 +19,8 @@ from paper_repro.analysis.stats.fit_forms import aicc_by_form
 from paper_repro.analysis.stats.mixed import recipe_table
 from paper_repro.analysis.stats.optima import optimum_table, window_verdict
 from paper_repro.analysis.tables import cards, conventions, hacking, recipes
-from paper_repro.analysis.tables.curves import CurveAnalysis, curve_analysis, grid_curves
+from paper_repro.analysis.tables.curve_rows import grid_curves
+from paper_repro.analysis.tables.curves import CurveAnalysis, curve_analysis
 from paper_repro.analysis.tables.frontiers import (
     at_full_budget,
     load_curves,
@@ -37,9 +38,31 @@ from paper_repro.planning import shared_settings
 from paper_repro.results import METRICS, results_dir, write_table
 
 # What the analysis reads of a runs table: without these it cannot run and says which are missing.
-REQUIRED = ("run_id", "stage", "setting", "cell", "seed", "budget_kind", "budget_flops", "target_rho", "rho",
-            "rho_executed", "rho_time", "C_reward", "C_total", "P", "G", "K", "mu", "rounds", "model",
-            "reward_system", "status", *METRICS, *(f"base_{m}" for m in METRICS))  # fmt: skip
+REQUIRED = (
+    "run_id",
+    "stage",
+    "setting",
+    "cell",
+    "seed",
+    "budget_kind",
+    "budget_flops",
+    "target_rho",
+    "rho",
+    "rho_executed",
+    "rho_time",
+    "C_reward",
+    "C_total",
+    "P",
+    "G",
+    "K",
+    "mu",
+    "rounds",
+    "model",
+    "reward_system",
+    "status",
+    *METRICS,
+    *(f"base_{m}" for m in METRICS),
+)
 
 
 @dataclass
@@ -81,8 +104,15 @@ def _check_columns(path: Path) -> None:
 
 
 # What the analysis's progress names, in order (paper_repro.console.Steps)
-PARTS = ("the runs' tables", "RACE+", "the design's simulation", "the claims and their power", "the compute curves",
-         "the recipes and the recipe SD's check", "the figures")  # fmt: skip
+PARTS = (
+    "the runs' tables",
+    "RACE+",
+    "the design's simulation",
+    "the claims and their power",
+    "the compute curves",
+    "the recipes and the recipe SD's check",
+    "the figures",
+)
 
 
 def analyse(
@@ -125,9 +155,16 @@ def analyse(
     pilots = {f: rows[f"pilot {f}"] for f in profile.pilot_fractions}
     shared = shared_runs(full_rows, [s.name for s in settings])
     classes = Classes.of(profile, shared)
-    study = Study(full_rows, classes, profile.margins, pilots=pilots, fresh=rows["fresh"],
-                  fresh_default=rows["fresh_default"], curves=grid_curves(curves, full_rows),
-                  thresholds=thresholds)  # fmt: skip
+    study = Study(
+        full_rows,
+        classes,
+        profile.margins,
+        pilots=pilots,
+        fresh=rows["fresh"],
+        fresh_default=rows["fresh_default"],
+        curves=grid_curves(curves, full_rows),
+        thresholds=thresholds,
+    )
     distinct, tau, margins = study.distinct, study.tau, profile.margins
     frontier = study.frontier
     optima = optimum_table(full_rows, frontier, shared, tau)
@@ -136,8 +173,17 @@ def analyse(
     disagreement, share = disagreement_table(frontier)
     race = study.race
     steps("RACE+")
-    plus = plus_table(full_rows, pilots, curves, rows["fresh"], rows["fresh_default"], shared,
-                      profile.budget_flops, tau, thresholds)  # RACE+ beside RACE and TRL's default  # fmt: skip
+    plus = plus_table(
+        full_rows,
+        pilots,
+        curves,
+        rows["fresh"],
+        rows["fresh_default"],
+        shared,
+        profile.budget_flops,
+        tau,
+        thresholds,
+    )  # RACE+ beside RACE and TRL's default
     ceiling = regime_ceiling(distinct, classes.distinct, thresholds, tau)
     groups = {name: (name,) for name in classes.distinct}
     convention = conventions.convention_table(distinct, groups, tau)
@@ -162,26 +208,57 @@ def analyse(
     card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
     recipe_sd = recipe_table(distinct, [t for t in METRICS if t in distinct])  # the noise model, per target
     recipe_check = _recipe_check(study, power_replicates)  # its bias and coverage at this design
-    for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
-                        ("fits", fits), ("disagreement", disagreement), ("race", race),
-                        ("conventions", convention), ("reward_hacking", hacked),
-                        ("reward_hacking_summary", hacked_summary), ("claims", claims),
-                        ("compute_cards", card_rows), ("curve_fits", curve.fits),
-                        ("rho_star_by_budget", curve.rho_star), ("size_star_by_budget", curve.size_star),
-                        ("extrapolation", curve.extrapolation),
-                        ("extrapolation_summary", curve.extrapolation_summary),
-                        ("recipe_pairs", recipe_pairs), ("recipe_sd", recipe_sd), ("recipe_sd_check", recipe_check),
-                        ("race_plus", plus.settings),
-                        ("race_plus_cells", plus.cells), ("race_plus_summary", plus.summary)):  # fmt: skip
+    for name, table in (
+        ("frontiers", frontier),
+        ("optima", optima),
+        ("rho_star_tests", rho_star_tests),
+        ("fits", fits),
+        ("disagreement", disagreement),
+        ("race", race),
+        ("conventions", convention),
+        ("reward_hacking", hacked),
+        ("reward_hacking_summary", hacked_summary),
+        ("claims", claims),
+        ("compute_cards", card_rows),
+        ("curve_fits", curve.fits),
+        ("rho_star_by_budget", curve.rho_star),
+        ("size_star_by_budget", curve.size_star),
+        ("extrapolation", curve.extrapolation),
+        ("extrapolation_summary", curve.extrapolation_summary),
+        ("recipe_pairs", recipe_pairs),
+        ("recipe_sd", recipe_sd),
+        ("recipe_sd_check", recipe_check),
+        ("race_plus", plus.settings),
+        ("race_plus_cells", plus.cells),
+        ("race_plus_summary", plus.summary),
+    ):
         write_table(root / f"{name}.csv", table)
     steps("the figures")
-    written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir,
-                                  claims)  # fmt: skip
+    written = figures.all_figures(
+        frontier, optima, disagreement, race, convention, hacked, profile, fig_dir, claims
+    )
     curve.figures = curve_figures(curve, study.curves, fig_dir, shared=shared, sizes=classes.sizes)
     written += [p.stem for p in curve.figures]
     steps.close()
-    return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
-                    hacked, hacked_summary, claims, written, design_table, fig_dir, curve, folder)  # fmt: skip
+    return Analysis(
+        frontier,
+        optima,
+        rho_star_tests,
+        fits,
+        disagreement,
+        share,
+        race,
+        ceiling,
+        convention,
+        hacked,
+        hacked_summary,
+        claims,
+        written,
+        design_table,
+        fig_dir,
+        curve,
+        folder,
+    )
 
 
 NOT_COMPUTED = ("our_value", "ci_low", "ci_high", "best_cells", "seeds_for_80pct_power", "power_now")
@@ -377,10 +454,21 @@ def _rho_star_tests(distinct: pd.DataFrame, classes: Classes, margins) -> pd.Dat
             best = setting_best(distinct, name, "native_reward", margins)
             if not len(best.rhos):
                 continue
-            out.append({"setting": name, "paper_value": x, "margin": margins.rho, "best_cells": best.cells,
-                        "best_low": best.span[0], "best_high": best.span[1],
-                        "verdict": window_verdict(best.rhos, x, margins.rho), "rho_star": best.star,
-                        "ci95_low": best.low, "ci95_high": best.high, "status": best.status})  # fmt: skip
+            out.append(
+                {
+                    "setting": name,
+                    "paper_value": x,
+                    "margin": margins.rho,
+                    "best_cells": best.cells,
+                    "best_low": best.span[0],
+                    "best_high": best.span[1],
+                    "verdict": window_verdict(best.rhos, x, margins.rho),
+                    "rho_star": best.star,
+                    "ci95_low": best.low,
+                    "ci95_high": best.high,
+                    "status": best.status,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -395,6 +483,14 @@ def _fit_table(distinct: pd.DataFrame, optima: pd.DataFrame) -> pd.DataFrame:
             if data["cell"].nunique() < 3:
                 continue
             scores = aicc_by_form(data, t)
-            out.append({"setting": setting, "target": t, "runs": len(data), "flat": flat.get((setting, t)),
-                        **{f"aicc_{k}": v for k, v in scores.items()}, "best_fit": min(scores, key=scores.get)})  # fmt: skip
+            out.append(
+                {
+                    "setting": setting,
+                    "target": t,
+                    "runs": len(data),
+                    "flat": flat.get((setting, t)),
+                    **{f"aicc_{k}": v for k, v in scores.items()},
+                    "best_fit": min(scores, key=scores.get),
+                }
+            )
     return pd.DataFrame(out)

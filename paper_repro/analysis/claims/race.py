@@ -256,8 +256,9 @@ def no_race_gain(
         f"TOST p {t['p_tost'][0]:.2g} (margin +-{m.gain:g}); {iccs}"
     )
     note = f"{note}; {flops}" if flops else note
-    return Result(float(t["mean"][0]), float(t["low95"][0]), float(t["high95"][0]),
-                  VERDICTS[int(t["code"][0])], note)  # fmt: skip
+    return Result(
+        float(t["mean"][0]), float(t["low95"][0]), float(t["high95"][0]), VERDICTS[int(t["code"][0])], note
+    )
 
 
 def setting_tost(means: np.ndarray, margin: float) -> dict[str, np.ndarray]:
@@ -279,10 +280,20 @@ def setting_tost(means: np.ndarray, margin: float) -> dict[str, np.ndarray]:
     flat = se == 0
     p_tost = np.where(flat, np.where(np.abs(mean) < margin, 0.0, 1.0), np.maximum(p_low, p_high))
     low95 = mean - t95 * se
-    code = np.where(p_tost < 0.05, VERDICTS.index("held"),
-                    np.where(low95 > 0, VERDICTS.index("not held"), VERDICTS.index("inconclusive")))  # fmt: skip
-    return {"mean": mean, "low90": mean - t90 * se, "high90": mean + t90 * se, "low95": low95,
-            "high95": mean + t95 * se, "p_tost": p_tost, "code": code}  # fmt: skip
+    code = np.where(
+        p_tost < 0.05,
+        VERDICTS.index("held"),
+        np.where(low95 > 0, VERDICTS.index("not held"), VERDICTS.index("inconclusive")),
+    )
+    return {
+        "mean": mean,
+        "low90": mean - t90 * se,
+        "high90": mean + t90 * se,
+        "low95": low95,
+        "high95": mean + t95 * se,
+        "p_tost": p_tost,
+        "code": code,
+    }
 
 
 def intraclass(values: np.ndarray, groups: np.ndarray) -> tuple[float, float, float]:
@@ -370,8 +381,15 @@ def gain_truths(margin: float) -> dict[str, tuple[float, str]]:
     return out
 
 
-def simulated_verdicts(gain: float, between: float, within: float, sizes, margin: float, replicates: int,
-                       rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def simulated_verdicts(
+    gain: float,
+    between: float,
+    within: float,
+    sizes,
+    margin: float,
+    replicates: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """The verdicts of ``replicates`` simulated studies: per setting a shared draw (SD ``between``)
     plus per-pair draws (SD ``within``) at ``sizes`` pairs per setting, around the true ``gain``,
     decided by :func:`setting_tost` on their setting means (as :func:`no_race_gain` does)."""
@@ -383,8 +401,9 @@ def simulated_verdicts(gain: float, between: float, within: float, sizes, margin
     return np.asarray(VERDICTS, dtype=object)[setting_tost(gain + shared + means, margin)["code"]]
 
 
-def gain_operating(gains: np.ndarray, groups: np.ndarray, margin: float, replicates: int = REPLICATES,
-                   seed: int = RNG_SEED) -> tuple[pd.DataFrame, dict]:  # fmt: skip
+def gain_operating(
+    gains: np.ndarray, groups: np.ndarray, margin: float, replicates: int = REPLICATES, seed: int = RNG_SEED
+) -> tuple[pd.DataFrame, dict]:
     """The gain test's operating characteristics: per truth (:func:`gain_truths`) the shares of each
     verdict, how often it is wrong (a decided verdict other than the truth's) and how often two draws
     agree, at the data's settings and pairs per setting with the SDs the data show
@@ -394,8 +413,14 @@ def gain_operating(gains: np.ndarray, groups: np.ndarray, margin: float, replica
     sizes = pd.Series(groups).value_counts(sort=False).to_numpy(int) if len(gains) else np.array([], int)
     if np.isnan(within) or len(sizes) < MIN_SETTINGS:
         words = "not simulated: too few settings or pairs per setting to estimate the noise"
-        return pd.DataFrame(), {**NO_OC, "oc_not_held_when_false": NAN, "oc_note": words, "power_now": NAN,
-                                "seeds_for_80pct_power": NAN, "power_note": words}  # fmt: skip
+        return pd.DataFrame(), {
+            **NO_OC,
+            "oc_not_held_when_false": NAN,
+            "oc_note": words,
+            "power_now": NAN,
+            "seeds_for_80pct_power": NAN,
+            "power_note": words,
+        }
     rng = np.random.default_rng(seed)
     rows = []
     for name, (gain, truth) in gain_truths(margin).items():
@@ -403,26 +428,52 @@ def gain_operating(gains: np.ndarray, groups: np.ndarray, margin: float, replica
         share = {k: float(np.mean(v == k)) for k in ("held", "not held", "inconclusive")}
         grey = 0.0 < gain < margin  # equivalent, and a positive gain: both decided verdicts are right
         wrong = (
-            0.0 if grey
-            else 1.0 - share["inconclusive"] - share.get(truth, 0.0) if truth != "inconclusive"
+            0.0
+            if grey
+            else 1.0 - share["inconclusive"] - share.get(truth, 0.0)
+            if truth != "inconclusive"
             else (share["held"] + share["not held"])
-        )  # fmt: skip
-        rows.append({"truth": name, "true_gain": gain, "true_verdict": truth, "grey": grey,
-                     **{f"share_{k.replace(' ', '_')}": x for k, x in share.items()}, "wrong": wrong,
-                     "agreement": sum(x * x for x in share.values()), "studies": replicates})  # fmt: skip
+        )
+        rows.append(
+            {
+                "truth": name,
+                "true_gain": gain,
+                "true_verdict": truth,
+                "grey": grey,
+                **{f"share_{k.replace(' ', '_')}": x for k, x in share.items()},
+                "wrong": wrong,
+                "agreement": sum(x * x for x in share.values()),
+                "studies": replicates,
+            }
+        )
     table = pd.DataFrame(rows)
     worst = table.loc[table["wrong"].idxmax()]
-    power = {n: float(np.mean(simulated_verdicts(0.0, between, within, np.full(len(sizes), n), margin,
-                                                 replicates, rng) == "held")) for n in POWER_SEEDS}  # fmt: skip
+    power = {
+        n: float(
+            np.mean(
+                simulated_verdicts(0.0, between, within, np.full(len(sizes), n), margin, replicates, rng)
+                == "held"
+            )
+        )
+        for n in POWER_SEEDS
+    }
     now = int(np.median(sizes))
     power.setdefault(
         now,
         float(np.mean(simulated_verdicts(0.0, between, within, sizes, margin, replicates, rng) == "held")),
     )
     needed = next((n for n, x in sorted(power.items()) if x >= TARGET_POWER), None)
-    by_settings = {k * len(sizes): float(np.mean(simulated_verdicts(0.0, between, within, np.full(k * len(sizes), now),
-                                                                    margin, replicates, rng) == "held"))
-                   for k in SETTINGS_MULTIPLES}  # fmt: skip
+    by_settings = {
+        k * len(sizes): float(
+            np.mean(
+                simulated_verdicts(
+                    0.0, between, within, np.full(k * len(sizes), now), margin, replicates, rng
+                )
+                == "held"
+            )
+        )
+        for k in SETTINGS_MULTIPLES
+    }
     clear = table[~table["grey"]]  # the powers leave the grey zone out
     held, gained = clear[clear["true_verdict"] == "held"], clear[clear["true_verdict"] == "not held"]
     oc = {
@@ -431,16 +482,25 @@ def gain_operating(gains: np.ndarray, groups: np.ndarray, margin: float, replica
         "oc_agreement_min": float(table["agreement"].min()),
         "oc_held_when_true": float(held["share_held"].min()),
         "oc_not_held_when_false": float(gained["share_not_held"].min()),
-        "oc_note": (f"{len(table)} truths (gains 0, +-1/2, +-1, +-2 margins; a loss of a margin or more calls for "
-                    f"inconclusive; a gain between 0 and the margin makes held and not held both right), {replicates} studies each, {len(sizes)} settings at {now} pairs, ICC {icc:.2f} "
-                    f"(between-setting SD {between:.3f}, within {within:.3f}: the data's; race.py)"),
+        "oc_note": (
+            f"{len(table)} truths (gains 0, +-1/2, +-1, +-2 margins; a loss of a margin or more calls for "
+            f"inconclusive; a gain between 0 and the margin makes held and not held both right), {replicates} studies each, {len(sizes)} settings at {now} pairs, ICC {icc:.2f} "
+            f"(between-setting SD {between:.3f}, within {within:.3f}: the data's; race.py)"
+        ),
         "power_now": power[now],
         "seeds_for_80pct_power": float(needed or NAN),
-        "power_note": "P(held) at true gain 0 by fresh seeds per setting, the settings fixed: " + ", ".join(
-            f"{n} seeds: {x:.2f}" for n, x in sorted(power.items())) + ("" if needed else (
-            f"; not reached with up to {max(power)} seeds: the between-setting SD bounds it")) + (
-            f"; by settings at {now} seeds each: " + ", ".join(f"{k}: {x:.2f}" for k, x in by_settings.items())),
-    }  # fmt: skip
+        "power_note": "P(held) at true gain 0 by fresh seeds per setting, the settings fixed: "
+        + ", ".join(f"{n} seeds: {x:.2f}" for n, x in sorted(power.items()))
+        + (
+            ""
+            if needed
+            else (f"; not reached with up to {max(power)} seeds: the between-setting SD bounds it")
+        )
+        + (
+            f"; by settings at {now} seeds each: "
+            + ", ".join(f"{k}: {x:.2f}" for k, x in by_settings.items())
+        ),
+    }
     return table, oc
 
 
@@ -464,8 +524,11 @@ def _gain_operating(study: Study) -> dict:
     return gain_operating(gains, groups, study.margins.gain, **kwargs)[1]
 
 
-FRESH = OwnSimulation(_gain_operating, "true gains of 0, +-1/2, +-1 and +-2 margins, setting-clustered with the "
-                      "between- and within-setting SDs the fresh-seed pairs show")  # fmt: skip
+FRESH = OwnSimulation(
+    _gain_operating,
+    "true gains of 0, +-1/2, +-1 and +-2 margins, setting-clustered with the "
+    "between- and within-setting SDs the fresh-seed pairs show",
+)
 
 
 def _pilot_fractions(study: Study) -> list[Variant]:
@@ -474,10 +537,15 @@ def _pilot_fractions(study: Study) -> list[Variant]:
     race = race[~race["setting"].isin(list(study.classes.shared))] if len(race) else race
     fractions = list(dict.fromkeys(race["pilot_fraction"])) if len(race) else []
     return [
-        Variant(f"@{fraction_words(f)}", {"fraction": f}, {"fraction": fraction_words(f)},
-                kind=None if i == 0 else "our addition", paper=None if i == 0 else "not tested")
+        Variant(
+            f"@{fraction_words(f)}",
+            {"fraction": f},
+            {"fraction": fraction_words(f)},
+            kind=None if i == 0 else "our addition",
+            paper=None if i == 0 else "not tested",
+        )
         for i, f in enumerate(fractions)
-    ]  # fmt: skip
+    ]
 
 
 def _pilot_words(study: Study, fraction: float) -> str:
@@ -485,10 +553,17 @@ def _pilot_words(study: Study, fraction: float) -> str:
     return pilot_agreement_test()
 
 
-@register_claim("race.pilots", sentence="RACE pilots at {fraction} of the budget name the full grid's regime",
-                kind="paper claim", paper="race.pilots", reads=("race",), words=_pilot_words,
-                unit="Spearman rank correlation of the pilot and full-budget cell means, averaged over the settings whose pilots moved",
-                simulation=PILOTS, variants=_pilot_fractions)  # fmt: skip
+@register_claim(
+    "race.pilots",
+    sentence="RACE pilots at {fraction} of the budget name the full grid's regime",
+    kind="paper claim",
+    paper="race.pilots",
+    reads=("race",),
+    words=_pilot_words,
+    unit="Spearman rank correlation of the pilot and full-budget cell means, averaged over the settings whose pilots moved",
+    simulation=PILOTS,
+    variants=_pilot_fractions,
+)
 def _race_pilots(study: Study, fraction: float) -> Result:
 
     race = study.race
@@ -497,10 +572,17 @@ def _race_pilots(study: Study, fraction: float) -> Result:
     return with_kappa(pilot_agreement(rows), rows)
 
 
-@register_claim("race.no_gain", sentence="RACE gives no stable held-out gain over a fixed default allocation",
-                kind="paper claim", paper="race.no_gain", reads=("race", "fresh"), margins=("gain",),
-                unit="native reward: RACE's pick minus TRL's default on fresh seeds, the mean of the settings' means",
-                simulation=FRESH, words=lambda s: no_gain_test(s.margins))  # fmt: skip
+@register_claim(
+    "race.no_gain",
+    sentence="RACE gives no stable held-out gain over a fixed default allocation",
+    kind="paper claim",
+    paper="race.no_gain",
+    reads=("race", "fresh"),
+    margins=("gain",),
+    unit="native reward: RACE's pick minus TRL's default on fresh seeds, the mean of the settings' means",
+    simulation=FRESH,
+    words=lambda s: no_gain_test(s.margins),
+)
 def _race_no_gain(study: Study) -> Result:
     gains, groups = race_gains(study.race)
     return no_race_gain(gains, study.margins, groups, flops_words(study.race))

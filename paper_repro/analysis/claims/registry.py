@@ -150,10 +150,16 @@ class ClaimSpec:
         if study is None:
             return []
         return [
-            Claim(self, f"{self.id}{v.suffix}", self._sentence(v.paper or self.paper, v.text), v.kind or self.kind,
-                  v.paper or self.paper, dict(v.params))
+            Claim(
+                self,
+                f"{self.id}{v.suffix}",
+                self._sentence(v.paper or self.paper, v.text),
+                v.kind or self.kind,
+                v.paper or self.paper,
+                dict(v.params),
+            )
             for v in self.variants(study)
-        ]  # fmt: skip
+        ]
 
     def _sentence(self, paper: str, text: dict[str, str]) -> str:
         return self.sentence.format(paper=PAPER[paper].text, **text)
@@ -210,8 +216,20 @@ def register_claim(
     def wrap(decide: Callable[..., Result]) -> Callable[..., Result]:
         if id in _REGISTRY:
             raise ValueError(f"claim {id!r} is registered twice")
-        _REGISTRY[id] = ClaimSpec(id, sentence, kind, paper, tuple(reads), tuple(margins), decide, words,
-                                  simulation, variants, registered, unit)  # fmt: skip
+        _REGISTRY[id] = ClaimSpec(
+            id,
+            sentence,
+            kind,
+            paper,
+            tuple(reads),
+            tuple(margins),
+            decide,
+            words,
+            simulation,
+            variants,
+            registered,
+            unit,
+        )
         return decide
 
     return wrap

@@ -140,8 +140,10 @@ def checks_sentence(claims: pd.DataFrame) -> str:
     rows = claims[claims["id"].isin(list(OUR_CHECKS))]
     if rows.empty:
         return ""
-    said = [f"*{OUR_CHECKS[r['id']]}* **{VERDICT_WORDS.get(r['verdict'], r['verdict']).capitalize()}**"
-            for _, r in rows.iterrows()]  # fmt: skip
+    said = [
+        f"*{OUR_CHECKS[r['id']]}* **{VERDICT_WORDS.get(r['verdict'], r['verdict']).capitalize()}**"
+        for _, r in rows.iterrows()
+    ]
     return "**Our own checks:** " + "; ".join(said) + "."
 
 

@@ -85,8 +85,12 @@ def results_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
     if optima.exists():
         o = pd.read_csv(optima)
         o = o[o["target"] == "gsm_pass1"]
-        lines += ["", "gsm pass@1 at each setting's argmax cell against its base policy (mean over seeds; the argmax"
-                  " is a description: the cells that could be best decide, the unimodal rho* estimates):", ""]  # fmt: skip
+        lines += [
+            "",
+            "gsm pass@1 at each setting's argmax cell against its base policy (mean over seeds; the argmax"
+            " is a description: the cells that could be best decide, the unimodal rho* estimates):",
+            "",
+        ]
         lines += [
             "| stage | setting | argmax cell | its rho | base | best | gain | could be best (95%) | unimodal rho* |",
             "|---|---|---|---|---|---|---|---|---|",
@@ -116,10 +120,14 @@ def _race_lines(results: Path) -> list[str]:
     race = pd.read_csv(path)
     race = race[race["same_runs_as"].fillna("") == ""]
     claims = _by_id(results)
-    lines = ["", "RACE per pilot budget (distinct settings; pilots that did not move off the base policy are "
-             "uninformative and not scored):", "",
-             "| pilot budget | pilot seeds | pilots' share of the full grid's FLOPs | moved | pooled rank correlation | 95% interval | pick in the full best set | verdict |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "RACE per pilot budget (distinct settings; pilots that did not move off the base policy are "
+        "uninformative and not scored):",
+        "",
+        "| pilot budget | pilot seeds | pilots' share of the full grid's FLOPs | moved | pooled rank correlation | 95% interval | pick in the full best set | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for fraction, rows in race.groupby("pilot_fraction", sort=False):
         words = fraction_words(fraction)
         name = f"race.pilots@{words}"  # the claim's id (paper_repro.analysis.claims.tables)
@@ -168,11 +176,15 @@ def _design_lines(results: Path) -> list[str]:
     d = pd.read_csv(path)
     if "block" not in d:
         d.insert(0, "block", "pre-registered")
-    lines = ["", "Operating characteristics (`design.csv`; each simulated claim's own test on simulated studies per "
-             "truth; the pre-registered block was written by `paper-repro design` before the runs, the post-hoc block "
-             "by the analysis with the noise these runs show):", "",
-             "| block | design | studies per truth | seeds per cell | recipe SD simulated | wrong at most | where | two draws agree at least | held where true (median over claims) | not held where false (median over claims) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "Operating characteristics (`design.csv`; each simulated claim's own test on simulated studies per "
+        "truth; the pre-registered block was written by `paper-repro design` before the runs, the post-hoc block "
+        "by the analysis with the noise these runs show):",
+        "",
+        "| block | design | studies per truth | seeds per cell | recipe SD simulated | wrong at most | where | two draws agree at least | held where true (median over claims) | not held where false (median over claims) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for (block, name), rows in d.groupby(["block", "design"], sort=False):
         worst = rows.loc[rows["wrong"].idxmax()]
         held, refuted = _claim_powers(rows)
@@ -198,10 +210,14 @@ def _hacking_lines(results: Path) -> list[str]:
     if not path.exists():
         return []
     h = pd.read_csv(path)
-    lines = ["", "Reward hacking (full-budget runs; a run games its reward when the reward rises from base while gsm "
-             "pass@1 and the judge both fall):", "",
-             "| reward system | runs | gaming | 95% interval of the share | diverging | mean change: reward / gsm pass@1 / judge |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "Reward hacking (full-budget runs; a run games its reward when the reward rises from base while gsm "
+        "pass@1 and the judge both fall):",
+        "",
+        "| reward system | runs | gaming | 95% interval of the share | diverging | mean change: reward / gsm pass@1 / judge |",
+        "|---|---|---|---|---|---|",
+    ]
     for _, r in h.iterrows():
         lines.append(
             f"| {r['reward_system']} | {int(r['classed'])} | {int(r['gaming_runs'])} "
@@ -243,8 +259,13 @@ def detail_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
     root = root or repo_root()
     results = root / "data" / "results" / profile
     order = [s.name for s in _profile(profile).all_settings()]
-    context = [*_study_size(profile, results), *_design_sentences(results), *_choice_sentences(results),
-               *_race_sentences(results), *_recipe_sentences(results)]  # fmt: skip
+    context = [
+        *_study_size(profile, results),
+        *_design_sentences(results),
+        *_choice_sentences(results),
+        *_race_sentences(results),
+        *_recipe_sentences(results),
+    ]
     lines = [
         DETAIL_START,
         *answer.answer(answer.answer_tables(results), order),
@@ -293,8 +314,10 @@ def _design_sentences(results: Path) -> list[str]:
     regime = now[ids.str.match(r"regime\..*\.any$")]
     windows = now[ids.str.startswith("rho_star.")]
     said = []
-    for words, part in (("the paper's optima as contrasts (any recipe at each rho)", regime),
-                        ("the rho* windows on the best-cell sets (descriptions)", windows)):  # fmt: skip
+    for words, part in (
+        ("the paper's optima as contrasts (any recipe at each rho)", regime),
+        ("the rho* windows on the best-cell sets (descriptions)", windows),
+    ):
         if part.empty:
             continue
         held, refuted = _claim_powers(part)
@@ -504,11 +527,16 @@ def _decidable(claims: pd.DataFrame) -> list[str]:
     seeds = int(claims["seeds_per_cell"].max()) if "seeds_per_cell" in claims else 0
     decided = claims[claims["verdict"] != "inconclusive"]["claim"].tolist()
     open_ = claims[claims["verdict"] == "inconclusive"]["claim"].tolist()
-    out = [f"With {seeds} seeds per cell, {len(decided)} of {len(claims)} rows are decided"
-           + (f" ({'; '.join(decided)})" if decided else "") + "."]  # fmt: skip
+    out = [
+        f"With {seeds} seeds per cell, {len(decided)} of {len(claims)} rows are decided"
+        + (f" ({'; '.join(decided)})" if decided else "")
+        + "."
+    ]
     if open_:
-        out.append(f"Open ({len(open_)}): {'; '.join(open_)}. The power columns say how often a study like this "
-                   "one decides each, and how many seeds per cell would make it decide 80% of the time.")  # fmt: skip
+        out.append(
+            f"Open ({len(open_)}): {'; '.join(open_)}. The power columns say how often a study like this "
+            "one decides each, and how many seeds per cell would make it decide 80% of the time."
+        )
     return out
 
 

@@ -62,8 +62,9 @@ def oc_sentence(row: pd.Series) -> str:
     )
     held = (
         f"; held in {percent(row['oc_held_when_true'])} where the truth holds"
-        if finite(row.get("oc_held_when_true")) else ""
-    )  # fmt: skip
+        if finite(row.get("oc_held_when_true"))
+        else ""
+    )
     return (
         f" Error rates (simulated, design.csv): wrong in at most {percent(row['oc_wrong_max'])}{worst}, "
         f"two draws agree in at least {percent(row['oc_agreement_min'])}{held}."
@@ -222,9 +223,14 @@ def story(analysis) -> str:
         "full-budget cell. Each verdict comes from a test fixed in code before the runs."
     )
     return "\n\n".join(
-        [head, "### How each claim is tested", "\n".join(how_tested(claims)), "### The claims",
-         *claim_paragraphs(claims)]
-    )  # fmt: skip
+        [
+            head,
+            "### How each claim is tested",
+            "\n".join(how_tested(claims)),
+            "### The claims",
+            *claim_paragraphs(claims),
+        ]
+    )
 
 
 def readings(analysis) -> dict[str, str]:
