@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from paper_repro.analysis import figures
-from paper_repro.analysis.claims.paper import PAPER
+from paper_repro.analysis.claims.paper import PAPER_RHO
 from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.claims.table import claims_table
 from paper_repro.analysis.figures.curves import curve_figures
@@ -447,8 +447,8 @@ def _rho_star_tests(distinct: pd.DataFrame, classes: Classes, margins) -> pd.Dat
     class's paper value (the per-setting verdicts behind the class claims)."""
     out = []
     for names, x in (
-        (classes.rule_based, PAPER["rho_star.rule_based"].value),
-        (classes.prm_style, PAPER["rho_star.prm_style"].value),
+        (classes.rule_based, PAPER_RHO["rule-based"]),
+        (classes.prm_style, PAPER_RHO["PRM-style"]),
     ):
         for name in names:
             best = setting_best(distinct, name, "native_reward", margins)

@@ -343,6 +343,7 @@ def setting_ends(
 # ---------------------------------------------------------------------------------------- declarations
 
 TARGET = "native_reward"
+MOVES = "curves.moves"  # the claim's id (the answer's as-the-budget-grows line names it)
 
 
 def _replicates(study: Study) -> dict:
@@ -359,7 +360,7 @@ def _moves_operating(study: Study) -> dict:
 
 
 @register_claim(
-    "curves.moves",
+    MOVES,
     sentence="the best allocation moves with the budget",
     kind="our addition",
     paper="not tested",

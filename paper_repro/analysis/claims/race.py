@@ -515,6 +515,19 @@ def with_kappa(result: Result, race: pd.DataFrame) -> Result:
 
 # ---------------------------------------------------------------------------------------- declarations
 
+PILOTS_ID = "race.pilots"  # one row per pilot budget: pilot_claim(fraction)
+
+
+def pilot_suffix(fraction: float) -> str:
+    """The id suffix of the pilots claim's row at ``fraction`` of the budget."""
+    return f"@{fraction_words(fraction)}"
+
+
+def pilot_claim(fraction: float) -> str:
+    """The claims table's id of the pilots claim at ``fraction`` of the budget (RESULTS.md's RACE table)."""
+    return PILOTS_ID + pilot_suffix(fraction)
+
+
 PILOTS = NotSimulated("the test reads the pilot grids, which the frontier model does not generate")
 
 
@@ -538,7 +551,7 @@ def _pilot_fractions(study: Study) -> list[Variant]:
     fractions = list(dict.fromkeys(race["pilot_fraction"])) if len(race) else []
     return [
         Variant(
-            f"@{fraction_words(f)}",
+            pilot_suffix(f),
             {"fraction": f},
             {"fraction": fraction_words(f)},
             kind=None if i == 0 else "our addition",
@@ -554,7 +567,7 @@ def _pilot_words(study: Study, fraction: float) -> str:
 
 
 @register_claim(
-    "race.pilots",
+    PILOTS_ID,
     sentence="RACE pilots at {fraction} of the budget name the full grid's regime",
     kind="paper claim",
     paper="race.pilots",

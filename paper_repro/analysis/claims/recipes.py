@@ -258,6 +258,9 @@ def _power(kept: Sequence[Pair], margin: float, replicates: int, rng: np.random.
     return {"power_now": now, "seeds_for_80pct_power": float(needed or NAN), "power_note": note}
 
 
+RHO_SUFFICES = "recipes.rho_suffices"  # the claim's id (RESULTS.md says what its verdict means for rho)
+
+
 def _recipe_operating(study: Study) -> dict:
     kwargs = {} if study.replicates is None else {"replicates": study.replicates}
     return recipe_operating(pairs_of(study.distinct), study.margins.recipe, **kwargs)[1]
@@ -268,7 +271,7 @@ def _recipe_words(study: Study) -> str:
 
 
 @register_claim(
-    "recipes.rho_suffices",
+    RHO_SUFFICES,
     sentence="at equal rho, the recipe does not matter",
     kind="our addition",
     paper="report_rho",

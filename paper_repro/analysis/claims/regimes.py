@@ -191,13 +191,29 @@ def allocation_words(m: Margins) -> str:
 # ---------------------------------------------------------------------------------------- declarations
 
 REGIME_MARGINS = ("rho", "regime", "recipe_sd")
+FAMILY = "regime."  # the ids of this module's contrasts begin so (the decisions figure draws them)
 _LEVELS = ((ANY, "any", Simulated()), (THESE, "these", Simulated(truth="cells")))
+
+# the paper's three questions, in the README's plain words ({rule}, {prm}: the paper's optima); the
+# "any recipe at this rho" level is the one the answer opens with and the design's targets apply to
+QUESTIONS = {
+    "rule_based": "with rule-based rewards (an exact answer checker), do allocations near the paper's optimum "
+    "of {rule} beat those near {prm}?",
+    "prm_style": "with PRM-style rewards (a learned model that scores each step), do allocations near {prm} "
+    "beat those near {rule}?",
+    "interaction": "is the advantage of spending more on updates larger with rule-based rewards than with "
+    "PRM-style ones?",
+}
 
 for _level, _suffix, _SIM in _LEVELS:
     _tail = f" [{_level}]"
+    _asked = _suffix == "any"  # the level the plain answer asks and the design is held to
 
     @register_claim(
         f"regime.rule_based.{_suffix}",
+        question=QUESTIONS["rule_based"] if _asked else "",
+        headline="question" if _asked else None,
+        design_target=_asked,
         sentence="rule-based rewards: the update-heavy window (rho ~ 0.72) beats the search-heavy (rho ~ 0.445)"
         + _tail,
         kind="paper claim",
@@ -213,6 +229,9 @@ for _level, _suffix, _SIM in _LEVELS:
 
     @register_claim(
         f"regime.prm_style.{_suffix}",
+        question=QUESTIONS["prm_style"] if _asked else "",
+        headline="question" if _asked else None,
+        design_target=_asked,
         sentence="PRM-style rewards: the search-heavy window (rho ~ 0.445) beats the update-heavy (rho ~ 0.72)"
         + _tail,
         kind="paper claim",
@@ -228,6 +247,9 @@ for _level, _suffix, _SIM in _LEVELS:
 
     @register_claim(
         f"regime.interaction.{_suffix}",
+        question=QUESTIONS["interaction"] if _asked else "",
+        headline="question" if _asked else None,
+        design_target=_asked,
         sentence="PRM-style rho* is lower than rule-based: the update-heavy advantage is larger under rule-based rewards"
         + _tail,
         kind="paper claim",
@@ -249,6 +271,9 @@ for _level, _suffix, _SIM in _LEVELS:
 
 @register_claim(
     "allocation.matters",
+    question="does the split matter at all (in some setting, one allocation of the same budget beats another by "
+    "more than a threshold fixed in advance)?",
+    headline="check",
     sentence="allocation matters: in some setting a cell beats another by more than the margin",
     kind="our addition",
     paper="qualitative",

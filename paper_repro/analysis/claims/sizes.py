@@ -387,6 +387,8 @@ def sizes_world(
 
 # ---------------------------------------------------------------------------------------- declarations
 
+GROWS = "curves.grows"  # the claim's id (the answer's as-the-budget-grows line names it)
+
 
 def _size_order(study: Study) -> list[str]:
     """Stage A's policy labels, smallest first (the profile's, then any other the curves name)."""
@@ -424,7 +426,9 @@ SIZE_TRUTHS = "observed, equal sizes, reversed, two margins"
 
 
 @register_claim(
-    "curves.grows",
+    GROWS,
+    question="as the budget grows, does the best policy get bigger?",
+    headline="check",
     sentence="as the budget grows, the best policy gets bigger",
     kind="our addition",
     paper="not tested",
@@ -440,6 +444,8 @@ def _curves_grows(study: Study) -> Result:
 
 @register_claim(
     "size_star.top",
+    question="at the largest budget, does the largest policy beat the smallest?",
+    headline="check",
     sentence="at the ladder's top, the largest policy beats the smallest",
     kind="our addition",
     paper="not tested",

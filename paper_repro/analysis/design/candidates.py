@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from paper_repro.analysis.claims.registry import design_targets
 from paper_repro.analysis.design import characteristics as oc
 from paper_repro.analysis.design.noise import EvalVariance, Layout
 from paper_repro.config import Profile
@@ -52,7 +53,7 @@ WRONG_LIMIT = 0.05  # a candidate's every claim: largest wrong share over the tr
 # loses: a candidate whose stage A stops earlier is priced and simulated, never picked
 LADDER_TOP = 2.0
 # the registered targets of the paper's three regime claims (any recipe at this rho): column -> (bound, "max"/"min")
-TARGET_CLAIMS = ("regime.rule_based.any", "regime.prm_style.any", "regime.interaction.any")
+TARGET_CLAIMS = design_targets()  # the claims declared with design_target=True
 TARGETS = {
     "wrong_max": (0.05, "max"),
     "agreement_min": (0.85, "min"),

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.claims.paper import PAPER_RHO  # the paper's reported optima (reference lines)
+from paper_repro.analysis.claims.regimes import FAMILY as REGIMES  # the regime contrasts' ids begin so
 from paper_repro.analysis.figures.style import (
     PILOT_MARKERS,
     RHO_LABEL,
@@ -406,7 +407,7 @@ def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float):
     so that the paper's direction is positive) with its 90% interval, coloured by its verdict; 0 and
     the margin (``margins.regime``: "not held" when the interval lies below it) as reference lines."""
     plt, _sns = setup()
-    rows = claims[claims["id"].astype(str).str.startswith("regime.")].iloc[::-1]
+    rows = claims[claims["id"].astype(str).str.startswith(REGIMES)].iloc[::-1]
     fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(rows) + 1.6), layout="constrained")
     for k, (_, r) in enumerate(rows.iterrows()):
         color = VERDICT_COLOURS.get(r["verdict"], "black")
@@ -452,7 +453,7 @@ def all_figures(
     ``out_dir``, and a line is logged)."""
     order = [s.name for s in profile.all_settings()]
     written = Written()
-    if claims is not None and claims["id"].astype(str).str.startswith("regime.").any():
+    if claims is not None and claims["id"].astype(str).str.startswith(REGIMES).any():
         regime_contrasts(claims, out_dir, profile.margins.regime)
         written.append("regime_contrasts")
     else:

@@ -23,7 +23,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from paper_repro.analysis.claims import registry
 from paper_repro.analysis.claims.columns import powers
+from paper_repro.analysis.claims.frontier import FAMILY as WINDOWS
+from paper_repro.analysis.claims.race import pilot_claim
+from paper_repro.analysis.claims.recipes import RHO_SUFFICES
 from paper_repro.analysis.wording import percent
 from paper_repro.paths import repo_root
 
@@ -31,7 +35,7 @@ START, END = "<!-- results:start -->", "<!-- results:end -->"
 SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"
 DETAIL_START, DETAIL_END = "<!-- detail:start -->", "<!-- detail:end -->"
 
-RECIPE_CLAIM = "recipes.rho_suffices"  # the recipe-vs-rho claim's id (paper_repro.analysis.claims.recipes)
+RECIPE_CLAIM = RHO_SUFFICES  # the recipe-vs-rho claim (paper_repro.analysis.claims.recipes)
 
 
 def _by_id(results: Path) -> pd.DataFrame:
@@ -130,7 +134,7 @@ def _race_lines(results: Path) -> list[str]:
     ]
     for fraction, rows in race.groupby("pilot_fraction", sort=False):
         words = fraction_words(fraction)
-        name = f"race.pilots@{words}"  # the claim's id (paper_repro.analysis.claims.tables)
+        name = pilot_claim(fraction)
         c = claims.loc[name] if name in claims.index else None
         value = "" if c is None else _fmt(c["our_value"])
         interval = "" if c is None or pd.isna(c["ci_low"]) else f"{_fmt(c['ci_low'])} – {_fmt(c['ci_high'])}"
@@ -311,8 +315,8 @@ def _design_sentences(results: Path) -> list[str]:
     if now.empty:
         return []
     ids = now["claim_id"].astype(str) if "claim_id" in now else pd.Series("", index=now.index)
-    regime = now[ids.str.match(r"regime\..*\.any$")]
-    windows = now[ids.str.startswith("rho_star.")]
+    regime = now[ids.isin([s.id for s in registry.headlines("question")])]
+    windows = now[ids.str.startswith(WINDOWS)]
     said = []
     for words, part in (
         ("the paper's optima as contrasts (any recipe at each rho)", regime),
@@ -370,14 +374,14 @@ def _choice_sentences(results: Path) -> list[str]:
     else:
         table = choices[choices["name"] == name]
         said = f"For the next study, `paper-repro design --candidates` recommends *{name}*"
-    from paper_repro.analysis.design.candidates import TARGET_CLAIMS, target_misses
+    from paper_repro.analysis.design.candidates import target_misses
 
     head = table.iloc[0]
     misses = target_misses(table, str(head["name"]))
     each = "; ".join(
         f"{r['claim_id']}: wrong {percent(r['wrong_max'])}, agreement {percent(r['agreement_min'])}, held where true "
         f"{percent(r['held_when_true'])}, not held where false {percent(r['not_held_when_false'])}"
-        for _, r in table[table["claim_id"].isin(TARGET_CLAIMS)].iterrows()
+        for _, r in table[table["claim_id"].isin(registry.design_targets())].iterrows()
     )
     verdict = (
         "it meets the registered targets (wrong at most 5%, agreement at least 85%, both powers at least 80%)"
@@ -433,11 +437,10 @@ def _sensitivity_sentences(results: Path) -> list[str]:
     path = results / "design_sensitivity.csv"
     if not path.exists():
         return []
-    from paper_repro.analysis.design.candidates import TARGET_CLAIMS
 
     table = pd.read_csv(path)
     variants = [d for d in table["design"].unique() if d != "committed"]
-    rows = table[table["design"].isin(variants) & table["claim_id"].isin(TARGET_CLAIMS)]
+    rows = table[table["design"].isin(variants) & table["claim_id"].isin(registry.design_targets())]
     if rows.empty:
         return []
     per = rows.groupby(["claim_id", "design"]).agg(
@@ -447,7 +450,7 @@ def _sensitivity_sentences(results: Path) -> list[str]:
     each = "; ".join(
         f"{claim}: held where true at most {percent(best.loc[claim, 'held'])}, not held where false at most "
         f"{percent(best.loc[claim, 'refuted'])}"
-        for claim in TARGET_CLAIMS
+        for claim in registry.design_targets()
         if claim in best.index
     )
     return [

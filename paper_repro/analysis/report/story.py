@@ -14,13 +14,12 @@ import re
 
 import pandas as pd
 
+from paper_repro.analysis.claims.curves import MOVES
+from paper_repro.analysis.claims.sizes import GROWS
 from paper_repro.analysis.wording import finite, fraction_words, num, percent, point_words
 
 TARGET = "native_reward"
-CURVE_CLAIMS = (
-    "curves.moves",
-    "curves.grows",
-)  # the compute-curve claims' ids (paper_repro.analysis.claims.curves and .sizes)
+CURVE_CLAIMS = (MOVES, GROWS)  # the compute-curve claims the answer's budget line names
 
 
 def estimate_sentence(row: pd.Series) -> str:
