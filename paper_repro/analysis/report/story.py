@@ -239,7 +239,28 @@ def readings(analysis) -> dict[str, str]:
     out = figure_readings(a.optima, a.disagreement, a.race, a.conventions, a.hacking_summary, a.frontiers)
     if a.curves is not None:
         out.update(curve_readings(a.curves))
+    contrasts = contrast_reading(a.claims)
+    if contrasts:
+        out["regime_contrasts"] = contrasts
     return out
+
+
+def contrast_reading(claims: pd.DataFrame) -> str:
+    """The regime contrasts figure's line: how many of its rows (the regime claims, both levels)
+    held, were not held and stayed open ("" when the claims table has none)."""
+    from paper_repro.analysis.claims.regimes import FAMILY
+
+    rows = claims[claims["id"].astype(str).str.startswith(FAMILY)] if "id" in claims else claims.iloc[0:0]
+    if rows.empty:
+        return ""
+    counts = rows["verdict"].value_counts()
+    said = ", ".join(
+        f"{int(counts[v])} {v}" for v in ("held", "not held", "inconclusive", "heterogeneous") if v in counts
+    )
+    return (
+        f"The paper's optima asked as contrasts, each with its 90% interval against 0 and the margin: {said} "
+        f"of {len(rows)}."
+    )
 
 
 def curve_readings(curve, target: str = TARGET) -> dict[str, str]:
