@@ -27,9 +27,8 @@ setting-clustered gains with the between- and within-setting SDs the data show, 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
-from itertools import pairwise, permutations
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -38,6 +37,7 @@ from paper_repro.analysis.claims.columns import NO_OC, TARGET_POWER
 from paper_repro.analysis.claims.registry import NotSimulated, OwnSimulation, Variant, register_claim
 from paper_repro.analysis.claims.study import Study
 from paper_repro.analysis.stats.best_sets import DEFAULT
+from paper_repro.analysis.stats.ranks import PERMUTATIONS, permutation_p
 from paper_repro.analysis.stats.verdict import NAN, VERDICTS, Result
 from paper_repro.analysis.tables.race import (
     ALPHA,
@@ -51,8 +51,6 @@ from paper_repro.analysis.tables.race import (
 from paper_repro.analysis.wording import fraction_words
 from paper_repro.config import Margins
 
-PERMUTATIONS = 10_000  # Monte Carlo draws of the permutation test where exact enumeration is not cheap
-EXACT_CELLS = 7  # settings of at most this many cells are enumerated exactly (7! = 5040 orders)
 MIN_MOVED = 3  # settings whose pilots moved that the agreement test needs
 MIN_SETTINGS = 3  # settings with fresh-seed pairs that the gain test needs
 REPLICATES = 2000  # simulated studies per truth of the gain test's operating characteristics
@@ -187,40 +185,6 @@ def _aligned(row: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     common = pilot.index.intersection(full.index)
     return pilot[common].to_numpy(float), full[common].to_numpy(float)
-
-
-def _rank_correlations(pilots: np.ndarray, full: np.ndarray) -> np.ndarray:
-    """Spearman's correlation of each row of ``pilots`` (orders of one setting's pilot means) with
-    ``full``: the Pearson correlation of their (mid-)ranks."""
-    from scipy import stats
-
-    a = stats.rankdata(pilots, axis=-1)
-    b = stats.rankdata(full)
-    a, b = a - a.mean(axis=-1, keepdims=True), b - b.mean()
-    return (a @ b) / np.sqrt((a * a).sum(axis=-1) * (b @ b))
-
-
-def permutation_p(pairs, draws: int = PERMUTATIONS, seed: int = 0) -> float:
-    """One-sided p of the summed (so the mean) Spearman correlation over ``pairs`` (pilot, full cell
-    means per setting) when the pilot means are shuffled within each setting: exact, by convolving
-    each setting's distribution over every order, when each has at most :data:`EXACT_CELLS` cells;
-    else ``draws`` Monte Carlo shuffles (fixed RNG ``seed``)."""
-    observed = sum(float(_rank_correlations(p[None, :], f)[0]) for p, f in pairs)
-    if all(len(p) <= EXACT_CELLS for p, _ in pairs):
-        sums = {0.0: 1.0}
-        for p, f in pairs:
-            values, counts = np.unique(
-                np.round(_rank_correlations(np.array(list(permutations(p))), f), 9), return_counts=True
-            )
-            grown = defaultdict(float)
-            for total, weight in sums.items():
-                for v, c in zip(values, counts / counts.sum(), strict=True):
-                    grown[round(total + v, 9)] += weight * c
-            sums = grown
-        return float(min(1.0, sum(w for total, w in sums.items() if total >= observed - 1e-6)))
-    rng = np.random.default_rng(seed)
-    null = sum(_rank_correlations(rng.permuted(np.tile(p, (draws, 1)), axis=1), f) for p, f in pairs)
-    return float((1 + np.sum(null >= observed - 1e-9)) / (1 + draws))
 
 
 # ---------------------------------------------------------------------------------------- RACE+
@@ -401,6 +365,28 @@ def simulated_verdicts(
     return np.asarray(VERDICTS, dtype=object)[setting_tost(gain + shared + means, margin)["code"]]
 
 
+def _truth_row(verdicts: np.ndarray, gain: float, truth: str, margin: float) -> dict:
+    """One truth's row of the gain test's operating characteristics from its simulated ``verdicts``:
+    the shares of each verdict, how often it is wrong and how often two draws agree."""
+    share = {k: float(np.mean(verdicts == k)) for k in ("held", "not held", "inconclusive")}
+    grey = 0.0 < gain < margin  # equivalent, and a positive gain: both decided verdicts are right
+    wrong = (
+        0.0
+        if grey
+        else 1.0 - share["inconclusive"] - share.get(truth, 0.0)
+        if truth != "inconclusive"
+        else (share["held"] + share["not held"])
+    )
+    return {
+        "true_gain": gain,
+        "true_verdict": truth,
+        "grey": grey,
+        **{f"share_{k.replace(' ', '_')}": x for k, x in share.items()},
+        "wrong": wrong,
+        "agreement": sum(x * x for x in share.values()),
+    }
+
+
 def gain_operating(
     gains: np.ndarray, groups: np.ndarray, margin: float, replicates: int = REPLICATES, seed: int = RNG_SEED
 ) -> tuple[pd.DataFrame, dict]:
@@ -425,27 +411,7 @@ def gain_operating(
     rows = []
     for name, (gain, truth) in gain_truths(margin).items():
         v = simulated_verdicts(gain, between, within, sizes, margin, replicates, rng)
-        share = {k: float(np.mean(v == k)) for k in ("held", "not held", "inconclusive")}
-        grey = 0.0 < gain < margin  # equivalent, and a positive gain: both decided verdicts are right
-        wrong = (
-            0.0
-            if grey
-            else 1.0 - share["inconclusive"] - share.get(truth, 0.0)
-            if truth != "inconclusive"
-            else (share["held"] + share["not held"])
-        )
-        rows.append(
-            {
-                "truth": name,
-                "true_gain": gain,
-                "true_verdict": truth,
-                "grey": grey,
-                **{f"share_{k.replace(' ', '_')}": x for k, x in share.items()},
-                "wrong": wrong,
-                "agreement": sum(x * x for x in share.values()),
-                "studies": replicates,
-            }
-        )
+        rows.append({"truth": name, **_truth_row(v, gain, truth, margin), "studies": replicates})
     table = pd.DataFrame(rows)
     worst = table.loc[table["wrong"].idxmax()]
     power = {
