@@ -12,6 +12,7 @@ import pytest
 
 from paper_repro.analysis.claims import curves as cc
 from paper_repro.analysis.figures import curves as fc
+from paper_repro.analysis.tables import curve_rows as cr
 from paper_repro.analysis.tables import curves as cv
 from paper_repro.results import CURVE_COLUMNS
 from tests.worlds import (
@@ -262,10 +263,10 @@ def test_grid_curves_label_the_grid_runs_and_give_their_base():
     grid = pd.concat([runs.assign(base_native_reward=0.25),
                       runs.assign(stage="B", setting="sparse", base_native_reward=0.25)])  # fmt: skip
     stray = curve_rows(flat, settings={"M": "A"}, seeds=1).assign(run_id="a-fresh-seed")
-    labelled = cv.grid_curves(pd.concat([rows, stray]), grid)
+    labelled = cr.grid_curves(pd.concat([rows, stray]), grid)
     assert len(labelled) == 2 * len(rows) and set(labelled["setting"]) == {"M", "sparse"}
     assert (labelled["base_native_reward"] == 0.25).all()
-    assert cv.grid_curves(rows.iloc[0:0], grid).empty
+    assert cr.grid_curves(rows.iloc[0:0], grid).empty
 
 
 def curve_claims(curves: pd.DataFrame, replicates: int = 20) -> pd.DataFrame:

@@ -413,7 +413,7 @@ def test_the_readme_says_the_registered_design_and_what_would_meet_the_targets(t
     once ``design_registered.csv`` exists this study's registered design with its pre-registered numbers;
     past the limit (``design_beyond.csv``) the closest candidate and what it misses, or the one that
     meets the targets; and the most more seeds or recipes buy (``design_sensitivity.csv``)."""
-    from paper_repro.analysis.report.readme import _choice_sentences
+    from paper_repro.analysis.report.simulated import _choice_sentences
 
     def rows(name, minutes, seeds, held, refuted, stage=2.0, recommended=False, replicates=40):
         table = _regime_choices(name, minutes, held, refuted)

@@ -29,19 +29,50 @@ def test_readme_ledger_example_runs(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "out" / "ledger.jsonl").read_text().count("\n") == 2
 
 
-def test_readme_results_block_is_generated_from_the_committed_tables():
-    """The README's one generated block, the plain answer, is the tables' (the answer in detail and
-    the results live in RESULTS.md, which ``paper-repro report`` writes whole)."""
+def test_the_readme_summary_and_results_md_are_generated_from_the_committed_tables():
+    """README.md's one generated block (the plain answer) and the whole of RESULTS.md are what
+    ``paper-repro report`` writes from the committed tables today."""
     from paper_repro.analysis.report import readme as report
     from paper_repro.paths import repo_root
 
     readme = (repo_root() / "README.md").read_text()
-    claims = repo_root() / "data/results/cpu-tiny/claims.csv"
-    if not claims.exists():
+    if not (repo_root() / "data/results/cpu-tiny/claims.csv").exists():
         pytest.skip("no committed claims table yet")
     start, end = report.SUMMARY_START, report.SUMMARY_END
     block = readme[readme.index(start) : readme.index(end) + len(end)]
-    assert block == report.summary_block("cpu-tiny"), "README's answer is stale: paper-repro report"
+    stale = "stale: paper-repro report"
+    assert block == report.summary_block("cpu-tiny"), f"README's summary is {stale}"
+    results = (repo_root() / report.RESULTS).read_text()
+    assert results == report.results_markdown("cpu-tiny"), f"{report.RESULTS} is {stale}"
+
+
+def test_the_summary_links_to_results_md_and_the_glossary_never_to_a_readme_anchor():
+    from paper_repro.analysis.report import readme as report
+
+    block = report.summary_block("cpu-tiny")
+    assert f"]({report.RESULTS}#the-answer-in-detail)" in block and f"]({report.GLOSSARY})" in block
+    assert "](#" not in block, "the summary links to a README anchor the landing page may not have"
+    results = report.results_markdown("cpu-tiny")
+    assert results.startswith("# Results") and report.COMMAND in results.split("\n## ")[0]
+    for heading in ("## The answer in detail", "## Every claim", "## The study in numbers"):
+        assert heading in results
+
+
+def test_the_readme_needs_only_its_summary_markers(tmp_path):
+    """A landing page that holds only the summary block is updated; RESULTS.md is written beside it."""
+    from paper_repro.analysis.report import readme as report
+    from paper_repro.paths import repo_root
+
+    (tmp_path / "README.md").write_text(
+        f"# landing\n\n{report.SUMMARY_START}\nold\n{report.SUMMARY_END}\n\nprose\n"
+    )
+    (tmp_path / "data/results").mkdir(parents=True)
+    (tmp_path / "data/results/cpu-tiny").symlink_to(repo_root() / "data/results/cpu-tiny")
+    assert report.update_readme("cpu-tiny", tmp_path)
+    text = (tmp_path / "README.md").read_text()
+    assert "\nold\n" not in text and text.endswith("\n\nprose\n")
+    assert (tmp_path / report.RESULTS).read_text() == report.results_markdown("cpu-tiny", tmp_path)
+    assert not report.update_readme("cpu-tiny", tmp_path)  # current: nothing rewritten
 
 
 def test_the_committed_study_is_the_code_as_it_stands():

@@ -82,8 +82,15 @@ def setting_verdicts(profile: Profile, path: Path) -> pd.DataFrame:
         for name in names:
             for target in TARGETS:
                 best = setting_best(frontiers, name, target, profile.margins, False, len(names))
-                out.append({"setting": name, "target": target, "paper_value": x, "best_cells": best.cells,
-                            "verdict": window_verdict(best.rhos, x, profile.margins.rho)})  # fmt: skip
+                out.append(
+                    {
+                        "setting": name,
+                        "target": target,
+                        "paper_value": x,
+                        "best_cells": best.cells,
+                        "verdict": window_verdict(best.rhos, x, profile.margins.rho),
+                    }
+                )
     return pd.DataFrame(out)
 
 

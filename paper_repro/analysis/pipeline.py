@@ -1,16 +1,18 @@
 """The final analysis: every table and figure from the result tables alone (:func:`analyse`,
 ``paper-repro analyse``, notebook 40), and the design simulator's command (:func:`simulate_design`).
-The tables it writes are listed in the package's docstring (:mod:`paper_repro.analysis`)."""
+The tables it writes, one declaration each (:mod:`paper_repro.analysis.tables.registry`), in order:
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 
 from paper_repro.analysis import figures
-from paper_repro.analysis.claims.paper import PAPER
+from paper_repro.analysis.claims.paper import PAPER_RHO
 from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.claims.table import claims_table
 from paper_repro.analysis.figures.curves import curve_figures
@@ -19,7 +21,8 @@ from paper_repro.analysis.stats.fit_forms import aicc_by_form
 from paper_repro.analysis.stats.mixed import recipe_table
 from paper_repro.analysis.stats.optima import optimum_table, window_verdict
 from paper_repro.analysis.tables import cards, conventions, hacking, recipes
-from paper_repro.analysis.tables.curves import CurveAnalysis, curve_analysis, grid_curves
+from paper_repro.analysis.tables.curve_rows import grid_curves
+from paper_repro.analysis.tables.curves import CurveAnalysis, curve_analysis
 from paper_repro.analysis.tables.frontiers import (
     at_full_budget,
     load_curves,
@@ -30,6 +33,7 @@ from paper_repro.analysis.tables.frontiers import (
 from paper_repro.analysis.tables.inventory import Folder, read_folder
 from paper_repro.analysis.tables.race import RegimeThresholds, disagreement_table, regime_ceiling
 from paper_repro.analysis.tables.race_plus import plus_table
+from paper_repro.analysis.tables.registry import TABLES, table_listing
 from paper_repro.config import Profile
 from paper_repro.console import Steps
 from paper_repro.paths import repo_root
@@ -37,9 +41,31 @@ from paper_repro.planning import shared_settings
 from paper_repro.results import METRICS, results_dir, write_table
 
 # What the analysis reads of a runs table: without these it cannot run and says which are missing.
-REQUIRED = ("run_id", "stage", "setting", "cell", "seed", "budget_kind", "budget_flops", "target_rho", "rho",
-            "rho_executed", "rho_time", "C_reward", "C_total", "P", "G", "K", "mu", "rounds", "model",
-            "reward_system", "status", *METRICS, *(f"base_{m}" for m in METRICS))  # fmt: skip
+REQUIRED = (
+    "run_id",
+    "stage",
+    "setting",
+    "cell",
+    "seed",
+    "budget_kind",
+    "budget_flops",
+    "target_rho",
+    "rho",
+    "rho_executed",
+    "rho_time",
+    "C_reward",
+    "C_total",
+    "P",
+    "G",
+    "K",
+    "mu",
+    "rounds",
+    "model",
+    "reward_system",
+    "status",
+    *METRICS,
+    *(f"base_{m}" for m in METRICS),
+)
 
 
 @dataclass
@@ -81,8 +107,15 @@ def _check_columns(path: Path) -> None:
 
 
 # What the analysis's progress names, in order (paper_repro.console.Steps)
-PARTS = ("the runs' tables", "RACE+", "the design's simulation", "the claims and their power", "the compute curves",
-         "the recipes and the recipe SD's check", "the figures")  # fmt: skip
+PARTS = (
+    "the runs' tables",
+    "RACE+",
+    "the design's simulation",
+    "the claims and their power",
+    "the compute curves",
+    "the recipes and the recipe SD's check",
+    "the figures",
+)
 
 
 def analyse(
@@ -94,94 +127,142 @@ def analyse(
     design: str = "auto",
 ) -> Analysis:
     """Every table and figure of ``profile``'s study from the runs table in ``results_root`` (None:
-    the committed ``data/results/<profile>``), the figures to :func:`figures_folder`.
-    ``power_replicates``: simulated studies per seed count for the power column (None: the power
-    module's default, 0: none). ``design``: the runs read, the profile's design (``study``) or the
-    one the folder's runs make up (``folder``; ``auto``: the study's where the folder holds runs of
-    its grid, :mod:`paper_repro.analysis.tables.inventory`); what was found and left out is
-    ``Analysis.folder.lines()``. A folder whose grid cannot compare cells over seeds gets its
-    tables, and claims that say they are not computable (NaN, never a number)."""
+    the committed ``data/results/<profile>``), the tables (:data:`TABLES`) beside it, the figures to
+    :func:`figures_folder`. ``power_replicates``: simulated studies per seed count for the power
+    column (None: the power module's default, 0: none). ``design``: the runs read, the profile's
+    design (``study``) or the one the folder's runs make up (``folder``; ``auto``: the study's where
+    the folder holds runs of its grid, :mod:`paper_repro.analysis.tables.inventory`); what was found
+    and left out is ``Analysis.folder.lines()``. A folder whose grid cannot compare cells over seeds
+    gets its tables, and claims that say they are not computable (NaN, never a number)."""
     thresholds = thresholds or RegimeThresholds()
     steps = Steps("analysis", PARTS)  # on the console (paper_repro.console), never in the notebook
     steps("the runs' tables")
     root = results_dir(profile.name, results_root)
     fig_dir = figures_folder(profile, results_root, figures_dir)
+    folder = _read(root, profile, design)
+    if folder.not_computable:  # no claim to simulate either: its tests need cells over seeds
+        power_replicates = 0
+    made = _build(root, profile, folder, thresholds, power_replicates, steps)
+    for table in TABLES:
+        write_table(root / f"{table.name}.csv", table.of(made))
+    steps("the figures")
+    written = figures.all_figures(
+        made.frontier,
+        made.optima,
+        made.disagreement,
+        made.race,
+        made.convention,
+        made.hacked,
+        profile,
+        fig_dir,
+        made.claims,
+    )
+    curve = made.curve
+    curve.figures = curve_figures(curve, made.study.curves, fig_dir, shared=made.shared, sizes=made.sizes)
+    written += [p.stem for p in curve.figures]
+    steps.close()
+    return Analysis(
+        made.frontier,
+        made.optima,
+        made.rho_star_tests,
+        made.fits,
+        made.disagreement,
+        made.share,
+        made.race,
+        made.ceiling,
+        made.convention,
+        made.hacked,
+        made.hacked_summary,
+        made.claims,
+        written,
+        made.design,
+        fig_dir,
+        curve,
+        folder,
+    )
+
+
+def _read(root: Path, profile: Profile, design: str) -> Folder:
+    """What ``root`` holds of ``profile``'s study (:func:`read_folder`); an error that says what it
+    found when it holds no full-budget grid run."""
     _check_columns(root / "runs.csv")
     committed = root.resolve() == results_dir(profile.name).resolve()
     folder = read_folder(root / "runs.csv", profile, design, committed)
-    runs, curves, rows = folder.runs, folder.curves, folder.rows
-    settings = profile.all_settings()
-    full_rows = rows["grid"]
-    if full_rows.empty:
+    if folder.rows["grid"].empty:
         raise ValueError(
             f"{root / 'runs.csv'} holds no full-budget run of the {profile.name} grid at budget "
-            f"{profile.budget_flops:.3g} to analyse ({len(runs)} ok rows of the design in all). "
+            f"{profile.budget_flops:.3g} to analyse ({len(folder.runs)} ok rows of the design in all). "
             + " ".join(f"{line}." for line in folder.lines())
             + " Runs of a quick study are analysed with quick=True (paper-repro analyse --quick)."
         )
-    if folder.not_computable:  # no claim to simulate either: its tests need cells over seeds
-        power_replicates = 0
-    full_rows = conventions.with_rho_6n(full_rows, root / "steps")
+    return folder
+
+
+def _build(
+    root: Path,
+    profile: Profile,
+    folder: Folder,
+    thresholds: RegimeThresholds,
+    power_replicates: int | None,
+    steps: Steps,
+) -> SimpleNamespace:
+    """Everything the analysis computes from ``folder``'s rows, by name: what :data:`TABLES` write
+    (each table's ``of`` reads it), the figures draw and :class:`Analysis` holds."""
+    curves, rows = folder.curves, folder.rows
+    full_rows = conventions.with_rho_6n(rows["grid"], root / "steps")
     pilots = {f: rows[f"pilot {f}"] for f in profile.pilot_fractions}
-    shared = shared_runs(full_rows, [s.name for s in settings])
+    shared = shared_runs(full_rows, [s.name for s in profile.all_settings()])
     classes = Classes.of(profile, shared)
-    study = Study(full_rows, classes, profile.margins, pilots=pilots, fresh=rows["fresh"],
-                  fresh_default=rows["fresh_default"], curves=grid_curves(curves, full_rows),
-                  thresholds=thresholds)  # fmt: skip
+    study = Study(
+        full_rows,
+        classes,
+        profile.margins,
+        pilots=pilots,
+        fresh=rows["fresh"],
+        fresh_default=rows["fresh_default"],
+        curves=grid_curves(curves, full_rows),
+        thresholds=thresholds,
+    )
+    m = SimpleNamespace(study=study, shared=shared, sizes=classes.sizes, folder=folder)
     distinct, tau, margins = study.distinct, study.tau, profile.margins
-    frontier = study.frontier
-    optima = optimum_table(full_rows, frontier, shared, tau)
-    rho_star_tests = _rho_star_tests(distinct, classes, margins)
-    fits = _fit_table(distinct, optima)
-    disagreement, share = disagreement_table(frontier)
-    race = study.race
+    m.frontier = study.frontier
+    m.optima = optimum_table(full_rows, m.frontier, shared, tau)
+    m.rho_star_tests = _rho_star_tests(distinct, classes, margins)
+    m.fits = _fit_table(distinct, m.optima)
+    m.disagreement, m.share = disagreement_table(m.frontier)
+    m.race = study.race
     steps("RACE+")
-    plus = plus_table(full_rows, pilots, curves, rows["fresh"], rows["fresh_default"], shared,
-                      profile.budget_flops, tau, thresholds)  # RACE+ beside RACE and TRL's default  # fmt: skip
-    ceiling = regime_ceiling(distinct, classes.distinct, thresholds, tau)
-    groups = {name: (name,) for name in classes.distinct}
-    convention = conventions.convention_table(distinct, groups, tau)
-    hacked = study.hacking
-    hacked_summary = hacking.hacking_summary(hacked)
+    m.plus = plus_table(
+        full_rows,
+        pilots,
+        curves,
+        rows["fresh"],
+        rows["fresh_default"],
+        shared,
+        profile.budget_flops,
+        tau,
+        thresholds,
+    )
+    m.ceiling = regime_ceiling(distinct, classes.distinct, thresholds, tau)
+    m.convention = conventions.convention_table(distinct, {name: (name,) for name in classes.distinct}, tau)
+    m.hacked = study.hacking
+    m.hacked_summary = hacking.hacking_summary(m.hacked)
     steps("the design's simulation")
-    design_table = _design_blocks(root, study, power_replicates)
+    m.design = _design_blocks(root, study, power_replicates)
     steps("the claims and their power")
-    claims = claims_table(study, design_table, _powers(study, power_replicates))
+    m.claims = claims_table(study, m.design, _powers(study, power_replicates))
     if folder.not_computable:
-        claims, rho_star_tests = (
-            not_computable(claims, folder.not_computable),
-            rho_star_tests.assign(verdict="inconclusive"),
-        )
+        m.claims = not_computable(m.claims, folder.not_computable)
+        m.rho_star_tests = m.rho_star_tests.assign(verdict="inconclusive")
     # the question asked as the budget grows: the grid runs' compute curves (their ladders' points)
     steps("the compute curves")
-    curve = curve_analysis(study.curves, margins, tau, shared=shared, sizes=classes.sizes)
+    m.curve = curve_analysis(study.curves, margins, tau, shared=shared, sizes=classes.sizes)
     steps("the recipes and the recipe SD's check")
-    recipe_pairs = recipes.pair_table(
-        recipes.pairs_of(distinct), margins.recipe, recipes=frontier
-    )  # at equal rho
-    card_rows = cards.card_table(root / "steps", set(runs["run_id"]))
-    recipe_sd = recipe_table(distinct, [t for t in METRICS if t in distinct])  # the noise model, per target
-    recipe_check = _recipe_check(study, power_replicates)  # its bias and coverage at this design
-    for name, table in (("frontiers", frontier), ("optima", optima), ("rho_star_tests", rho_star_tests),
-                        ("fits", fits), ("disagreement", disagreement), ("race", race),
-                        ("conventions", convention), ("reward_hacking", hacked),
-                        ("reward_hacking_summary", hacked_summary), ("claims", claims),
-                        ("compute_cards", card_rows), ("curve_fits", curve.fits),
-                        ("rho_star_by_budget", curve.rho_star), ("size_star_by_budget", curve.size_star),
-                        ("extrapolation", curve.extrapolation),
-                        ("extrapolation_summary", curve.extrapolation_summary),
-                        ("recipe_pairs", recipe_pairs), ("recipe_sd", recipe_sd), ("recipe_sd_check", recipe_check),
-                        ("race_plus", plus.settings),
-                        ("race_plus_cells", plus.cells), ("race_plus_summary", plus.summary)):  # fmt: skip
-        write_table(root / f"{name}.csv", table)
-    steps("the figures")
-    written = figures.all_figures(frontier, optima, disagreement, race, convention, hacked, profile, fig_dir,
-                                  claims)  # fmt: skip
-    curve.figures = curve_figures(curve, study.curves, fig_dir, shared=shared, sizes=classes.sizes)
-    written += [p.stem for p in curve.figures]
-    steps.close()
-    return Analysis(frontier, optima, rho_star_tests, fits, disagreement, share, race, ceiling, convention,
-                    hacked, hacked_summary, claims, written, design_table, fig_dir, curve, folder)  # fmt: skip
+    m.recipe_pairs = recipes.pair_table(recipes.pairs_of(distinct), margins.recipe, recipes=m.frontier)
+    m.cards = cards.card_table(root / "steps", set(folder.runs["run_id"]))
+    m.recipe_sd = recipe_table(distinct, [t for t in METRICS if t in distinct])  # the noise model, per target
+    m.recipe_check = _recipe_check(study, power_replicates)  # its bias and coverage at this design
+    return m
 
 
 NOT_COMPUTED = ("our_value", "ci_low", "ci_high", "best_cells", "seeds_for_80pct_power", "power_now")
@@ -370,17 +451,28 @@ def _rho_star_tests(distinct: pd.DataFrame, classes: Classes, margins) -> pd.Dat
     class's paper value (the per-setting verdicts behind the class claims)."""
     out = []
     for names, x in (
-        (classes.rule_based, PAPER["rho_star.rule_based"].value),
-        (classes.prm_style, PAPER["rho_star.prm_style"].value),
+        (classes.rule_based, PAPER_RHO["rule-based"]),
+        (classes.prm_style, PAPER_RHO["PRM-style"]),
     ):
         for name in names:
             best = setting_best(distinct, name, "native_reward", margins)
             if not len(best.rhos):
                 continue
-            out.append({"setting": name, "paper_value": x, "margin": margins.rho, "best_cells": best.cells,
-                        "best_low": best.span[0], "best_high": best.span[1],
-                        "verdict": window_verdict(best.rhos, x, margins.rho), "rho_star": best.star,
-                        "ci95_low": best.low, "ci95_high": best.high, "status": best.status})  # fmt: skip
+            out.append(
+                {
+                    "setting": name,
+                    "paper_value": x,
+                    "margin": margins.rho,
+                    "best_cells": best.cells,
+                    "best_low": best.span[0],
+                    "best_high": best.span[1],
+                    "verdict": window_verdict(best.rhos, x, margins.rho),
+                    "rho_star": best.star,
+                    "ci95_low": best.low,
+                    "ci95_high": best.high,
+                    "status": best.status,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -395,6 +487,17 @@ def _fit_table(distinct: pd.DataFrame, optima: pd.DataFrame) -> pd.DataFrame:
             if data["cell"].nunique() < 3:
                 continue
             scores = aicc_by_form(data, t)
-            out.append({"setting": setting, "target": t, "runs": len(data), "flat": flat.get((setting, t)),
-                        **{f"aicc_{k}": v for k, v in scores.items()}, "best_fit": min(scores, key=scores.get)})  # fmt: skip
+            out.append(
+                {
+                    "setting": setting,
+                    "target": t,
+                    "runs": len(data),
+                    "flat": flat.get((setting, t)),
+                    **{f"aicc_{k}": v for k, v in scores.items()},
+                    "best_fit": min(scores, key=scores.get),
+                }
+            )
     return pd.DataFrame(out)
+
+
+__doc__ += table_listing()  # the listing is the registry's, never typed twice

@@ -1,6 +1,6 @@
-"""Rewrite the README's generated blocks (the plain answer, the answer in detail, the results) and the
-study facts the documents state, from the committed result tables (paper_repro.analysis.report.readme
-and .facts)."""
+"""Rewrite the generated documents from the committed result tables: README.md's plain answer, the
+whole of RESULTS.md (the answer in detail, every claim, the study in numbers) and the study facts the
+documents state (paper_repro.analysis.report.readme and .facts)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import argparse
 from paper_repro.commands._options import add_command
 
 NAME = "report"
-HELP = "rewrite the README's generated results and the documents' study facts from the committed tables"
+HELP = "rewrite README.md's answer, RESULTS.md and the documents' study facts from the committed tables"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from paper_repro.analysis.report.readme import update_readme
 
     changed = update_readme(args.profile)
-    print("README.md updated" if changed else "README.md already current")
+    print("README.md and RESULTS.md updated" if changed else "README.md and RESULTS.md already current")
     for path in update_documents(args.profile):
         print(f"{path.name}: facts updated")
     return 0

@@ -7,8 +7,12 @@ first imported), and the claims table built from the registry (:mod:`~paper_repr
 A new claim is one declaration (:func:`register_claim`) in one of the families' modules.
 """
 
-from paper_repro.analysis.claims import additions, curves, frontier, race, recipes, regimes, sizes, tables  # noqa: F401  (they register)
-from paper_repro.analysis.claims.registry import claims, register_claim, registered, spec, specs
+from importlib import import_module
+
+from paper_repro.analysis.claims.registry import FAMILIES, claims, register_claim, registered, spec, specs
 from paper_repro.analysis.claims.study import Classes, Study
+
+for _family in FAMILIES:  # each module of declarations registers its claims when imported
+    import_module(f"{__name__}.{_family}")
 
 __all__ = ["Classes", "Study", "claims", "register_claim", "registered", "spec", "specs"]

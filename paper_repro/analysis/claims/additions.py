@@ -20,11 +20,17 @@ CONVENTION_TEST = (
 )
 
 
-@register_claim("conventions.robust", sentence="the rho* verdicts are robust to the FLOP convention",
-                kind="our addition", paper="not tested", reads=("grid", "steps"), margins=("rho", "recipe_sd"),
-                words=lambda s: CONVENTION_TEST,
-                unit="share of the FLOP conventions whose rho* verdicts all match the useful-FLOP convention's",
-                simulation=NotSimulated("as the rho* ~ x claims' power, under each convention"))  # fmt: skip
+@register_claim(
+    "conventions.robust",
+    sentence="the rho* verdicts are robust to the FLOP convention",
+    kind="our addition",
+    paper="not tested",
+    reads=("grid", "steps"),
+    margins=("rho", "recipe_sd"),
+    words=lambda s: CONVENTION_TEST,
+    unit="share of the FLOP conventions whose rho* verdicts all match the useful-FLOP convention's",
+    simulation=NotSimulated("as the rho* ~ x claims' power, under each convention"),
+)
 def _conventions_robust(study: Study) -> Result:
     from paper_repro.analysis.claims.frontier import near
     from paper_repro.analysis.tables import conventions
@@ -32,8 +38,10 @@ def _conventions_robust(study: Study) -> Result:
     c, rows = study.classes, []
     for convention, column in conventions.CONVENTIONS.items():
         view = study.distinct.assign(rho=study.distinct[column])
-        for claim, names, key in (("rule-based", c.rule_based, "rho_star.rule_based"),
-                                  ("PRM-style", c.prm_style, "rho_star.prm_style")):  # fmt: skip
+        for claim, names, key in (
+            ("rule-based", c.rule_based, "rho_star.rule_based"),
+            ("PRM-style", c.prm_style, "rho_star.prm_style"),
+        ):
             verdict = near(view, names, PAPER[key].value, study.margins, estimate=False).verdict
             rows.append({"claim": claim, "convention": convention, "verdict": verdict})
     table = pd.DataFrame(rows)
@@ -48,12 +56,17 @@ def _gaming_words(study: Study) -> str:
     return prm_games_test(study.margins.gaming)
 
 
-@register_claim("hacking.prm_gamed_more",
-                sentence="the learned PRM is gamed more often than the exact checker at the same cost",
-                kind="our addition", paper="not reported", reads=("hacking",), margins=("gaming",),
-                words=_gaming_words,
-                unit="share of learned-PRM runs that game their reward minus the share of proxy-PRM runs",
-                simulation=NotSimulated("the frontier model does not generate the runs' changes from base"))  # fmt: skip
+@register_claim(
+    "hacking.prm_gamed_more",
+    sentence="the learned PRM is gamed more often than the exact checker at the same cost",
+    kind="our addition",
+    paper="not reported",
+    reads=("hacking",),
+    margins=("gaming",),
+    words=_gaming_words,
+    unit="share of learned-PRM runs that game their reward minus the share of proxy-PRM runs",
+    simulation=NotSimulated("the frontier model does not generate the runs' changes from base"),
+)
 def _prm_gamed_more(study: Study) -> Result:
     from paper_repro.analysis.tables.hacking import prm_games_more
 

@@ -14,8 +14,13 @@ from paper_repro.analysis.stats.verdict import NAN
 
 TARGET_POWER = 0.8  # the power column's "seeds for 80%"
 # the oc_* columns of a claim not simulated (its oc_note says why)
-NO_OC = {"oc_wrong_max": NAN, "oc_wrong_truth": "", "oc_agreement_min": NAN, "oc_held_when_true": NAN,
-         "oc_not_held_when_false": NAN}  # fmt: skip
+NO_OC = {
+    "oc_wrong_max": NAN,
+    "oc_wrong_truth": "",
+    "oc_agreement_min": NAN,
+    "oc_held_when_true": NAN,
+    "oc_not_held_when_false": NAN,
+}
 
 
 def study_design(table: pd.DataFrame) -> pd.DataFrame:

@@ -46,7 +46,8 @@ from paper_repro.analysis.claims.study import Study
 from paper_repro.analysis.stats.best_sets import DEFAULT
 from paper_repro.analysis.stats.optima import ALPHA, Cells, best_set
 from paper_repro.analysis.stats.verdict import NAN, Result
-from paper_repro.analysis.tables.curves import left_base, ok, prepared
+from paper_repro.analysis.tables.curve_rows import prepared
+from paper_repro.analysis.tables.curves import left_base, ok
 
 REPLICATES = 200  # simulated studies per truth for a claim's operating characteristic
 RNG_SEED = 0
@@ -83,8 +84,10 @@ def ends_of(rows: pd.DataFrame, target: str, name: str, margin: float = DEFAULT.
             low, high = (Cells.of(measured[measured["point"] == q], target) for q in (p, full[-1]))
             return Ends(name, float(p), float(full[-1]), low, high)
     last = full[-2]
-    return (f"{name}: no point below the top ({full[-1]:g}C) where every cell has left the base policy "
-            f"(at {last:g}C: {why[last]})")  # fmt: skip
+    return (
+        f"{name}: no point below the top ({full[-1]:g}C) where every cell has left the base policy "
+        f"(at {last:g}C: {why[last]})"
+    )
 
 
 def _best_names(cells: Cells, tau: float, alpha: float) -> list[str]:
@@ -126,12 +129,19 @@ def moves_decide(
     per = [(e, *move_verdict(e, tau, level)) for e in ends]
     verdicts = [v for _, v, _, _ in per] + ["inconclusive"] * len(skipped)
     words = {"held": "moves", "not held": "stays", "inconclusive": "undecided"}
-    note = "; ".join([*(f"{e.name} {e.low_point:g}C -> {e.high_point:g}C: {words[v]}" for e, v, _, _ in per),
-                      *(f"undecided, {why}" for why in skipped)])  # fmt: skip
-    sets = "; ".join(f"{e.name} {e.low_point:g}C {{{' '.join(lo)}}} -> {e.high_point:g}C {{{' '.join(hi)}}}"
-                     for e, _, lo, hi in per)  # fmt: skip
-    return Result(verdicts.count("held") / len(verdicts), verdict=aggregate_moves(verdicts), note=note,
-                  best_cells=sets)  # fmt: skip
+    note = "; ".join(
+        [
+            *(f"{e.name} {e.low_point:g}C -> {e.high_point:g}C: {words[v]}" for e, v, _, _ in per),
+            *(f"undecided, {why}" for why in skipped),
+        ]
+    )
+    sets = "; ".join(
+        f"{e.name} {e.low_point:g}C {{{' '.join(lo)}}} -> {e.high_point:g}C {{{' '.join(hi)}}}"
+        for e, _, lo, hi in per
+    )
+    return Result(
+        verdicts.count("held") / len(verdicts), verdict=aggregate_moves(verdicts), note=note, best_cells=sets
+    )
 
 
 # ---------------------------------------------------------------------------------------- operating characteristics
@@ -228,27 +238,40 @@ def _operating(
     worst = max(wrong, key=wrong.get)
     seeds = sorted({int(n) for e in truths["observed"] for n in e.low.n})
     return {
-        "oc_wrong_max": wrong[worst], "oc_wrong_truth": worst if wrong[worst] > 0 else "",
+        "oc_wrong_max": wrong[worst],
+        "oc_wrong_truth": worst if wrong[worst] > 0 else "",
         "oc_agreement_min": min(agreement.values()),
         "oc_held_when_true": min(held_when_true) if held_when_true else NAN,
         "oc_not_held_when_false": min(not_held_when_false) if not_held_when_false else NAN,
-        "oc_note": (f"{len(truths)} truths ({', '.join(truths)}), {replicates} simulated studies each, at the data's "
-                    f"seeds ({' '.join(map(str, seeds))} per cell) and seed SDs; wrong: "
-                    + ", ".join(f"{k} {v:.2f}" for k, v in wrong.items())),
-        "power_now": power, "seeds_for_80pct_power": NAN,
+        "oc_note": (
+            f"{len(truths)} truths ({', '.join(truths)}), {replicates} simulated studies each, at the data's "
+            f"seeds ({' '.join(map(str, seeds))} per cell) and seed SDs; wrong: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in wrong.items())
+        ),
+        "power_now": power,
+        "seeds_for_80pct_power": NAN,
         "power_note": "share of simulated studies around the data's own means that decide (not simulated over seed counts)",
-    }  # fmt: skip
+    }
 
 
 def _no_oc(reason: str) -> dict:
-    return {**NO_OC, "oc_not_held_when_false": NAN, "oc_note": f"not simulated: {reason}", "power_now": NAN, "seeds_for_80pct_power": NAN,
-            "power_note": f"not simulated: {reason}"}  # fmt: skip
+    return {
+        **NO_OC,
+        "oc_not_held_when_false": NAN,
+        "oc_note": f"not simulated: {reason}",
+        "power_now": NAN,
+        "seeds_for_80pct_power": NAN,
+        "power_note": f"not simulated: {reason}",
+    }
 
 
 def moves_operating(
-    ends: Sequence[Ends], tau: float = 0.0, replicates: int = REPLICATES, seed: int = RNG_SEED,
+    ends: Sequence[Ends],
+    tau: float = 0.0,
+    replicates: int = REPLICATES,
+    seed: int = RNG_SEED,
     skipped: Sequence[str] = (),
-) -> dict:  # fmt: skip
+) -> dict:
     """How often "the best allocation moves with the budget" is wrong, by simulation (module
     docstring): the claims table's ``oc_*`` and power columns."""
     ends = list(ends)
@@ -261,8 +284,9 @@ def moves_operating(
         moved = ["held" if _top(e.low) != _top(e.high) else "not held" for e in truth]
         return aggregate_moves(moved + ["inconclusive"] * len(skipped))
 
-    return _operating(move_truths(ends), lambda d: moves_decide(d, tau, skipped=skipped).verdict, truly,
-                      replicates, seed)  # fmt: skip
+    return _operating(
+        move_truths(ends), lambda d: moves_decide(d, tau, skipped=skipped).verdict, truly, replicates, seed
+    )
 
 
 # ---------------------------------------------------------------------------------------- the claims rows
@@ -319,6 +343,7 @@ def setting_ends(
 # ---------------------------------------------------------------------------------------- declarations
 
 TARGET = "native_reward"
+MOVES = "curves.moves"  # the claim's id (the answer's as-the-budget-grows line names it)
 
 
 def _replicates(study: Study) -> dict:
@@ -334,11 +359,17 @@ def _moves_operating(study: Study) -> dict:
     return moves_operating(ends, study.curve_tau, skipped=skipped, **_replicates(study))
 
 
-@register_claim("curves.moves", sentence="the best allocation moves with the budget", kind="our addition",
-                paper="not tested", reads=("curves",), margins=("recipe_sd", "gain"),
-                words=lambda s: moves_test(TARGET, s.curve_tau, s.margins.gain),
-                unit="share of settings whose best cells at the ladder's top exclude those at its foot",
-                simulation=OwnSimulation(_moves_operating, "observed, static, moving"))  # fmt: skip
+@register_claim(
+    MOVES,
+    sentence="the best allocation moves with the budget",
+    kind="our addition",
+    paper="not tested",
+    reads=("curves",),
+    margins=("recipe_sd", "gain"),
+    words=lambda s: moves_test(TARGET, s.curve_tau, s.margins.gain),
+    unit="share of settings whose best cells at the ladder's top exclude those at its foot",
+    simulation=OwnSimulation(_moves_operating, "observed, static, moving"),
+)
 def _curves_moves(study: Study) -> Result:
     ends, skipped = _moves_ends(study)
     return moves_decide(ends, study.curve_tau, skipped=skipped)

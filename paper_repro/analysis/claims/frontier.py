@@ -76,8 +76,12 @@ def near(
     split = contradict(bests)
     if split:
         pairs = ", ".join(f"{a} vs {b}" for a, b in split)
-        return Result(verdict="heterogeneous", note=f"best sets lie more than one grid step apart: {pairs}; {per_setting}",
-                      best_cells=_sets_words(bests), unanimous=_unanimous(verdicts))  # fmt: skip
+        return Result(
+            verdict="heterogeneous",
+            note=f"best sets lie more than one grid step apart: {pairs}; {per_setting}",
+            best_cells=_sets_words(bests),
+            unanimous=_unanimous(verdicts),
+        )
     verdict = _unanimous(verdicts) or "inconclusive"
     value, low, high = _class_estimate(bests)
     return Result(value, low, high, verdict, per_setting, _sets_words(bests))
@@ -118,8 +122,12 @@ def lower(
     verdict = _ordered(pb, rb)
     if split:
         pairs = ", ".join(f"{a} vs {b}" for a, b in split)
-        return Result(verdict="heterogeneous", note=f"within a class, best sets lie more than one grid step apart: {pairs}",
-                      best_cells=sets, unanimous=verdict if verdict != "inconclusive" else "")  # fmt: skip
+        return Result(
+            verdict="heterogeneous",
+            note=f"within a class, best sets lie more than one grid step apart: {pairs}",
+            best_cells=sets,
+            unanimous=verdict if verdict != "inconclusive" else "",
+        )
     value = _class_estimate(pb)[0] - _class_estimate(rb)[0]
     return Result(value, verdict=verdict, note="PRM-style minus rule-based median rho*", best_cells=sets)
 
@@ -176,8 +184,13 @@ def pass1_vs_judge(runs: pd.DataFrame, names, m: Margins = DEFAULT, estimate: bo
     else:
         verdict = "inconclusive"
     note = "; ".join(f"{k}: {v}" for k, v in verdicts.items())
-    return Result(values.count("held") / len(values), verdict=verdict, note=note, best_cells="; ".join(sets),
-                  unanimous=_unanimous(values))  # fmt: skip
+    return Result(
+        values.count("held") / len(values),
+        verdict=verdict,
+        note=note,
+        best_cells="; ".join(sets),
+        unanimous=_unanimous(values),
+    )
 
 
 # ---------------------------------------------------------------------------------------- words
@@ -228,6 +241,7 @@ def pass1_test(names, m: Margins = DEFAULT) -> str:
 
 RHO_MARGINS = ("rho", "recipe_sd")
 # the targets the reward-system claims are declared on: (id suffix, target); the native reward is the paper's
+FAMILY = "rho_star."  # the ids of this module's rho* windows begin so (on every target)
 CLAIM_TARGETS = (("", "native_reward"), (".gsm_pass1", "gsm_pass1"), (".judge_score", "judge_score"))
 
 
@@ -252,34 +266,61 @@ for _suffix, _target in CLAIM_TARGETS:
 
     for _class, _words in (("rule_based", "rule-based rewards"), ("prm_style", "PRM-style rewards")):
         _key = f"rho_star.{_class}"
-        register_claim(f"{_key}{_suffix}", sentence=f"{_words}: rho* ~ {{paper}}" + _on(_target), kind=_kind,
-                       paper=_key, reads=("grid",), margins=RHO_MARGINS, unit="rho*: the median over the class's settings of their fitted peak's rho (interval: the envelope of their 95% intervals)",
-                simulation=_sim,
-                       words=lambda s, t=_target, k=_key: near_test(PAPER[k].value, s.margins, t),
-                       )(_near_claim(_class, _key, _target))  # fmt: skip
+        register_claim(
+            f"{_key}{_suffix}",
+            sentence=f"{_words}: rho* ~ {{paper}}" + _on(_target),
+            kind=_kind,
+            paper=_key,
+            reads=("grid",),
+            margins=RHO_MARGINS,
+            unit="rho*: the median over the class's settings of their fitted peak's rho (interval: the envelope of their 95% intervals)",
+            simulation=_sim,
+            words=lambda s, t=_target, k=_key: near_test(PAPER[k].value, s.margins, t),
+            headline="optimum" if _target == "native_reward" else None,
+        )(_near_claim(_class, _key, _target))
 
-    @register_claim(f"rho_star.prm_lower{_suffix}",
-                    sentence="PRM-style rho* is lower than rule-based rho*" + _on(_target), kind=_kind,
-                    paper="rho_star.prm_lower", reads=("grid",), margins=RHO_MARGINS, unit="rho*: the PRM-style settings' median minus the rule-based settings' median (negative: PRM-style lower)",
-                simulation=_sim,
-                    words=lambda s, t=_target: lower_test(s.margins, t))  # fmt: skip
+    @register_claim(
+        f"rho_star.prm_lower{_suffix}",
+        sentence="PRM-style rho* is lower than rule-based rho*" + _on(_target),
+        kind=_kind,
+        paper="rho_star.prm_lower",
+        reads=("grid",),
+        margins=RHO_MARGINS,
+        unit="rho*: the PRM-style settings' median minus the rule-based settings' median (negative: PRM-style lower)",
+        simulation=_sim,
+        words=lambda s, t=_target: lower_test(s.margins, t),
+        headline="optimum" if _target == "native_reward" else None,
+    )
     def _prm_lower(study: Study, t: str = _target) -> Result:
         c = study.classes
         return lower(study.grid, c.middle_rule, c.middle_prm, study.margins, t, study.estimate)
 
 
-@register_claim("targets_disagree", sentence="evaluation targets disagree on the best allocation",
-                kind="paper claim", paper="targets_disagree", reads=("grid",), margins=RHO_MARGINS,
-                unit="share of settings whose targets' best cells disagree",
-                simulation=Simulated(), words=lambda s: disagree_test(s.margins))  # fmt: skip
+@register_claim(
+    "targets_disagree",
+    sentence="evaluation targets disagree on the best allocation",
+    kind="paper claim",
+    paper="targets_disagree",
+    reads=("grid",),
+    margins=RHO_MARGINS,
+    unit="share of settings whose targets' best cells disagree",
+    simulation=Simulated(),
+    words=lambda s: disagree_test(s.margins),
+)
 def _targets_disagree(study: Study) -> Result:
     return disagree(study.grid, study.classes.distinct, study.margins, study.estimate)
 
 
-@register_claim("pass1_vs_judge",
-                sentence="dense/PRM rewards: pass@1 prefers a high-update cell, the judge a mid-update cell",
-                kind="paper claim", paper="pass1_vs_judge", reads=("grid",), margins=("recipe_sd",),
-                unit="share of dense/PRM settings where pass@1's best cells are high-update and the judge's mid-update",
-                simulation=Simulated(), words=lambda s: pass1_test(s.classes.process, s.margins))  # fmt: skip
+@register_claim(
+    "pass1_vs_judge",
+    sentence="dense/PRM rewards: pass@1 prefers a high-update cell, the judge a mid-update cell",
+    kind="paper claim",
+    paper="pass1_vs_judge",
+    reads=("grid",),
+    margins=("recipe_sd",),
+    unit="share of dense/PRM settings where pass@1's best cells are high-update and the judge's mid-update",
+    simulation=Simulated(),
+    words=lambda s: pass1_test(s.classes.process, s.margins),
+)
 def _pass1_vs_judge(study: Study) -> Result:
     return pass1_vs_judge(study.grid, study.classes.process, study.margins, study.estimate)

@@ -27,9 +27,8 @@ setting-clustered gains with the between- and within-setting SDs the data show, 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
-from itertools import pairwise, permutations
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -38,6 +37,7 @@ from paper_repro.analysis.claims.columns import NO_OC, TARGET_POWER
 from paper_repro.analysis.claims.registry import NotSimulated, OwnSimulation, Variant, register_claim
 from paper_repro.analysis.claims.study import Study
 from paper_repro.analysis.stats.best_sets import DEFAULT
+from paper_repro.analysis.stats.ranks import PERMUTATIONS, permutation_p
 from paper_repro.analysis.stats.verdict import NAN, VERDICTS, Result
 from paper_repro.analysis.tables.race import (
     ALPHA,
@@ -51,8 +51,6 @@ from paper_repro.analysis.tables.race import (
 from paper_repro.analysis.wording import fraction_words
 from paper_repro.config import Margins
 
-PERMUTATIONS = 10_000  # Monte Carlo draws of the permutation test where exact enumeration is not cheap
-EXACT_CELLS = 7  # settings of at most this many cells are enumerated exactly (7! = 5040 orders)
 MIN_MOVED = 3  # settings whose pilots moved that the agreement test needs
 MIN_SETTINGS = 3  # settings with fresh-seed pairs that the gain test needs
 REPLICATES = 2000  # simulated studies per truth of the gain test's operating characteristics
@@ -189,40 +187,6 @@ def _aligned(row: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
     return pilot[common].to_numpy(float), full[common].to_numpy(float)
 
 
-def _rank_correlations(pilots: np.ndarray, full: np.ndarray) -> np.ndarray:
-    """Spearman's correlation of each row of ``pilots`` (orders of one setting's pilot means) with
-    ``full``: the Pearson correlation of their (mid-)ranks."""
-    from scipy import stats
-
-    a = stats.rankdata(pilots, axis=-1)
-    b = stats.rankdata(full)
-    a, b = a - a.mean(axis=-1, keepdims=True), b - b.mean()
-    return (a @ b) / np.sqrt((a * a).sum(axis=-1) * (b @ b))
-
-
-def permutation_p(pairs, draws: int = PERMUTATIONS, seed: int = 0) -> float:
-    """One-sided p of the summed (so the mean) Spearman correlation over ``pairs`` (pilot, full cell
-    means per setting) when the pilot means are shuffled within each setting: exact, by convolving
-    each setting's distribution over every order, when each has at most :data:`EXACT_CELLS` cells;
-    else ``draws`` Monte Carlo shuffles (fixed RNG ``seed``)."""
-    observed = sum(float(_rank_correlations(p[None, :], f)[0]) for p, f in pairs)
-    if all(len(p) <= EXACT_CELLS for p, _ in pairs):
-        sums = {0.0: 1.0}
-        for p, f in pairs:
-            values, counts = np.unique(
-                np.round(_rank_correlations(np.array(list(permutations(p))), f), 9), return_counts=True
-            )
-            grown = defaultdict(float)
-            for total, weight in sums.items():
-                for v, c in zip(values, counts / counts.sum(), strict=True):
-                    grown[round(total + v, 9)] += weight * c
-            sums = grown
-        return float(min(1.0, sum(w for total, w in sums.items() if total >= observed - 1e-6)))
-    rng = np.random.default_rng(seed)
-    null = sum(_rank_correlations(rng.permuted(np.tile(p, (draws, 1)), axis=1), f) for p, f in pairs)
-    return float((1 + np.sum(null >= observed - 1e-9)) / (1 + draws))
-
-
 # ---------------------------------------------------------------------------------------- RACE+
 
 
@@ -256,8 +220,9 @@ def no_race_gain(
         f"TOST p {t['p_tost'][0]:.2g} (margin +-{m.gain:g}); {iccs}"
     )
     note = f"{note}; {flops}" if flops else note
-    return Result(float(t["mean"][0]), float(t["low95"][0]), float(t["high95"][0]),
-                  VERDICTS[int(t["code"][0])], note)  # fmt: skip
+    return Result(
+        float(t["mean"][0]), float(t["low95"][0]), float(t["high95"][0]), VERDICTS[int(t["code"][0])], note
+    )
 
 
 def setting_tost(means: np.ndarray, margin: float) -> dict[str, np.ndarray]:
@@ -279,10 +244,20 @@ def setting_tost(means: np.ndarray, margin: float) -> dict[str, np.ndarray]:
     flat = se == 0
     p_tost = np.where(flat, np.where(np.abs(mean) < margin, 0.0, 1.0), np.maximum(p_low, p_high))
     low95 = mean - t95 * se
-    code = np.where(p_tost < 0.05, VERDICTS.index("held"),
-                    np.where(low95 > 0, VERDICTS.index("not held"), VERDICTS.index("inconclusive")))  # fmt: skip
-    return {"mean": mean, "low90": mean - t90 * se, "high90": mean + t90 * se, "low95": low95,
-            "high95": mean + t95 * se, "p_tost": p_tost, "code": code}  # fmt: skip
+    code = np.where(
+        p_tost < 0.05,
+        VERDICTS.index("held"),
+        np.where(low95 > 0, VERDICTS.index("not held"), VERDICTS.index("inconclusive")),
+    )
+    return {
+        "mean": mean,
+        "low90": mean - t90 * se,
+        "high90": mean + t90 * se,
+        "low95": low95,
+        "high95": mean + t95 * se,
+        "p_tost": p_tost,
+        "code": code,
+    }
 
 
 def intraclass(values: np.ndarray, groups: np.ndarray) -> tuple[float, float, float]:
@@ -370,8 +345,15 @@ def gain_truths(margin: float) -> dict[str, tuple[float, str]]:
     return out
 
 
-def simulated_verdicts(gain: float, between: float, within: float, sizes, margin: float, replicates: int,
-                       rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def simulated_verdicts(
+    gain: float,
+    between: float,
+    within: float,
+    sizes,
+    margin: float,
+    replicates: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """The verdicts of ``replicates`` simulated studies: per setting a shared draw (SD ``between``)
     plus per-pair draws (SD ``within``) at ``sizes`` pairs per setting, around the true ``gain``,
     decided by :func:`setting_tost` on their setting means (as :func:`no_race_gain` does)."""
@@ -383,8 +365,31 @@ def simulated_verdicts(gain: float, between: float, within: float, sizes, margin
     return np.asarray(VERDICTS, dtype=object)[setting_tost(gain + shared + means, margin)["code"]]
 
 
-def gain_operating(gains: np.ndarray, groups: np.ndarray, margin: float, replicates: int = REPLICATES,
-                   seed: int = RNG_SEED) -> tuple[pd.DataFrame, dict]:  # fmt: skip
+def _truth_row(verdicts: np.ndarray, gain: float, truth: str, margin: float) -> dict:
+    """One truth's row of the gain test's operating characteristics from its simulated ``verdicts``:
+    the shares of each verdict, how often it is wrong and how often two draws agree."""
+    share = {k: float(np.mean(verdicts == k)) for k in ("held", "not held", "inconclusive")}
+    grey = 0.0 < gain < margin  # equivalent, and a positive gain: both decided verdicts are right
+    wrong = (
+        0.0
+        if grey
+        else 1.0 - share["inconclusive"] - share.get(truth, 0.0)
+        if truth != "inconclusive"
+        else (share["held"] + share["not held"])
+    )
+    return {
+        "true_gain": gain,
+        "true_verdict": truth,
+        "grey": grey,
+        **{f"share_{k.replace(' ', '_')}": x for k, x in share.items()},
+        "wrong": wrong,
+        "agreement": sum(x * x for x in share.values()),
+    }
+
+
+def gain_operating(
+    gains: np.ndarray, groups: np.ndarray, margin: float, replicates: int = REPLICATES, seed: int = RNG_SEED
+) -> tuple[pd.DataFrame, dict]:
     """The gain test's operating characteristics: per truth (:func:`gain_truths`) the shares of each
     verdict, how often it is wrong (a decided verdict other than the truth's) and how often two draws
     agree, at the data's settings and pairs per setting with the SDs the data show
@@ -394,35 +399,47 @@ def gain_operating(gains: np.ndarray, groups: np.ndarray, margin: float, replica
     sizes = pd.Series(groups).value_counts(sort=False).to_numpy(int) if len(gains) else np.array([], int)
     if np.isnan(within) or len(sizes) < MIN_SETTINGS:
         words = "not simulated: too few settings or pairs per setting to estimate the noise"
-        return pd.DataFrame(), {**NO_OC, "oc_not_held_when_false": NAN, "oc_note": words, "power_now": NAN,
-                                "seeds_for_80pct_power": NAN, "power_note": words}  # fmt: skip
+        return pd.DataFrame(), {
+            **NO_OC,
+            "oc_not_held_when_false": NAN,
+            "oc_note": words,
+            "power_now": NAN,
+            "seeds_for_80pct_power": NAN,
+            "power_note": words,
+        }
     rng = np.random.default_rng(seed)
     rows = []
     for name, (gain, truth) in gain_truths(margin).items():
         v = simulated_verdicts(gain, between, within, sizes, margin, replicates, rng)
-        share = {k: float(np.mean(v == k)) for k in ("held", "not held", "inconclusive")}
-        grey = 0.0 < gain < margin  # equivalent, and a positive gain: both decided verdicts are right
-        wrong = (
-            0.0 if grey
-            else 1.0 - share["inconclusive"] - share.get(truth, 0.0) if truth != "inconclusive"
-            else (share["held"] + share["not held"])
-        )  # fmt: skip
-        rows.append({"truth": name, "true_gain": gain, "true_verdict": truth, "grey": grey,
-                     **{f"share_{k.replace(' ', '_')}": x for k, x in share.items()}, "wrong": wrong,
-                     "agreement": sum(x * x for x in share.values()), "studies": replicates})  # fmt: skip
+        rows.append({"truth": name, **_truth_row(v, gain, truth, margin), "studies": replicates})
     table = pd.DataFrame(rows)
     worst = table.loc[table["wrong"].idxmax()]
-    power = {n: float(np.mean(simulated_verdicts(0.0, between, within, np.full(len(sizes), n), margin,
-                                                 replicates, rng) == "held")) for n in POWER_SEEDS}  # fmt: skip
+    power = {
+        n: float(
+            np.mean(
+                simulated_verdicts(0.0, between, within, np.full(len(sizes), n), margin, replicates, rng)
+                == "held"
+            )
+        )
+        for n in POWER_SEEDS
+    }
     now = int(np.median(sizes))
     power.setdefault(
         now,
         float(np.mean(simulated_verdicts(0.0, between, within, sizes, margin, replicates, rng) == "held")),
     )
     needed = next((n for n, x in sorted(power.items()) if x >= TARGET_POWER), None)
-    by_settings = {k * len(sizes): float(np.mean(simulated_verdicts(0.0, between, within, np.full(k * len(sizes), now),
-                                                                    margin, replicates, rng) == "held"))
-                   for k in SETTINGS_MULTIPLES}  # fmt: skip
+    by_settings = {
+        k * len(sizes): float(
+            np.mean(
+                simulated_verdicts(
+                    0.0, between, within, np.full(k * len(sizes), now), margin, replicates, rng
+                )
+                == "held"
+            )
+        )
+        for k in SETTINGS_MULTIPLES
+    }
     clear = table[~table["grey"]]  # the powers leave the grey zone out
     held, gained = clear[clear["true_verdict"] == "held"], clear[clear["true_verdict"] == "not held"]
     oc = {
@@ -431,16 +448,25 @@ def gain_operating(gains: np.ndarray, groups: np.ndarray, margin: float, replica
         "oc_agreement_min": float(table["agreement"].min()),
         "oc_held_when_true": float(held["share_held"].min()),
         "oc_not_held_when_false": float(gained["share_not_held"].min()),
-        "oc_note": (f"{len(table)} truths (gains 0, +-1/2, +-1, +-2 margins; a loss of a margin or more calls for "
-                    f"inconclusive; a gain between 0 and the margin makes held and not held both right), {replicates} studies each, {len(sizes)} settings at {now} pairs, ICC {icc:.2f} "
-                    f"(between-setting SD {between:.3f}, within {within:.3f}: the data's; race.py)"),
+        "oc_note": (
+            f"{len(table)} truths (gains 0, +-1/2, +-1, +-2 margins; a loss of a margin or more calls for "
+            f"inconclusive; a gain between 0 and the margin makes held and not held both right), {replicates} studies each, {len(sizes)} settings at {now} pairs, ICC {icc:.2f} "
+            f"(between-setting SD {between:.3f}, within {within:.3f}: the data's; race.py)"
+        ),
         "power_now": power[now],
         "seeds_for_80pct_power": float(needed or NAN),
-        "power_note": "P(held) at true gain 0 by fresh seeds per setting, the settings fixed: " + ", ".join(
-            f"{n} seeds: {x:.2f}" for n, x in sorted(power.items())) + ("" if needed else (
-            f"; not reached with up to {max(power)} seeds: the between-setting SD bounds it")) + (
-            f"; by settings at {now} seeds each: " + ", ".join(f"{k}: {x:.2f}" for k, x in by_settings.items())),
-    }  # fmt: skip
+        "power_note": "P(held) at true gain 0 by fresh seeds per setting, the settings fixed: "
+        + ", ".join(f"{n} seeds: {x:.2f}" for n, x in sorted(power.items()))
+        + (
+            ""
+            if needed
+            else (f"; not reached with up to {max(power)} seeds: the between-setting SD bounds it")
+        )
+        + (
+            f"; by settings at {now} seeds each: "
+            + ", ".join(f"{k}: {x:.2f}" for k, x in by_settings.items())
+        ),
+    }
     return table, oc
 
 
@@ -455,6 +481,19 @@ def with_kappa(result: Result, race: pd.DataFrame) -> Result:
 
 # ---------------------------------------------------------------------------------------- declarations
 
+PILOTS_ID = "race.pilots"  # one row per pilot budget: pilot_claim(fraction)
+
+
+def pilot_suffix(fraction: float) -> str:
+    """The id suffix of the pilots claim's row at ``fraction`` of the budget."""
+    return f"@{fraction_words(fraction)}"
+
+
+def pilot_claim(fraction: float) -> str:
+    """The claims table's id of the pilots claim at ``fraction`` of the budget (RESULTS.md's RACE table)."""
+    return PILOTS_ID + pilot_suffix(fraction)
+
+
 PILOTS = NotSimulated("the test reads the pilot grids, which the frontier model does not generate")
 
 
@@ -464,8 +503,11 @@ def _gain_operating(study: Study) -> dict:
     return gain_operating(gains, groups, study.margins.gain, **kwargs)[1]
 
 
-FRESH = OwnSimulation(_gain_operating, "true gains of 0, +-1/2, +-1 and +-2 margins, setting-clustered with the "
-                      "between- and within-setting SDs the fresh-seed pairs show")  # fmt: skip
+FRESH = OwnSimulation(
+    _gain_operating,
+    "true gains of 0, +-1/2, +-1 and +-2 margins, setting-clustered with the "
+    "between- and within-setting SDs the fresh-seed pairs show",
+)
 
 
 def _pilot_fractions(study: Study) -> list[Variant]:
@@ -474,10 +516,15 @@ def _pilot_fractions(study: Study) -> list[Variant]:
     race = race[~race["setting"].isin(list(study.classes.shared))] if len(race) else race
     fractions = list(dict.fromkeys(race["pilot_fraction"])) if len(race) else []
     return [
-        Variant(f"@{fraction_words(f)}", {"fraction": f}, {"fraction": fraction_words(f)},
-                kind=None if i == 0 else "our addition", paper=None if i == 0 else "not tested")
+        Variant(
+            pilot_suffix(f),
+            {"fraction": f},
+            {"fraction": fraction_words(f)},
+            kind=None if i == 0 else "our addition",
+            paper=None if i == 0 else "not tested",
+        )
         for i, f in enumerate(fractions)
-    ]  # fmt: skip
+    ]
 
 
 def _pilot_words(study: Study, fraction: float) -> str:
@@ -485,10 +532,17 @@ def _pilot_words(study: Study, fraction: float) -> str:
     return pilot_agreement_test()
 
 
-@register_claim("race.pilots", sentence="RACE pilots at {fraction} of the budget name the full grid's regime",
-                kind="paper claim", paper="race.pilots", reads=("race",), words=_pilot_words,
-                unit="Spearman rank correlation of the pilot and full-budget cell means, averaged over the settings whose pilots moved",
-                simulation=PILOTS, variants=_pilot_fractions)  # fmt: skip
+@register_claim(
+    PILOTS_ID,
+    sentence="RACE pilots at {fraction} of the budget name the full grid's regime",
+    kind="paper claim",
+    paper="race.pilots",
+    reads=("race",),
+    words=_pilot_words,
+    unit="Spearman rank correlation of the pilot and full-budget cell means, averaged over the settings whose pilots moved",
+    simulation=PILOTS,
+    variants=_pilot_fractions,
+)
 def _race_pilots(study: Study, fraction: float) -> Result:
 
     race = study.race
@@ -497,10 +551,17 @@ def _race_pilots(study: Study, fraction: float) -> Result:
     return with_kappa(pilot_agreement(rows), rows)
 
 
-@register_claim("race.no_gain", sentence="RACE gives no stable held-out gain over a fixed default allocation",
-                kind="paper claim", paper="race.no_gain", reads=("race", "fresh"), margins=("gain",),
-                unit="native reward: RACE's pick minus TRL's default on fresh seeds, the mean of the settings' means",
-                simulation=FRESH, words=lambda s: no_gain_test(s.margins))  # fmt: skip
+@register_claim(
+    "race.no_gain",
+    sentence="RACE gives no stable held-out gain over a fixed default allocation",
+    kind="paper claim",
+    paper="race.no_gain",
+    reads=("race", "fresh"),
+    margins=("gain",),
+    unit="native reward: RACE's pick minus TRL's default on fresh seeds, the mean of the settings' means",
+    simulation=FRESH,
+    words=lambda s: no_gain_test(s.margins),
+)
 def _race_no_gain(study: Study) -> Result:
     gains, groups = race_gains(study.race)
     return no_race_gain(gains, study.margins, groups, flops_words(study.race))

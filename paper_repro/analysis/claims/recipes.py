@@ -150,14 +150,23 @@ def recipe_test(margin: float, target_words: str = "native reward") -> str:
 
 
 def _truths(margin: float) -> dict[str, float]:
-    return {"identical recipes (tau 0)": 0.0, "tau 0.5 x margin": 0.5 * margin, "tau at the margin": margin,
-            "tau 2 x margin": 2 * margin, "rho not sufficient (tau 4 x margin)": 4 * margin}  # fmt: skip
+    return {
+        "identical recipes (tau 0)": 0.0,
+        "tau 0.5 x margin": 0.5 * margin,
+        "tau at the margin": margin,
+        "tau 2 x margin": 2 * margin,
+        "rho not sufficient (tau 4 x margin)": 4 * margin,
+    }
 
 
 def simulate(
-    sds: Sequence[float], seeds: Sequence[int], tau: float, margin: float, replicates: int,
+    sds: Sequence[float],
+    seeds: Sequence[int],
+    tau: float,
+    margin: float,
+    replicates: int,
     rng: np.random.Generator,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """The rule's verdict codes on ``replicates`` simulated studies: pair ``j`` with ``seeds[j]``
     per-seed differences of SD ``sds[j]`` around ``delta_j ~ N(0, 2 tau^2)``."""
     dbar, v = np.empty((replicates, len(sds))), np.empty((replicates, len(sds)))
@@ -169,17 +178,26 @@ def simulate(
 
 
 def recipe_operating(
-    pairs: Sequence[Pair], margin: float, replicates: int = REPLICATES, seed: int = RNG_SEED,
+    pairs: Sequence[Pair],
+    margin: float,
+    replicates: int = REPLICATES,
+    seed: int = RNG_SEED,
     power_replicates: int = POWER_REPLICATES,
-) -> tuple[pd.DataFrame, dict]:  # fmt: skip
+) -> tuple[pd.DataFrame, dict]:
     """The rule on simulated pairs (each pair's seed count and SD of differences) under known recipe
     SDs: per truth the shares of each verdict and the wrong share; and the claims row's ``oc_*`` and
     power columns (module docstring)."""
     kept = usable(pairs)
     if not kept:
         reason = "not simulated: no recipe pair with two seeds in common"
-        return pd.DataFrame(), {**NO_OC, "oc_not_held_when_false": NAN, "oc_note": reason, "power_now": NAN,
-                                "seeds_for_80pct_power": NAN, "power_note": reason}  # fmt: skip
+        return pd.DataFrame(), {
+            **NO_OC,
+            "oc_not_held_when_false": NAN,
+            "oc_note": reason,
+            "power_now": NAN,
+            "seeds_for_80pct_power": NAN,
+            "power_note": reason,
+        }
     rng = np.random.default_rng(seed)
     sds, seeds = [float(p.d.std(ddof=1)) for p in kept], [len(p.d) for p in kept]
     rows = []
@@ -188,9 +206,17 @@ def recipe_operating(
         share = {v: float(np.mean(codes == i)) for i, v in enumerate(CODES)}
         truth = "held" if tau < margin else "not held"
         wrong = share["not held"] if truth == "held" else share["held"]
-        rows.append({"truth": name, "tau": tau, "true_verdict": truth,
-                     **{f"share_{k.replace(' ', '_')}": v for k, v in share.items()},
-                     "agreement": sum(p * p for p in share.values()), "wrong": wrong, "studies": replicates})  # fmt: skip
+        rows.append(
+            {
+                "truth": name,
+                "tau": tau,
+                "true_verdict": truth,
+                **{f"share_{k.replace(' ', '_')}": v for k, v in share.items()},
+                "agreement": sum(p * p for p in share.values()),
+                "wrong": wrong,
+                "studies": replicates,
+            }
+        )
     table = pd.DataFrame(rows)
     worst = table.loc[table["wrong"].idxmax()]
     held = table.loc[table["tau"] < margin, "share_held"]
@@ -201,11 +227,13 @@ def recipe_operating(
         "oc_agreement_min": float(table["agreement"].min()),
         "oc_held_when_true": float(held.min()),
         "oc_not_held_when_false": float(refuted.min()),
-        "oc_note": (f"{len(table)} truths, {replicates} studies each, with the {len(kept)} pairs' own seeds "
-                    f"({' '.join(map(str, seeds))}) and SDs of their differences; wrong: "
-                    + ", ".join(f"{r.truth} {r.wrong:.3f}" for r in table.itertuples())),
+        "oc_note": (
+            f"{len(table)} truths, {replicates} studies each, with the {len(kept)} pairs' own seeds "
+            f"({' '.join(map(str, seeds))}) and SDs of their differences; wrong: "
+            + ", ".join(f"{r.truth} {r.wrong:.3f}" for r in table.itertuples())
+        ),
         **_power(kept, margin, power_replicates, rng),
-    }  # fmt: skip
+    }
     return table, oc
 
 
@@ -220,13 +248,17 @@ def _power(kept: Sequence[Pair], margin: float, replicates: int, rng: np.random.
         decided[n] = float(np.mean(codes != 2))
     now = float(np.mean(simulate(sds, [len(p.d) for p in kept], sd.tau, margin, replicates, rng) != 2))
     needed = next((n for n, p in sorted(decided.items()) if p >= 0.8), None)
-    note = (f"with the pairs' estimate (tau {sd.tau:.3f}) as the truth, {len(kept)} pairs: "
-            + ", ".join(f"{n} seeds {p:.2f}" for n, p in sorted(decided.items())))  # fmt: skip
+    note = f"with the pairs' estimate (tau {sd.tau:.3f}) as the truth, {len(kept)} pairs: " + ", ".join(
+        f"{n} seeds {p:.2f}" for n, p in sorted(decided.items())
+    )
     if needed is None:
         note += (
             f"; not decided in 80% of studies at up to {max(decided)} seeds: more pairs, not seeds, narrow it"
         )
     return {"power_now": now, "seeds_for_80pct_power": float(needed or NAN), "power_note": note}
+
+
+RHO_SUFFICES = "recipes.rho_suffices"  # the claim's id (RESULTS.md says what its verdict means for rho)
 
 
 def _recipe_operating(study: Study) -> dict:
@@ -238,10 +270,18 @@ def _recipe_words(study: Study) -> str:
     return recipe_test(study.margins.recipe)
 
 
-@register_claim("recipes.rho_suffices", sentence="at equal rho, the recipe does not matter", kind="our addition",
-                paper="report_rho", reads=("grid",), margins=("recipe",), words=_recipe_words,
-                unit="native reward SD of a recipe's effect at equal rho (REML, from the recipe pairs)",
-                simulation=OwnSimulation(_recipe_operating, "recipe SD 0, 0.5, 1, 2 and 4 margins (4: rho not "
-                                         "sufficient)"))  # fmt: skip
+@register_claim(
+    RHO_SUFFICES,
+    sentence="at equal rho, the recipe does not matter",
+    kind="our addition",
+    paper="report_rho",
+    reads=("grid",),
+    margins=("recipe",),
+    words=_recipe_words,
+    unit="native reward SD of a recipe's effect at equal rho (REML, from the recipe pairs)",
+    simulation=OwnSimulation(
+        _recipe_operating, "recipe SD 0, 0.5, 1, 2 and 4 margins (4: rho not sufficient)"
+    ),
+)
 def _rho_suffices(study: Study) -> Result:
     return recipe_decide(pairs_of(study.distinct), study.margins.recipe)

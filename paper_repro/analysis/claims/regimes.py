@@ -80,8 +80,9 @@ def setting_weights(
     return {s: {c: sign * v / len(per) for c, v in w.items()} for s, w in per.items()}, missing
 
 
-def regime(study: Study, plus: Sequence[str], minus: Sequence[str] = (), level: str = ANY,
-           sign: float = 1.0) -> Result:  # fmt: skip
+def regime(
+    study: Study, plus: Sequence[str], minus: Sequence[str] = (), level: str = ANY, sign: float = 1.0
+) -> Result:
     """The contrast "update-heavy minus search-heavy" over the settings ``plus`` (minus that over
     ``minus``: the interaction), times ``sign`` (the paper's direction positive), decided at
     ``level`` by the module's rule."""
@@ -133,8 +134,10 @@ def allocation(study: Study, names: Sequence[str] | None = None) -> Result:
         widest = np.nanmax([widest, float(np.max(np.abs(d)))])
     n = len(parts)
     verdict = "held" if matters else "not held" if len(flat) == n else "inconclusive"
-    note = (f"matters in {len(matters)} of {n} settings ({', '.join(matters) or 'none'}), flat in {len(flat)} "
-            f"({', '.join(flat) or 'none'})")  # fmt: skip
+    note = (
+        f"matters in {len(matters)} of {n} settings ({', '.join(matters) or 'none'}), flat in {len(flat)} "
+        f"({', '.join(flat) or 'none'})"
+    )
     return Result(widest, verdict=verdict, note=note)
 
 
@@ -162,9 +165,10 @@ def _pairwise(grid: Grid) -> tuple[np.ndarray, float, float] | None:
 def regime_words(m: Margins, level: str, what: str) -> str:
     (u0, u1), (d0, d1) = windows(m)
     recipe = (
-        "seed noise only, the cells as run" if level == THESE
+        "seed noise only, the cells as run"
+        if level == THESE
         else "seed noise plus the REML recipe SD per cell (any recipe realising the cell's rho), Satterthwaite df over both"
-    )  # fmt: skip
+    )
     return (
         f"{what}: per setting, mean native reward of its cells with realised rho in [{u0:.3g}, {u1:.3g}] "
         f"(update-heavy) minus those in [{d0:.3g}, {d1:.3g}] (search-heavy), paired by seed; {recipe}; "
@@ -187,43 +191,97 @@ def allocation_words(m: Margins) -> str:
 # ---------------------------------------------------------------------------------------- declarations
 
 REGIME_MARGINS = ("rho", "regime", "recipe_sd")
+FAMILY = "regime."  # the ids of this module's contrasts begin so (the decisions figure draws them)
 _LEVELS = ((ANY, "any", Simulated()), (THESE, "these", Simulated(truth="cells")))
+
+# the paper's three questions, in the README's plain words ({rule}, {prm}: the paper's optima); the
+# "any recipe at this rho" level is the one the answer opens with and the design's targets apply to
+QUESTIONS = {
+    "rule_based": "with rule-based rewards (an exact answer checker), do allocations near the paper's optimum "
+    "of {rule} beat those near {prm}?",
+    "prm_style": "with PRM-style rewards (a learned model that scores each step), do allocations near {prm} "
+    "beat those near {rule}?",
+    "interaction": "is the advantage of spending more on updates larger with rule-based rewards than with "
+    "PRM-style ones?",
+}
 
 for _level, _suffix, _SIM in _LEVELS:
     _tail = f" [{_level}]"
+    _asked = _suffix == "any"  # the level the plain answer asks and the design is held to
 
-    @register_claim(f"regime.rule_based.{_suffix}",
-                    sentence="rule-based rewards: the update-heavy window (rho ~ 0.72) beats the search-heavy (rho ~ 0.445)" + _tail,
-                    kind="paper claim", paper="rho_star.rule_based", reads=("grid",), margins=REGIME_MARGINS,
-                    unit="native reward: the update-heavy window's cells minus the search-heavy window's, mean over the rule-based settings",
-                simulation=_SIM, words=lambda s, lv=_level: regime_words(s.margins, lv, "rule-based settings"))  # fmt: skip
+    @register_claim(
+        f"regime.rule_based.{_suffix}",
+        question=QUESTIONS["rule_based"] if _asked else "",
+        headline="question" if _asked else None,
+        design_target=_asked,
+        sentence="rule-based rewards: the update-heavy window (rho ~ 0.72) beats the search-heavy (rho ~ 0.445)"
+        + _tail,
+        kind="paper claim",
+        paper="rho_star.rule_based",
+        reads=("grid",),
+        margins=REGIME_MARGINS,
+        unit="native reward: the update-heavy window's cells minus the search-heavy window's, mean over the rule-based settings",
+        simulation=_SIM,
+        words=lambda s, lv=_level: regime_words(s.margins, lv, "rule-based settings"),
+    )
     def _rule(study: Study, level: str = _level) -> Result:
         return regime(study, study.classes.rule_based, level=level)
 
-    @register_claim(f"regime.prm_style.{_suffix}",
-                    sentence="PRM-style rewards: the search-heavy window (rho ~ 0.445) beats the update-heavy (rho ~ 0.72)" + _tail,
-                    kind="paper claim", paper="rho_star.prm_style", reads=("grid",), margins=REGIME_MARGINS,
-                    unit="native reward: the search-heavy window's cells minus the update-heavy window's, mean over the PRM-style settings",
-                simulation=_SIM,
-                    words=lambda s, lv=_level: regime_words(s.margins, lv, "PRM-style settings, sign reversed"))  # fmt: skip
+    @register_claim(
+        f"regime.prm_style.{_suffix}",
+        question=QUESTIONS["prm_style"] if _asked else "",
+        headline="question" if _asked else None,
+        design_target=_asked,
+        sentence="PRM-style rewards: the search-heavy window (rho ~ 0.445) beats the update-heavy (rho ~ 0.72)"
+        + _tail,
+        kind="paper claim",
+        paper="rho_star.prm_style",
+        reads=("grid",),
+        margins=REGIME_MARGINS,
+        unit="native reward: the search-heavy window's cells minus the update-heavy window's, mean over the PRM-style settings",
+        simulation=_SIM,
+        words=lambda s, lv=_level: regime_words(s.margins, lv, "PRM-style settings, sign reversed"),
+    )
     def _prm(study: Study, level: str = _level) -> Result:
         return regime(study, study.classes.prm_style, level=level, sign=-1.0)
 
-    @register_claim(f"regime.interaction.{_suffix}",
-                    sentence="PRM-style rho* is lower than rule-based: the update-heavy advantage is larger under rule-based rewards" + _tail,
-                    kind="paper claim", paper="rho_star.prm_lower", reads=("grid",), margins=REGIME_MARGINS,
-                    unit="native reward: the middle policy's update-heavy advantage (update-heavy minus search-heavy window) under rule-based rewards minus under PRM-style rewards",
-                simulation=_SIM,
-                    words=lambda s, lv=_level: regime_words(s.margins, lv, "the middle policy's rule-based settings' mean contrast minus its PRM-style settings'"))  # fmt: skip
+    @register_claim(
+        f"regime.interaction.{_suffix}",
+        question=QUESTIONS["interaction"] if _asked else "",
+        headline="question" if _asked else None,
+        design_target=_asked,
+        sentence="PRM-style rho* is lower than rule-based: the update-heavy advantage is larger under rule-based rewards"
+        + _tail,
+        kind="paper claim",
+        paper="rho_star.prm_lower",
+        reads=("grid",),
+        margins=REGIME_MARGINS,
+        unit="native reward: the middle policy's update-heavy advantage (update-heavy minus search-heavy window) under rule-based rewards minus under PRM-style rewards",
+        simulation=_SIM,
+        words=lambda s, lv=_level: regime_words(
+            s.margins,
+            lv,
+            "the middle policy's rule-based settings' mean contrast minus its PRM-style settings'",
+        ),
+    )
     def _interaction(study: Study, level: str = _level) -> Result:
         c = study.classes
         return regime(study, c.middle_rule, c.middle_prm, level=level)
 
 
-@register_claim("allocation.matters", sentence="allocation matters: in some setting a cell beats another by more than the margin",
-                kind="our addition", paper="qualitative", reads=("grid",), margins=("allocation",),
-                unit="native reward: the largest difference between two cells of one setting",
-                simulation=Simulated(truth="cells"),
-                words=lambda s: allocation_words(s.margins))  # fmt: skip
+@register_claim(
+    "allocation.matters",
+    question="does the split matter at all (in some setting, one allocation of the same budget beats another by "
+    "more than a threshold fixed in advance)?",
+    headline="check",
+    sentence="allocation matters: in some setting a cell beats another by more than the margin",
+    kind="our addition",
+    paper="qualitative",
+    reads=("grid",),
+    margins=("allocation",),
+    unit="native reward: the largest difference between two cells of one setting",
+    simulation=Simulated(truth="cells"),
+    words=lambda s: allocation_words(s.margins),
+)
 def _allocation(study: Study) -> Result:
     return allocation(study)

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 from paper_repro.analysis.claims.paper import PAPER
+from paper_repro.analysis.registry import Registry
 
 if TYPE_CHECKING:
     from paper_repro.analysis.claims.study import Study
@@ -60,6 +61,13 @@ READS: tuple[str, ...] = ("grid", "frontier", "race", "fresh", "curves", "hackin
 # fixed (UTC): a study whose runs began after it tests them as registered, one whose runs began
 # before it (the study of 2026-12-02) only as exploratory re-analysis (:func:`registration`)
 RULES_FIXED = "2026-12-03T16:00:00+00:00"
+# where the plain answer (README's summary, :mod:`paper_repro.analysis.report.plain`) names a claim
+HEADLINES: dict[str, str] = {
+    "question": "one of the paper's questions the answer opens with (asked in its plain-words question)",
+    "optimum": "one of the paper's optima the answer says are decided or not",
+    "check": "one of our own checks the answer names (asked in its plain-words question)",
+}
+Headline = Literal["question", "optimum", "check"]
 
 
 @dataclass(frozen=True)
@@ -121,12 +129,26 @@ class ClaimSpec:
     variants: Callable[[Study], list[Variant]] | None = None
     registered: str = RULES_FIXED  # when its rule was fixed (ISO 8601, UTC)
     unit: str = ""  # what the claims table's ``our_value`` (the "ours" column) measures, in words
+    # the question it answers in plain words, for the README's summary ({rule}, {prm}: the paper's
+    # rule-based and PRM-style optima); where the plain answer names it (:data:`HEADLINES`); whether
+    # the design simulator's registered targets (paper_repro.analysis.design.candidates.TARGETS) apply
+    question: str = ""
+    headline: Headline | None = None
+    design_target: bool = False
 
     def __post_init__(self) -> None:
         from paper_repro.config import Margins
 
         if not self.unit.strip():
             raise ValueError(f"claim {self.id}: say what its estimate measures (unit=...)")
+        if self.headline is not None and self.headline not in HEADLINES:
+            raise ValueError(
+                f"claim {self.id}: headline {self.headline!r} is not one of {', '.join(HEADLINES)}"
+            )
+        if self.headline in ("question", "check") and not self.question.strip():
+            raise ValueError(
+                f"claim {self.id}: a {self.headline} headline is asked in words: give question=..."
+            )
 
         if self.kind not in KINDS:
             raise ValueError(f"claim {self.id}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
@@ -143,6 +165,11 @@ class ClaimSpec:
                 f"claim {self.id}: margins {bad} are not the profile's ({', '.join(sorted(known))})"
             )
 
+    @property
+    def paper_value(self) -> str:
+        """The paper's value, as it states it."""
+        return PAPER[self.paper].text
+
     def instances(self, study: Study | None = None) -> list[Claim]:
         """The claims table's rows of this declaration for ``study`` (one unless it has variants)."""
         if self.variants is None:
@@ -150,10 +177,16 @@ class ClaimSpec:
         if study is None:
             return []
         return [
-            Claim(self, f"{self.id}{v.suffix}", self._sentence(v.paper or self.paper, v.text), v.kind or self.kind,
-                  v.paper or self.paper, dict(v.params))
+            Claim(
+                self,
+                f"{self.id}{v.suffix}",
+                self._sentence(v.paper or self.paper, v.text),
+                v.kind or self.kind,
+                v.paper or self.paper,
+                dict(v.params),
+            )
             for v in self.variants(study)
-        ]  # fmt: skip
+        ]
 
     def _sentence(self, paper: str, text: dict[str, str]) -> str:
         return self.sentence.format(paper=PAPER[paper].text, **text)
@@ -185,7 +218,7 @@ class Claim:
         return self.spec.words(study, **self.params)
 
 
-_REGISTRY: dict[str, ClaimSpec] = {}
+_REGISTRY: Registry[ClaimSpec] = Registry("claim")
 
 
 def register_claim(
@@ -201,17 +234,36 @@ def register_claim(
     margins: tuple[str, ...] = (),
     variants: Callable[[Study], list[Variant]] | None = None,
     registered: str = RULES_FIXED,
+    question: str = "",
+    headline: Headline | None = None,
+    design_target: bool = False,
 ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
     """Declare a claim whose decision is the decorated function (``decide(study, **params)``);
     ``registered``: when its rule was fixed (ISO 8601), which :func:`registration` compares with a
     study's first run; ``unit``: what its estimate (the claims table's ``our_value``) measures, in words
-    a reader of the table needs (the ``our_value_means`` column)."""
+    a reader of the table needs (the ``our_value_means`` column); ``question``, ``headline``: how the
+    plain answer asks and names it (:data:`HEADLINES`); ``design_target``: the design simulator's
+    registered targets apply to it."""
 
     def wrap(decide: Callable[..., Result]) -> Callable[..., Result]:
-        if id in _REGISTRY:
-            raise ValueError(f"claim {id!r} is registered twice")
-        _REGISTRY[id] = ClaimSpec(id, sentence, kind, paper, tuple(reads), tuple(margins), decide, words,
-                                  simulation, variants, registered, unit)  # fmt: skip
+        spec = ClaimSpec(
+            id,
+            sentence,
+            kind,
+            paper,
+            tuple(reads),
+            tuple(margins),
+            decide,
+            words,
+            simulation,
+            variants,
+            registered,
+            unit,
+            question,
+            headline,
+            design_target,
+        )
+        _REGISTRY.register(id, spec)
         return decide
 
     return wrap
@@ -233,7 +285,7 @@ def registration(claim: Claim, first_run: str | None) -> str:
 
 def unregister(id: str) -> None:
     """Remove a declaration (tests that register a claim of their own)."""
-    _REGISTRY.pop(id, None)
+    _REGISTRY.remove(id)
 
 
 @contextmanager
@@ -241,7 +293,7 @@ def registered(id: str, decide: Callable[..., Result], **declaration) -> Iterato
     """A claim registered for the duration of a ``with`` block (a toy claim in a test)."""
     register_claim(id, **declaration)(decide)
     try:
-        yield _REGISTRY[id]
+        yield _REGISTRY.get(id)
     finally:
         unregister(id)
 
@@ -265,10 +317,19 @@ def specs() -> list[ClaimSpec]:
     return sorted(_REGISTRY.values(), key=rank)
 
 
+def headlines(kind: Headline) -> list[ClaimSpec]:
+    """The declarations the plain answer names as ``kind`` (:data:`HEADLINES`), in the claims
+    table's order."""
+    return [s for s in specs() if s.headline == kind]
+
+
+def design_targets() -> tuple[str, ...]:
+    """The ids of the claims the design simulator's registered targets apply to."""
+    return tuple(s.id for s in specs() if s.design_target)
+
+
 def spec(id: str) -> ClaimSpec:
-    if id not in _REGISTRY:
-        raise KeyError(f"no claim {id!r}; registered: {', '.join(_REGISTRY)}")
-    return _REGISTRY[id]
+    return _REGISTRY.get(id)
 
 
 def claims(

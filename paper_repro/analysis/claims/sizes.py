@@ -50,7 +50,8 @@ from paper_repro.analysis.claims.study import Study
 from paper_repro.analysis.stats.best_sets import DEFAULT
 from paper_repro.analysis.stats.contrasts import ANY, THESE, Estimate, contrast, directional_verdict
 from paper_repro.analysis.stats.verdict import NAN, Result
-from paper_repro.analysis.tables.curves import left_base, ok, pairs, prepared, size_order
+from paper_repro.analysis.tables.curve_rows import prepared, size_order
+from paper_repro.analysis.tables.curves import left_base, ok, pairs
 
 POWER_SEEDS = (2, 3, 5, 8, 10, 20, 40)  # seed counts the size contrasts' power column tries
 LEVEL = 0.90  # the size contrasts' two-sided interval: each side a one-sided test at 5%
@@ -93,8 +94,10 @@ def size_points(
     the base policy (:func:`paper_repro.analysis.tables.curves.left_base`; None, and why, when none
     has); and the cells both share at the top."""
     rows = size_rows(curves, (small, big)).dropna(subset=[target])
-    by_point = {p: set(at.loc[at["size"] == small, "bare"]) & set(at.loc[at["size"] == big, "bare"])
-                for p, at in rows.groupby("point", sort=True)}  # fmt: skip
+    by_point = {
+        p: set(at.loc[at["size"] == small, "bare"]) & set(at.loc[at["size"] == big, "bare"])
+        for p, at in rows.groupby("point", sort=True)
+    }
     shared = [p for p, cells in by_point.items() if cells]
     if not shared:
         return NAN, None, (), f"{small} and {big} share no measured cell at any point"
@@ -125,8 +128,12 @@ def size_contrast(
     rows = rows[rows["bare"].isin(list(cells)) & rows["point"].isin(list(points))]
     label = rows["pair"] + "@" + rows["point"].map(lambda p: f"{p:g}")
     frame = pd.DataFrame({"setting": STAGE_A, "cell": label, "seed": rows["seed"], target: rows[target]})
-    weights = {f"{size}:{c}@{p:g}": sign * s / len(cells)
-               for p, s in points.items() for size, sign in ((big, 1.0), (small, -1.0)) for c in cells}  # fmt: skip
+    weights = {
+        f"{size}:{c}@{p:g}": sign * s / len(cells)
+        for p, s in points.items()
+        for size, sign in ((big, 1.0), (small, -1.0))
+        for c in cells
+    }
     return SizeContrast(frame, weights, dict(points), tuple(cells), small, big)
 
 
@@ -143,8 +150,10 @@ def contrast_decide(
     ``margin``) and its words at both levels."""
     est = sc.estimate(target, tau, tau_df)
     verdict, low, high = directional_verdict(est[ANY], margin, LEVEL)
-    words = (f"{ANY}: {_interval_words(est[ANY])}; {THESE}: {_interval_words(est[THESE])}"
-             f"{'' if est[THESE].paired else ' (unpaired: the seeds differ)'}")  # fmt: skip
+    words = (
+        f"{ANY}: {_interval_words(est[ANY])}; {THESE}: {_interval_words(est[THESE])}"
+        f"{'' if est[THESE].paired else ' (unpaired: the seeds differ)'}"
+    )
     return Result(est[ANY].value, low, high, verdict), words
 
 
@@ -242,8 +251,12 @@ def sizes_operating(
         return _no_oc("fewer than two seeds that measure every cell of the contrast")
     rng = np.random.default_rng(seed)
     observed = world.value
-    truths = {"observed": observed, "equal sizes": 0.0, "reversed": -abs(observed) if observed else -2 * margin,
-              "two margins": 2 * margin}  # fmt: skip
+    truths = {
+        "observed": observed,
+        "equal sizes": 0.0,
+        "reversed": -abs(observed) if observed else -2 * margin,
+        "two margins": 2 * margin,
+    }
     wrong, agreement, held, refuted, power = {}, {}, [], [], NAN
     for name, value in truths.items():
         codes = simulate_sizes(world.at(value), margin, replicates, rng)
@@ -257,20 +270,29 @@ def sizes_operating(
             refuted.append(share["not held"])
         if name == "observed":
             power = 1.0 - share["inconclusive"]
-    decided = {n: float(np.mean(simulate_sizes(world.at(observed, n), margin, replicates, rng) != 2))
-               for n in POWER_SEEDS}  # fmt: skip
+    decided = {
+        n: float(np.mean(simulate_sizes(world.at(observed, n), margin, replicates, rng) != 2))
+        for n in POWER_SEEDS
+    }
     needed = next((n for n, p in decided.items() if p >= 0.8), None)
     worst = max(wrong, key=wrong.get)
     return {
-        "oc_wrong_max": wrong[worst], "oc_wrong_truth": worst if wrong[worst] > 0 else "",
-        "oc_agreement_min": min(agreement.values()), "oc_held_when_true": min(held) if held else NAN,
+        "oc_wrong_max": wrong[worst],
+        "oc_wrong_truth": worst if wrong[worst] > 0 else "",
+        "oc_agreement_min": min(agreement.values()),
+        "oc_held_when_true": min(held) if held else NAN,
         "oc_not_held_when_false": min(refuted) if refuted else NAN,
-        "oc_note": (f"{len(truths)} truths ({', '.join(f'{k} {v:+.3f}' for k, v in truths.items())}), {replicates} "
-                    f"simulated studies each at {world.seeds} seeds, seed SD {world.sd:.3f} after the seed block, "
-                    f"recipe SD {world.tau:.3f} per cell; wrong: " + ", ".join(f"{k} {v:.2f}" for k, v in wrong.items())),
-        "power_now": power, "seeds_for_80pct_power": float(needed or NAN),
-        "power_note": "decided share at the observed means: " + ", ".join(f"{n} seeds {p:.2f}" for n, p in decided.items()),
-    }  # fmt: skip
+        "oc_note": (
+            f"{len(truths)} truths ({', '.join(f'{k} {v:+.3f}' for k, v in truths.items())}), {replicates} "
+            f"simulated studies each at {world.seeds} seeds, seed SD {world.sd:.3f} after the seed block, "
+            f"recipe SD {world.tau:.3f} per cell; wrong: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in wrong.items())
+        ),
+        "power_now": power,
+        "seeds_for_80pct_power": float(needed or NAN),
+        "power_note": "decided share at the observed means: "
+        + ", ".join(f"{n} seeds {p:.2f}" for n, p in decided.items()),
+    }
 
 
 # ---------------------------------------------------------------------------------------- the claims rows
@@ -343,8 +365,10 @@ def sizes_decide(
             note += f"; no lower point where every pair has left the base policy ({why})"
         else:
             low = size_contrast(curves, target, sc.small, sc.big, {low_point: 1.0}, cells)
-            note += (f"; at {low_point:g}C, the lowest point where every pair has left the base policy: "
-                     f"{contrast_decide(low, target, tau, tau_df, margin)[1]}")  # fmt: skip
+            note += (
+                f"; at {low_point:g}C, the lowest point where every pair has left the base policy: "
+                f"{contrast_decide(low, target, tau, tau_df, margin)[1]}"
+            )
     return Result(result.value, result.low, result.high, result.verdict, note)
 
 
@@ -362,6 +386,8 @@ def sizes_world(
 
 
 # ---------------------------------------------------------------------------------------- declarations
+
+GROWS = "curves.grows"  # the claim's id (the answer's as-the-budget-grows line names it)
 
 
 def _size_order(study: Study) -> list[str]:
@@ -399,19 +425,35 @@ def _grows_operating(study: Study) -> dict:
 SIZE_TRUTHS = "observed, equal sizes, reversed, two margins"
 
 
-@register_claim("curves.grows", sentence="as the budget grows, the best policy gets bigger", kind="our addition",
-                paper="not tested", reads=("curves", "grid"), margins=("recipe_sd", "gain"),
-                words=lambda s: grows_test(TARGET, s.margins.gain),
-                unit="native reward: the largest policy minus the smallest at the ladder's top, minus the same at its lowest point",
-                simulation=OwnSimulation(_grows_operating, SIZE_TRUTHS))  # fmt: skip
+@register_claim(
+    GROWS,
+    question="as the budget grows, does the best policy get bigger?",
+    headline="check",
+    sentence="as the budget grows, the best policy gets bigger",
+    kind="our addition",
+    paper="not tested",
+    reads=("curves", "grid"),
+    margins=("recipe_sd", "gain"),
+    words=lambda s: grows_test(TARGET, s.margins.gain),
+    unit="native reward: the largest policy minus the smallest at the ladder's top, minus the same at its lowest point",
+    simulation=OwnSimulation(_grows_operating, SIZE_TRUTHS),
+)
 def _curves_grows(study: Study) -> Result:
     return sizes_decide(*_sizes(study, True))
 
 
-@register_claim("size_star.top", sentence="at the ladder's top, the largest policy beats the smallest",
-                kind="our addition", paper="not tested", reads=("curves", "grid"), margins=("recipe_sd", "gain"),
-                words=lambda s: top_test(TARGET, s.margins.gain),
-                unit="native reward: the largest policy minus the smallest at the ladder's top",
-                simulation=OwnSimulation(_top_operating, SIZE_TRUTHS))  # fmt: skip
+@register_claim(
+    "size_star.top",
+    question="at the largest budget, does the largest policy beat the smallest?",
+    headline="check",
+    sentence="at the ladder's top, the largest policy beats the smallest",
+    kind="our addition",
+    paper="not tested",
+    reads=("curves", "grid"),
+    margins=("recipe_sd", "gain"),
+    words=lambda s: top_test(TARGET, s.margins.gain),
+    unit="native reward: the largest policy minus the smallest at the ladder's top",
+    simulation=OwnSimulation(_top_operating, SIZE_TRUTHS),
+)
 def _size_star_top(study: Study) -> Result:
     return sizes_decide(*_sizes(study, False))

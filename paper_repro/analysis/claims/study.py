@@ -151,9 +151,15 @@ class Study:
         from paper_repro.analysis.tables.race import RegimeThresholds, race_table
 
         empty = self.grid_rows.iloc[0:0]
-        return race_table(self.grid_rows, self.pilots, self.fresh if self.fresh is not None else empty,
-                          self.fresh_default if self.fresh_default is not None else empty, self.classes.shared,
-                          self.thresholds or RegimeThresholds(), self.tau)  # fmt: skip
+        return race_table(
+            self.grid_rows,
+            self.pilots,
+            self.fresh if self.fresh is not None else empty,
+            self.fresh_default if self.fresh_default is not None else empty,
+            self.classes.shared,
+            self.thresholds or RegimeThresholds(),
+            self.tau,
+        )
 
     @property
     def race(self) -> pd.DataFrame:
@@ -175,7 +181,7 @@ class Study:
     @cached_property
     def curve_rows(self) -> pd.DataFrame:
         """The grid's compute curves, their numbers parsed."""
-        from paper_repro.analysis.tables.curves import prepared
+        from paper_repro.analysis.tables.curve_rows import prepared
 
         return prepared(self.curves if self.curves is not None else pd.DataFrame())
 

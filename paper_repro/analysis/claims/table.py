@@ -20,10 +20,32 @@ from paper_repro.analysis.claims.columns import NO_OC, oc_columns, power_columns
 from paper_repro.analysis.claims.registry import Claim, NotSimulated, OwnSimulation, claims, registration
 from paper_repro.analysis.claims.study import Study
 
-COLUMNS = ["id", "claim", "kind", "registration", "paper_value", "our_value", "our_value_means", "ci_low",
-           "ci_high", "verdict", "best_cells", "note", "test", "seeds_per_cell", "oc_wrong_max", "oc_wrong_truth", "oc_agreement_min",
-           "oc_held_when_true", "oc_not_held_when_false", "oc_note", "power_now", "seeds_for_80pct_power",
-           "power_note", "leave_one_seed_out"]  # fmt: skip
+COLUMNS = [
+    "id",
+    "claim",
+    "kind",
+    "registration",
+    "paper_value",
+    "our_value",
+    "our_value_means",
+    "ci_low",
+    "ci_high",
+    "verdict",
+    "best_cells",
+    "note",
+    "test",
+    "seeds_per_cell",
+    "oc_wrong_max",
+    "oc_wrong_truth",
+    "oc_agreement_min",
+    "oc_held_when_true",
+    "oc_not_held_when_false",
+    "oc_note",
+    "power_now",
+    "seeds_for_80pct_power",
+    "power_note",
+    "leave_one_seed_out",
+]
 MIN_SEEDS = 3  # leave-one-seed-out needs at least this many grid seeds
 
 
@@ -32,8 +54,13 @@ def _simulation_columns(claim: Claim, study: Study, design, powers, seeds: int) 
     sim = claim.simulation
     if isinstance(sim, NotSimulated):
         words = f"not simulated: {sim.reason}"
-        return {**NO_OC, "oc_note": words, "power_now": float("nan"), "seeds_for_80pct_power": float("nan"),
-                "power_note": words}  # fmt: skip
+        return {
+            **NO_OC,
+            "oc_note": words,
+            "power_now": float("nan"),
+            "seeds_for_80pct_power": float("nan"),
+            "power_note": words,
+        }
     if isinstance(sim, OwnSimulation):
         return sim.operating(study, **claim.params)
     return {**oc_columns(claim.id, design), **power_columns(claim.id, powers, seeds)}
@@ -61,13 +88,25 @@ def claims_table(
     began = study.first_run
     for claim in claims(study, ids=ids):
         result = claim.decide(study)
-        rows.append({
-            "id": claim.id, "claim": claim.sentence, "kind": claim.kind, "registration": registration(claim, began),
-            "paper_value": claim.paper_value,
-            "our_value": result.value, "our_value_means": claim.spec.unit, "ci_low": result.low, "ci_high": result.high, "verdict": result.verdict,
-            "best_cells": result.best_cells, "note": result.note, "test": claim.words(study), "seeds_per_cell": seeds,
-            **_simulation_columns(claim, study, design, powers, seeds),
-        })  # fmt: skip
+        rows.append(
+            {
+                "id": claim.id,
+                "claim": claim.sentence,
+                "kind": claim.kind,
+                "registration": registration(claim, began),
+                "paper_value": claim.paper_value,
+                "our_value": result.value,
+                "our_value_means": claim.spec.unit,
+                "ci_low": result.low,
+                "ci_high": result.high,
+                "verdict": result.verdict,
+                "best_cells": result.best_cells,
+                "note": result.note,
+                "test": claim.words(study),
+                "seeds_per_cell": seeds,
+                **_simulation_columns(claim, study, design, powers, seeds),
+            }
+        )
     table = pd.DataFrame(rows, columns=COLUMNS[:-1])
     if leave_one_out:
         table["leave_one_seed_out"] = (

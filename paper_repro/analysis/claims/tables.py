@@ -116,17 +116,30 @@ FITS = NotSimulated(
 PLANNER = NotSimulated("a consistency check of the planner's arithmetic: nothing random to simulate")
 
 
-@register_claim("fits.loglinear", sentence="log-linear in rho is the best non-trivial fit", kind="paper claim",
-                paper="fits.loglinear", reads=("grid",), margins=("aicc",), unit="share of the non-flat frontiers whose lowest-AICc form is log-linear in rho",
-                simulation=FITS,
-                words=lambda s: loglinear_test(s.margins))  # fmt: skip
+@register_claim(
+    "fits.loglinear",
+    sentence="log-linear in rho is the best non-trivial fit",
+    kind="paper claim",
+    paper="fits.loglinear",
+    reads=("grid",),
+    margins=("aicc",),
+    unit="share of the non-flat frontiers whose lowest-AICc form is log-linear in rho",
+    simulation=FITS,
+    words=lambda s: loglinear_test(s.margins),
+)
 def _fits_loglinear(study: Study) -> Result:
     return loglinear(study.grid.runs, study.classes.distinct, study.margins)
 
 
-@register_claim("planner.fewer_updates", sentence="larger policies buy fewer updates and rollouts at equal FLOPs",
-                kind="consistency check", paper="qualitative", reads=("frontier",), unit="optimizer steps of the largest policy over the smallest's, mean over stage A's cells",
-                simulation=PLANNER,
-                words=lambda s: FEWER_TEST)  # fmt: skip
+@register_claim(
+    "planner.fewer_updates",
+    sentence="larger policies buy fewer updates and rollouts at equal FLOPs",
+    kind="consistency check",
+    paper="qualitative",
+    reads=("frontier",),
+    unit="optimizer steps of the largest policy over the smallest's, mean over stage A's cells",
+    simulation=PLANNER,
+    words=lambda s: FEWER_TEST,
+)
 def _planner_fewer_updates(study: Study) -> Result:
     return fewer_updates(study.frontier, study.classes.sizes)

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from paper_repro.analysis.claims.registry import design_targets
 from paper_repro.analysis.design import characteristics as oc
 from paper_repro.analysis.design.noise import EvalVariance, Layout
 from paper_repro.config import Profile
@@ -52,9 +53,13 @@ WRONG_LIMIT = 0.05  # a candidate's every claim: largest wrong share over the tr
 # loses: a candidate whose stage A stops earlier is priced and simulated, never picked
 LADDER_TOP = 2.0
 # the registered targets of the paper's three regime claims (any recipe at this rho): column -> (bound, "max"/"min")
-TARGET_CLAIMS = ("regime.rule_based.any", "regime.prm_style.any", "regime.interaction.any")
-TARGETS = {"wrong_max": (0.05, "max"), "agreement_min": (0.85, "min"), "held_when_true": (0.80, "min"),
-           "not_held_when_false": (0.80, "min")}  # fmt: skip
+TARGET_CLAIMS = design_targets()  # the claims declared with design_target=True
+TARGETS = {
+    "wrong_max": (0.05, "max"),
+    "agreement_min": (0.85, "min"),
+    "held_when_true": (0.80, "min"),
+    "not_held_when_false": (0.80, "min"),
+}
 
 
 def window_targets(profile: Profile) -> tuple[float, ...]:
@@ -153,9 +158,12 @@ def recommend(
 
 
 def misfits(
-    choices: pd.DataFrame, name: str, minutes: float = MINUTES, wrong: float = WRONG_LIMIT,
+    choices: pd.DataFrame,
+    name: str,
+    minutes: float = MINUTES,
+    wrong: float = WRONG_LIMIT,
     ladder: float = LADDER_TOP,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Why candidate ``name`` does not meet the rule's bounds (none when it does)."""
     rows = choices[choices["name"] == name]
     out = []
@@ -183,9 +191,14 @@ def cuts(chosen: Candidate, other: Candidate) -> list[str]:
         out.append(
             f"targets {' '.join(f'{t:g}' for t in chosen.targets)} -> {' '.join(f'{t:g}' for t in other.targets)}"
         )
-    for name, words in (("seeds", "seeds per cell"), ("eval_problems", "held-out and gsm problems"),
-                        ("stage_a_multiple", "stage A's budget (x C)"), ("pilot_fractions", "pilot fractions"),
-                        ("pilot_seeds", "pilot seeds"), ("recipes", "second recipes")):  # fmt: skip
+    for name, words in (
+        ("seeds", "seeds per cell"),
+        ("eval_problems", "held-out and gsm problems"),
+        ("stage_a_multiple", "stage A's budget (x C)"),
+        ("pilot_fractions", "pilot fractions"),
+        ("pilot_seeds", "pilot seeds"),
+        ("recipes", "second recipes"),
+    ):
         a, b = getattr(chosen, name), getattr(other, name)
         if a != b:
             out.append(f"{words} {_words(a)} -> {_words(b)}")
@@ -268,8 +281,11 @@ def compare(
     )
     say = progress or (lambda _: None)
     measured = measured_minutes(rows, overhead)
-    given = [f"{k} {v:g}" for k, v in zip(("recipe SD", "seed SD", "amplitude"), overrides or (), strict=False)
-             if v is not None]  # fmt: skip
+    given = [
+        f"{k} {v:g}"
+        for k, v in zip(("recipe SD", "seed SD", "amplitude"), overrides or (), strict=False)
+        if v is not None
+    ]
     notes = [
         f"noise model: recipe SD {noise_model.noise.recipe_sd:.4f}, median seed SD {noise_model.noise.default:.4f}, "
         f"truths' height {noise_model.amplitude:.4f}" + (f" ({', '.join(given)} given)" if given else ""),
@@ -280,27 +296,43 @@ def compare(
     priced = []
     for c in listed:
         price, layout = pricer(c), layout_of(c, profile, names)
-        params = {"name": c.name, "candidate": True, **c.describe(),
-                  "cells": sum(len(v) for v in layout.cells.values()), "runs": price.runs,
-                  "minutes": price.minutes, "overhead_minutes": overhead,
-                  **{f"minutes_{k}": v / JOBS / 60 for k, v in price.by_role.items()}}  # fmt: skip
+        params = {
+            "name": c.name,
+            "candidate": True,
+            **c.describe(),
+            "cells": sum(len(v) for v in layout.cells.values()),
+            "runs": price.runs,
+            "minutes": price.minutes,
+            "overhead_minutes": overhead,
+            **{f"minutes_{k}": v / JOBS / 60 for k, v in price.by_role.items()},
+        }
         say(f"priced {c.name}: {price.runs:.0f} runs, {price.minutes:.1f} min")
         priced.append((c, layout, params))
 
     today_params = {
-        "name": "today (committed)", "candidate": False, "targets": "committed cells", "seeds": today.seeds,
-        "eval_problems": problems, "stage_a_multiple": 1.0, "pilot_fractions": "",
-        "pilot_seeds": np.nan, "second_recipes": False, "cells": sum(len(c) for c in today.cells.values()),
-        "runs": len(rows), "minutes": measured, "overhead_minutes": overhead,
+        "name": "today (committed)",
+        "candidate": False,
+        "targets": "committed cells",
+        "seeds": today.seeds,
+        "eval_problems": problems,
+        "stage_a_multiple": 1.0,
+        "pilot_fractions": "",
+        "pilot_seeds": np.nan,
+        "second_recipes": False,
+        "cells": sum(len(c) for c in today.cells.values()),
+        "runs": len(rows),
+        "minutes": measured,
+        "overhead_minutes": overhead,
         "note": "minutes as measured: the committed runs' seconds_total / 2 / 60 + overhead",
-    }  # fmt: skip
+    }
     if not simulate:
         frames = [pd.DataFrame([{**p, "replicates": 0} for p in [today_params, *(p for *_, p in priced)]])]
         choices = pd.concat(frames, ignore_index=True)
         return Comparison(pd.DataFrame(), choices, listed, model, None, notes)
 
-    today_table = oc.design_table(today, noise_model, classes, profile.margins, variants, replicates,
-                                   coverage_replicates, progress)  # fmt: skip
+    today_table = oc.design_table(
+        today, noise_model, classes, profile.margins, variants, replicates, coverage_replicates, progress
+    )
     design_frames = [today_table]
     frames = [
         choice_rows(
@@ -320,8 +352,12 @@ def compare(
             reps = replicates if c.name == "chosen" else candidate_replicates
             say(f"simulating {c.name}: {layout.seeds} seeds, {params['cells']} cells, {reps} replicates")
             cover = coverage_replicates if c.name == "chosen" else 0
-            sims[key] = (oc.simulated(layout, noise, noise_model, classes, profile.margins, c.name, reps,
-                                       cover, progress), reps)  # fmt: skip
+            sims[key] = (
+                oc.simulated(
+                    layout, noise, noise_model, classes, profile.margins, c.name, reps, cover, progress
+                ),
+                reps,
+            )
         table, reps = sims[key]
         if c.name == "chosen":
             design_frames.append(table.assign(design="chosen"))

@@ -140,16 +140,26 @@ def operating_characteristics(
             for side in ("held", "not held"):  # studies whose truth is on this side, outside a grey zone
                 hits = [v == side for v, t in zip(flat, per, strict=True) if t.verdict == side and not t.also]
                 power[side] = sum(hits) / len(hits) if hits else np.nan
-            rows.append({
-                "truth": truth_name, "claim": c.sentence, "claim_id": c.id, "true_verdict": true,
-                **{f"share_{k.replace(' ', '_')}": v for k, v in share.items()},
-                "wrong": wrong, "agreement": sum(a == b for a, b in pairs) / len(pairs),
-                "held_if_true": power["held"], "not_held_if_false": power["not held"],
-                "coverage": coverage.get(targets.get(c.id), np.nan),
-                "seeds": layout.seeds, "cells_per_setting": int(np.median([len(c) for c in layout.cells.values()])),
-                "recipe_sd": noise.recipe_sd, "seed_sd_median": noise.default, "studies": len(flat),
-                "eval_problems": noise.problems,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "truth": truth_name,
+                    "claim": c.sentence,
+                    "claim_id": c.id,
+                    "true_verdict": true,
+                    **{f"share_{k.replace(' ', '_')}": v for k, v in share.items()},
+                    "wrong": wrong,
+                    "agreement": sum(a == b for a, b in pairs) / len(pairs),
+                    "held_if_true": power["held"],
+                    "not_held_if_false": power["not held"],
+                    "coverage": coverage.get(targets.get(c.id), np.nan),
+                    "seeds": layout.seeds,
+                    "cells_per_setting": int(np.median([len(c) for c in layout.cells.values()])),
+                    "recipe_sd": noise.recipe_sd,
+                    "seed_sd_median": noise.default,
+                    "studies": len(flat),
+                    "eval_problems": noise.problems,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -166,8 +176,13 @@ def _coverage(layout, noise, truth, targets, replicates, rng, margins=DEFAULT) -
             study = simulate(layout, truth, noise, rng, recipe_draw(layout, noise, rng))
             tau = Frontiers(study).recipe_sd(margins)
             for setting in layout.cells:
-                opt = fit_optimum(study[study["setting"] == setting], target, tau,
-                                  bootstrap=COVERAGE_BOOTSTRAP, describe=False)  # fmt: skip
+                opt = fit_optimum(
+                    study[study["setting"] == setting],
+                    target,
+                    tau,
+                    bootstrap=COVERAGE_BOOTSTRAP,
+                    describe=False,
+                )
                 if opt.identified:
                     hits.append(
                         bool(
@@ -201,8 +216,9 @@ def power_table(
         design = layout.with_seeds(n)
         decided = dict.fromkeys(out, 0)
         for _ in range(replicates):
-            study = Study.simulated(simulate(design, truth, noise, rng, recipe_draw(design, noise, rng)), classes,
-                                    margins)  # fmt: skip
+            study = Study.simulated(
+                simulate(design, truth, noise, rng, recipe_draw(design, noise, rng)), classes, margins
+            )
             for c in chosen:
                 decided[c.id] += c.decide(study).verdict in DECIDED
         for claim_id in out:
@@ -250,8 +266,12 @@ def noise_model(
     if seed_sd is not None:
         noise = Noise(noise.recipe_sd, seed_sd, {}, problems=problems)
     if amplitude is None:
-        ranges = [np.ptp(unimodal(c.mean, c.n)[0]) for n in names for t in CLAIM_TARGETS
-                  if (c := Cells.of(runs[runs["setting"] == n], t)).k >= 2]  # fmt: skip
+        ranges = [
+            np.ptp(unimodal(c.mean, c.n)[0])
+            for n in names
+            for t in CLAIM_TARGETS
+            if (c := Cells.of(runs[runs["setting"] == n], t)).k >= 2
+        ]
         amplitude = float(np.median(ranges))
     source = "the committed runs" if have else "the command line"
     return Model(noise, amplitude, source)
@@ -279,8 +299,19 @@ def design_table(
         rule = (
             margins if margins.recipe_sd is None else replace(margins, recipe_sd=margins.recipe_sd / divisor)
         )
-        frames.append(simulated(layout.with_seeds(seeds), model.noise.divided(divisor), model, classes, rule,
-                                name, replicates, coverage_replicates, progress))  # fmt: skip
+        frames.append(
+            simulated(
+                layout.with_seeds(seeds),
+                model.noise.divided(divisor),
+                model,
+                classes,
+                rule,
+                name,
+                replicates,
+                coverage_replicates,
+                progress,
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -299,12 +330,19 @@ def simulated(
     as ``model``'s), every frontier claim tested by the rule ``margins``, its rows named ``name``."""
     world = truths(classes.prm_style, model.amplitude)
     table = operating_characteristics(
-        layout, noise, world, classes, margins, replicates, coverage_replicates,
+        layout,
+        noise,
+        world,
+        classes,
+        margins,
+        replicates,
+        coverage_replicates,
         progress=(lambda t: progress(f"{name}: {t}")) if progress else None,
-    )  # fmt: skip
+    )
     allowance = "estimated per study" if margins.recipe_sd is None else margins.recipe_sd
-    return table.assign(design=name, rule_recipe_sd=allowance, amplitude=model.amplitude,
-                        noise_source=model.source)  # fmt: skip
+    return table.assign(
+        design=name, rule_recipe_sd=allowance, amplitude=model.amplitude, noise_source=model.source
+    )
 
 
 def summary(table: pd.DataFrame | None) -> pd.DataFrame:
@@ -314,8 +352,10 @@ def summary(table: pd.DataFrame | None) -> pd.DataFrame:
     if table is None or table.empty:
         return pd.DataFrame({"note": ["no design.csv: run paper-repro design --profile <profile>"]})
     if "block" in table:
-        parts = [summary(rows.drop(columns=["block"])).assign(block=block)
-                 for block, rows in table.groupby("block", sort=False)]  # fmt: skip
+        parts = [
+            summary(rows.drop(columns=["block"])).assign(block=block)
+            for block, rows in table.groupby("block", sort=False)
+        ]
         out = pd.concat(parts, ignore_index=True)
         return out[["block", *[c for c in out.columns if c != "block"]]]
     rows = []
@@ -324,11 +364,19 @@ def summary(table: pd.DataFrame | None) -> pd.DataFrame:
         name, claim = key[0], key[-1]
         worst = g.loc[g["wrong"].idxmax()]
         held, refuted = powers(g)
-        rows.append({"design": name, **({"claim_id": key[1]} if len(key) == 3 else {}), "claim": claim,
-                     "wrong_max": worst["wrong"],
-                     "wrong_truth": worst["truth"] if worst["wrong"] > 0 else "",
-                     "agreement_min": g["agreement"].min(), "held_when_true": held, "not_held_when_false": refuted,
-                     "coverage_min": g["coverage"].min()})  # fmt: skip
+        rows.append(
+            {
+                "design": name,
+                **({"claim_id": key[1]} if len(key) == 3 else {}),
+                "claim": claim,
+                "wrong_max": worst["wrong"],
+                "wrong_truth": worst["truth"] if worst["wrong"] > 0 else "",
+                "agreement_min": g["agreement"].min(),
+                "held_when_true": held,
+                "not_held_when_false": refuted,
+                "coverage_min": g["coverage"].min(),
+            }
+        )
     return pd.DataFrame(rows).round(3)
 
 
@@ -374,13 +422,24 @@ def recipe_check(
     for target in [t for t in CLAIM_TARGETS if t in study.distinct]:
         true = model.noise.tau(target)
         for name, truth in chosen.items():
-            draws = (simulate(layout, truth, model.noise, rng, recipe_draw(layout, model.noise, rng))
-                     for _ in range(replicates))  # fmt: skip
+            draws = (
+                simulate(layout, truth, model.noise, rng, recipe_draw(layout, model.noise, rng))
+                for _ in range(replicates)
+            )
             fits = [recipe_reml(runs, target) for runs in draws]
             mean = float(np.nanmean([f.tau for f in fits]))
             covered = [f.low - 1e-12 <= true <= f.high + 1e-12 for f in fits if np.isfinite(f.low)]
             # rounded to 1e-6: the same bytes on every CPU's kernels (the fits agree far below it)
-            out.append({"target": target, "truth": name, "true_recipe_sd": true, "mean_estimate": round(mean, 6),
-                        "bias": round(mean - true, 6), "coverage_90": float(np.mean(covered)) if covered else np.nan,
-                        "studies": replicates, "seeds": layout.seeds})  # fmt: skip
+            out.append(
+                {
+                    "target": target,
+                    "truth": name,
+                    "true_recipe_sd": true,
+                    "mean_estimate": round(mean, 6),
+                    "bias": round(mean - true, 6),
+                    "coverage_90": float(np.mean(covered)) if covered else np.nan,
+                    "studies": replicates,
+                    "seeds": layout.seeds,
+                }
+            )
     return pd.DataFrame(out)

@@ -82,8 +82,14 @@ class Noise:
         default = float(np.median(list(table.values()))) if table else 0.05
         by_target = {} if recipe_sd is not None else recipe_sds(runs, names)
         tau = by_target.get("native_reward", 0.0) if recipe_sd is None else recipe_sd
-        return cls(tau, default, table, {k: float(np.median(v)) for k, v in by_setting.items()},
-                   recipe_by_target=by_target, problems=problems)  # fmt: skip
+        return cls(
+            tau,
+            default,
+            table,
+            {k: float(np.median(v)) for k, v in by_setting.items()},
+            recipe_by_target=by_target,
+            problems=problems,
+        )
 
     def sd(self, setting: str, cell: str, target: str) -> float:
         base = self.seed_sd.get((setting, cell, target), self.setting_sd.get((setting, target), self.default))
@@ -96,8 +102,11 @@ class Noise:
 
     def divided(self, divisor: float) -> Noise:
         """The recipe SD of every target divided by ``divisor`` (r recipes averaged: sqrt(r))."""
-        return replace(self, recipe_sd=self.recipe_sd / divisor,
-                       recipe_by_target={t: v / divisor for t, v in self.recipe_by_target.items()})  # fmt: skip
+        return replace(
+            self,
+            recipe_sd=self.recipe_sd / divisor,
+            recipe_by_target={t: v / divisor for t, v in self.recipe_by_target.items()},
+        )
 
     def at_problems(self, problems: int, variance: EvalVariance | None) -> Noise:
         """The noise of a study whose held-out and gsm sets have ``problems`` problems each, from this
@@ -143,7 +152,7 @@ VAR_COLUMNS = {  # what eval_noise.csv may call its columns: the first one prese
     "run": ("nonshared_eval_var", "v_run", "var_run", "sd_run"),
     "shared": ("shared_bias_var", "v_shared", "var_shared", "sd_shared"),
     "problems": ("problems_per_block", "problems", "n_problems"),
-}  # fmt: skip
+}
 
 
 def read_eval_variance(path) -> EvalVariance | None:

@@ -29,7 +29,8 @@ from paper_repro.analysis.figures.style import (
 from paper_repro.analysis.figures.style import legend_line as _line
 from paper_repro.analysis.stats.saturating import ok, saturating
 from paper_repro.analysis.stats.verdict import NAN
-from paper_repro.analysis.tables.curves import CurveAnalysis, pairs, prepared, size_order
+from paper_repro.analysis.tables.curve_rows import prepared, size_order
+from paper_repro.analysis.tables.curves import CurveAnalysis, pairs
 from paper_repro.results import TARGET_WORDS
 
 DODGE = 0.012  # log10 step between the cells' points at one budget, so their intervals do not hide each other
@@ -39,8 +40,9 @@ def _panels(plt, n: int, width: float = 4.4, height: float = 3.0):
     from paper_repro.analysis.figures.style import panel_grid
 
     rows, cols = panel_grid(n)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols + 1.8, height * rows + 0.8), squeeze=False,
-                             layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(width * cols + 1.8, height * rows + 0.8), squeeze=False, layout="constrained"
+    )
     flat = axes.ravel()
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -96,8 +98,19 @@ def curves_figure(
             flops = np.array([f for _, f in stats])
             mean, half = np.array([m for (m, _), _ in stats]), np.array([h for (_, h), _ in stats])
             shift = 10 ** (DODGE * (k - (len(mine) - 1) / 2))
-            ax.errorbar(flops * shift, mean, yerr=np.nan_to_num(half, nan=0.0), ls="none", marker=style["marker"],
-                        ms=4.5, capsize=1.5, elinewidth=0.9, color=style["color"], mec="0.15", mew=0.4)  # fmt: skip
+            ax.errorbar(
+                flops * shift,
+                mean,
+                yerr=np.nan_to_num(half, nan=0.0),
+                ls="none",
+                marker=style["marker"],
+                ms=4.5,
+                capsize=1.5,
+                elinewidth=0.9,
+                color=style["color"],
+                mec="0.15",
+                mew=0.4,
+            )
             fit = fits[
                 (fits["setting"] == setting) & (fits["cell"].astype(str) == cell) & (fits["target"] == target)
             ]
@@ -111,13 +124,22 @@ def curves_figure(
         budget_axis(ax, points)
         ax.set_title(f"{setting}", fontsize=9)
     _label_edges(axes, cols, axes[-1].get_xlabel(), f"{TARGET_WORDS.get(target, target)} (mean over seeds)")
-    handles = [_line(f"{c} (target rho {rhos[c]:.2f})", color=s["color"], marker=s["marker"], ms=5, mec="0.15",
-                     mew=0.4) for c, s in styles.items()]  # fmt: skip
-    handles += [_line("fit: asymptote identified", lw=1.2), _line("fit: not identified", lw=1.2, ls="--"),
-                _line("95% interval over seeds", marker="|", ms=8, ls="none")]  # fmt: skip
+    handles = [
+        _line(
+            f"{c} (target rho {rhos[c]:.2f})", color=s["color"], marker=s["marker"], ms=5, mec="0.15", mew=0.4
+        )
+        for c, s in styles.items()
+    ]
+    handles += [
+        _line("fit: asymptote identified", lw=1.2),
+        _line("fit: not identified", lw=1.2, ls="--"),
+        _line("95% interval over seeds", marker="|", ms=8, ls="none"),
+    ]
     fig.legend(handles=handles, title="cell", loc="outside right upper", fontsize=7)
-    fig.suptitle(f"{TARGET_WORDS.get(target, target)} against compute, per cell: R0 + (A - R0) / (1 + (C_mid/C)^B)",
-                 fontsize=10)  # fmt: skip
+    fig.suptitle(
+        f"{TARGET_WORDS.get(target, target)} against compute, per cell: R0 + (A - R0) / (1 + (C_mid/C)^B)",
+        fontsize=10,
+    )
     return save_figure(fig, out_dir, name)
 
 
@@ -142,18 +164,22 @@ def rho_star_figure(rho_star: pd.DataFrame, target: str, out_dir, skipped: dict 
                 marks["best" if cell in best else "other"].append((r.point_flops, rho))
                 if cell == r.argmax_cell:
                     marks["argmax"].append((r.point_flops, rho))
-        for kind, style in (("other", {"marker": "o", "mfc": "none", "color": "grey", "ms": 5}),
-                            ("best", {"marker": "o", "color": palette[str(setting)], "ms": 6}),
-                            ("argmax", {"marker": "*", "color": "black", "ms": 7})):  # fmt: skip
+        for kind, style in (
+            ("other", {"marker": "o", "mfc": "none", "color": "grey", "ms": 5}),
+            ("best", {"marker": "o", "color": palette[str(setting)], "ms": 6}),
+            ("argmax", {"marker": "*", "color": "black", "ms": 7}),
+        ):
             if marks[kind]:
                 ax.plot(*zip(*marks[kind], strict=True), ls="none", **style)
         budget_axis(ax, points)
         ax.set_ylim(0, 1)
         ax.set_title(setting, fontsize=9)
     _label_edges(axes, cols, axes[-1].get_xlabel(), "measured rho of the cell")
-    handles = [_line("could be best at 95% (filled, in the setting's colour)", marker="o", ls="none", ms=6),
-               _line("measured, ruled out at 95%", marker="o", mfc="none", ls="none", ms=5),
-               _line("best-mean cell", color="black", marker="*", ls="none", ms=7)]  # fmt: skip
+    handles = [
+        _line("could be best at 95% (filled, in the setting's colour)", marker="o", ls="none", ms=6),
+        _line("measured, ruled out at 95%", marker="o", mfc="none", ls="none", ms=5),
+        _line("best-mean cell", color="black", marker="*", ls="none", ms=7),
+    ]
     fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
     fig.suptitle(
         f"rho*(C): the cells that could be best for {TARGET_WORDS.get(target, target)} at each budget",
@@ -187,9 +213,11 @@ def _size_strip(ax, verdicts: pd.DataFrame, order: list[str], flops: pd.Series, 
     where it has no feasible pair)."""
     for k, size in enumerate(order):
         mine = verdicts[verdicts["size"] == size]
-        for verdict, style in ((LEADS, {"marker": "*", "ms": 11, "mec": "black", "mew": 0.6}),
-                               (COULD, {"marker": size_markers([size])[size], "ms": 6.5}),
-                               (OUT, {"marker": "x", "ms": 5, "color": "0.55", "mew": 1.0})):  # fmt: skip
+        for verdict, style in (
+            (LEADS, {"marker": "*", "ms": 11, "mec": "black", "mew": 0.6}),
+            (COULD, {"marker": size_markers([size])[size], "ms": 6.5}),
+            (OUT, {"marker": "x", "ms": 5, "color": "0.55", "mew": 1.0}),
+        ):
             at = mine[mine["verdict"] == verdict]
             if len(at):
                 style = {"color": palette[size], **style}
@@ -234,8 +262,15 @@ def envelope_figure(
     ax = fig.add_subplot(grid[0])
     for size in order:
         line = best.loc[size]
-        ax.plot(flops.reindex(line.index), line.to_numpy(), color=palette[size], marker=shapes[size], ms=5,
-                lw=1.4, label=size)  # fmt: skip
+        ax.plot(
+            flops.reindex(line.index),
+            line.to_numpy(),
+            color=palette[size],
+            marker=shapes[size],
+            ms=5,
+            lw=1.4,
+            label=size,
+        )
     envelope = best.groupby(level="point").max()
     ax.plot(flops.reindex(envelope.index), envelope.to_numpy(), "--", color="black", lw=1.1, zorder=1)
     points = {float(p): float(f) for p, f in flops.items()}
@@ -251,13 +286,18 @@ def envelope_figure(
     handles = [_line(s, color=palette[s], marker=shapes[s], ms=5, lw=1.4) for s in order]
     handles.append(_line("envelope: the best over sizes and allocations", ls="--", color="black", lw=1.1))
     if strip:
-        handles += [_line("size*(C), the strip below:", ls="none"),
-                    _line(LEADS, marker="*", ms=10, mec="black", mew=0.6, ls="none"),
-                    _line(f"the size's marker, filled: {COULD}", marker="o", ms=6, ls="none"),
-                    _line(f"{OUT}", marker="x", ms=5, mew=1.0, ls="none", color="0.55")]  # fmt: skip
+        handles += [
+            _line("size*(C), the strip below:", ls="none"),
+            _line(LEADS, marker="*", ms=10, mec="black", mew=0.6, ls="none"),
+            _line(f"the size's marker, filled: {COULD}", marker="o", ms=6, ls="none"),
+            _line(f"{OUT}", marker="x", ms=5, mew=1.0, ls="none", color="0.55"),
+        ]
     fig.legend(handles=handles, title="policy size", fontsize=7, title_fontsize=7, loc="outside right center")
-    fig.suptitle("The compute-optimal envelope over sizes and allocations (stage A)\n"
-                 "and the size that leads at each budget", fontsize=9)  # fmt: skip
+    fig.suptitle(
+        "The compute-optimal envelope over sizes and allocations (stage A)\n"
+        "and the size that leads at each budget",
+        fontsize=9,
+    )
     return save_figure(fig, out_dir, name)
 
 
@@ -289,9 +329,11 @@ def curve_figures(
     rho_star = analysis.rho_star
     drawn = rho_star[~rho_star["setting"].isin(shared)] if len(rho_star) else rho_star
     for t in targets:
-        for path in (curves_figure(distinct, analysis.fits, t, out_dir, written.skipped),
-                     rho_star_figure(drawn, t, out_dir, written.skipped),
-                     envelope_figure(curves, analysis.size_star, t, out_dir, sizes, written.skipped)):  # fmt: skip
+        for path in (
+            curves_figure(distinct, analysis.fits, t, out_dir, written.skipped),
+            rho_star_figure(drawn, t, out_dir, written.skipped),
+            envelope_figure(curves, analysis.size_star, t, out_dir, sizes, written.skipped),
+        ):
             if path is not None:
                 written.append(path)
     return written

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.claims.paper import PAPER_RHO  # the paper's reported optima (reference lines)
+from paper_repro.analysis.claims.regimes import FAMILY as REGIMES  # the regime contrasts' ids begin so
 from paper_repro.analysis.figures.style import (
     PILOT_MARKERS,
     RHO_LABEL,
@@ -50,9 +51,13 @@ def _paper_label() -> str:
 
 
 def target_vs_rho_by_setting(
-    frontier: pd.DataFrame, stage: str, out_dir, x: str = "rho", optima: pd.DataFrame | None = None,
+    frontier: pd.DataFrame,
+    stage: str,
+    out_dir,
+    x: str = "rho",
+    optima: pd.DataFrame | None = None,
     order: list[str] | None = None,
-):  # fmt: skip
+):
     """Each target (a panel; two in a row) against realised rho (``x="rho"``) or time-based rho
     (``x="rho_time"``), one line per setting (in ``order``: the profile's, sizes smallest first):
     mean over seeds with 95% CI bars (a proportion's clipped to [0, 1]), the base policy dotted, the
@@ -84,8 +89,16 @@ def target_vs_rho_by_setting(
         for setting in names:
             g = data[data["setting"] == setting].sort_values(x)
             color = palette[setting]
-            ax.errorbar(g[x], g[t], yerr=error_bars(g, t), marker=shapes[setting], ms=4, capsize=2, color=color,
-                        label=setting)  # fmt: skip
+            ax.errorbar(
+                g[x],
+                g[t],
+                yerr=error_bars(g, t),
+                marker=shapes[setting],
+                ms=4,
+                capsize=2,
+                color=color,
+                label=setting,
+            )
             ax.axhline(g[f"base_{t}"].iloc[0], color=color, ls=":", lw=1)
         if x == "rho":
             for value in PAPER_RHO.values():
@@ -98,19 +111,28 @@ def target_vs_rho_by_setting(
             bottom.set_xlabel(RHO_TIME_LABEL if x == "rho_time" else RHO_LABEL)
     settings = [_line(s, color=palette[s], marker=shapes[s], ms=4) for s in names]
     fig.legend(handles=settings, title="setting", loc="outside right upper", fontsize=8)
-    marks = [_line("base policy (dotted, in the setting's colour)", ls=":", lw=1),
-             _line("error bars: 95% interval over seeds", marker="|", ms=8, ls="none")]  # fmt: skip
+    marks = [
+        _line("base policy (dotted, in the setting's colour)", ls=":", lw=1),
+        _line("error bars: 95% interval over seeds", marker="|", ms=8, ls="none"),
+    ]
     if x == "rho":
         marks.append(_line(_paper_label(), ls="--", lw=0.8))
     if strip:
         marks += [
-            _line("strip under each panel, a description: the setting's cells that could be best at 95% (ticks,\n"
-                  "at their realised rho) and their span (bar); the decisions: regime_contrasts", lw=4, alpha=0.35,
-                  solid_capstyle="butt", marker="|",
-                  ms=7, mew=1.5, mec="grey"),
+            _line(
+                "strip under each panel, a description: the setting's cells that could be best at 95% (ticks,\n"
+                "at their realised rho) and their span (bar); the decisions: regime_contrasts",
+                lw=4,
+                alpha=0.35,
+                solid_capstyle="butt",
+                marker="|",
+                ms=7,
+                mew=1.5,
+                mec="grey",
+            ),
             _line("unimodal rho* inside the grid (interior)", marker="D", ms=4.5, ls="none"),
             _line("unimodal rho* at the grid's edge (boundary)", marker="D", ms=4.5, ls="none", mfc="white"),
-        ]  # fmt: skip
+        ]
     fig.legend(handles=marks, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
     label = "".join(stages)
     which = "time-based rho (wall seconds)" if x == "rho_time" else "realised rho in FLOPs"
@@ -151,8 +173,16 @@ def argmax_cell_by_target(disagreement: pd.DataFrame, out_dir):
     cells = disagreement.set_index("setting")[[f"best_{t}" for t in TARGETS]]
     rho = disagreement.set_index("setting")[[f"rho_star_{t}" for t in TARGETS]].astype(float)
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(cells) + 1.5))
-    sns.heatmap(rho, annot=cells.to_numpy(), fmt="", cmap=rho_colormap(), vmin=0, vmax=1, ax=ax,
-                cbar_kws={"label": "realised rho of the best-mean cell"})  # fmt: skip
+    sns.heatmap(
+        rho,
+        annot=cells.to_numpy(),
+        fmt="",
+        cmap=rho_colormap(),
+        vmin=0,
+        vmax=1,
+        ax=ax,
+        cbar_kws={"label": "realised rho of the best-mean cell"},
+    )
     ax.set_xticklabels([TARGET_LABELS[t] for t in TARGETS], rotation=20, ha="right")
     ax.set_ylabel("setting")
     ax.set_title("Cell with the best mean per target (label) and its realised rho (colour)", fontsize=9)
@@ -212,16 +242,27 @@ def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
         ax.axhline(thr, color="0.3", lw=1, ls=":", zorder=1)
     for (label, fraction, has_moved), g in data.groupby(["label", "pilot_fraction", moved], sort=False):
         color = tint[label]
-        ax.scatter(g["full_rho_star"], g["pilot_rho_star"], s=55, marker=shapes[fraction], linewidths=1.4,
-                   facecolors=color if has_moved else "none", edgecolors=color, alpha=0.9, zorder=3)  # fmt: skip
+        ax.scatter(
+            g["full_rho_star"],
+            g["pilot_rho_star"],
+            s=55,
+            marker=shapes[fraction],
+            linewidths=1.4,
+            facecolors=color if has_moved else "none",
+            edgecolors=color,
+            alpha=0.9,
+            zorder=3,
+        )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("full grid: realised rho of its best-mean cell")
     ax.set_ylabel("pilot grid: realised rho of its best-mean cell (RACE's pick)")
     ax.set_title("RACE: the pilots' best cell against the full grid's", fontsize=9)
     handles = [_line(label, color=tint[label], marker="o", ls="none", ms=6) for label in labels]
-    handles += [_line(f"pilots at {fraction_words(f)} of the budget", marker=shapes[f], ls="none", ms=6)
-                for f in fractions]  # fmt: skip
+    handles += [
+        _line(f"pilots at {fraction_words(f)} of the budget", marker=shapes[f], ls="none", ms=6)
+        for f in fractions
+    ]
     if "pilot_moved" in data:
         handles += [
             _line("filled: the pilots moved off the base policy", marker="o", ls="none", ms=6),
@@ -229,10 +270,24 @@ def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
         ]
     handles.append(_line("pilot = full", ls="--", lw=1))
     if thr is not None:
-        handles.append(_line(f"regime threshold rho = {thr:g}: best cells all at or above\n"
-                             "are update-heavy, all below search-heavy", ls=":", lw=1, color="0.3"))  # fmt: skip
-    ax.legend(handles=handles, title="setting (=: the same runs)", fontsize=7, title_fontsize=7,
-              loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)  # fmt: skip
+        handles.append(
+            _line(
+                f"regime threshold rho = {thr:g}: best cells all at or above\n"
+                "are update-heavy, all below search-heavy",
+                ls=":",
+                lw=1,
+                color="0.3",
+            )
+        )
+    ax.legend(
+        handles=handles,
+        title="setting (=: the same runs)",
+        fontsize=7,
+        title_fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0,
+    )
     return _save(fig, out_dir, "race_pilot_vs_full_rho_star")
 
 
@@ -272,8 +327,15 @@ def rho_star_by_convention(conventions: pd.DataFrame, out_dir, skipped: dict | N
                 ax.plot([lo, hi], [y, y], color=style["color"], ls=style["ls"], lw=1.3)
                 ax.plot([r["rho_star"]], [y], marker=style["marker"], color=style["color"], ms=5, ls="none")
             else:
-                ax.text(1.01, y, f"{kind}: n.i.", color=style["color"], fontsize=6, va="center",
-                        transform=ax.get_yaxis_transform())  # fmt: skip
+                ax.text(
+                    1.01,
+                    y,
+                    f"{kind}: n.i.",
+                    color=style["color"],
+                    fontsize=6,
+                    va="center",
+                    transform=ax.get_yaxis_transform(),
+                )
     for value in PAPER_RHO.values():
         ax.axvline(value, color="grey", lw=0.8, ls="--", zorder=0)
     for i in range(len(groups) - 1):  # a line between groups, none through them
@@ -291,8 +353,13 @@ def rho_star_by_convention(conventions: pd.DataFrame, out_dir, skipped: dict | N
         _line(k, color=s["color"], marker=s["marker"], ls=s["ls"], ms=5, lw=1.3) for k, s in styles.items()
     ]
     handles.append(_line(_paper_label(), ls="--", lw=0.8))
-    fig.legend(handles=handles, title="convention: rho* and its 95% interval", fontsize=7, title_fontsize=7,
-               loc="outside right center")  # fmt: skip
+    fig.legend(
+        handles=handles,
+        title="convention: rho* and its 95% interval",
+        fontsize=7,
+        title_fontsize=7,
+        loc="outside right center",
+    )
     return _save(fig, out_dir, name)
 
 
@@ -308,8 +375,17 @@ def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
     for ax, (column, label) in zip(
         axes, (("d_gsm_pass1", "change in gsm pass@1"), ("d_judge", "change in judge score")), strict=True
     ):
-        sns.scatterplot(data=hacking, x="d_reward", y=column, hue="reward_system", palette=palette, ax=ax,
-                        s=22, alpha=0.8, legend=ax is axes[-1])  # fmt: skip
+        sns.scatterplot(
+            data=hacking,
+            x="d_reward",
+            y=column,
+            hue="reward_system",
+            palette=palette,
+            ax=ax,
+            s=22,
+            alpha=0.8,
+            legend=ax is axes[-1],
+        )
         gaming = hacking[hacking["games"].fillna(False).astype(bool)]
         ax.scatter(gaming["d_reward"], gaming[column], s=70, facecolors="none", edgecolors="black", lw=0.8)
         ax.axhline(0, color="grey", lw=0.8)
@@ -317,8 +393,11 @@ def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
         ax.set_xlabel("change in training (native) reward from base")
         ax.set_ylabel(label)
     axes[-1].legend(title="reward system", fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.suptitle(f"Reward hacking: {int(hacking['games'].fillna(False).sum())} of {len(hacking)} runs game "
-                 "their reward (ringed: reward up, pass@1 and judge down)", fontsize=9)  # fmt: skip
+    fig.suptitle(
+        f"Reward hacking: {int(hacking['games'].fillna(False).sum())} of {len(hacking)} runs game "
+        "their reward (ringed: reward up, pass@1 and judge down)",
+        fontsize=9,
+    )
     return _save(fig, out_dir, "reward_change_vs_outcomes")
 
 
@@ -328,7 +407,7 @@ def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float):
     so that the paper's direction is positive) with its 90% interval, coloured by its verdict; 0 and
     the margin (``margins.regime``: "not held" when the interval lies below it) as reference lines."""
     plt, _sns = setup()
-    rows = claims[claims["id"].astype(str).str.startswith("regime.")].iloc[::-1]
+    rows = claims[claims["id"].astype(str).str.startswith(REGIMES)].iloc[::-1]
     fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(rows) + 1.6), layout="constrained")
     for k, (_, r) in enumerate(rows.iterrows()):
         color = VERDICT_COLOURS.get(r["verdict"], "black")
@@ -342,10 +421,15 @@ def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float):
     ]
     ax.set_yticks(range(len(rows)), labels, fontsize=7)
     ax.set_xlabel("update-heavy window minus search-heavy window, native reward (paper's direction positive)")
-    marks = [_line(f"{v}: 90% interval", color=c, lw=2.5) for v, c in VERDICT_COLOURS.items()
-             if v in set(rows["verdict"])]  # fmt: skip
-    marks += [_line("0: no advantage", color="black", lw=0.8),
-              _line(f"margin {margin:g}: not held when the interval lies below it", ls="--", lw=0.8)]  # fmt: skip
+    marks = [
+        _line(f"{v}: 90% interval", color=c, lw=2.5)
+        for v, c in VERDICT_COLOURS.items()
+        if v in set(rows["verdict"])
+    ]
+    marks += [
+        _line("0: no advantage", color="black", lw=0.8),
+        _line(f"margin {margin:g}: not held when the interval lies below it", ls="--", lw=0.8),
+    ]
     fig.legend(handles=marks, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
     fig.suptitle(
         "The paper's optima as contrasts: [any] any recipe at each rho, [these] the cells as run", fontsize=9
@@ -353,14 +437,23 @@ def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float):
     return _save(fig, out_dir, "regime_contrasts")
 
 
-def all_figures(frontier, optima, disagreement, race, conventions, hacking, profile, out_dir,
-                claims: pd.DataFrame | None = None) -> list[str]:  # fmt: skip
+def all_figures(
+    frontier,
+    optima,
+    disagreement,
+    race,
+    conventions,
+    hacking,
+    profile,
+    out_dir,
+    claims: pd.DataFrame | None = None,
+) -> list[str]:
     """Every figure of the analysis; returns their names (a :class:`~paper_repro.analysis.figures.style.Written`:
     ``skipped`` names each figure with nothing to draw and why; no file of its name is left in
     ``out_dir``, and a line is logged)."""
     order = [s.name for s in profile.all_settings()]
     written = Written()
-    if claims is not None and claims["id"].astype(str).str.startswith("regime.").any():
+    if claims is not None and claims["id"].astype(str).str.startswith(REGIMES).any():
         regime_contrasts(claims, out_dir, profile.margins.regime)
         written.append("regime_contrasts")
     else:
@@ -374,9 +467,12 @@ def all_figures(frontier, optima, disagreement, race, conventions, hacking, prof
                 written.append(name)
             else:
                 skip(out_dir, name, f"no stage {' or '.join(st)} row in the frontier", written.skipped)
-    one_table = ((argmax_cell_by_target, disagreement, "disagreement"), (race_pilot_vs_full_rho_star, race, "race"),
-                 (rho_star_by_convention, conventions, "conventions"),
-                 (reward_change_vs_outcomes, hacking, "reward_hacking"))  # fmt: skip
+    one_table = (
+        (argmax_cell_by_target, disagreement, "disagreement"),
+        (race_pilot_vs_full_rho_star, race, "race"),
+        (rho_star_by_convention, conventions, "conventions"),
+        (reward_change_vs_outcomes, hacking, "reward_hacking"),
+    )
     for draw, table, table_name in one_table:  # each figure is saved under its function's name
         if not len(table):
             skip(out_dir, draw.__name__, f"the {table_name} table is empty", written.skipped)

@@ -80,22 +80,45 @@ def setting_frontier(
         ax.plot(g["rho"], g[target], color=color, lw=1.2, label="cell mean over seeds")
         bars = g.dropna(subset=[f"{target}_ci_low", f"{target}_ci_high"])
         if len(bars):
-            ax.errorbar(bars["rho"], bars[target], yerr=error_bars(bars, target), fmt="none", capsize=2,
-                        color=color, lw=1, label=INTERVAL)  # fmt: skip
+            ax.errorbar(
+                bars["rho"],
+                bars[target],
+                yerr=error_bars(bars, target),
+                fmt="none",
+                capsize=2,
+                color=color,
+                lw=1,
+                label=INTERVAL,
+            )
         cells, keep = frontier_best_set(g, target, recipe_sd)
         if keep.any():
             ax.scatter(
                 cells.rho[keep], cells.mean[keep], s=36, color=color, edgecolors=color, zorder=3, label=BEST
             )
         if not keep.all():
-            ax.scatter(cells.rho[~keep], cells.mean[~keep], s=36, facecolors="white", edgecolors=color,
-                       linewidths=1.2, zorder=3, label=OUT)  # fmt: skip
+            ax.scatter(
+                cells.rho[~keep],
+                cells.mean[~keep],
+                s=36,
+                facecolors="white",
+                edgecolors=color,
+                linewidths=1.2,
+                zorder=3,
+                label=OUT,
+            )
     base = g[f"base_{target}"].dropna() if f"base_{target}" in g else pd.Series(dtype=float)
     if len(base):
         ax.axhline(float(base.iloc[0]), color="grey", ls="--", lw=1, label="base policy")
     if missing and g.empty:
-        ax.text(0.5, 0.5, f"no {label} in any cell (NaN)", transform=ax.transAxes, ha="center", fontsize=8,
-                color="dimgrey")  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            f"no {label} in any cell (NaN)",
+            transform=ax.transAxes,
+            ha="center",
+            fontsize=8,
+            color="dimgrey",
+        )
     elif missing:
         ax.set_title(
             f"no value (NaN), left out: {' '.join(missing)}", loc="right", fontsize=7, color="dimgrey"
@@ -138,12 +161,16 @@ def frontier_caption(frontier: pd.DataFrame, recipe_sd: float = 0.0) -> str:
         f"a recipe effect of SD {recipe_sd:.3g} allowed for" if recipe_sd else "seed noise alone"
     )
     if high <= 1:
-        return ("cell means of one seed each: no interval, and with no seed noise to test against every cell "
-                "could be best (all filled); base policy dashed")  # fmt: skip
+        return (
+            "cell means of one seed each: no interval, and with no seed noise to test against every cell "
+            "could be best (all filled); base policy dashed"
+        )
     n = f"{low}" if low == high else f"{low}-{high}"
     one = "; a cell with one seed has no interval" if low <= 1 else ""
-    return (f"cell means over {n} seeds with their {INTERVAL}{one}; filled: could be best at 95% ({rule}), "
-            "hollow: ruled out; base policy dashed")  # fmt: skip
+    return (
+        f"cell means over {n} seeds with their {INTERVAL}{one}; filled: could be best at 95% ({rule}), "
+        "hollow: ruled out; base policy dashed"
+    )
 
 
 def setting_frontiers(frontier: pd.DataFrame, targets=TARGETS, recipe_sd: float = 0.0):
@@ -169,8 +196,9 @@ def setting_frontiers(frontier: pd.DataFrame, targets=TARGETS, recipe_sd: float 
     return fig
 
 
-def pilot_frontiers(frontier: pd.DataFrame, pick: str | None = None, target: str = "native_reward",
-                    recipe_sd: float = 0.0):  # fmt: skip
+def pilot_frontiers(
+    frontier: pd.DataFrame, pick: str | None = None, target: str = "native_reward", recipe_sd: float = 0.0
+):
     """RACE's pilot frontiers of one setting, a panel per pilot budget (``pilot_fraction``; two in a
     row, the y axis shared): :func:`setting_frontier` of ``target``, with ``pick`` squared in red on
     the first budget's panel (RACE's pick comes from those pilots). Returns the figure (not saved)."""
@@ -190,8 +218,17 @@ def pilot_frontiers(frontier: pd.DataFrame, pick: str | None = None, target: str
         ax.set_title(f"pilots at {fraction_words(fraction)} of the budget{first}", fontsize=9)
         mine = rows[rows["cell"].astype(str) == str(pick)]
         if i == 0 and len(mine):
-            ax.scatter(mine["rho"], mine[target], s=190, marker="s", facecolors="none", edgecolors="red",
-                       linewidths=1.1, zorder=4, label=f"RACE's pick ({pick})")  # fmt: skip
+            ax.scatter(
+                mine["rho"],
+                mine[target],
+                s=190,
+                marker="s",
+                facecolors="none",
+                edgecolors="red",
+                linewidths=1.1,
+                zorder=4,
+                label=f"RACE's pick ({pick})",
+            )
     for ax in axes.flat[len(fractions) :]:
         ax.remove()
     fig.legend(*_legend_entries(axes.flat[: len(fractions)]), loc="outside lower center", ncol=3, fontsize=8)

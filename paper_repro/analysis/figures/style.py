@@ -69,8 +69,10 @@ def colors(names) -> dict[str, tuple]:
     }
     others = [n for n in dict.fromkeys(map(str, names)) if n not in fixed]
     spare = sns.color_palette("colorblind", 10)[len(REWARD_SYSTEMS) :] or sns.color_palette("dark", 10)
-    return {**{n: fixed[n] for n in map(str, names) if n in fixed},
-            **{n: spare[i % len(spare)] for i, n in enumerate(others)}}  # fmt: skip
+    return {
+        **{n: fixed[n] for n in map(str, names) if n in fixed},
+        **{n: spare[i % len(spare)] for i, n in enumerate(others)},
+    }
 
 
 def size_markers(names) -> dict[str, str]:
@@ -116,8 +118,10 @@ def convention_styles(kinds: Iterable[str]) -> dict[str, dict]:
     one not named there a spare style, in the order given)."""
     kinds = list(dict.fromkeys(map(str, kinds)))
     others = [k for k in kinds if k not in CONVENTION_STYLES]
-    spare = {k: dict(zip(("color", "marker", "ls"), _SPARE_STYLES[i % len(_SPARE_STYLES)], strict=True))
-             for i, k in enumerate(others)}  # fmt: skip
+    spare = {
+        k: dict(zip(("color", "marker", "ls"), _SPARE_STYLES[i % len(_SPARE_STYLES)], strict=True))
+        for i, k in enumerate(others)
+    }
     return {k: dict(CONVENTION_STYLES.get(k) or spare[k]) for k in kinds}
 
 

@@ -72,7 +72,7 @@ def set_words(cells, rhos=(), n_cells=None) -> str:
 
 def _ordered(names, order=None) -> list[str]:
     """``names`` in ``order`` (the profile's), the rest after; without ``order``, sizes smallest first."""
-    from paper_repro.analysis.tables.curves import size_order
+    from paper_repro.analysis.tables.curve_rows import size_order
 
     names = list(dict.fromkeys(map(str, names)))
     if order is None:
@@ -118,9 +118,13 @@ def where_lines(optima: pd.DataFrame, frontiers: pd.DataFrame, order=None, targe
     rows = optima[optima["target"] == target] if len(optima) else optima
     label = TARGET_SHORT.get(target, target)
     if rows.empty:
-        return [f"**Where a fixed budget C should go** (by {label}): no setting has a frontier yet.", "",
-                "- **Stage A, by policy size:** no runs yet.", "- **Stages B and D, by reward system:** no runs yet.",
-                "- **Other targets:** none measured yet."]  # fmt: skip
+        return [
+            f"**Where a fixed budget C should go** (by {label}): no setting has a frontier yet.",
+            "",
+            "- **Stage A, by policy size:** no runs yet.",
+            "- **Stages B and D, by reward system:** no runs yet.",
+            "- **Other targets:** none measured yet.",
+        ]
     distinct = rows[_distinct(rows)]
     whole = [len(str(r.best_cells).split()) == r.n_cells for r in distinct.itertuples()]
     if all(whole):
@@ -131,8 +135,11 @@ def where_lines(optima: pd.DataFrame, frontiers: pd.DataFrame, order=None, targe
         summary = f"Each of the {len(distinct)} distinct settings rules some cells out."
     tau = float(rows["recipe_sd"].iloc[0]) if "recipe_sd" in rows else float("nan")
     allowed = f", a recipe effect of SD {num(tau)} allowed for" if finite(tau) and tau > 0 else ""
-    out = [f"**Where a fixed budget C should go** (by {label}: the cells that could be best at 95%{allowed}, "
-           f"with their realised rho). {summary}", ""]  # fmt: skip
+    out = [
+        f"**Where a fixed budget C should go** (by {label}: the cells that could be best at 95%{allowed}, "
+        f"with their realised rho). {summary}",
+        "",
+    ]
     for stages, title, column, noun in (
         (("A",), "Stage A, by policy size", "reward_system", "reward"),
         (("B", "D"), "Stages B and D, by reward system", "model", "policy"),
@@ -182,9 +189,11 @@ def size_line(size_star: pd.DataFrame, target: str = TARGET) -> str:
     rows = size_star[size_star["target"] == target] if len(size_star) else size_star
     at_c = rows[np.isclose(rows["point"].astype(float), 1.0)] if len(rows) else rows
     if at_c.empty:
-        return ("- **Which policy size at equal FLOPs:** not measured yet. size*(C) compares stage A's (policy, "
-                "cell) pairs on their compute curves, and no committed run has one (`size_star_by_budget.csv` "
-                f"has no row at C); {CURVES_MEASURED_BY.format(it='it')}.")  # fmt: skip
+        return (
+            "- **Which policy size at equal FLOPs:** not measured yet. size*(C) compares stage A's (policy, "
+            "cell) pairs on their compute curves, and no committed run has one (`size_star_by_budget.csv` "
+            f"has no row at C); {CURVES_MEASURED_BY.format(it='it')}."
+        )
     r = at_c.iloc[0]
     sizes = str(r["best_sizes"]).split()
     which = f"only {sizes[0]}" if len(sizes) == 1 else f"{', '.join(sizes[:-1])} or {sizes[-1]}"
@@ -202,16 +211,24 @@ def _ends(rows: pd.DataFrame) -> list[pd.Series]:
     return [rows.iloc[0], rows.iloc[-1]] if len(rows) > 1 else [rows.iloc[0]]
 
 
-def growth_line(rho_star: pd.DataFrame, size_star: pd.DataFrame, claims: pd.DataFrame, shared=(), order=None,
-                target: str = TARGET) -> str:  # fmt: skip
+def growth_line(
+    rho_star: pd.DataFrame,
+    size_star: pd.DataFrame,
+    claims: pd.DataFrame,
+    shared=(),
+    order=None,
+    target: str = TARGET,
+) -> str:
     """One bullet: how the answer moves as the budget grows (rho*(C) at each distinct setting's ends,
     size*(C) at every point, the two curve claims' verdicts), or that the curves are not measured yet."""
     best = rho_star[rho_star["target"] == target] if len(rho_star) else rho_star
     sizes = size_star[size_star["target"] == target] if len(size_star) else size_star
     if best.empty and sizes.empty:
-        return ("- **As the budget grows:** not measured yet. No committed run has its compute curve, so "
-                "rho*(C) (`rho_star_by_budget.csv`) and size*(C) (`size_star_by_budget.csv`) are empty; "
-                f"{CURVES_MEASURED_BY.format(it='them')}.")  # fmt: skip
+        return (
+            "- **As the budget grows:** not measured yet. No committed run has its compute curve, so "
+            "rho*(C) (`rho_star_by_budget.csv`) and size*(C) (`size_star_by_budget.csv`) are empty; "
+            f"{CURVES_MEASURED_BY.format(it='them')}."
+        )
     parts = []
     best = best[~best["setting"].astype(str).isin(set(shared))] if len(best) else best
     if len(best):
@@ -247,8 +264,10 @@ def decider(row: pd.Series, them: bool = False) -> str:
     note = row.get("power_note") if isinstance(row.get("power_note"), str) else ""
     if finite(row.get("power_now")):
         top = largest_count(note)
-        text = (f"no seed count{f' up to {top}' if top else ''} per cell decides {it} in 80% of simulated "
-                "studies at the recipe effect these runs show")  # fmt: skip
+        text = (
+            f"no seed count{f' up to {top}' if top else ''} per cell decides {it} in 80% of simulated "
+            "studies at the recipe effect these runs show"
+        )
         if finite(row.get("oc_held_when_true")):
             held, true = float(row["oc_held_when_true"]), "they are" if them else "it is"
             text += (
@@ -294,8 +313,10 @@ def claims_lines(claims: pd.DataFrame) -> list[str]:
     """Two bullets: which of the paper's claims held, were refuted (not held) or stayed open, with what
     would decide the open ones; and our consistency checks and additions, counted."""
     if claims.empty:
-        return ["- **The paper's claims:** not tested yet (`claims.csv` is empty).",
-                "- **Our consistency checks and additions:** not tested yet."]  # fmt: skip
+        return [
+            "- **The paper's claims:** not tested yet (`claims.csv` is empty).",
+            "- **Our consistency checks and additions:** not tested yet.",
+        ]
     paper = claims["kind"] == "paper claim"
     parts = []
     for verdict, word in (("held", "Held"), ("not held", "Refuted (not held)")):
@@ -304,8 +325,11 @@ def claims_lines(claims: pd.DataFrame) -> list[str]:
     still = claims[paper & claims["verdict"].isin(OPEN)]
     parts.append(open_sentence(still) if len(still) else "None stayed open.")
     rest = claims[~paper]
-    said = [f"{word}: {'; '.join(names)}." for verdict, word in (("held", "Held"), ("not held", "Not held"))
-            if (names := rest[rest["verdict"] == verdict]["claim"].tolist())]  # fmt: skip
+    said = [
+        f"{word}: {'; '.join(names)}."
+        for verdict, word in (("held", "Held"), ("not held", "Not held"))
+        if (names := rest[rest["verdict"] == verdict]["claim"].tolist())
+    ]
     k = int(rest["verdict"].isin(OPEN).sum())
     if k:
         said.append(f"{k} open (the claims table says what would decide each).")
@@ -326,11 +350,16 @@ def regime_line(claims: pd.DataFrame) -> str:
         return "- **The paper's optima as contrasts:** not in this claims table."
     said = []
     for _, r in rows.iterrows():
-        value = (f"{float(r['our_value']):+.3f} (90% {float(r['ci_low']):+.3f} to {float(r['ci_high']):+.3f})"
-                 if finite(r.get("our_value")) and finite(r.get("ci_low")) else "no estimate")  # fmt: skip
-        oc = (f"wrong in at most {percent(r.get('oc_wrong_max'))} of simulated studies, held in "
-              f"{percent(r.get('oc_held_when_true'))} where true, not held in {percent(r.get('oc_not_held_when_false'))} "
-              "where false")  # fmt: skip
+        value = (
+            f"{float(r['our_value']):+.3f} (90% {float(r['ci_low']):+.3f} to {float(r['ci_high']):+.3f})"
+            if finite(r.get("our_value")) and finite(r.get("ci_low"))
+            else "no estimate"
+        )
+        oc = (
+            f"wrong in at most {percent(r.get('oc_wrong_max'))} of simulated studies, held in "
+            f"{percent(r.get('oc_held_when_true'))} where true, not held in {percent(r.get('oc_not_held_when_false'))} "
+            "where false"
+        )
         said.append(f"{r['claim'].split(' [')[0]}: **{r['verdict']}**, {value}; {oc}")
     registered = set(rows.get("registration", pd.Series(dtype=str)).dropna().astype(str)) - {""}
     how = (

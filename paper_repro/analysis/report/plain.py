@@ -11,19 +11,8 @@ import re
 
 import pandas as pd
 
-from paper_repro.analysis.claims.paper import PAPER
 from paper_repro.analysis.wording import finite, percent
 
-# the paper's three regime claims, asked as contrasts at the "any recipe at this rho" level: their
-# ids in the claims table, and the question each asks, in plain words
-REGIME_QUESTIONS = {
-    "regime.rule_based.any": "with rule-based rewards (an exact answer checker), do allocations near the "
-    "paper's optimum of {rule} beat those near {prm}?",
-    "regime.prm_style.any": "with PRM-style rewards (a learned model that scores each step), do allocations near "
-    "{prm} beat those near {rule}?",
-    "regime.interaction.any": "is the advantage of spending more on updates larger with rule-based rewards "
-    "than with PRM-style ones?",
-}
 VERDICT_WORDS = {
     "held": "yes",
     "not held": "no",
@@ -32,13 +21,14 @@ VERDICT_WORDS = {
 }
 # a share the simulation did not give, in the answer's words
 UNSIMULATED = "an unsimulated share"
-# our additions the answer names, in plain words
-OUR_CHECKS = {
-    "allocation.matters": "does the split matter at all (in some setting, one allocation of the same budget beats "
-    "another by more than a threshold fixed in advance)?",
-    "curves.grows": "as the budget grows, does the best policy get bigger?",
-    "size_star.top": "at the largest budget, does the largest policy beat the smallest?",
-}
+
+
+def _asked(kind: str) -> dict[str, str]:
+    """The claims the answer names as ``kind`` (a headline of their declarations:
+    :data:`paper_repro.analysis.claims.registry.HEADLINES`), by id, each with its plain-words question."""
+    from paper_repro.analysis.claims.registry import headlines
+
+    return {s.id: s.question.format(**_values()) for s in headlines(kind)}
 
 
 def largest_count(note) -> int | None:
@@ -64,7 +54,12 @@ def _why_open(r: pd.Series) -> str:
 
 
 def _values() -> dict[str, str]:
-    return {"rule": PAPER["rho_star.rule_based"].text, "prm": PAPER["rho_star.prm_style"].text}
+    """The paper's two optima as it states them: ``rule`` (rule-based rewards), ``prm`` (PRM-style),
+    the paper values of the first two optima the answer names (their declarations' order)."""
+    from paper_repro.analysis.claims.registry import headlines
+
+    rule, prm = (s.paper_value for s in headlines("optimum")[:2])
+    return {"rule": rule, "prm": prm}
 
 
 def _estimate(r: pd.Series) -> str:
@@ -91,11 +86,10 @@ def regime_sentences(claims: pd.DataFrame) -> list[str]:
     would decide it)."""
     by_id = claims.set_index("id") if "id" in claims else pd.DataFrame()
     decided, undecided = [], []
-    for claim_id, question in REGIME_QUESTIONS.items():
+    for claim_id, asked in _asked("question").items():
         if claim_id not in by_id.index:
             continue
         r = by_id.loc[claim_id]
-        asked = question.format(**_values())
         answer = VERDICT_WORDS.get(str(r["verdict"]), str(r["verdict"]))
         if r["verdict"] in ("held", "not held"):
             decided.append(f"*{asked}* **{answer.capitalize()}**: {_estimate(r)}; {_sureness(r)}.")
@@ -106,7 +100,9 @@ def regime_sentences(claims: pd.DataFrame) -> list[str]:
 
 def _window_claims(claims: pd.DataFrame) -> pd.DataFrame:
     ids = claims["id"].astype(str) if "id" in claims else pd.Series(dtype=str)
-    return claims[ids.isin(["rho_star.rule_based", "rho_star.prm_style", "rho_star.prm_lower"])]
+    from paper_repro.analysis.claims.registry import headlines
+
+    return claims[ids.isin([s.id for s in headlines("optimum")])]
 
 
 def optimum_sentence(claims: pd.DataFrame) -> str:
@@ -134,14 +130,17 @@ def optimum_sentence(claims: pd.DataFrame) -> str:
 
 
 def checks_sentence(claims: pd.DataFrame) -> str:
-    """Our own checks that the answer names (:data:`OUR_CHECKS`), with their verdicts."""
+    """Our own checks that the answer names (the declarations headlined "check"), with their verdicts."""
     if "id" not in claims:
         return ""
-    rows = claims[claims["id"].isin(list(OUR_CHECKS))]
+    checks = _asked("check")
+    rows = claims[claims["id"].isin(list(checks))]
     if rows.empty:
         return ""
-    said = [f"*{OUR_CHECKS[r['id']]}* **{VERDICT_WORDS.get(r['verdict'], r['verdict']).capitalize()}**"
-            for _, r in rows.iterrows()]  # fmt: skip
+    said = [
+        f"*{checks[r['id']]}* **{VERDICT_WORDS.get(r['verdict'], r['verdict']).capitalize()}**"
+        for _, r in rows.iterrows()
+    ]
     return "**Our own checks:** " + "; ".join(said) + "."
 
 
@@ -158,7 +157,7 @@ def plain_answer(claims: pd.DataFrame) -> list[str]:
     )
     bullets = [f"- {s}" for s in regime_sentences(claims)]
     registered = set(
-        claims.loc[claims["id"].isin(list(REGIME_QUESTIONS)), "registration"].dropna().astype(str)
+        claims.loc[claims["id"].isin(list(_asked("question"))), "registration"].dropna().astype(str)
     )
     if registered == {"exploratory"}:
         head += " (these comparisons were fixed after this study's runs, so they are *exploratory*)"

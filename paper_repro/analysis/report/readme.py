@@ -1,19 +1,21 @@
-"""The README's generated blocks, from the committed result tables (never typed).
+"""The generated documents, from the committed result tables (never typed).
 
-``paper-repro report`` rewrites three blocks of README.md:
+``paper-repro report`` rewrites README.md's one generated block and the whole of RESULTS.md
+(:func:`results_markdown`):
 
-- between ``<!-- summary:start -->`` and ``<!-- summary:end -->``: the answer in plain words
-  (:func:`paper_repro.analysis.report.plain.plain_answer`, which notebook 40 opens with too);
-- between ``<!-- detail:start -->`` and ``<!-- detail:end -->``: the answer in detail
+- README.md, between ``<!-- summary:start -->`` and ``<!-- summary:end -->``: the answer in plain
+  words (:func:`paper_repro.analysis.report.plain.plain_answer`, which notebook 40 opens with too);
+- RESULTS.md, *The answer in detail* (:func:`detail_block`): the answer in detail
   (:func:`paper_repro.analysis.report.answer.answer`: where a fixed budget should go per policy size and
   reward system, how that moves with the budget, which of the paper's claims held, were refuted or
   stayed open and what would decide them), then what the study ran, its simulated error rates and
   RACE's pilots in one paragraph;
-- between ``<!-- results:start -->`` and ``<!-- results:end -->``: the claims with their intervals
-  and power, RACE per pilot budget, reward hacking and the best cells, from
-  ``data/results/cpu-tiny/{claims,race,reward_hacking_summary,optima}.csv``.
+- RESULTS.md, *Every claim* (:func:`results_block`): the claims with their intervals and power, RACE
+  per pilot budget, reward hacking and the best cells, from
+  ``data/results/cpu-tiny/{claims,race,reward_hacking_summary,optima}.csv``;
+- RESULTS.md, *The study in numbers*: every fact of :func:`paper_repro.analysis.report.facts.study_facts`.
 
-``tests/test_readme.py`` fails when the README and the tables disagree.
+``tests/test_readme.py`` fails when README.md's block or RESULTS.md and the tables disagree.
 """
 
 from __future__ import annotations
@@ -22,15 +24,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from paper_repro.analysis.claims.columns import powers
-from paper_repro.analysis.wording import percent
+from paper_repro.analysis.claims.race import pilot_claim
+from paper_repro.analysis.claims.recipes import RHO_SUFFICES
+from paper_repro.analysis.report.simulated import _choice_sentences, _claim_powers, _design_sentences, _fmt
 from paper_repro.paths import repo_root
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"
 DETAIL_START, DETAIL_END = "<!-- detail:start -->", "<!-- detail:end -->"
+COMMAND = "paper-repro report"  # what writes the generated documents
+RESULTS = "RESULTS.md"  # the generated results, at the repository's root
+GLOSSARY = "docs/glossary.md"  # the words the study uses (the docs own them)
 
-RECIPE_CLAIM = "recipes.rho_suffices"  # the recipe-vs-rho claim's id (paper_repro.analysis.claims.recipes)
+RECIPE_CLAIM = RHO_SUFFICES  # the recipe-vs-rho claim (paper_repro.analysis.claims.recipes)
 
 
 def _by_id(results: Path) -> pd.DataFrame:
@@ -40,12 +46,6 @@ def _by_id(results: Path) -> pd.DataFrame:
 
 def _text(value) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _fmt(value) -> str:
-    if isinstance(value, float):
-        return "" if pd.isna(value) else f"{value:.3g}"
-    return str(value)
 
 
 def results_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
@@ -84,8 +84,12 @@ def results_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
     if optima.exists():
         o = pd.read_csv(optima)
         o = o[o["target"] == "gsm_pass1"]
-        lines += ["", "gsm pass@1 at each setting's argmax cell against its base policy (mean over seeds; the argmax"
-                  " is a description: the cells that could be best decide, the unimodal rho* estimates):", ""]  # fmt: skip
+        lines += [
+            "",
+            "gsm pass@1 at each setting's argmax cell against its base policy (mean over seeds; the argmax"
+            " is a description: the cells that could be best decide, the unimodal rho* estimates):",
+            "",
+        ]
         lines += [
             "| stage | setting | argmax cell | its rho | base | best | gain | could be best (95%) | unimodal rho* |",
             "|---|---|---|---|---|---|---|---|---|",
@@ -115,13 +119,17 @@ def _race_lines(results: Path) -> list[str]:
     race = pd.read_csv(path)
     race = race[race["same_runs_as"].fillna("") == ""]
     claims = _by_id(results)
-    lines = ["", "RACE per pilot budget (distinct settings; pilots that did not move off the base policy are "
-             "uninformative and not scored):", "",
-             "| pilot budget | pilot seeds | pilots' share of the full grid's FLOPs | moved | pooled rank correlation | 95% interval | pick in the full best set | verdict |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "RACE per pilot budget (distinct settings; pilots that did not move off the base policy are "
+        "uninformative and not scored):",
+        "",
+        "| pilot budget | pilot seeds | pilots' share of the full grid's FLOPs | moved | pooled rank correlation | 95% interval | pick in the full best set | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for fraction, rows in race.groupby("pilot_fraction", sort=False):
         words = fraction_words(fraction)
-        name = f"race.pilots@{words}"  # the claim's id (paper_repro.analysis.claims.tables)
+        name = pilot_claim(fraction)
         c = claims.loc[name] if name in claims.index else None
         value = "" if c is None else _fmt(c["our_value"])
         interval = "" if c is None or pd.isna(c["ci_low"]) else f"{_fmt(c['ci_low'])} – {_fmt(c['ci_high'])}"
@@ -167,11 +175,15 @@ def _design_lines(results: Path) -> list[str]:
     d = pd.read_csv(path)
     if "block" not in d:
         d.insert(0, "block", "pre-registered")
-    lines = ["", "Operating characteristics (`design.csv`; each simulated claim's own test on simulated studies per "
-             "truth; the pre-registered block was written by `paper-repro design` before the runs, the post-hoc block "
-             "by the analysis with the noise these runs show):", "",
-             "| block | design | studies per truth | seeds per cell | recipe SD simulated | wrong at most | where | two draws agree at least | held where true (median over claims) | not held where false (median over claims) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "Operating characteristics (`design.csv`; each simulated claim's own test on simulated studies per "
+        "truth; the pre-registered block was written by `paper-repro design` before the runs, the post-hoc block "
+        "by the analysis with the noise these runs show):",
+        "",
+        "| block | design | studies per truth | seeds per cell | recipe SD simulated | wrong at most | where | two draws agree at least | held where true (median over claims) | not held where false (median over claims) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for (block, name), rows in d.groupby(["block", "design"], sort=False):
         worst = rows.loc[rows["wrong"].idxmax()]
         held, refuted = _claim_powers(rows)
@@ -184,23 +196,19 @@ def _design_lines(results: Path) -> list[str]:
     return lines
 
 
-def _claim_powers(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """Per claim of ``design.csv`` rows, its two powers (:func:`paper_repro.analysis.claims.columns.powers`):
-    held where true, not held where false, each without the claims that have no such truth."""
-    key = "claim_id" if "claim_id" in rows else "claim"
-    both = [powers(g) for _, g in rows.groupby(key, sort=False)]
-    return pd.Series([h for h, _ in both]).dropna(), pd.Series([r for _, r in both]).dropna()
-
-
 def _hacking_lines(results: Path) -> list[str]:
     path = results / "reward_hacking_summary.csv"
     if not path.exists():
         return []
     h = pd.read_csv(path)
-    lines = ["", "Reward hacking (full-budget runs; a run games its reward when the reward rises from base while gsm "
-             "pass@1 and the judge both fall):", "",
-             "| reward system | runs | gaming | 95% interval of the share | diverging | mean change: reward / gsm pass@1 / judge |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "Reward hacking (full-budget runs; a run games its reward when the reward rises from base while gsm "
+        "pass@1 and the judge both fall):",
+        "",
+        "| reward system | runs | gaming | 95% interval of the share | diverging | mean change: reward / gsm pass@1 / judge |",
+        "|---|---|---|---|---|---|",
+    ]
     for _, r in h.iterrows():
         lines.append(
             f"| {r['reward_system']} | {int(r['classed'])} | {int(r['gaming_runs'])} "
@@ -222,8 +230,9 @@ def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
         SUMMARY_START,
         *plain.plain_answer(pd.read_csv(results / "claims.csv")),
         "",
-        "Every verdict with its interval and power: [the answer in detail](#the-answer-in-detail) and "
-        f"[notebook 40](notebooks/executed/{profile}/40_final_analysis.ipynb); the terms: [words we use](#words-we-use).",
+        f"Every verdict with its interval and power: [the answer in detail]({RESULTS}#the-answer-in-detail), "
+        f"[every claim]({RESULTS}#every-claim) and [notebook 40](notebooks/executed/{profile}/40_final_analysis.ipynb); "
+        f"the terms: [words we use]({GLOSSARY}).",
         "",
         f"*Generated by `paper-repro report` from `data/results/{profile}/claims.csv`.*",
         SUMMARY_END,
@@ -242,8 +251,13 @@ def detail_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
     root = root or repo_root()
     results = root / "data" / "results" / profile
     order = [s.name for s in _profile(profile).all_settings()]
-    context = [*_study_size(profile, results), *_design_sentences(results), *_choice_sentences(results),
-               *_race_sentences(results), *_recipe_sentences(results)]  # fmt: skip
+    context = [
+        *_study_size(profile, results),
+        *_design_sentences(results),
+        *_choice_sentences(results),
+        *_race_sentences(results),
+        *_recipe_sentences(results),
+    ]
     lines = [
         DETAIL_START,
         *answer.answer(answer.answer_tables(results), order),
@@ -272,162 +286,6 @@ def _study_size(profile: str, results: Path) -> list[str]:
         f"full-budget grid runs ({f['study.cells']} cells over {f['study.settings']} distinct settings), "
         f"{f['study.pilot_runs']} RACE pilot runs and {f['study.fresh_runs']} runs on fresh seeds (RACE's pick, "
         "RACE+'s and TRL's default)."
-    ]
-
-
-def _design_sentences(results: Path) -> list[str]:
-    """How often the study's tests are wrong, agree between draws, hold a true claim and refute a
-    false one, in simulation with the noise these runs show (``design.csv``'s post-hoc block): the
-    regime contrasts (which decide) and the best-cell windows (descriptions) apart, and the recipe
-    effect beside a frontier's height."""
-    path = results / "design.csv"
-    if not path.exists():
-        return []
-    from paper_repro.analysis.claims.columns import study_design
-
-    now = study_design(pd.read_csv(path))
-    if now.empty:
-        return []
-    ids = now["claim_id"].astype(str) if "claim_id" in now else pd.Series("", index=now.index)
-    regime = now[ids.str.match(r"regime\..*\.any$")]
-    windows = now[ids.str.startswith("rho_star.")]
-    said = []
-    for words, part in (("the paper's optima as contrasts (any recipe at each rho)", regime),
-                        ("the rho* windows on the best-cell sets (descriptions)", windows)):  # fmt: skip
-        if part.empty:
-            continue
-        held, refuted = _claim_powers(part)
-        if len(held) and len(refuted) and held.max() == 0 and refuted.max() == 0:
-            said.append(
-                f"{words} never decide: held in 0% of studies where true and not held in 0% where false, so their "
-                f"wrong share ({percent(part['wrong'].max())}) and agreement ({percent(part['agreement'].min())}) say "
-                "they are silent, not sure"
-            )
-            continue
-        said.append(
-            f"{words} are wrong in at most {percent(part['wrong'].max())} of studies, two draws agree in at least "
-            f"{percent(part['agreement'].min())}, and each is held in at least {percent(held.min()) if len(held) else 'n/a'} "
-            f"of studies where it is true and not held in at least {percent(refuted.min()) if len(refuted) else 'n/a'} "
-            "where it is false"
-        )
-    block = "post-hoc block" if "block" in now and (now["block"] == "post-hoc").any() else "design.csv"
-    return [
-        f"Simulated with the noise these runs show ({int(now['studies'].iloc[0])} studies per truth, `design.csv`'s "
-        f"{block}): "
-        + "; ".join(said)
-        + f". A cell's recipe effect (REML SD {_fmt(now['recipe_sd'].iloc[0])}, "
-        f"shared by all its seeds) is {_fmt(now['recipe_sd'].iloc[0] / now['amplitude'].iloc[0])} of a typical "
-        f"frontier's height ({_fmt(now['amplitude'].iloc[0])}).",
-    ]
-
-
-def _choice_sentences(results: Path) -> list[str]:
-    """The design the simulator picks (``design_choices.csv``, ``paper-repro design --candidates``):
-    once registered (``design_registered.csv``, ``--candidates --registered``: the pick as the
-    profile, simulated before its runs) this study's design and its pre-registered operating
-    characteristics, else the recommendation for the next study; its minutes and seeds, and per regime
-    claim whether it meets the registered targets (wrong, agreement, held where true, not held where
-    false), or which it misses; then what would meet them (:func:`_beyond_sentences`)."""
-    path = results / "design_choices.csv"
-    if not path.exists():
-        return []
-    choices = pd.read_csv(path)
-    if "recommended" not in choices or "claim_id" not in choices or not choices["recommended"].any():
-        return []
-    name = str(choices.loc[choices["recommended"].astype(bool), "name"].iloc[0])
-    registered = results / "design_registered.csv"
-    if registered.exists():
-        table = pd.read_csv(registered)
-        table = table[table["name"] == "chosen"]
-        said = (
-            f"This study's design is `paper-repro design --candidates`'s pick, *{name}*, registered before its runs "
-            "(the commit is named under *Status*); simulated then, with the noise of the study before it"
-        )
-    else:
-        table = choices[choices["name"] == name]
-        said = f"For the next study, `paper-repro design --candidates` recommends *{name}*"
-    from paper_repro.analysis.design.candidates import TARGET_CLAIMS, target_misses
-
-    head = table.iloc[0]
-    misses = target_misses(table, str(head["name"]))
-    each = "; ".join(
-        f"{r['claim_id']}: wrong {percent(r['wrong_max'])}, agreement {percent(r['agreement_min'])}, held where true "
-        f"{percent(r['held_when_true'])}, not held where false {percent(r['not_held_when_false'])}"
-        for _, r in table[table["claim_id"].isin(TARGET_CLAIMS)].iterrows()
-    )
-    verdict = (
-        "it meets the registered targets (wrong at most 5%, agreement at least 85%, both powers at least 80%)"
-        if not misses
-        else f"no candidate within the time meets every registered target; this one misses {'; '.join(misses)}"
-    )
-    return [
-        f"{said} ({_fmt(head['minutes'])} min by the cost model, {int(head['seeds'])} seeds per cell, "
-        f"{int(head['replicates'])} simulated study pairs per truth): {each}; {verdict}.",
-        *_beyond_sentences(results),
-    ]
-
-
-def _beyond_sentences(results: Path) -> list[str]:
-    """What design would meet the registered targets past the time limit (``design_beyond.csv``:
-    ``paper-repro design --candidates --minutes M`` at a larger M): the cheapest candidate that meets
-    them, or the one closest (the rule's pick at that limit) and what it still misses."""
-    path = results / "design_beyond.csv"
-    if not path.exists():
-        return []
-    from paper_repro.analysis.design.candidates import recommend, target_misses
-
-    choices = pd.read_csv(path)
-    limit = (
-        float(choices["minutes_limit"].iloc[0])
-        if "minutes_limit" in choices
-        else float(choices["minutes"].max())
-    )
-    pick = recommend(choices, minutes=limit)
-    if pick is None:
-        return []
-    name = str(pick.name)
-    head = choices[choices["name"] == name].iloc[0]
-    misses = target_misses(choices, name)
-    what = (
-        f"*{name}* meets every registered target ({_fmt(head['minutes'])} min by the cost model, "
-        f"{int(head['seeds'])} seeds per cell)"
-        if not misses
-        else f"no candidate meets every registered target; the closest, *{name}* ({_fmt(head['minutes'])} min by the "
-        f"cost model, {int(head['seeds'])} seeds per cell), still misses {'; '.join(misses)}"
-    )
-    return [
-        f"What would meet them: with up to {limit:g} minutes (`design_beyond.csv`, "
-        f"{int(head['replicates'])} simulated study pairs per truth), {what}.",
-        *_sensitivity_sentences(results),
-    ]
-
-
-def _sensitivity_sentences(results: Path) -> list[str]:
-    """The most each regime claim's powers reach with more seeds or more recipes per cell at the cells
-    the sensitivity was simulated on (``design_sensitivity.csv``: ``paper-repro design --more-seeds ...
-    --recipes ...``; the committed file's are the study before this one's)."""
-    path = results / "design_sensitivity.csv"
-    if not path.exists():
-        return []
-    from paper_repro.analysis.design.candidates import TARGET_CLAIMS
-
-    table = pd.read_csv(path)
-    variants = [d for d in table["design"].unique() if d != "committed"]
-    rows = table[table["design"].isin(variants) & table["claim_id"].isin(TARGET_CLAIMS)]
-    if rows.empty:
-        return []
-    per = rows.groupby(["claim_id", "design"]).agg(
-        held=("held_if_true", "min"), refuted=("not_held_if_false", "min")
-    )
-    best = per.groupby("claim_id").max()
-    each = "; ".join(
-        f"{claim}: held where true at most {percent(best.loc[claim, 'held'])}, not held where false at most "
-        f"{percent(best.loc[claim, 'refuted'])}"
-        for claim in TARGET_CLAIMS
-        if claim in best.index
-    )
-    return [
-        f"More seeds or more recipes per cell at the cells of the study before this one ({', '.join(variants)}; `design_sensitivity.csv`): {each}."
     ]
 
 
@@ -503,11 +361,16 @@ def _decidable(claims: pd.DataFrame) -> list[str]:
     seeds = int(claims["seeds_per_cell"].max()) if "seeds_per_cell" in claims else 0
     decided = claims[claims["verdict"] != "inconclusive"]["claim"].tolist()
     open_ = claims[claims["verdict"] == "inconclusive"]["claim"].tolist()
-    out = [f"With {seeds} seeds per cell, {len(decided)} of {len(claims)} rows are decided"
-           + (f" ({'; '.join(decided)})" if decided else "") + "."]  # fmt: skip
+    out = [
+        f"With {seeds} seeds per cell, {len(decided)} of {len(claims)} rows are decided"
+        + (f" ({'; '.join(decided)})" if decided else "")
+        + "."
+    ]
     if open_:
-        out.append(f"Open ({len(open_)}): {'; '.join(open_)}. The power columns say how often a study like this "
-                   "one decides each, and how many seeds per cell would make it decide 80% of the time.")  # fmt: skip
+        out.append(
+            f"Open ({len(open_)}): {'; '.join(open_)}. The power columns say how often a study like this "
+            "one decides each, and how many seeds per cell would make it decide 80% of the time."
+        )
     return out
 
 
@@ -519,15 +382,64 @@ def _replace(text: str, start: str, end: str, block: str) -> str:
     return head + block + tail
 
 
+def _inner(block: str) -> str:
+    """A generated block without its start and end markers (RESULTS.md is generated whole)."""
+    return "\n".join(block.split("\n")[1:-1])
+
+
+def results_markdown(profile: str = "cpu-tiny", root: Path | None = None) -> str:
+    """The whole of RESULTS.md: a header saying it is generated and by which command, then the
+    answer in detail (:func:`detail_block`), every claim (:func:`results_block`) and the study in
+    numbers (:func:`paper_repro.analysis.report.facts.study_facts`)."""
+    from paper_repro.analysis.report.facts import study_facts
+
+    root = root or repo_root()
+    facts = study_facts(profile, root)
+    return "\n".join(
+        [
+            f"# Results of the `{profile}` study",
+            "",
+            f"*Generated by `{COMMAND}` from the tables in `data/results/{profile}/`: do not edit by hand; "
+            "rerun the command after the tables change (`tests/test_readme.py` fails while this file is stale). "
+            f"The answer in plain words is the README's; the terms are in [the glossary]({GLOSSARY}).*",
+            "",
+            "## The answer in detail",
+            "",
+            _inner(detail_block(profile, root)),
+            "",
+            "## Every claim",
+            "",
+            _inner(results_block(profile, root)),
+            "",
+            "## The study in numbers",
+            "",
+            "| fact | value |",
+            "|---|---|",
+            *(f"| `{name}` | {value} |" for name, value in facts.items()),
+            "",
+        ]
+    )
+
+
+def update_results(profile: str = "cpu-tiny", root: Path | None = None) -> bool:
+    """Rewrite RESULTS.md (:func:`results_markdown`); returns True when it changed."""
+    path = (root or repo_root()) / RESULTS
+    new = results_markdown(profile, root)
+    if path.exists() and path.read_text() == new:
+        return False
+    path.write_text(new)
+    return True
+
+
 def update_readme(profile: str = "cpu-tiny", root: Path | None = None) -> bool:
-    """Rewrite the README's generated blocks; returns True when one changed."""
+    """Rewrite README.md's generated block (the plain answer) and RESULTS.md; returns True when
+    either changed. The README needs only its summary markers: any other part is its prose."""
     root = root or repo_root()
     readme = root / "README.md"
     text = readme.read_text()
-    new = _replace(text, START, END, results_block(profile, root))
-    new = _replace(new, SUMMARY_START, SUMMARY_END, summary_block(profile, root))
-    new = _replace(new, DETAIL_START, DETAIL_END, detail_block(profile, root))
+    new = _replace(text, SUMMARY_START, SUMMARY_END, summary_block(profile, root))
+    changed = update_results(profile, root)
     if new != text:
         readme.write_text(new)
         return True
-    return False
+    return changed

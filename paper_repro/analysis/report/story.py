@@ -14,13 +14,12 @@ import re
 
 import pandas as pd
 
+from paper_repro.analysis.claims.curves import MOVES
+from paper_repro.analysis.claims.sizes import GROWS
 from paper_repro.analysis.wording import finite, fraction_words, num, percent, point_words
 
 TARGET = "native_reward"
-CURVE_CLAIMS = (
-    "curves.moves",
-    "curves.grows",
-)  # the compute-curve claims' ids (paper_repro.analysis.claims.curves and .sizes)
+CURVE_CLAIMS = (MOVES, GROWS)  # the compute-curve claims the answer's budget line names
 
 
 def estimate_sentence(row: pd.Series) -> str:
@@ -62,8 +61,9 @@ def oc_sentence(row: pd.Series) -> str:
     )
     held = (
         f"; held in {percent(row['oc_held_when_true'])} where the truth holds"
-        if finite(row.get("oc_held_when_true")) else ""
-    )  # fmt: skip
+        if finite(row.get("oc_held_when_true"))
+        else ""
+    )
     return (
         f" Error rates (simulated, design.csv): wrong in at most {percent(row['oc_wrong_max'])}{worst}, "
         f"two draws agree in at least {percent(row['oc_agreement_min'])}{held}."
@@ -222,9 +222,14 @@ def story(analysis) -> str:
         "full-budget cell. Each verdict comes from a test fixed in code before the runs."
     )
     return "\n\n".join(
-        [head, "### How each claim is tested", "\n".join(how_tested(claims)), "### The claims",
-         *claim_paragraphs(claims)]
-    )  # fmt: skip
+        [
+            head,
+            "### How each claim is tested",
+            "\n".join(how_tested(claims)),
+            "### The claims",
+            *claim_paragraphs(claims),
+        ]
+    )
 
 
 def readings(analysis) -> dict[str, str]:
@@ -234,7 +239,28 @@ def readings(analysis) -> dict[str, str]:
     out = figure_readings(a.optima, a.disagreement, a.race, a.conventions, a.hacking_summary, a.frontiers)
     if a.curves is not None:
         out.update(curve_readings(a.curves))
+    contrasts = contrast_reading(a.claims)
+    if contrasts:
+        out["regime_contrasts"] = contrasts
     return out
+
+
+def contrast_reading(claims: pd.DataFrame) -> str:
+    """The regime contrasts figure's line: how many of its rows (the regime claims, both levels)
+    held, were not held and stayed open ("" when the claims table has none)."""
+    from paper_repro.analysis.claims.regimes import FAMILY
+
+    rows = claims[claims["id"].astype(str).str.startswith(FAMILY)] if "id" in claims else claims.iloc[0:0]
+    if rows.empty:
+        return ""
+    counts = rows["verdict"].value_counts()
+    said = ", ".join(
+        f"{int(counts[v])} {v}" for v in ("held", "not held", "inconclusive", "heterogeneous") if v in counts
+    )
+    return (
+        f"The paper's optima asked as contrasts, each with its 90% interval against 0 and the margin: {said} "
+        f"of {len(rows)}."
+    )
 
 
 def curve_readings(curve, target: str = TARGET) -> dict[str, str]:

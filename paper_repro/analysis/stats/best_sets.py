@@ -107,10 +107,12 @@ class Frontiers:
                 n = count.loc[setting, t].reindex(order.index).to_numpy(int)
                 has = n > 0
                 out[(setting, t)] = Cells(
-                    tuple(np.array(names, dtype=object)[has]), order.to_numpy(float)[has],
+                    tuple(np.array(names, dtype=object)[has]),
+                    order.to_numpy(float)[has],
                     mean.loc[setting, t].reindex(order.index).to_numpy(float)[has],
-                    var.loc[setting, t].reindex(order.index).to_numpy(float)[has], n[has],
-                )  # fmt: skip
+                    var.loc[setting, t].reindex(order.index).to_numpy(float)[has],
+                    n[has],
+                )
         return out
 
 

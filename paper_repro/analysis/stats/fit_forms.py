@@ -27,8 +27,11 @@ def aicc_by_form(rows: pd.DataFrame, target: str) -> dict[str, float]:
 def _rss(rows: pd.DataFrame, target: str, kind: str) -> tuple[float, int, int]:
     x = rows["rho"].to_numpy(float)
     y = rows[target].to_numpy(float)
-    cols = {"constant": [np.ones_like(x)], "loglinear": [np.ones_like(x), np.log(x)],
-            "quadratic": [np.ones_like(x), x, x**2]}[kind]  # fmt: skip
+    cols = {
+        "constant": [np.ones_like(x)],
+        "loglinear": [np.ones_like(x), np.log(x)],
+        "quadratic": [np.ones_like(x), x, x**2],
+    }[kind]
     X = np.column_stack(cols)
     coef, *_ = np.linalg.lstsq(X, y, rcond=None)
     return float(np.sum((X @ coef - y) ** 2)), len(y), X.shape[1]

@@ -52,9 +52,16 @@ class RecipeSD:
     status: str = "no runs"
 
     def as_dict(self) -> dict:
-        return {"recipe_sd": self.tau, "recipe_sd_low": self.low, "recipe_sd_high": self.high,
-                "seed_sd": self.sigma, "recipe_df": self.df, "runs": self.runs, "cells": self.cells,
-                "status": self.status}  # fmt: skip
+        return {
+            "recipe_sd": self.tau,
+            "recipe_sd_low": self.low,
+            "recipe_sd_high": self.high,
+            "seed_sd": self.sigma,
+            "recipe_df": self.df,
+            "runs": self.runs,
+            "cells": self.cells,
+            "status": self.status,
+        }
 
 
 def design_matrix(rows: pd.DataFrame, degree: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -127,8 +134,12 @@ class _Reml:
         from scipy.optimize import minimize_scalar
 
         s0 = self.sigma2(0.0)
-        fit = minimize_scalar(lambda ls: self.full(tau2, np.exp(ls)), bounds=(np.log(s0) - 8, np.log(s0) + 2),
-                              method="bounded", options={"xatol": 1e-8})  # fmt: skip
+        fit = minimize_scalar(
+            lambda ls: self.full(tau2, np.exp(ls)),
+            bounds=(np.log(s0) - 8, np.log(s0) + 2),
+            method="bounded",
+            options={"xatol": 1e-8},
+        )
         return float(fit.fun), float(np.exp(fit.x))
 
 
@@ -137,8 +148,12 @@ def reml_fit(X: np.ndarray, y: np.ndarray, group: np.ndarray) -> tuple[float, fl
     from scipy.optimize import minimize_scalar
 
     crit = _Reml(X, y, group)
-    fit = minimize_scalar(lambda s: crit.profiled(s * s), bounds=(0.0, np.sqrt(_LAMBDA_MAX)), method="bounded",
-                          options={"xatol": 1e-10})  # fmt: skip
+    fit = minimize_scalar(
+        lambda s: crit.profiled(s * s),
+        bounds=(0.0, np.sqrt(_LAMBDA_MAX)),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
     # rounded to 1e-6 in sqrt(lambda): two CPUs' kernels, whose criteria differ in the last bits, land
     # on the same value (their optima agree to far below that), so every table reads the same bytes
     lam = round(float(fit.x), DIGITS) ** 2
@@ -235,8 +250,12 @@ def _tau_df(crit: _Reml, tau2: float, sigma2: float) -> float:
     f = crit.full
     h11 = (f(tau2 + ht, sigma2) - 2 * f(tau2, sigma2) + f(tau2 - ht, sigma2)) / ht**2
     h22 = (f(tau2, sigma2 + hs) - 2 * f(tau2, sigma2) + f(tau2, sigma2 - hs)) / hs**2
-    h12 = (f(tau2 + ht, sigma2 + hs) - f(tau2 + ht, sigma2 - hs) - f(tau2 - ht, sigma2 + hs)
-           + f(tau2 - ht, sigma2 - hs)) / (4 * ht * hs)  # fmt: skip
+    h12 = (
+        f(tau2 + ht, sigma2 + hs)
+        - f(tau2 + ht, sigma2 - hs)
+        - f(tau2 - ht, sigma2 + hs)
+        + f(tau2 - ht, sigma2 - hs)
+    ) / (4 * ht * hs)
     det = h11 * h22 - h12 * h12
     if not det > 0:
         return NAN

@@ -71,10 +71,14 @@ class Cells:
         number are left out)."""
         data = rows[["cell", "rho", target]].dropna()
         g = data.groupby("cell", sort=False)
-        stats = pd.DataFrame({
-            "rho": g["rho"].mean(), "mean": g[target].mean(), "var": g[target].var(ddof=1),
-            "n": g[target].count(),
-        }).sort_values("rho", kind="stable")  # fmt: skip
+        stats = pd.DataFrame(
+            {
+                "rho": g["rho"].mean(),
+                "mean": g[target].mean(),
+                "var": g[target].var(ddof=1),
+                "n": g[target].count(),
+            }
+        ).sort_values("rho", kind="stable")
         return cls(
             tuple(map(str, stats.index)),
             stats["rho"].to_numpy(float),
@@ -249,8 +253,9 @@ def fit_optimum(
     keep = best_set(cells, recipe_sd)
     base.update(
         best_cells=" ".join(np.array(cells.names)[keep]),
-        best_low=float(cells.rho[keep].min()), best_high=float(cells.rho[keep].max()),
-    )  # fmt: skip
+        best_low=float(cells.rho[keep].min()),
+        best_high=float(cells.rho[keep].max()),
+    )
     if describe:
         base.update(_descriptions(rows, target, cells))
     if cells.k < 3:
@@ -261,10 +266,15 @@ def fit_optimum(
         return Optimum("not identified", "every cell could be the best", **base)
     star, edge = peak_rho(unimodal(cells.mean, cells.n), cells.rho, cells.n)
     where = "boundary" if edge[0] else "interior"
-    reason = "the fitted maximum lies inside the cells" if where == "interior" else (
-        "at the edge of what this setting can reach (the fitted maximum reaches its "
-        + ("lowest" if edge[0] < 0 else "highest") + " cell)"
-    )  # fmt: skip
+    reason = (
+        "the fitted maximum lies inside the cells"
+        if where == "interior"
+        else (
+            "at the edge of what this setting can reach (the fitted maximum reaches its "
+            + ("lowest" if edge[0] < 0 else "highest")
+            + " cell)"
+        )
+    )
     low = high = NAN
     if bootstrap:
         draws = _bootstrap_peaks(rows, target, cells, recipe_sd, bootstrap, seed)
@@ -363,11 +373,22 @@ def optimum_table(
                 continue
             opt = fit_optimum(r, t, recipe_sd)
             best = f.loc[f[t].idxmax()]
-            out.append({
-                "stage": stage, "setting": setting, "target": t, **opt.as_dict(),
-                "best_cell": best["cell"], "best_cell_rho": best["rho"], "best_cell_rho_time": best["rho_time"],
-                "best_value": best[t], "base_value": best[f"base_{t}"], "gain": best[t] - best[f"base_{t}"],
-                "reward_share_at_best": best["reward_share"], "range": f[t].max() - f[t].min(),
-                "mean_seed_sd": f[f"{t}_sd"].mean(), "same_runs_as": shared.get(setting, ""),
-            })  # fmt: skip
+            out.append(
+                {
+                    "stage": stage,
+                    "setting": setting,
+                    "target": t,
+                    **opt.as_dict(),
+                    "best_cell": best["cell"],
+                    "best_cell_rho": best["rho"],
+                    "best_cell_rho_time": best["rho_time"],
+                    "best_value": best[t],
+                    "base_value": best[f"base_{t}"],
+                    "gain": best[t] - best[f"base_{t}"],
+                    "reward_share_at_best": best["reward_share"],
+                    "range": f[t].max() - f[t].min(),
+                    "mean_seed_sd": f[f"{t}_sd"].mean(),
+                    "same_runs_as": shared.get(setting, ""),
+                }
+            )
     return pd.DataFrame(out)

@@ -128,8 +128,10 @@ class Bounds:
     @classmethod
     def of(cls, x: np.ndarray, y: np.ndarray, r0: float | None) -> Bounds:
         values = np.concatenate([y[np.isfinite(y)], [r0] if _fixed(r0) else []])
-        return cls((float(x.min()) - MID_DECADES, float(x.max()) + MID_DECADES),
-                   (float(values.min()) - VALUE_SPAN, float(values.max()) + VALUE_SPAN))  # fmt: skip
+        return cls(
+            (float(x.min()) - MID_DECADES, float(x.max()) + MID_DECADES),
+            (float(values.min()) - VALUE_SPAN, float(values.max()) + VALUE_SPAN),
+        )
 
 
 def grid_fits(x: np.ndarray, y: np.ndarray, w: np.ndarray, r0: float | None, bounds: Bounds) -> np.ndarray:
@@ -209,8 +211,9 @@ def fit_saturating(
         return sw[:, None] * saturating_gradient(x, p[0], p[1], p[2], r0 if fixed else p[3])[:, :n]
 
     try:
-        res = least_squares(residuals, p0[:n], jac=jacobian, bounds=(lower[:n], upper[:n]), method="trf",
-                            **TOLERANCES)  # fmt: skip
+        res = least_squares(
+            residuals, p0[:n], jac=jacobian, bounds=(lower[:n], upper[:n]), method="trf", **TOLERANCES
+        )
         p = (
             res.x
             if np.all(np.isfinite(res.x)) and res.cost <= 0.5 * np.sum(residuals(p0[:n]) ** 2)

@@ -16,8 +16,22 @@ from pathlib import Path
 
 import pandas as pd
 
-COLUMNS = ("run_id", "device", "peak_flops_per_s", "steps", "rounds", "rho", "rho_executed", "rho_time",
-           "C_total_useful", "C_total_executed", "seconds_total", "achieved_flops_per_s", "utilisation", "mfu")  # fmt: skip
+COLUMNS = (
+    "run_id",
+    "device",
+    "peak_flops_per_s",
+    "steps",
+    "rounds",
+    "rho",
+    "rho_executed",
+    "rho_time",
+    "C_total_useful",
+    "C_total_executed",
+    "seconds_total",
+    "achieved_flops_per_s",
+    "utilisation",
+    "mfu",
+)
 
 
 def card_table(steps_dir: str | Path, run_ids=None) -> pd.DataFrame:
@@ -29,15 +43,22 @@ def card_table(steps_dir: str | Path, run_ids=None) -> pd.DataFrame:
             continue
         card = json.loads(path.read_text())
         device = card.get("device", {})
-        rows.append({
-            "run_id": run_id, "device": device.get("name") or device.get("type"),
-            "peak_flops_per_s": device.get("peak_flops_per_s"), "steps": card.get("steps"),
-            "rounds": card.get("rounds"), "rho": card.get("rho"), "rho_executed": card.get("rho_executed"),
-            "rho_time": card.get("rho_time"), "C_total_useful": card["flops"]["useful"]["C_total"],
-            "C_total_executed": card["flops"]["executed"]["C_total"],
-            "seconds_total": card.get("seconds", {}).get("total"),
-            "achieved_flops_per_s": card.get("achieved_flops_per_s", {}).get("total"),
-            "utilisation": (card.get("hfu") or card.get("utilisation") or {}).get("total"),
-            "mfu": (card.get("mfu") or {}).get("total"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "run_id": run_id,
+                "device": device.get("name") or device.get("type"),
+                "peak_flops_per_s": device.get("peak_flops_per_s"),
+                "steps": card.get("steps"),
+                "rounds": card.get("rounds"),
+                "rho": card.get("rho"),
+                "rho_executed": card.get("rho_executed"),
+                "rho_time": card.get("rho_time"),
+                "C_total_useful": card["flops"]["useful"]["C_total"],
+                "C_total_executed": card["flops"]["executed"]["C_total"],
+                "seconds_total": card.get("seconds", {}).get("total"),
+                "achieved_flops_per_s": card.get("achieved_flops_per_s", {}).get("total"),
+                "utilisation": (card.get("hfu") or card.get("utilisation") or {}).get("total"),
+                "mfu": (card.get("mfu") or {}).get("total"),
+            }
+        )
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -72,8 +72,9 @@ def convention_table(
                 continue
             view = data.assign(rho=data[column])
             opt = fit_optimum(view, "native_reward", recipe_sd)
-            out.append({"group": label, "settings": " ".join(names), "convention": convention,
-                        **opt.as_dict()})  # fmt: skip
+            out.append(
+                {"group": label, "settings": " ".join(names), "convention": convention, **opt.as_dict()}
+            )
     return pd.DataFrame(out)
 
 

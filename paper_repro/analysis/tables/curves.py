@@ -28,12 +28,8 @@ beyond its seed noise (a one-sample t test at 5%, two-sided, where it has two se
 cells still sit at (or within noise of) the base policy, so a comparison of cells there compares
 the base policy with itself; the budget claims read no point below it.
 
-**Extrapolation check** (:func:`extrapolation_table`): per (setting, cell) whose ladder reaches C,
-the saturating fit on the points <= C / 2 predicts C. **Covered**: 0 lies inside the seed-bootstrap
-95% interval of the error (predicted minus the observed mean over seeds at C, both recomputed on each
-resample of the seeds, so the observed mean's own seed noise counts); ``inside`` (a description):
-the observed mean lies inside the prediction's own interval. NaN with one seed.
-:func:`extrapolation_summary` gives per target the median absolute error and the shares.
+**Extrapolation check**: whether the points up to C / 2 predict C
+(:mod:`paper_repro.analysis.tables.extrapolation`). The rows as read: :mod:`paper_repro.analysis.tables.curve_rows`.
 
 The claims read from the curves (does the best allocation move: :mod:`paper_repro.analysis.claims.curves`;
 does the largest policy win at the top, and by more as the budget grows: :mod:`paper_repro.analysis.claims.sizes`); the figures :mod:`paper_repro.analysis.figures.curves`.
@@ -43,7 +39,6 @@ rows, labelled per setting, with the base policy's values).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +50,6 @@ from paper_repro.analysis.stats.best_sets import DEFAULT
 from paper_repro.analysis.stats.optima import ALPHA, Cells, best_set
 from paper_repro.analysis.stats.saturating import (
     BOOTSTRAP,
-    DECIMALS,
     RNG_SEED,
     Curve,
     free_parameters,
@@ -63,73 +57,11 @@ from paper_repro.analysis.stats.saturating import (
     interval,
     lack_of_fit,
     ok,
-    saturating,
 )
 from paper_repro.analysis.stats.verdict import NAN
+from paper_repro.analysis.tables.curve_rows import FULL, prepared, size_order, targets_of
+from paper_repro.analysis.tables.extrapolation import extrapolation_summary, extrapolation_table
 from paper_repro.config import Margins
-from paper_repro.results import METRICS, POLICY_SIZES
-
-FULL = 1.0  # the full budget's point
-PILOT_TOP = 0.5  # the extrapolation check fits the points up to C / 2
-NUMBERS = (
-    "seed",
-    "point",
-    "point_flops",
-    "steps",
-    "target_rho",
-    "rho",
-    *METRICS,
-    *(f"base_{t}" for t in METRICS),
-)
-
-# ---------------------------------------------------------------------------------------- rows
-
-
-def prepared(curves: pd.DataFrame) -> pd.DataFrame:
-    """``curves`` with the numbers this module reads parsed and ``point`` rounded (a CSV's cells are
-    text; ``point`` and ``point_flops`` are not among :data:`paper_repro.analysis.tables.frontiers.NUMERIC`)."""
-    frame = curves.copy()
-    for column in [c for c in NUMBERS if c in frame]:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce")
-    if "point" in frame:
-        frame["point"] = frame["point"].round(DECIMALS)
-    if "status" not in frame:
-        frame["status"] = "ok"
-    return frame
-
-
-LABELS = ("stage", "setting", "cell", "target_rho", *(f"base_{t}" for t in METRICS))
-
-
-def grid_curves(curves: pd.DataFrame, grid: pd.DataFrame) -> pd.DataFrame:
-    """The curve rows of the runs in ``grid`` (the analysis' full-budget grid rows, labelled per
-    setting as :func:`paper_repro.analysis.tables.frontiers.setting_rows` does), each labelled as its run is
-    there (stage, setting, cell, target rho) with its run's ``base_<metric>``: a run that serves two
-    settings (stage B's sparse is stage A's M) gives its curve to both; a run not in ``grid`` (a pilot,
-    a fresh seed, TRL's default) is left out."""
-    if curves.empty or grid.empty:
-        return curves.iloc[0:0]
-    labels = grid[["run_id", *(c for c in LABELS if c in grid)]].drop_duplicates()
-    mine = curves.drop(columns=[c for c in labels.columns if c != "run_id" and c in curves])
-    return mine.merge(labels, on="run_id", how="inner")
-
-
-def targets_of(curves: pd.DataFrame, targets: Sequence[str] | None = None) -> list[str]:
-    """The targets (of ``targets``, default every metric) that ``curves`` measures somewhere."""
-    wanted = METRICS if targets is None else targets
-    return [t for t in wanted if t in curves and curves[t].notna().any()]
-
-
-def size_order(labels) -> list[str]:
-    """Policy labels smallest first: letters by :data:`POLICY_SIZES` ("S" < "M" < "L"), else by the
-    number in the label ("1.5B" < "3B" < "7B"), else in the order given."""
-    labels = list(dict.fromkeys(map(str, labels)))
-    if all(s in POLICY_SIZES for s in labels):
-        return sorted(labels, key=POLICY_SIZES.index)
-    numbers = [re.search(r"\d+(\.\d+)?", s) for s in labels]
-    if all(numbers):
-        return [s for _, s in sorted(zip([float(m.group()) for m in numbers], labels, strict=True))]
-    return labels
 
 
 def fit_cell(rows: pd.DataFrame, target: str, bootstrap: int = BOOTSTRAP, seed: int = RNG_SEED) -> dict:
@@ -138,16 +70,32 @@ def fit_cell(rows: pd.DataFrame, target: str, bootstrap: int = BOOTSTRAP, seed: 
     curve = Curve.of(rows, target)
     mean = curve.summary()[0]
     out = {
-        "A": NAN, "A_lo": NAN, "A_hi": NAN, "C_mid": NAN, "C_mid_lo": NAN, "C_mid_hi": NAN, "B": NAN,
-        "status": "no fit", "reason": "", "A_fit": NAN, "R0": curve.base, "R0_fixed": bool(np.isfinite(curve.base)),
-        "C_mid_point": NAN, "rmse": NAN, "p_lack_of_fit": NAN, "n_points": int(np.isfinite(mean).sum()),
+        "A": NAN,
+        "A_lo": NAN,
+        "A_hi": NAN,
+        "C_mid": NAN,
+        "C_mid_lo": NAN,
+        "C_mid_hi": NAN,
+        "B": NAN,
+        "status": "no fit",
+        "reason": "",
+        "A_fit": NAN,
+        "R0": curve.base,
+        "R0_fixed": bool(np.isfinite(curve.base)),
+        "C_mid_point": NAN,
+        "rmse": NAN,
+        "p_lack_of_fit": NAN,
+        "n_points": int(np.isfinite(mean).sum()),
         "n_seeds": curve.n_seeds,
-    }  # fmt: skip
+    }
     fit = curve.fit() if curve.n_seeds else None
     if fit is None:
         need = free_parameters(curve.r0())
-        out["reason"] = f"fewer than {need} points (the free parameters)" if out["n_points"] < need else (
-            "the optimiser did not converge")  # fmt: skip
+        out["reason"] = (
+            f"fewer than {need} points (the free parameters)"
+            if out["n_points"] < need
+            else ("the optimiser did not converge")
+        )
         return out
     draws = curve.refits(curve.resamples(bootstrap, seed))
     a_low, a_high = interval(draws[:, 0]) if len(draws) else (NAN, NAN)
@@ -157,11 +105,20 @@ def fit_cell(rows: pd.DataFrame, target: str, bootstrap: int = BOOTSTRAP, seed: 
     why = identification(fit, curve, a_low, a_high, p_lack)
     has = np.isfinite(mean)
     out.update(
-        A_lo=a_low, A_hi=a_high, C_mid=fit.C_mid, C_mid_lo=10**m_low, C_mid_hi=10**m_high, B=fit.B,
-        A_fit=fit.A, R0=fit.R0, C_mid_point=fit.C_mid / float(np.median(flops_per_point)),
-        rmse=float(np.sqrt(np.mean((fit(curve.x[has]) - mean[has]) ** 2))), p_lack_of_fit=p_lack,
-        status="not identified" if why else "identified", reason="; ".join(why),
-    )  # fmt: skip
+        A_lo=a_low,
+        A_hi=a_high,
+        C_mid=fit.C_mid,
+        C_mid_lo=10**m_low,
+        C_mid_hi=10**m_high,
+        B=fit.B,
+        A_fit=fit.A,
+        R0=fit.R0,
+        C_mid_point=fit.C_mid / float(np.median(flops_per_point)),
+        rmse=float(np.sqrt(np.mean((fit(curve.x[has]) - mean[has]) ** 2))),
+        p_lack_of_fit=p_lack,
+        status="not identified" if why else "identified",
+        reason="; ".join(why),
+    )
     if fit.log_mid < curve.x[has].min():
         early = "C_mid below the smallest point: the gain came before the ladder"
         out["reason"] = "; ".join([*why, early + ("" if why else ", only A is pinned")])
@@ -182,18 +139,45 @@ def fit_table(
     ``reason, A_fit`` (the fitted asymptote, a description), ``R0, R0_fixed`` (the base policy's value
     given, or fitted), ``C_mid_point`` (C_mid over the full budget), ``rmse`` (of the point means),
     ``p_lack_of_fit, n_points, n_seeds``."""
-    columns = ["stage", "setting", "cell", "target_rho", "target", "A", "A_lo", "A_hi", "C_mid", "C_mid_lo",
-               "C_mid_hi", "B", "status", "reason", "A_fit", "R0", "R0_fixed", "C_mid_point", "rmse",
-               "p_lack_of_fit", "n_points", "n_seeds"]  # fmt: skip
+    columns = [
+        "stage",
+        "setting",
+        "cell",
+        "target_rho",
+        "target",
+        "A",
+        "A_lo",
+        "A_hi",
+        "C_mid",
+        "C_mid_lo",
+        "C_mid_hi",
+        "B",
+        "status",
+        "reason",
+        "A_fit",
+        "R0",
+        "R0_fixed",
+        "C_mid_point",
+        "rmse",
+        "p_lack_of_fit",
+        "n_points",
+        "n_seeds",
+    ]
     curves = prepared(curves)
     out = []
     if not curves.empty:
         for (setting, cell), rows in curves.groupby(["setting", "cell"], sort=False):
             for t in targets_of(ok(rows), targets):
-                out.append({
-                    "stage": rows["stage"].iloc[0] if "stage" in rows else "", "setting": setting, "cell": cell,
-                    "target_rho": float(rows["target_rho"].mean()), "target": t, **fit_cell(rows, t, bootstrap, seed),
-                })  # fmt: skip
+                out.append(
+                    {
+                        "stage": rows["stage"].iloc[0] if "stage" in rows else "",
+                        "setting": setting,
+                        "cell": cell,
+                        "target_rho": float(rows["target_rho"].mean()),
+                        "target": t,
+                        **fit_cell(rows, t, bootstrap, seed),
+                    }
+                )
     return pd.DataFrame(out, columns=columns)
 
 
@@ -256,17 +240,38 @@ def _best_row(rows: pd.DataFrame, target: str, tau: float, alpha: float, noun: s
     if cells.pooled()[1] == 0:
         notes.append(f"no seed replication: every {noun} could be best")
     return {
-        "best_cells": " ".join(names[keep]), "best_rhos": _rhos_words(cells.rho[keep]),
+        "best_cells": " ".join(names[keep]),
+        "best_rhos": _rhos_words(cells.rho[keep]),
         "best_target_rhos": _rhos_words(targets.reindex(names[keep]).to_numpy(float)),
-        "argmax_cell": names[top], "argmax_mean": float(cells.mean[top]), "n_cells": cells.k,
-        "n_seeds": int(ok(rows)["seed"].nunique()), "cells": " ".join(names), "cell_rhos": _rhos_words(cells.rho),
-        "infeasible_cells": " ".join(infeasible), "note": "; ".join(notes),
-    }  # fmt: skip
+        "argmax_cell": names[top],
+        "argmax_mean": float(cells.mean[top]),
+        "n_cells": cells.k,
+        "n_seeds": int(ok(rows)["seed"].nunique()),
+        "cells": " ".join(names),
+        "cell_rhos": _rhos_words(cells.rho),
+        "infeasible_cells": " ".join(infeasible),
+        "note": "; ".join(notes),
+    }
 
 
-RHO_STAR_COLUMNS = ["stage", "setting", "point", "point_flops", "target", "best_cells", "best_rhos",
-                    "best_target_rhos", "argmax_cell", "argmax_mean", "n_cells", "n_seeds", "cells", "cell_rhos",
-                    "infeasible_cells", "note"]  # fmt: skip
+RHO_STAR_COLUMNS = [
+    "stage",
+    "setting",
+    "point",
+    "point_flops",
+    "target",
+    "best_cells",
+    "best_rhos",
+    "best_target_rhos",
+    "argmax_cell",
+    "argmax_mean",
+    "n_cells",
+    "n_seeds",
+    "cells",
+    "cell_rhos",
+    "infeasible_cells",
+    "note",
+]
 
 
 def rho_star_table(
@@ -286,9 +291,16 @@ def rho_star_table(
                 for t in targets_of(ok(at), targets):
                     best = _best_row(at, t, recipe_sd, alpha)
                     if best is not None:
-                        out.append({"stage": at["stage"].iloc[0] if "stage" in at else "", "setting": setting,
-                                    "point": point, "point_flops": float(at["point_flops"].mean()), "target": t,
-                                    **best})  # fmt: skip
+                        out.append(
+                            {
+                                "stage": at["stage"].iloc[0] if "stage" in at else "",
+                                "setting": setting,
+                                "point": point,
+                                "point_flops": float(at["point_flops"].mean()),
+                                "target": t,
+                                **best,
+                            }
+                        )
     return pd.DataFrame(out, columns=RHO_STAR_COLUMNS)
 
 
@@ -303,8 +315,20 @@ def pairs(curves: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-SIZE_STAR_COLUMNS = ["point", "point_flops", "target", "best_pairs", "best_sizes", "argmax_pair", "argmax_size",
-                     "argmax_mean", "n_pairs", "n_seeds", "infeasible_pairs", "note"]  # fmt: skip
+SIZE_STAR_COLUMNS = [
+    "point",
+    "point_flops",
+    "target",
+    "best_pairs",
+    "best_sizes",
+    "argmax_pair",
+    "argmax_size",
+    "argmax_mean",
+    "n_pairs",
+    "n_seeds",
+    "infeasible_pairs",
+    "note",
+]
 
 
 def size_star_table(
@@ -329,109 +353,23 @@ def size_star_table(
                     continue
                 chosen = best["best_cells"].split()
                 found = {c.split(":")[0] for c in chosen}
-                out.append({
-                    "point": point, "point_flops": float(at["point_flops"].mean()), "target": t,
-                    "best_pairs": best["best_cells"], "best_sizes": " ".join(s for s in order if s in found),
-                    "argmax_pair": best["argmax_cell"], "argmax_size": best["argmax_cell"].split(":")[0],
-                    "argmax_mean": best["argmax_mean"], "n_pairs": best["n_cells"], "n_seeds": best["n_seeds"],
-                    "infeasible_pairs": best["infeasible_cells"],
-                    "note": best["note"],
-                })  # fmt: skip
+                out.append(
+                    {
+                        "point": point,
+                        "point_flops": float(at["point_flops"].mean()),
+                        "target": t,
+                        "best_pairs": best["best_cells"],
+                        "best_sizes": " ".join(s for s in order if s in found),
+                        "argmax_pair": best["argmax_cell"],
+                        "argmax_size": best["argmax_cell"].split(":")[0],
+                        "argmax_mean": best["argmax_mean"],
+                        "n_pairs": best["n_cells"],
+                        "n_seeds": best["n_seeds"],
+                        "infeasible_pairs": best["infeasible_cells"],
+                        "note": best["note"],
+                    }
+                )
     return pd.DataFrame(out, columns=SIZE_STAR_COLUMNS)
-
-
-# ---------------------------------------------------------------------------------------- extrapolation
-
-
-EXTRAPOLATION_COLUMNS = ["stage", "setting", "cell", "target_rho", "target", "n_points", "n_seeds", "predicted",
-                         "pred_lo", "pred_hi", "observed", "error", "error_lo", "error_hi", "abs_error", "inside",
-                         "covered", "status"]  # fmt: skip
-
-
-def extrapolate_cell(
-    rows: pd.DataFrame, target: str, bootstrap: int = BOOTSTRAP, seed: int = RNG_SEED
-) -> dict | None:
-    """One (setting, cell): the fit on the points <= :data:`PILOT_TOP` predicting :data:`FULL` (None
-    when its ladder does not measure C). ``inside``: the observed mean lies in the prediction's
-    interval; ``covered``: 0 lies in the error's interval (both recomputed on each resample of seeds,
-    so the observed mean's own seed noise counts too)."""
-    curve = Curve.of(rows, target)
-    at_full = np.isclose(curve.points, FULL)
-    if not at_full.any() or curve.n_seeds == 0:
-        return None
-    column = curve.values[:, np.flatnonzero(at_full)[0]]
-    observed = float(np.nanmean(column))
-    x_full = float(curve.x[at_full][0])
-    pilot = curve.upto(PILOT_TOP)
-    out = {"n_points": int(np.isfinite(pilot.summary()[0]).sum()), "n_seeds": curve.n_seeds, "predicted": NAN,
-           "pred_lo": NAN, "pred_hi": NAN, "observed": observed, "error": NAN, "error_lo": NAN, "error_hi": NAN,
-           "abs_error": NAN, "inside": NAN, "covered": NAN}  # fmt: skip
-    fit = pilot.fit()
-    if fit is None:
-        return {**out, "status": "no fit: too few points up to C/2"}
-    predicted = float(fit(x_full))
-    out.update(predicted=predicted, error=predicted - observed, abs_error=abs(predicted - observed))
-    picks = pilot.resamples(bootstrap, seed)
-    if len(picks) == 0:
-        return {**out, "status": "no interval: one seed"}
-    draws = pilot.refits(picks)
-    predictions = saturating(x_full, *draws.T)
-    with np.errstate(invalid="ignore"):
-        observed_draws = np.nanmean(column[picks], axis=1)
-    low, high = interval(predictions)
-    e_low, e_high = interval(predictions - observed_draws)
-    out.update(pred_lo=low, pred_hi=high, error_lo=e_low, error_hi=e_high)
-    if not (np.isfinite(low) and np.isfinite(e_low)):
-        return {**out, "status": "no interval: refits failed"}
-    out.update(inside=bool(low <= observed <= high), covered=bool(e_low <= 0 <= e_high))
-    return {**out, "status": "ok"}
-
-
-def extrapolation_table(
-    curves: pd.DataFrame,
-    targets: Sequence[str] | None = None,
-    bootstrap: int = BOOTSTRAP,
-    seed: int = RNG_SEED,
-) -> pd.DataFrame:
-    """Per (setting, cell, target) whose ladder reaches C: the prediction of C from the points <= C/2
-    with its seed-bootstrap 95% interval, the observed mean over seeds at C, the error (predicted -
-    observed) with its paired interval, ``inside`` (the observed mean in the prediction's interval)
-    and ``covered`` (0 in the error's interval); NaN without an interval."""
-    curves = prepared(curves)
-    out = []
-    if not curves.empty:
-        for (setting, cell), rows in curves.groupby(["setting", "cell"], sort=False):
-            for t in targets_of(ok(rows), targets):
-                check = extrapolate_cell(rows, t, bootstrap, seed)
-                if check is not None:
-                    out.append({"stage": rows["stage"].iloc[0] if "stage" in rows else "", "setting": setting,
-                                "cell": cell, "target_rho": float(rows["target_rho"].mean()), "target": t,
-                                **check})  # fmt: skip
-    return pd.DataFrame(out, columns=EXTRAPOLATION_COLUMNS)
-
-
-def extrapolation_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per target: how many cells were checked and predicted, the median absolute error, and over the
-    cells with an interval the share covered (0 in the error's paired interval: the rule) and the share
-    inside (the observed mean in the prediction's interval, which ignores the observed mean's noise)."""
-    columns = ["target", "n_cells", "n_predicted", "median_abs_error", "n_intervals", "share_covered",
-               "share_inside", "note"]  # fmt: skip
-    out = []
-    for t, g in table.groupby("target", sort=False) if len(table) else []:
-        predicted = g["abs_error"].dropna()
-        covered = g["covered"].dropna().astype(bool)
-        inside = g["inside"].dropna().astype(bool)
-        statuses = g.loc[g["status"] != "ok", "status"].value_counts()
-        note = (
-            ""
-            if len(covered)
-            else "coverage not assessed: " + ", ".join(f"{k} ({v} of {len(g)})" for k, v in statuses.items())
-        )
-        out.append({"target": t, "n_cells": len(g), "n_predicted": len(predicted),
-                    "median_abs_error": float(predicted.median()) if len(predicted) else NAN,
-                    "n_intervals": len(covered), "share_covered": float(covered.mean()) if len(covered) else NAN,
-                    "share_inside": float(inside.mean()) if len(inside) else NAN, "note": note})  # fmt: skip
-    return pd.DataFrame(out, columns=columns)
 
 
 # ---------------------------------------------------------------------------------------- entry point

@@ -28,14 +28,51 @@ if TYPE_CHECKING:
 
 TARGETS: tuple[str, ...] = METRICS
 NUMERIC = (
-    "seed", "budget_flops", "target_rho", "predicted_rho", "rho", "rho_time", "C_search", "C_learning",
-    "C_reward", "C_total", "P", "G", "K", "mu", "rounds", "steps", *TARGETS,
-    *(f"base_{t}" for t in TARGETS), "seconds_search", "seconds_learning", "seconds_reward",
-    "seconds_train", "seconds_eval", "seconds_total", "rho_executed", "C_total_executed", "point", "point_flops",
-)  # fmt: skip
+    "seed",
+    "budget_flops",
+    "target_rho",
+    "predicted_rho",
+    "rho",
+    "rho_time",
+    "C_search",
+    "C_learning",
+    "C_reward",
+    "C_total",
+    "P",
+    "G",
+    "K",
+    "mu",
+    "rounds",
+    "steps",
+    *TARGETS,
+    *(f"base_{t}" for t in TARGETS),
+    "seconds_search",
+    "seconds_learning",
+    "seconds_reward",
+    "seconds_train",
+    "seconds_eval",
+    "seconds_total",
+    "rho_executed",
+    "C_total_executed",
+    "point",
+    "point_flops",
+)
 # What a run's row at C takes from its point at C when the run went on past C (the rest is the run's).
-AT_POINT = ("rho", "C_search", "C_learning", "C_reward", "C_total", "rho_executed", "C_total_executed",
-            "rho_time", "rounds", "steps", *TARGETS, "seconds_train", "seconds_eval")  # fmt: skip
+AT_POINT = (
+    "rho",
+    "C_search",
+    "C_learning",
+    "C_reward",
+    "C_total",
+    "rho_executed",
+    "C_total_executed",
+    "rho_time",
+    "rounds",
+    "steps",
+    *TARGETS,
+    "seconds_train",
+    "seconds_eval",
+)
 
 
 def numeric(frame: pd.DataFrame) -> pd.DataFrame:

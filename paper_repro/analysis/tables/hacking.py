@@ -64,12 +64,19 @@ def hacking_summary(table: pd.DataFrame) -> pd.DataFrame:
         classed = g["games"].dropna()
         k, n = int(classed.sum()), len(classed)
         low, high = wilson(k, n)
-        rows.append({
-            "reward_system": system, "runs": len(g), "classed": n, "gaming_runs": k,
-            "gaming_share": k / n if n else np.nan, "share_ci_low": low, "share_ci_high": high,
-            "diverging_runs": int(g["diverges"].dropna().sum()),
-            **{f"mean_{c}": float(g[c].mean()) for c in CHANGES},
-        })  # fmt: skip
+        rows.append(
+            {
+                "reward_system": system,
+                "runs": len(g),
+                "classed": n,
+                "gaming_runs": k,
+                "gaming_share": k / n if n else np.nan,
+                "share_ci_low": low,
+                "share_ci_high": high,
+                "diverging_runs": int(g["diverges"].dropna().sum()),
+                **{f"mean_{c}": float(g[c].mean()) for c in CHANGES},
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -117,10 +117,20 @@ def _found(folder: Folder, profile: Profile, frame: pd.DataFrame) -> list[str]:
         )
     out = [f"{_count(len(frame), 'row')} in {repo_relative(folder.path)} ({counts})", f"design: {words}"]
     rows = folder.rows
-    roles = [("grid", "full-budget grid run", "full-budget grid runs"),
-             ("fresh", "full-budget run on a fresh seed", "full-budget runs on fresh seeds"),
-             ("fresh_default", "run of TRL's default cell on a fresh seed", "runs of TRL's default cell on fresh seeds")]  # fmt: skip
-    roles += [(k, f"pilot run at C x {k.split()[1]}", f"pilot runs at C x {k.split()[1]}") for k in rows if k.startswith("pilot ")]  # fmt: skip
+    roles = [
+        ("grid", "full-budget grid run", "full-budget grid runs"),
+        ("fresh", "full-budget run on a fresh seed", "full-budget runs on fresh seeds"),
+        (
+            "fresh_default",
+            "run of TRL's default cell on a fresh seed",
+            "runs of TRL's default cell on fresh seeds",
+        ),
+    ]
+    roles += [
+        (k, f"pilot run at C x {k.split()[1]}", f"pilot runs at C x {k.split()[1]}")
+        for k in rows
+        if k.startswith("pilot ")
+    ]
     for key, one, many in roles:
         if len(rows[key]):  # a run two settings share (B's sparse is A's M) counts once
             out.append(f"{_count(rows[key]['run_id'].nunique(), one, many)}: {_by_setting(rows[key])}")
@@ -156,12 +166,16 @@ def _left_out(folder: Folder, profile: Profile, frame: pd.DataFrame) -> list[str
     used = set().union(*(set(r["run_id"]) for r in folder.rows.values()))
     idle = folder.runs[~folder.runs["run_id"].isin(used)]
     if len(idle):
-        out.append(f"{_count(len(idle), 'run')} of the design in no role of the analysis "
-                   f"(a budget or cell of no grid, a seed of no role): {_few(idle.apply(_run_words, axis=1))}")  # fmt: skip
+        out.append(
+            f"{_count(len(idle), 'run')} of the design in no role of the analysis "
+            f"(a budget or cell of no grid, a seed of no role): {_few(idle.apply(_run_words, axis=1))}"
+        )
     lost = set(ok.loc[problems.isna(), "run_id"]) - set(folder.runs["run_id"])
     if lost:
-        out.append(f"{_count(len(lost), 'run')} past C without its point at C in curves.csv, or the same "
-                   f"experiment as another run's point at C: {_few(sorted(lost))}")  # fmt: skip
+        out.append(
+            f"{_count(len(lost), 'run')} past C without its point at C in curves.csv, or the same "
+            f"experiment as another run's point at C: {_few(sorted(lost))}"
+        )
     grid = set(folder.rows["grid"]["setting"])
     pilots = {s for k, r in folder.rows.items() if k.startswith("pilot ") for s in r["setting"]}
     if pilots - grid:

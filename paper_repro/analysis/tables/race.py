@@ -259,13 +259,24 @@ def race_table(
                     gains.extend(paired["gain"].tolist())
                 rec.update(_fresh_columns(paired))
             flops = fr["C_total"].sum()
-            rec.update(_flops_columns(pr, fr, paired if fraction == first else None, rec["pilot_best_cell"],
-                                      _mine(fresh_defaults, stage, setting)))  # fmt: skip
-            rec.update({
-                "full_grid_flops": flops, "pilot_flops_fraction": pr["C_total"].sum() / flops if flops else NAN,
-                "same_runs_as": shared.get(setting, ""), "rho_threshold": thresholds.rho_threshold,
-                "recipe_sd": recipe_sd,
-            })  # fmt: skip
+            rec.update(
+                _flops_columns(
+                    pr,
+                    fr,
+                    paired if fraction == first else None,
+                    rec["pilot_best_cell"],
+                    _mine(fresh_defaults, stage, setting),
+                )
+            )
+            rec.update(
+                {
+                    "full_grid_flops": flops,
+                    "pilot_flops_fraction": pr["C_total"].sum() / flops if flops else NAN,
+                    "same_runs_as": shared.get(setting, ""),
+                    "rho_threshold": thresholds.rho_threshold,
+                    "recipe_sd": recipe_sd,
+                }
+            )
             out.append(rec)
     return pd.DataFrame(out), np.asarray(gains, dtype=float)
 
@@ -275,12 +286,16 @@ def full_side(fr: pd.DataFrame, thresholds: RegimeThresholds, recipe_sd: float) 
     fb = best_cell(fr)
     label, cells = regime(fr, thresholds, recipe_sd)
     return {
-        "full_best_cell": fb.name, "full_rho_star": fb["rho"], "full_best_cells": cells, "full_regime": label,
+        "full_best_cell": fb.name,
+        "full_rho_star": fb["rho"],
+        "full_best_cells": cells,
+        "full_regime": label,
         "full_best_regime": thresholds.side(fb["rho"]),
         "full_best_set_excludes": len(cells.split()) < fr["cell"].nunique(),
-        "full_seeds": int(fr["seed"].nunique()), "oracle_native_reward": fb["native_reward"],
+        "full_seeds": int(fr["seed"].nunique()),
+        "oracle_native_reward": fb["native_reward"],
         "full_cell_means": means_text(cell_means(fr)),
-    }  # fmt: skip
+    }
 
 
 def _pilot_side(pr: pd.DataFrame, fr: pd.DataFrame, thresholds: RegimeThresholds, recipe_sd: float) -> dict:
@@ -292,11 +307,17 @@ def _pilot_side(pr: pd.DataFrame, fr: pd.DataFrame, thresholds: RegimeThresholds
     pb = best_cell(pr)
     label, cells = regime(pr, thresholds, recipe_sd)
     return {
-        "pilot_seeds": int(pr["seed"].nunique()), "base_native_reward": base, "pilot_max_shift": shift,
-        "pilot_moved": moved, "pilot_best_cell": pb.name, "pilot_rho_star": pb["rho"],
-        "pilot_best_cells": cells, "pilot_regime": label if moved else UNINFORMATIVE,
-        "pilot_best_regime": thresholds.side(pb["rho"]), "pilot_cell_means": means_text(cell_means(pr)),
-    }  # fmt: skip
+        "pilot_seeds": int(pr["seed"].nunique()),
+        "base_native_reward": base,
+        "pilot_max_shift": shift,
+        "pilot_moved": moved,
+        "pilot_best_cell": pb.name,
+        "pilot_rho_star": pb["rho"],
+        "pilot_best_cells": cells,
+        "pilot_regime": label if moved else UNINFORMATIVE,
+        "pilot_best_regime": thresholds.side(pb["rho"]),
+        "pilot_cell_means": means_text(cell_means(pr)),
+    }
 
 
 def _comparison(rec: dict, pr: pd.DataFrame, fr: pd.DataFrame, thresholds: RegimeThresholds) -> dict:
@@ -323,8 +344,9 @@ def _comparison(rec: dict, pr: pd.DataFrame, fr: pd.DataFrame, thresholds: Regim
     }
 
 
-def _flops_columns(pr: pd.DataFrame, fr: pd.DataFrame, paired: pd.DataFrame | None, pick: str,
-                   defaults: pd.DataFrame) -> dict:  # fmt: skip
+def _flops_columns(
+    pr: pd.DataFrame, fr: pd.DataFrame, paired: pd.DataFrame | None, pick: str, defaults: pd.DataFrame
+) -> dict:
     """RACE's arm against TRL's default in FLOPs: the pilot grid (every pilot seed), the pick's run at
     the full budget (its mean over the fresh seeds where it ran there, else the full grid's pick cell),
     the default's run (``defaults``' mean, the fresh seeds), and ``race_flops_ratio`` = (pilots + pick
@@ -335,9 +357,11 @@ def _flops_columns(pr: pd.DataFrame, fr: pd.DataFrame, paired: pd.DataFrame | No
     default_run = float(defaults["C_total"].mean()) if len(defaults) else NAN
     pilots = float(pr["C_total"].sum())
     return {
-        "pilot_flops": pilots, "pick_run_flops": pick_run, "default_run_flops": default_run,
+        "pilot_flops": pilots,
+        "pick_run_flops": pick_run,
+        "default_run_flops": default_run,
         "race_flops_ratio": (pilots + pick_run) / default_run if default_run > 0 else NAN,
-    }  # fmt: skip
+    }
 
 
 def _fresh_columns(paired: pd.DataFrame) -> dict:
@@ -362,12 +386,16 @@ def _fresh_pairs(fresh_rows, fresh_defaults, stage, setting, pick, pilot_seeds) 
     f, d = _mine(fresh_rows, stage, setting), _mine(fresh_defaults, stage, setting)
     f, d = f[~f["seed"].isin(pilot_seeds)], d[~d["seed"].isin(pilot_seeds)]
     f = f[f["cell"] == pick]
-    pairs = pd.DataFrame({
-        "pick": f.groupby("seed")["native_reward"].mean(), "default": d.groupby("seed")["native_reward"].mean(),
-    }).dropna()  # fmt: skip
+    pairs = pd.DataFrame(
+        {
+            "pick": f.groupby("seed")["native_reward"].mean(),
+            "default": d.groupby("seed")["native_reward"].mean(),
+        }
+    ).dropna()
     flops = {
-        "pick_flops": f.groupby("seed")["C_total"].mean(), "default_flops": d.groupby("seed")["C_total"].mean(),
-    }  # fmt: skip
+        "pick_flops": f.groupby("seed")["C_total"].mean(),
+        "default_flops": d.groupby("seed")["C_total"].mean(),
+    }
     pairs = (
         pairs.join(pd.DataFrame(flops), how="left")
         if len(pairs)
@@ -407,15 +435,26 @@ def same_regime_rates(race: pd.DataFrame) -> pd.DataFrame:
         same = r["same_best_regime"].astype(bool).to_numpy()
         moved = r["pilot_moved"].astype(bool).to_numpy()
         chance = r["chance_same_best_regime"].to_numpy(float)
-        rows.append({
-            "pilot_fraction": fraction, "settings": len(r), "same": int(same.sum()),
-            "same_rate": float(same.mean()) if len(r) else NAN, "described": f"{int(same.sum())} of {len(r)}",
-            "moved": int(moved.sum()), "same_moved": int(same[moved].sum()), "chance": float(chance.sum()),
-            "chance_p": count_p(chance, int(same.sum())),
-            **dict(zip(("same_low", "same_high"),
-                       proportion_confint(int(same.sum()), len(r), 0.05, "beta") if len(r) else (NAN, NAN),
-                       strict=True)),
-        })  # fmt: skip
+        rows.append(
+            {
+                "pilot_fraction": fraction,
+                "settings": len(r),
+                "same": int(same.sum()),
+                "same_rate": float(same.mean()) if len(r) else NAN,
+                "described": f"{int(same.sum())} of {len(r)}",
+                "moved": int(moved.sum()),
+                "same_moved": int(same[moved].sum()),
+                "chance": float(chance.sum()),
+                "chance_p": count_p(chance, int(same.sum())),
+                **dict(
+                    zip(
+                        ("same_low", "same_high"),
+                        proportion_confint(int(same.sum()), len(r), 0.05, "beta") if len(r) else (NAN, NAN),
+                        strict=True,
+                    )
+                ),
+            }
+        )
     return pd.DataFrame(rows)
 
 

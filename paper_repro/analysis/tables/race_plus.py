@@ -31,8 +31,23 @@ from paper_repro.analysis.tables.race import (
     spearman,
 )
 
-PREDICTION_COLUMNS = ["cell", "rho", "n_points", "n_seeds", "pilot_point", "pilot_mean", "predicted", "pred_lo",
-                      "pred_hi", "A", "C_mid", "B", "R0", "candidate", "status"]  # fmt: skip
+PREDICTION_COLUMNS = [
+    "cell",
+    "rho",
+    "n_points",
+    "n_seeds",
+    "pilot_point",
+    "pilot_mean",
+    "predicted",
+    "pred_lo",
+    "pred_hi",
+    "A",
+    "C_mid",
+    "B",
+    "R0",
+    "candidate",
+    "status",
+]
 POINT_COLUMNS = ["run_id", "point", "point_flops", "native_reward", "status"]
 
 
@@ -42,15 +57,22 @@ def pilot_points(pilot_rows: pd.DataFrame, pilot_curves: pd.DataFrame, full_flop
     below the pilot budget and the pilot budget itself), and its row of ``pilot_rows`` as its point at
     its own budget where ``curves.csv`` has none (a run recorded without its curve). Each labelled with
     its run's ``cell`` and ``seed`` as ``pilot_rows`` name them (a run may serve two settings)."""
-    from paper_repro.analysis.tables.curves import prepared
+    from paper_repro.analysis.tables.curve_rows import prepared
 
     rows = pilot_rows
     if "status" in rows:
         rows = rows[rows["status"].astype(str) == "ok"]
     labels = rows[["run_id", "cell", "seed"]].drop_duplicates("run_id")
     budget = pd.to_numeric(rows["budget_flops"], errors="coerce")
-    own = pd.DataFrame({"run_id": rows["run_id"], "point": budget / full_flops, "point_flops": budget,
-                        "native_reward": rows["native_reward"], "status": "ok"})  # fmt: skip
+    own = pd.DataFrame(
+        {
+            "run_id": rows["run_id"],
+            "point": budget / full_flops,
+            "point_flops": budget,
+            "native_reward": rows["native_reward"],
+            "status": "ok",
+        }
+    )
     parts = [own]
     if len(pilot_curves) and set(POINT_COLUMNS) <= set(pilot_curves.columns):
         curves = pilot_curves[pilot_curves["run_id"].isin(set(labels["run_id"]))]
@@ -92,8 +114,13 @@ def plus_pick(
     rho = pilot_rows.groupby("cell")["rho"].mean() if "rho" in pilot_rows else pd.Series(dtype=float)
     out = []
     for cell, rows in points.groupby("cell", sort=False):
-        out.append({"cell": str(cell), "rho": float(rho.get(cell, NAN)),
-                    **_predict_cell(sat.Curve.of(rows, "native_reward"), x_full, bootstrap, seed)})  # fmt: skip
+        out.append(
+            {
+                "cell": str(cell),
+                "rho": float(rho.get(cell, NAN)),
+                **_predict_cell(sat.Curve.of(rows, "native_reward"), x_full, bootstrap, seed),
+            }
+        )
     table = pd.DataFrame(out, columns=PREDICTION_COLUMNS)
     table = table.sort_values("rho", kind="stable", na_position="last").reset_index(drop=True)
     table["candidate"] = table["candidate"].astype(bool)
@@ -110,10 +137,20 @@ def _predict_cell(curve, x_full: float, bootstrap: int, seed: int) -> dict:
     mean, _ = curve.summary()
     measured = np.isfinite(mean)
     top = int(np.flatnonzero(measured)[-1]) if measured.any() else None
-    out = {"n_points": int(measured.sum()), "n_seeds": curve.n_seeds,
-           "pilot_point": float(curve.points[top]) if top is not None else NAN,
-           "pilot_mean": float(mean[top]) if top is not None else NAN, "predicted": NAN, "pred_lo": NAN,
-           "pred_hi": NAN, "A": NAN, "C_mid": NAN, "B": NAN, "R0": NAN, "candidate": False}  # fmt: skip
+    out = {
+        "n_points": int(measured.sum()),
+        "n_seeds": curve.n_seeds,
+        "pilot_point": float(curve.points[top]) if top is not None else NAN,
+        "pilot_mean": float(mean[top]) if top is not None else NAN,
+        "predicted": NAN,
+        "pred_lo": NAN,
+        "pred_hi": NAN,
+        "A": NAN,
+        "C_mid": NAN,
+        "B": NAN,
+        "R0": NAN,
+        "candidate": False,
+    }
     needed = sat.free_parameters(curve.r0())
     if out["n_points"] < needed:
         r0 = "R0 fixed to the base policy's" if curve.r0() is not None else "R0 free: no base policy value"
@@ -149,8 +186,15 @@ def regret_interval(
         return NAN, NAN, NAN, "no grid result of the best cell"
     value = float(best.mean() - pick.mean())
     if len(best) < 2 or len(pick) < 2:
-        return value, NAN, NAN, (f"no interval: {len(best)} grid seed(s) of the best cell and {len(pick)} fresh "
-                                 "seed(s) of the pick; the bootstrap needs 2 on each side")  # fmt: skip
+        return (
+            value,
+            NAN,
+            NAN,
+            (
+                f"no interval: {len(best)} grid seed(s) of the best cell and {len(pick)} fresh "
+                "seed(s) of the pick; the bootstrap needs 2 on each side"
+            ),
+        )
     rng = np.random.default_rng(seed)
     diffs = _resampled_means(best, draws, rng) - _resampled_means(pick, draws, rng)
     low, high = np.percentile(diffs, [2.5, 97.5])
@@ -255,13 +299,22 @@ def plus_table(
             "default": d.groupby("seed")["native_reward"].mean(),
         }
         best_set = str(full["full_best_cells"]).split()
-        rec = {"stage": stage, "setting": setting, "pilot_fraction": _fraction(pr, full_flops),
-               "pilot_seeds": int(pr["seed"].nunique()), "base_native_reward": pilot_base(pr), "race_pick": race_pick,
-               "plus_pick": plus or "", "plus_candidates": int(predictions["candidate"].sum()),
-               "plus_no_fit": " ".join(predictions.loc[~predictions["candidate"], "cell"]),
-               "default_cell": default_cell, "full_best_cell": full["full_best_cell"],
-               "full_best_native_reward": full["oracle_native_reward"], "full_best_cells": full["full_best_cells"],
-               "full_seeds": full["full_seeds"]}  # fmt: skip
+        rec = {
+            "stage": stage,
+            "setting": setting,
+            "pilot_fraction": _fraction(pr, full_flops),
+            "pilot_seeds": int(pr["seed"].nunique()),
+            "base_native_reward": pilot_base(pr),
+            "race_pick": race_pick,
+            "plus_pick": plus or "",
+            "plus_candidates": int(predictions["candidate"].sum()),
+            "plus_no_fit": " ".join(predictions.loc[~predictions["candidate"], "cell"]),
+            "default_cell": default_cell,
+            "full_best_cell": full["full_best_cell"],
+            "full_best_native_reward": full["oracle_native_reward"],
+            "full_best_cells": full["full_best_cells"],
+            "full_seeds": full["full_seeds"],
+        }
         for key, values in fresh.items():
             picked = {"race": race_pick, "plus": plus, "default": default_cell}[key]
             v, low, high, note = regret_interval(
@@ -269,31 +322,54 @@ def plus_table(
             )
             if key == "plus" and plus is None:
                 note = "RACE+ has no pick: no pilot cell's curve could be fitted"
-            rec.update({f"{key}_fresh_seeds": int(values.notna().sum()), f"{key}_fresh_native_reward":
-                        float(values.mean()) if values.notna().any() else NAN, f"{key}_regret": v,
-                        f"{key}_regret_low": low, f"{key}_regret_high": high, f"{key}_regret_note": note,
-                        f"{key}_in_best_set": bool(picked) and str(picked) in best_set})  # fmt: skip
+            rec.update(
+                {
+                    f"{key}_fresh_seeds": int(values.notna().sum()),
+                    f"{key}_fresh_native_reward": float(values.mean()) if values.notna().any() else NAN,
+                    f"{key}_regret": v,
+                    f"{key}_regret_low": low,
+                    f"{key}_regret_high": high,
+                    f"{key}_regret_note": note,
+                    f"{key}_in_best_set": bool(picked) and str(picked) in best_set,
+                }
+            )
             samples.append((setting, key, best_values.to_numpy(float), values.to_numpy(float)))
         errors = (predicted - observed.reindex(predicted.index)).dropna()
         pilots_all = mine(all_pilot_rows)
         grid_flops = fr["C_total"].sum()
-        rec.update({
-            "plus_predictions": means_text(predicted), "full_cell_means": means_text(observed),
-            "race_spearman": spearman(cell_means(pr), observed), "plus_spearman": spearman(predicted, observed),
-            "median_abs_extrapolation_error": float(errors.abs().median()) if len(errors) else NAN,
-            "pilot_flops": pr["C_total"].sum(), "full_grid_flops": grid_flops,
-            "pilot_flops_fraction": _share(pr["C_total"].sum(), grid_flops),
-            "all_pilot_flops_fraction": _share(pilots_all["C_total"].sum(), grid_flops), "recipe_sd": recipe_sd,
-        })  # fmt: skip
+        rec.update(
+            {
+                "plus_predictions": means_text(predicted),
+                "full_cell_means": means_text(observed),
+                "race_spearman": spearman(cell_means(pr), observed),
+                "plus_spearman": spearman(predicted, observed),
+                "median_abs_extrapolation_error": float(errors.abs().median()) if len(errors) else NAN,
+                "pilot_flops": pr["C_total"].sum(),
+                "full_grid_flops": grid_flops,
+                "pilot_flops_fraction": _share(pr["C_total"].sum(), grid_flops),
+                "all_pilot_flops_fraction": _share(pilots_all["C_total"].sum(), grid_flops),
+                "recipe_sd": recipe_sd,
+            }
+        )
         out.append(rec)
         full_sd = fr.groupby("cell")["native_reward"].std(ddof=1)
         for p in predictions.itertuples(index=False):
             obs = float(observed.get(p.cell, NAN))
-            cells.append({"stage": stage, "setting": setting, **p._asdict(), "full_mean": obs,
-                          "full_sd": float(full_sd.get(p.cell, NAN)), "error": p.predicted - obs,
-                          "abs_error": abs(p.predicted - obs), "pilot_error": p.pilot_mean - obs,
-                          "race_pick": p.cell == race_pick, "plus_pick": p.cell == plus,
-                          "in_full_best_set": p.cell in best_set})  # fmt: skip
+            cells.append(
+                {
+                    "stage": stage,
+                    "setting": setting,
+                    **p._asdict(),
+                    "full_mean": obs,
+                    "full_sd": float(full_sd.get(p.cell, NAN)),
+                    "error": p.predicted - obs,
+                    "abs_error": abs(p.predicted - obs),
+                    "pilot_error": p.pilot_mean - obs,
+                    "race_pick": p.cell == race_pick,
+                    "plus_pick": p.cell == plus,
+                    "in_full_best_set": p.cell in best_set,
+                }
+            )
     settings = pd.DataFrame(out)
     return PlusTables(settings, pd.DataFrame(cells), plus_summary(settings, samples, draws, seed))
 
@@ -345,8 +421,12 @@ def plus_summary(settings: pd.DataFrame, samples, draws: int = BOOTSTRAP, seed: 
         if len(mine) >= 2:
             k = len(mine)
             # each setting's regret on its own resamples, one per (replicate, slot) it may fill
-            regrets = np.stack([_resampled_means(b, draws, rng, (k,)) - _resampled_means(p, draws, rng, (k,))
-                                for b, p in mine])  # fmt: skip
+            regrets = np.stack(
+                [
+                    _resampled_means(b, draws, rng, (k,)) - _resampled_means(p, draws, rng, (k,))
+                    for b, p in mine
+                ]
+            )
             chosen = rng.integers(0, k, size=(draws, k))
             means = regrets[chosen, np.arange(draws)[:, None], np.arange(k)[None, :]].mean(axis=1)
             low, high = (float(v) for v in np.percentile(means, [2.5, 97.5]))
@@ -358,9 +438,16 @@ def plus_summary(settings: pd.DataFrame, samples, draws: int = BOOTSTRAP, seed: 
             settings[settings["plus_pick"].astype(str) != ""] if key == "plus" and len(settings) else settings
         )
         inside = picked[f"{key}_in_best_set"].astype(bool) if len(picked) else pd.Series(dtype=bool)
-        rec.update({f"{key}_mean_regret": value, f"{key}_regret_low": low, f"{key}_regret_high": high,
-                    f"{key}_settings": len(mine), f"{key}_in_best_set_share":
-                    float(inside.mean()) if len(inside) else NAN, f"{key}_note": note})  # fmt: skip
+        rec.update(
+            {
+                f"{key}_mean_regret": value,
+                f"{key}_regret_low": low,
+                f"{key}_regret_high": high,
+                f"{key}_settings": len(mine),
+                f"{key}_in_best_set_share": float(inside.mean()) if len(inside) else NAN,
+                f"{key}_note": note,
+            }
+        )
     return pd.DataFrame([rec])
 
 
@@ -389,11 +476,16 @@ def plus_sentence(race) -> str:
     if race.plus_pick is None:
         return f"RACE+ has no pick: no pilot cell's curve up to {point} of the budget could be fitted{left_words}."
     row = fitted.set_index("cell").loc[race.plus_pick]
-    interval = (f" (95% interval over the pilot seeds {row['pred_lo']:.3f} to {row['pred_hi']:.3f})"
-                if np.isfinite(row["pred_lo"]) else "")  # fmt: skip
-    text = (f"RACE+ picks cell {race.plus_pick}: its pilots' curve up to {point} of the budget "
-            f"({_count(row['n_points'], 'point')}, {_count(row['n_seeds'], 'seed')}) predicts a native reward of "
-            f"{row['predicted']:.3f} at the full budget{interval}")  # fmt: skip
+    interval = (
+        f" (95% interval over the pilot seeds {row['pred_lo']:.3f} to {row['pred_hi']:.3f})"
+        if np.isfinite(row["pred_lo"])
+        else ""
+    )
+    text = (
+        f"RACE+ picks cell {race.plus_pick}: its pilots' curve up to {point} of the budget "
+        f"({_count(row['n_points'], 'point')}, {_count(row['n_seeds'], 'seed')}) predicts a native reward of "
+        f"{row['predicted']:.3f} at the full budget{interval}"
+    )
     if race.pick is not None and race.pick != race.plus_pick:
         other = table.set_index("cell")["predicted"].get(race.pick, NAN)
         text += f", against {other:.3f} for RACE's pick {race.pick}" if np.isfinite(other) else ""

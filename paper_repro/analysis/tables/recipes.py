@@ -29,9 +29,31 @@ from paper_repro.allocation import SECOND_SUFFIX
 from paper_repro.analysis.stats.verdict import NAN
 
 ALPHA = 0.05
-PAIR_COLUMNS = ["setting", "first", "second", "target", "first_recipe", "second_recipe", "first_rho",
-                "second_rho", "first_mean", "second_mean", "n_first", "n_second", "difference", "se", "df",
-                "ci90_low", "ci90_high", "ci95_low", "ci95_high", "p_tost", "margin", "pair_verdict", "paired"]  # fmt: skip
+PAIR_COLUMNS = [
+    "setting",
+    "first",
+    "second",
+    "target",
+    "first_recipe",
+    "second_recipe",
+    "first_rho",
+    "second_rho",
+    "first_mean",
+    "second_mean",
+    "n_first",
+    "n_second",
+    "difference",
+    "se",
+    "df",
+    "ci90_low",
+    "ci90_high",
+    "ci95_low",
+    "ci95_high",
+    "p_tost",
+    "margin",
+    "pair_verdict",
+    "paired",
+]
 
 
 @dataclass(frozen=True)
@@ -110,8 +132,9 @@ def pair_verdict(d: float, se: float, df: float, margin: float, k: int, alpha: f
     return VERDICTS[int(pair_verdicts(np.array([d]), np.array([se]), np.array([df]), margin, k, alpha)[0])]
 
 
-def pair_table(pairs: Sequence[Pair], margin: float, target: str = "native_reward",
-               recipes: pd.DataFrame | None = None) -> pd.DataFrame:  # fmt: skip
+def pair_table(
+    pairs: Sequence[Pair], margin: float, target: str = "native_reward", recipes: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """One row per pair: both cells' means, the difference (paired by seed where the seeds are
     shared: :func:`paired`) with its 90% and 95% (Bonferroni) intervals, the TOST p value and the
     pair's verdict against ``margin`` on one difference (a description; the claim's rule reads the
@@ -121,9 +144,17 @@ def pair_table(pairs: Sequence[Pair], margin: float, target: str = "native_rewar
     usable = [len(p.a) >= 2 and len(p.b) >= 2 for p in pairs]  # each side has a seed variance
     tested = sum(usable)
     for p, ok in zip(pairs, usable, strict=True):
-        row = {"setting": p.setting, "first": p.first, "second": p.second, "target": target,
-               "first_mean": p.a.mean() if len(p.a) else NAN, "second_mean": p.b.mean() if len(p.b) else NAN,
-               "n_first": len(p.a), "n_second": len(p.b), "margin": margin}  # fmt: skip
+        row = {
+            "setting": p.setting,
+            "first": p.first,
+            "second": p.second,
+            "target": target,
+            "first_mean": p.a.mean() if len(p.a) else NAN,
+            "second_mean": p.b.mean() if len(p.b) else NAN,
+            "n_first": len(p.a),
+            "n_second": len(p.b),
+            "margin": margin,
+        }
         for side, cell in (("first", p.first), ("second", p.second)):
             row[f"{side}_recipe"], row[f"{side}_rho"] = _recipe(recipes, p.setting, cell)
         if ok:
@@ -132,9 +163,18 @@ def pair_table(pairs: Sequence[Pair], margin: float, target: str = "native_rewar
             p_tost = (
                 max(stats.t.sf((d + margin) / se, df), stats.t.cdf((d - margin) / se, df)) if se > 0 else NAN
             )
-            row |= {"difference": d, "se": se, "df": df, "ci90_low": d - t90 * se, "ci90_high": d + t90 * se,
-                    "ci95_low": d - t95 * se, "ci95_high": d + t95 * se, "p_tost": p_tost,
-                    "pair_verdict": pair_verdict(d, se, df, margin, tested), "paired": was_paired}  # fmt: skip
+            row |= {
+                "difference": d,
+                "se": se,
+                "df": df,
+                "ci90_low": d - t90 * se,
+                "ci90_high": d + t90 * se,
+                "ci95_low": d - t95 * se,
+                "ci95_high": d + t95 * se,
+                "p_tost": p_tost,
+                "pair_verdict": pair_verdict(d, se, df, margin, tested),
+                "paired": was_paired,
+            }
         else:
             row["pair_verdict"] = f"not tested: {min(len(p.a), len(p.b))} seeds (needs 2)"
         rows.append(row)
