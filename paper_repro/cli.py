@@ -223,7 +223,7 @@ def _analyse_command(args: argparse.Namespace) -> int:
 
 def _split_history_command(args: argparse.Namespace) -> int:
     from paper_repro import study
-    from paper_repro.spec import split_history
+    from paper_repro.history import split_history
 
     moved, points = split_history(study.prepare(args.profile), args.results, args.before)
     which = f"not runs of the {args.profile} design" + (

@@ -71,11 +71,11 @@ def reward_class(reward_system: str) -> str:
 
 def committed_rows(path: str | Path, profile: Profile) -> pd.DataFrame:
     """The ``ok`` rows of ``runs.csv`` of the design's current generation: computed with ``profile``'s
-    weights, training recipe, data and evaluation (:func:`paper_repro.spec.design_key`), at any budget
+    weights, training recipe, data and evaluation (:func:`paper_repro.study_design.design_key`), at any budget
     and seed; a (policy, reward) that has none keeps its newest generation's (the design key of its
     newest row). Adds ``policy``, ``reward_class``, ``problems`` (decoded by its full evaluation) and
     ``heldout`` (by a ``native`` one)."""
-    from paper_repro.spec import Design, design_key
+    from paper_repro.study_design import Design, design_key
 
     runs = pd.read_csv(path, low_memory=False)
     runs = runs[runs["status"] == "ok"].copy()

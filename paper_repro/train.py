@@ -43,7 +43,8 @@ from paper_repro.ladder import budget_ladder, curves_table, final_row, missing_p
 from paper_repro.preflight import check_spec
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir, row_identity
 from paper_repro.run_eval import base_metrics, evaluate_run
-from paper_repro.spec import RunSpec, check_committed
+from paper_repro.spec import RunSpec
+from paper_repro.study_design import check_committed
 from paper_repro.trainer import build_trainer, load_parts
 from paper_repro.weights import sources as _sources
 

@@ -63,7 +63,7 @@ def design_problems(runs: pd.DataFrame, profile, any_seed: bool = False, history
     """Per row of ``runs``, why it is not a run of ``profile``'s design (None: it is one;
     :meth:`paper_repro.spec.Design.problem`, ``any_seed`` as there); with ``history``, a row older
     than the design's first run that is not of it: :data:`HISTORY`."""
-    from paper_repro.spec import Design
+    from paper_repro.study_design import Design
 
     design = Design(profile)
     problems = pd.Series([design.problem(s, any_seed) for s in runs["spec"]], index=runs.index, dtype=object)
