@@ -408,6 +408,23 @@ def _longest_prompt(model: str, data: str, chat: bool, reader: str) -> int:
     return max(len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"])
 
 
+def cell_round_ceiling(profile: Profile, setting: Setting, cell: Cell) -> float:
+    """The most one generation round of ``setting``'s ``cell`` can cost under ``profile`` (useful
+    FLOPs; :func:`round_ceiling`), as its runs' specs price it."""
+    return round_ceiling(
+        profile.policies[setting.policy],
+        profile.prm,
+        profile.data["train"],
+        profile.train,
+        cell.P,
+        cell.G,
+        cell.K,
+        cell.mu,
+        setting.reward_system,
+        profile.task,
+    )
+
+
 def ceiling_problem(profile: Profile, setting: Setting, cell: Cell) -> str | None:
     """Why ``cell`` leaves ``setting``'s grid at its budget, or None: under the ``ceiling`` budget
     stop a run must surely buy one round, so a budget below the cell's costliest round
@@ -416,18 +433,7 @@ def ceiling_problem(profile: Profile, setting: Setting, cell: Cell) -> str | Non
     train = profile.train
     if train.budget_stop != "ceiling":
         return None
-    price = round_ceiling(
-        profile.policies[setting.policy],
-        profile.prm,
-        profile.data["train"],
-        train,
-        cell.P,
-        cell.G,
-        cell.K,
-        cell.mu,
-        setting.reward_system,
-        profile.task,
-    )
+    price = cell_round_ceiling(profile, setting, cell)
     if price <= cell.budget_flops:
         return None
     return (
