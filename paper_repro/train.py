@@ -130,9 +130,9 @@ def launch_run(spec: RunSpec, root: Path, executed_notebook: str) -> tuple[int, 
     spec_file.parent.mkdir(parents=True, exist_ok=True)
     spec_file.write_text(spec.to_json())
     config = models.local(spec.runtime.accelerate_config)
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config,
-           "--num_processes", str(layout.processes), "-m", "paper_repro.worker", str(spec_file),
-           "--results", str(root), "--executed", executed_notebook]  # fmt: skip
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config]
+    cmd += ["--num_processes", str(layout.processes), "-m", "paper_repro.worker", str(spec_file)]
+    cmd += ["--results", str(root), "--executed", executed_notebook]
     completed = subprocess.run(cmd, check=False)
     return completed.returncode, " ".join(cmd)
 
