@@ -272,8 +272,24 @@ class PlannedSetting:
 
     setting: Setting
     cells: list[Cell]
-    infeasible: list[InfeasibleTarget]
+    infeasible: list[InfeasibleTarget]  # the refused cells, each with its reason
     feasible: tuple[float, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The setting's grid as ``paper-repro plan --json`` writes it: its cells (:meth:`Cell.as_dict`)
+        and its refused cells, each with its label, target, nearest feasible rho and reason."""
+        s = self.setting
+        return {
+            "setting": s.name,
+            "policy": s.policy,
+            "reward_system": s.reward_system,
+            "feasible_rho": list(self.feasible),
+            "cells": [c.as_dict() for c in self.cells],
+            "infeasible": [
+                {"cell": e.label, "target_rho": e.target, "nearest_rho": e.nearest, "reason": str(e)}
+                for e in self.infeasible
+            ],
+        }
 
 
 def planner(

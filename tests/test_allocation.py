@@ -240,6 +240,8 @@ def test_a_cell_whose_costliest_round_the_budget_cannot_buy_is_refused_with_its_
     assert re.search(
         r"r66 +refused: cell r66 .* is refused at budget 6.25e\+09 FLOPs", capsys.readouterr().out
     )
+    listed = {e["cell"]: e["reason"] for e in planned.as_dict()["infeasible"]}
+    assert listed["r66"] == str(refused) and "not realisable" in listed["r78b"]  # a second recipe's own label
     untouched = replace(tiny, train=replace(tiny.train, budget_stop="step"))  # it prices each step as it goes
     assert "r66" in [c.label for c in plan_setting(untouched, setting, budget).cells]
 
