@@ -19,6 +19,13 @@ fewer epochs, then K = G (no discarded rollouts), then the nearest predicted rho
 group size nearest the grid's ``preferred_G`` (TRL's default G = 8; K = G, mu = 1 gives the same rho
 for every G, and a group of 2 is a poor baseline for GRPO's advantage). So TRL's own default
 (K = G = 8, mu = 1) is the grid's cell wherever its rho is within tolerance of a target.
+
+:func:`plan_setting` is the one answer to which cells run: ``paper-repro plan`` and ``cells``, the
+study's specs (:func:`paper_repro.spec.setting_specs`), the design simulator and the dry run all
+read it. Under the ``ceiling`` budget stop it also refuses a cell whose costliest round (the longest
+training prompt, every completion at the maximum length: :func:`round_ceiling`, priced by the one
+function :func:`paper_repro.ceiling.round_ceiling_cost`, which the ledger calls too) the budget
+cannot surely buy, so a small pilot budget leaves its most update-heavy cells out, with the reason.
 """
 
 from __future__ import annotations
