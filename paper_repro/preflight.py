@@ -9,17 +9,15 @@ costliest round the run could meet (:func:`round_ceiling`). Needs tokenizers and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from paper_repro import allocation, models, rewards
-
-if TYPE_CHECKING:
-    from paper_repro.spec import RunSpec
+from paper_repro import allocation, models
+from paper_repro.spec import RunSpec
+from paper_repro.spec import own_model as spec_own_model
 
 
 def own_model(spec: RunSpec) -> str | None:
-    """The checkpoint a reward that pays for its own model scores with (None for the others)."""
-    return getattr(rewards.get(spec.reward_system).own_cost, "model", None)
+    """The checkpoint ``spec``'s reward scores with when it pays for a model of its own (None for
+    the others): :func:`paper_repro.spec.own_model`."""
+    return spec_own_model(spec.reward_system)
 
 
 def hub_refs(spec: RunSpec) -> dict[str, str]:

@@ -216,11 +216,11 @@ def spec_for(
         ladder_unit=profile.budget_flops if ladder else None,
         runtime=profile.resources_for(setting.policy),
         # a reward that pays for a model of its own (a judge) scores with its weights too
-        weights=weights_fingerprint(profile.policies[setting.policy], prm, _own_model(setting.reward_system)),
+        weights=weights_fingerprint(profile.policies[setting.policy], prm, own_model(setting.reward_system)),
     )
 
 
-def _own_model(reward_system: str) -> str | None:
+def own_model(reward_system: str) -> str | None:
     """The checkpoint a reward that pays for its own model scores with (None for the others)."""
     return getattr(rewards.get(reward_system).own_cost, "model", None)
 
