@@ -19,10 +19,18 @@ fewer epochs, then K = G (no discarded rollouts), then the nearest predicted rho
 group size nearest the grid's ``preferred_G`` (TRL's default G = 8; K = G, mu = 1 gives the same rho
 for every G, and a group of 2 is a poor baseline for GRPO's advantage). So TRL's own default
 (K = G = 8, mu = 1) is the grid's cell wherever its rho is within tolerance of a target.
+
+:func:`plan_setting` is the one answer to which cells run: ``paper-repro plan`` and ``cells``, the
+study's specs (:func:`paper_repro.spec.setting_specs`), the design simulator and the dry run all
+read it. Under the ``ceiling`` budget stop it also refuses a cell whose costliest round (the longest
+training prompt, every completion at the maximum length: :func:`round_ceiling`, priced by the one
+function :func:`paper_repro.ceiling.round_ceiling_cost`, which the ledger calls too) the budget
+cannot surely buy, so a small pilot budget leaves its most update-heavy cells out, with the reason.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -30,6 +38,7 @@ from functools import cached_property
 from typing import Any
 
 from paper_repro import flops, models, rewards
+from paper_repro.ceiling import RoundCeiling, round_ceiling_cost
 from paper_repro.config import Grid, Profile, Setting, TrainConfig
 from paper_repro.flops import GRPOStep, LoRASpec, ModelShape, StepCost, TrainSpec
 
@@ -39,11 +48,22 @@ SECOND_SUFFIX = "b"  # a second recipe's cell label: the first's plus this (r50 
 
 
 class InfeasibleTarget(ValueError):
-    """A target rho the planner cannot realise for a setting (carries the nearest feasible rho)."""
+    """A cell the planner refuses for a setting at a budget, with the reason: a target rho no allowed
+    cell predicts (carries the nearest feasible rho), or a cell whose round the budget cannot buy
+    (carries the cell's predicted rho). ``label``: the refused cell's (r66, or r66b for a second
+    recipe)."""
 
-    def __init__(self, message: str, target: float, nearest: float, feasible: tuple[float, float]):
+    def __init__(
+        self,
+        message: str,
+        target: float,
+        nearest: float,
+        feasible: tuple[float, float],
+        label: str | None = None,
+    ):
         super().__init__(message)
         self.target, self.nearest, self.feasible = target, nearest, feasible
+        self.label = label or cell_label(target)
 
 
 @dataclass(frozen=True)
@@ -129,6 +149,13 @@ class Planner:
             self.policy, self.step(P, G, K, mu), self.train, self.reward_model, self.reward_cost
         )
 
+    def round_ceiling(self, P: int, G: int, K: int, mu: int) -> RoundCeiling:
+        """The costliest round of cell (P, G, K, mu) at this planner's lengths, taken as the worst case
+        (the longest prompt, every completion at the maximum): :func:`paper_repro.ceiling.round_ceiling_cost`."""
+        return round_ceiling_cost(
+            self.policy, self.step(P, G, K, mu), self.train, self.reward_model, self.reward_cost
+        )
+
     def shapes(self) -> list[tuple[int, int, int, StepCost]]:
         """Every allowed (G, K, mu) with K <= G, priced for one prompt."""
         return list(self._shapes)
@@ -194,17 +221,21 @@ class Planner:
         size G differs from the first cell's and whose epochs mu or kept share K/G differ too (by at
         least :data:`SECOND_SHARE`), so that the same target rho is reached by a different (G, K, mu);
         labelled as the first plus ``b``. Raises :class:`InfeasibleTarget` when there is none."""
-        first = self.cell(target_rho, budget_flops)
-        other = [
-            s for s in self._ranked(target_rho)
-            if s[0] != first.G and (s[2] != first.mu or abs(s[1] / s[0] - first.K / first.G) >= SECOND_SHARE)
-        ]  # fmt: skip
+        label = cell_label(target_rho) + SECOND_SUFFIX
+        try:
+            first = self.cell(target_rho, budget_flops)
+        except InfeasibleTarget as err:  # no first recipe: no second either
+            raise InfeasibleTarget(str(err), target_rho, err.nearest, err.feasible, label) from err
+        other = [s for s in self._ranked(target_rho) if _another_recipe(s, first)]
         if not other:
             raise InfeasibleTarget(
                 f"target rho {target_rho:.2f} has no second recipe within tolerance {self.grid.tolerance} "
                 f"(another G with another mu or a K/G at least {SECOND_SHARE} apart)",
-                target_rho, first.predicted_rho, self.feasible_range(),
-            )  # fmt: skip
+                target_rho,
+                first.predicted_rho,
+                self.feasible_range(),
+                label,
+            )
         g, k, mu, _ = other[0]
         cell = self._with_prompts(target_rho, g, k, mu, budget_flops)
         return replace(cell, label=cell.label + SECOND_SUFFIX)
@@ -235,14 +266,37 @@ class Planner:
         return rounds
 
 
+def _another_recipe(shape: tuple[int, int, int, StepCost], first: Cell) -> bool:
+    """Whether ``shape`` (G, K, mu, cost) is another recipe than ``first``: another group size G, and
+    another mu or a kept share K/G at least :data:`SECOND_SHARE` apart."""
+    g, k, mu, _ = shape
+    return g != first.G and (mu != first.mu or abs(k / g - first.K / first.G) >= SECOND_SHARE)
+
+
 @dataclass(frozen=True)
 class PlannedSetting:
     """The grid of one setting: the cells it can run and the targets it cannot."""
 
     setting: Setting
     cells: list[Cell]
-    infeasible: list[InfeasibleTarget]
+    infeasible: list[InfeasibleTarget]  # the refused cells, each with its reason
     feasible: tuple[float, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The setting's grid as ``paper-repro plan --json`` writes it: its cells (:meth:`Cell.as_dict`)
+        and its refused cells, each with its label, target, nearest feasible rho and reason."""
+        s = self.setting
+        return {
+            "setting": s.name,
+            "policy": s.policy,
+            "reward_system": s.reward_system,
+            "feasible_rho": list(self.feasible),
+            "cells": [c.as_dict() for c in self.cells],
+            "infeasible": [
+                {"cell": e.label, "target_rho": e.target, "nearest_rho": e.nearest, "reason": str(e)}
+                for e in self.infeasible
+            ],
+        }
 
 
 def planner(
@@ -294,8 +348,7 @@ def round_ceiling_flops(
     (``prm_prompt_tokens``) and the completion's steps, a separator after each: with the arith task's
     character tokens a step and its separator take no more tokens than the step and its newline, so
     at most one more than the completion; with a BPE tokenizer, re-tokenised steps may take more, so
-    twice it. A reward that prices its own model is priced at the policy's token counts. The price
-    :func:`paper_repro.preflight.round_ceiling` puts on a run's round, from its tokenizers and data."""
+    twice it. A reward that prices its own model is priced at the policy's token counts."""
     completion = train.max_completion_length
     reward_model, reward_tokens = None, None
     system = rewards.get(reward_system)
@@ -304,10 +357,115 @@ def round_ceiling_flops(
         reward_tokens = prm_prompt_tokens + (completion + 1 if task == "arith" else 2 * completion)
     own = system.own_cost  # a reward that prices its own model, at the policy's token counts
     worst = planner(
-        policy, reward_model, train, prompt_tokens, completion, reward_tokens=reward_tokens,
+        policy,
+        reward_model,
+        train,
+        prompt_tokens,
+        completion,
+        reward_tokens=reward_tokens,
         reward_cost=own.planned if own is not None else None,
-    )  # fmt: skip
-    return worst.round_cost(P, G, K, mu).C_total
+    )
+    return worst.round_ceiling(P, G, K, mu).C_total
+
+
+def round_ceiling(
+    model: str,
+    prm: str | None,
+    train_data: str,
+    train: TrainConfig,
+    P: int,
+    G: int,
+    K: int,
+    mu: int,
+    reward_system: str,
+    task: str,
+) -> float:
+    """The most one generation round of cell (P, G, K, mu) can cost (useful FLOPs), for a run of
+    ``model`` (and the PRM ``prm`` that a PRM-based reward pays for) on ``train_data`` under
+    ``train``: the longest training prompt, as the policy reads it and as the PRM does, and every
+    completion at ``max_completion_length`` (:func:`round_ceiling_flops`). The price the grid keeps a
+    cell by (:func:`plan_setting`), the preflight check refuses a budget by and the ledger's budget
+    stop is given (``LedgerConfig.round_ceiling_flops``). Needs tokenizers and data, no weights;
+    computed once per (model, PRM, data, training recipe, cell, reward) in a process."""
+    prm = prm if rewards.get(reward_system).prm_based else None  # the PRM is priced when the reward pays it
+    return _round_ceiling(model, prm, train_data, train, P, G, K, mu, reward_system, task)
+
+
+@functools.lru_cache(maxsize=4096)
+def _round_ceiling(model, prm, train_data, train, P, G, K, mu, reward_system, task) -> float:
+    longest = _longest_prompt(model, train_data, train.chat_template, "policy")
+    prm_prompt = _longest_prompt(prm, train_data, False, "prm") if prm is not None else None
+    return round_ceiling_flops(
+        model,
+        prm,
+        train,
+        P,
+        G,
+        K,
+        mu,
+        reward_system,
+        task,
+        prompt_tokens=longest,
+        prm_prompt_tokens=prm_prompt,
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def _longest_prompt(model: str, data: str, chat: bool, reader: str) -> int:
+    """Tokens of the longest training prompt as ``reader`` sees it: the policy (plain or through its
+    chat template) or the PRM (its own input form, with no steps yet)."""
+    from transformers import AutoTokenizer
+
+    from paper_repro.rewards.prm_scorer import input_format
+    from paper_repro.tasks import load_examples
+    from paper_repro.tasks.hub import format_prompt
+
+    local = models.checkpoint(model)
+    tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=models.trust_remote_code(model))
+    examples = load_examples(data)
+    if reader == "prm":
+        fmt = input_format(local, tokenizer)
+        texts = [fmt(e.prompt, []) for e in examples]
+    else:
+        texts = [format_prompt(tokenizer, e) if chat else e.prompt for e in examples]
+    return max(len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"])
+
+
+def cell_round_ceiling(profile: Profile, setting: Setting, cell: Cell) -> float:
+    """The most one generation round of ``setting``'s ``cell`` can cost under ``profile`` (useful
+    FLOPs; :func:`round_ceiling`), as its runs' specs price it."""
+    return round_ceiling(
+        profile.policies[setting.policy],
+        profile.prm,
+        profile.data["train"],
+        profile.train,
+        cell.P,
+        cell.G,
+        cell.K,
+        cell.mu,
+        setting.reward_system,
+        profile.task,
+    )
+
+
+def ceiling_problem(profile: Profile, setting: Setting, cell: Cell) -> str | None:
+    """Why ``cell`` leaves ``setting``'s grid at its budget, or None: under the ``ceiling`` budget
+    stop a run must surely buy one round, so a budget below the cell's costliest round
+    (:func:`round_ceiling`) refuses the cell (a small pilot budget cannot buy the costliest rounds of
+    the most update-heavy cells). The other budget stops price as they go, and refuse no cell here."""
+    train = profile.train
+    if train.budget_stop != "ceiling":
+        return None
+    price = cell_round_ceiling(profile, setting, cell)
+    if price <= cell.budget_flops:
+        return None
+    return (
+        f"cell {cell.label} (P={cell.P}, G={cell.G}, K={cell.K}, mu={cell.mu}) is refused at budget "
+        f"{cell.budget_flops:.3g} FLOPs: its costliest round (the longest training prompt, every "
+        f"completion at max_completion_length={train.max_completion_length}) costs up to {price:.3g} "
+        "FLOPs, and the ceiling budget stop runs a cell only where the budget surely buys one round; "
+        "raise the budget to run it"
+    )
 
 
 def planner_for(profile: Profile, setting: Setting) -> Planner:
@@ -326,21 +484,38 @@ def planner_for(profile: Profile, setting: Setting) -> Planner:
 
 
 def plan_setting(profile: Profile, setting: Setting, budget_flops: float | None = None) -> PlannedSetting:
-    """Every grid target of ``setting`` at ``budget_flops`` (default: the profile's full budget), then
-    the second recipes the grid asks of the setting (``grid.recipes``; :meth:`Planner.second_cell`)."""
+    """The grid of ``setting`` at ``budget_flops`` (default: the profile's full budget): the one
+    answer to which cells run, for ``paper-repro plan``, the study's specs
+    (:func:`paper_repro.spec.setting_specs`), the design simulator and the dry run. Every grid
+    target, then the second recipes the grid asks of the setting (``grid.recipes``;
+    :meth:`Planner.second_cell`); a target the planner cannot realise, a cell whose round the budget
+    cannot buy, and (under the ``ceiling`` budget stop) a cell whose costliest round it cannot surely
+    buy (:func:`ceiling_problem`) are refused, each with its reason (``infeasible``)."""
     budget = profile.budget_flops if budget_flops is None else budget_flops
     planner = planner_for(profile, setting)
     cells, infeasible = [], []
     second = profile.grid.second_targets(setting.policy, setting.reward_system)
-    jobs = [(t, planner.cell) for t in profile.grid.targets]
-    jobs += [(t, planner.second_cell) for t in second]
-    for target, plan in jobs:
+    jobs = [(t, planner.cell, "") for t in profile.grid.targets]
+    jobs += [(t, planner.second_cell, SECOND_SUFFIX) for t in second]
+    for target, plan, suffix in jobs:
         try:
-            cells.append(plan(target, budget))
+            cell = plan(target, budget)
         except InfeasibleTarget as err:
             infeasible.append(err)
+            continue
         except ValueError as err:  # the budget buys no round of this cell, even at the smallest P
-            infeasible.append(InfeasibleTarget(str(err), target, float("nan"), planner.feasible_range()))
+            label = cell_label(target) + suffix
+            infeasible.append(
+                InfeasibleTarget(str(err), target, float("nan"), planner.feasible_range(), label=label)
+            )
+            continue
+        problem = ceiling_problem(profile, setting, cell)
+        if problem is None:
+            cells.append(cell)
+        else:
+            infeasible.append(
+                InfeasibleTarget(problem, target, cell.predicted_rho, planner.feasible_range(), cell.label)
+            )
     return PlannedSetting(setting, cells, infeasible, planner.feasible_range())
 
 

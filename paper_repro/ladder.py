@@ -180,9 +180,15 @@ class BudgetLadder:
                 self.pending.append(point)
             elif trainer.accelerator.is_main_process:
                 self.table.append(
-                    point_row(spec, point.multiple, **{m: float("nan") for m in METRICS},
-                              evaluation=point.evaluation, status="infeasible", error=problem)
-                )  # fmt: skip
+                    point_row(
+                        spec,
+                        point.multiple,
+                        **{m: float("nan") for m in METRICS},
+                        evaluation=point.evaluation,
+                        status="infeasible",
+                        error=problem,
+                    )
+                )
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._start = time.perf_counter()
@@ -218,7 +224,14 @@ class BudgetLadder:
         seconds_eval = time.perf_counter() - t0
         self.seconds += seconds_eval
         self.table.append(
-            point_row(self.spec, point.multiple, **spent_so_far(trainer.ledger.summary()), **metrics,
-                      evaluation=point.evaluation, seconds_train=seconds_train, seconds_eval=seconds_eval,
-                      status="ok")
-        )  # fmt: skip
+            point_row(
+                self.spec,
+                point.multiple,
+                **spent_so_far(trainer.ledger.summary()),
+                **metrics,
+                evaluation=point.evaluation,
+                seconds_train=seconds_train,
+                seconds_eval=seconds_eval,
+                status="ok",
+            )
+        )

@@ -71,11 +71,11 @@ def reward_class(reward_system: str) -> str:
 
 def committed_rows(path: str | Path, profile: Profile) -> pd.DataFrame:
     """The ``ok`` rows of ``runs.csv`` of the design's current generation: computed with ``profile``'s
-    weights, training recipe, data and evaluation (:func:`paper_repro.spec.design_key`), at any budget
+    weights, training recipe, data and evaluation (:func:`paper_repro.study_design.design_key`), at any budget
     and seed; a (policy, reward) that has none keeps its newest generation's (the design key of its
     newest row). Adds ``policy``, ``reward_class``, ``problems`` (decoded by its full evaluation) and
     ``heldout`` (by a ``native`` one)."""
-    from paper_repro.spec import Design, design_key
+    from paper_repro.study_design import Design, design_key
 
     runs = pd.read_csv(path, low_memory=False)
     runs = runs[runs["status"] == "ok"].copy()
@@ -150,8 +150,9 @@ class CostModel:
         extra = _ladder_evaluations(rows, curves)
         rates = {}
         for (policy, kind), g in rows.groupby(["policy", "reward_class"]):
-            rates[(str(policy), str(kind))] = _rate(g, extra[(extra["policy"] == policy)
-                                                              & (extra["reward_class"] == kind)])  # fmt: skip
+            rates[(str(policy), str(kind))] = _rate(
+                g, extra[(extra["policy"] == policy) & (extra["reward_class"] == kind)]
+            )
         for policy in rows["policy"].unique():
             rates[(str(policy), "*")] = _rate(
                 rows[rows["policy"] == policy], extra[extra["policy"] == policy]
@@ -174,12 +175,22 @@ class CostModel:
 
     def table(self) -> pd.DataFrame:
         """The rates, one row per measured (policy, reward class)."""
-        return pd.DataFrame([
-            {"policy": p, "reward_class": k, "rows": r.rows, "train_s_per_run": r.intercept,
-             "train_s_per_GFLOP": r.per_flop * 1e9, "median_train_s_per_GFLOP": r.median_per_flop * 1e9,
-             "eval_ms_per_problem": r.per_problem * 1e3, "setup_s_per_run": r.setup}
-            for (p, k), r in self.rates.items() if "*" not in (p, k)
-        ])  # fmt: skip
+        return pd.DataFrame(
+            [
+                {
+                    "policy": p,
+                    "reward_class": k,
+                    "rows": r.rows,
+                    "train_s_per_run": r.intercept,
+                    "train_s_per_GFLOP": r.per_flop * 1e9,
+                    "median_train_s_per_GFLOP": r.median_per_flop * 1e9,
+                    "eval_ms_per_problem": r.per_problem * 1e3,
+                    "setup_s_per_run": r.setup,
+                }
+                for (p, k), r in self.rates.items()
+                if "*" not in (p, k)
+            ]
+        )
 
 
 def _rate(rows: pd.DataFrame, ladder: pd.DataFrame) -> Rate:
@@ -190,10 +201,12 @@ def _rate(rows: pd.DataFrame, ladder: pd.DataFrame) -> Rate:
         slope, intercept = (float(v) for v in np.polyfit(budget, train, 1))
         if intercept < 0 or slope <= 0:
             intercept, slope = 0.0, float(np.sum(train * budget) / np.sum(budget**2))
-    evals = pd.concat([
-        pd.DataFrame({"seconds": rows["seconds_eval"], "problems": rows["problems"]}),
-        ladder[["seconds", "problems"]],
-    ])  # fmt: skip
+    evals = pd.concat(
+        [
+            pd.DataFrame({"seconds": rows["seconds_eval"], "problems": rows["problems"]}),
+            ladder[["seconds", "problems"]],
+        ]
+    )
     evals = evals[(evals["problems"] > 0) & evals["seconds"].notna()]
     per_problem = (
         float(np.median(evals["seconds"] / evals["problems"])) if len(evals) else np.nan
@@ -211,11 +224,14 @@ def _ladder_evaluations(rows: pd.DataFrame, curves: pd.DataFrame | None) -> pd.D
     points = curves[(curves["status"] == "ok") & (curves["final"].astype(str) != "True")]
     points = points.merge(rows[["run_id", "policy", "reward_class", "problems", "heldout"]], on="run_id")
     native = points["evaluation"] == "native"
-    return pd.DataFrame({
-        "policy": points["policy"], "reward_class": points["reward_class"],
-        "seconds": pd.to_numeric(points["seconds_eval"], errors="coerce"),
-        "problems": np.where(native, points["heldout"], points["problems"]),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "policy": points["policy"],
+            "reward_class": points["reward_class"],
+            "seconds": pd.to_numeric(points["seconds_eval"], errors="coerce"),
+            "problems": np.where(native, points["heldout"], points["problems"]),
+        }
+    )
 
 
 def measured_minutes(rows: pd.DataFrame, overhead: float = OVERHEAD_MINUTES) -> float:
@@ -277,8 +293,15 @@ class Candidate:
     @classmethod
     def from_profile(cls, profile: Profile, name: str = "chosen", **overrides) -> Candidate:
         stage_a = profile.curves.stage_budgets.get("A", 1.0)
-        base = cls(name, tuple(profile.grid.targets), profile.seeds, eval_size(profile), stage_a,
-                   tuple(profile.pilot_fractions), tuple(profile.pilot_seeds), True)  # fmt: skip
+        base = cls(
+            name,
+            tuple(profile.grid.targets),
+            profile.seeds,
+            eval_problems=eval_size(profile),
+            stage_a_multiple=stage_a,
+            pilot_fractions=tuple(profile.pilot_fractions),
+            pilot_seeds=tuple(profile.pilot_seeds),
+        )
         return replace(base, **overrides)
 
     def profile(self, base: Profile) -> Profile:
@@ -304,9 +327,14 @@ class Candidate:
         else:
             stages.pop("A", None)
         curves = replace(base.curves, points=points, stage_budgets=stages)
-        return replace(base, grid=replace(grid, **changes), seeds=self.seeds,
-                       pilot_fractions=tuple(self.pilot_fractions), pilot_seeds=tuple(self.pilot_seeds),
-                       curves=curves)  # fmt: skip
+        return replace(
+            base,
+            grid=replace(grid, **changes),
+            seeds=self.seeds,
+            pilot_fractions=tuple(self.pilot_fractions),
+            pilot_seeds=tuple(self.pilot_seeds),
+            curves=curves,
+        )
 
     def describe(self) -> dict:
         return {
@@ -353,8 +381,15 @@ def distinct_settings(profile: Profile) -> list:
 def _job(spec, role: str, count: float = 1.0) -> Job:
     unit = spec.ladder_unit or spec.budget_flops
     below = [e for m, e in spec.ladder if m * unit < spec.budget_flops * (1 - 1e-9)]
-    return Job(role, spec.policy, reward_class(spec.reward_system), spec.budget_flops,
-               1 + below.count("all"), below.count("native"), count)  # fmt: skip
+    return Job(
+        role,
+        spec.policy,
+        reward_class(spec.reward_system),
+        spec.budget_flops,
+        full_evals=1 + below.count("all"),
+        native_evals=below.count("native"),
+        count=count,
+    )
 
 
 def jobs(candidate: Candidate, base: Profile) -> list[Job]:
@@ -477,21 +512,34 @@ def candidates(
         one = replace(chosen, pilot_fractions=(max(chosen.pilot_fractions),))
         out.append(replace(one, name="pilots at the largest fraction only", note="the profile's seeds"))
         out.append(replace(fill(one), name="pilots at the largest fraction only, seeds to the limit"))
-        out.append(replace(one, stage_a_multiple=1.0, name="pilots at the largest fraction only, stage A to 1C",
-                           note="the profile's seeds"))  # fmt: skip
+        out.append(
+            replace(
+                one,
+                stage_a_multiple=1.0,
+                name="pilots at the largest fraction only, stage A to 1C",
+                note="the profile's seeds",
+            )
+        )
     at = tuple(t for t in chosen.targets if any(abs(t - x) < 1e-9 for x in second_at))
     if at:
         both = replace(chosen, second_at=at)
         top = (max(chosen.pilot_fractions),) if chosen.pilot_fractions else ()
         for name, other in (
             ("second recipes in both windows, seeds to the limit", both),
-            ("second recipes in both windows, pilots at the largest fraction only, seeds to the limit",
-             replace(both, pilot_fractions=top)),
-            ("second recipes in both windows, pilots at the largest fraction only, stage A to 1C, seeds to the limit",
-             replace(both, pilot_fractions=top, stage_a_multiple=1.0)),
-            (f"second recipes in both windows, pilots at the largest fraction only, stage A to 1C, {size} problems, "
-             "seeds to the limit", replace(both, pilot_fractions=top, stage_a_multiple=1.0, eval_problems=size)),
-        ):  # fmt: skip
+            (
+                "second recipes in both windows, pilots at the largest fraction only, seeds to the limit",
+                replace(both, pilot_fractions=top),
+            ),
+            (
+                "second recipes in both windows, pilots at the largest fraction only, stage A to 1C, seeds to the limit",
+                replace(both, pilot_fractions=top, stage_a_multiple=1.0),
+            ),
+            (
+                f"second recipes in both windows, pilots at the largest fraction only, stage A to 1C, {size} problems, "
+                "seeds to the limit",
+                replace(both, pilot_fractions=top, stage_a_multiple=1.0, eval_problems=size),
+            ),
+        ):
             out.append(replace(fill(other), name=name))
     unique: dict[tuple, Candidate] = {}
     for c in out:

@@ -9,18 +9,15 @@ costliest round the run could meet (:func:`round_ceiling`). Needs tokenizers and
 
 from __future__ import annotations
 
-import functools
-from typing import TYPE_CHECKING
-
-from paper_repro import models, rewards
-
-if TYPE_CHECKING:  # a spec's own module calls this one (the grid keeps the cells that buy a round)
-    from paper_repro.spec import RunSpec
+from paper_repro import allocation, models
+from paper_repro.spec import RunSpec
+from paper_repro.spec import own_model as spec_own_model
 
 
 def own_model(spec: RunSpec) -> str | None:
-    """The checkpoint a reward that pays for its own model scores with (None for the others)."""
-    return getattr(rewards.get(spec.reward_system).own_cost, "model", None)
+    """The checkpoint ``spec``'s reward scores with when it pays for a model of its own (None for
+    the others): :func:`paper_repro.spec.own_model`."""
+    return spec_own_model(spec.reward_system)
 
 
 def hub_refs(spec: RunSpec) -> dict[str, str]:
@@ -99,51 +96,18 @@ def budget_problem(spec: RunSpec, budget: float | None = None) -> str | None:
 
 
 def round_ceiling(spec: RunSpec) -> float:
-    """The most one generation round of ``spec`` can cost (useful FLOPs): the longest training prompt
-    (as the policy reads it, and as the PRM does) and every completion at ``max_completion_length``,
-    priced by :func:`paper_repro.allocation.round_ceiling_flops` (which counts the PRM's tokens).
-    Needs tokenizers and data only, no weights.
-
-    The study's price of a round, which decides which cells a budget's grid keeps and the ledger's
-    ``round_ceiling_flops``, equals the price the ledger's trainer puts on the same round itself
-    (:meth:`paper_repro.ledger.pricing.RoundPricing.price_round_ceiling`), as
-    ``tests/test_train.py`` checks; both are :func:`paper_repro.flops.grpo_step_cost`. A price is
-    computed once per (model, PRM, data, training recipe, cell, reward) in a process."""
-    return _round_ceiling(
-        spec.model, spec.prm, spec.data_map["train"], spec.train, spec.P, spec.G, spec.K, spec.mu,
-        spec.reward_system, spec.task,
-    )  # fmt: skip
-
-
-@functools.lru_cache(maxsize=4096)
-def _round_ceiling(model, prm_model, train_data, t, P, G, K, mu, reward_system, task) -> float:
-    from paper_repro.allocation import round_ceiling_flops
-
-    longest = _longest_prompt(model, train_data, t.chat_template, "policy")
-    prm_based = rewards.get(reward_system).prm_based
-    prm_prompt = _longest_prompt(prm_model, train_data, False, "prm") if prm_based else None
-    return round_ceiling_flops(
-        model, prm_model, t, P, G, K, mu, reward_system, task,
-        prompt_tokens=longest, prm_prompt_tokens=prm_prompt,
-    )  # fmt: skip
-
-
-@functools.lru_cache(maxsize=32)
-def _longest_prompt(model: str, data: str, chat: bool, reader: str) -> int:
-    """Tokens of the longest training prompt as ``reader`` sees it: the policy (plain or through its
-    chat template) or the PRM (its own input form, with no steps yet)."""
-    from transformers import AutoTokenizer
-
-    from paper_repro.rewards.prm_scorer import input_format
-    from paper_repro.tasks import load_examples
-    from paper_repro.tasks.hub import format_prompt
-
-    local = models.checkpoint(model)
-    tokenizer = AutoTokenizer.from_pretrained(local, trust_remote_code=models.trust_remote_code(model))
-    examples = load_examples(data)
-    if reader == "prm":
-        fmt = input_format(local, tokenizer)
-        texts = [fmt(e.prompt, []) for e in examples]
-    else:
-        texts = [format_prompt(tokenizer, e) if chat else e.prompt for e in examples]
-    return max(len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"])
+    """The most one generation round of ``spec`` can cost (useful FLOPs): the planner's price of its
+    cell's costliest round (:func:`paper_repro.allocation.round_ceiling`, which the grid keeps a cell
+    by), for the run's model, PRM, training data and recipe. Needs tokenizers and data only."""
+    return allocation.round_ceiling(
+        spec.model,
+        spec.prm,
+        spec.data_map["train"],
+        spec.train,
+        spec.P,
+        spec.G,
+        spec.K,
+        spec.mu,
+        spec.reward_system,
+        spec.task,
+    )

@@ -22,11 +22,21 @@ if TYPE_CHECKING:
     from paper_repro.spec import RunSpec
     from paper_repro.trainer import RunParts
 
-BASE_COLUMNS = ("base_id", "model", "reward_system", *METRICS, "seconds", "git_sha", "versions",
-                "created_at")  # fmt: skip
+BASE_COLUMNS = ("base_id", "model", "reward_system", *METRICS, "seconds", "git_sha", "versions", "created_at")
 # What the base policy's metrics depend on: its weights, the reward, the judge and the sets.
-BASE_KEY = ("model", "reward_system", "prm", "task", "data", "eval_limit", "eval_max_new_tokens", "judge",
-            "weights", "eval_heldout_limit", "eval_decoding")  # fmt: skip
+BASE_KEY = (
+    "model",
+    "reward_system",
+    "prm",
+    "task",
+    "data",
+    "eval_limit",
+    "eval_max_new_tokens",
+    "judge",
+    "weights",
+    "eval_heldout_limit",
+    "eval_decoding",
+)
 
 
 def evaluate_run(spec: RunSpec, parts: RunParts, model) -> dict[str, float]:

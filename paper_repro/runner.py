@@ -24,7 +24,8 @@ from paper_repro.ladder import curves_table, missing_points
 from paper_repro.preflight import check_spec
 from paper_repro.quiet import quiet_libraries
 from paper_repro.results import RUN_COLUMNS, ResultTable, labels, results_dir
-from paper_repro.spec import RunSpec, check_committed
+from paper_repro.spec import RunSpec
+from paper_repro.study_design import check_committed
 from paper_repro.train import run_cell
 
 

@@ -67,7 +67,7 @@ def results_root_for(
 ) -> str | Path | None:
     """Where a notebook's runs go: ``results_root`` when given; else a quick run's own folder
     (:func:`paper_repro.results.quick_dir`, which git ignores), or None (the committed tables).
-    Exploring never writes into the committed study: :func:`paper_repro.spec.check_committed`
+    Exploring never writes into the committed study: :func:`paper_repro.study_design.check_committed`
     refuses there any run that is not of the profile's design."""
     if results_root is not None or not quick:
         return results_root

@@ -94,8 +94,9 @@ def study_jobs(
             for s in run_profile.settings(step):
                 specs = setting_specs(run_profile, s, seeds, quick=quick)
                 params = {**common, name: s.name, **seed_param}
-                jobs.append(NotebookJob(step, book, params, out_dir / f"{book}__{s.name}.ipynb", tuple(specs),
-                                        root, profile.resources_for(s.policy)))  # fmt: skip
+                out = out_dir / f"{book}__{s.name}.ipynb"
+                resources = profile.resources_for(s.policy)
+                jobs.append(NotebookJob(step, book, params, out, tuple(specs), root, resources))
         elif step == "race":  # pilots, then the pick and the default on fresh seeds: seeds from the profile
             from paper_repro.study import race_specs
 
@@ -103,8 +104,8 @@ def study_jobs(
                 specs, unknown = race_specs(run_profile, s, root, quick)
                 params = {**common, "setting": s.name}
                 out = out_dir / f"{book}__{s.stage}_{s.name}.ipynb"
-                jobs.append(NotebookJob(step, book, params, out, tuple(specs), root,
-                                        profile.resources_for(s.policy), unknown))  # fmt: skip
+                resources = profile.resources_for(s.policy)
+                jobs.append(NotebookJob(step, book, params, out, tuple(specs), root, resources, unknown))
         else:
             params = dict(common)
             if quick:  # a smoke run decides nothing: no power simulation

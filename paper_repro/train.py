@@ -43,7 +43,8 @@ from paper_repro.ladder import budget_ladder, curves_table, final_row, missing_p
 from paper_repro.preflight import check_spec
 from paper_repro.results import METRICS, RUN_COLUMNS, ResultTable, results_dir, row_identity
 from paper_repro.run_eval import base_metrics, evaluate_run
-from paper_repro.spec import RunSpec, check_committed
+from paper_repro.spec import RunSpec
+from paper_repro.study_design import check_committed
 from paper_repro.trainer import build_trainer, load_parts
 from paper_repro.weights import sources as _sources
 
@@ -129,9 +130,9 @@ def launch_run(spec: RunSpec, root: Path, executed_notebook: str) -> tuple[int, 
     spec_file.parent.mkdir(parents=True, exist_ok=True)
     spec_file.write_text(spec.to_json())
     config = models.local(spec.runtime.accelerate_config)
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config,
-           "--num_processes", str(layout.processes), "-m", "paper_repro.worker", str(spec_file),
-           "--results", str(root), "--executed", executed_notebook]  # fmt: skip
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config]
+    cmd += ["--num_processes", str(layout.processes), "-m", "paper_repro.worker", str(spec_file)]
+    cmd += ["--results", str(root), "--executed", executed_notebook]
     completed = subprocess.run(cmd, check=False)
     return completed.returncode, " ".join(cmd)
 

@@ -177,9 +177,12 @@ def lora_config(spec: RunSpec):
 
     t = spec.train
     return LoraConfig(
-        r=t.lora_rank, lora_alpha=t.lora_alpha, target_modules=t.lora_targets, lora_dropout=0.0,
+        r=t.lora_rank,
+        lora_alpha=t.lora_alpha,
+        target_modules=t.lora_targets,
+        lora_dropout=0.0,
         task_type="CAUSAL_LM",
-    )  # fmt: skip
+    )
 
 
 # The profile's budget stop as the ledger's: at the end of a round, before the next priced at its

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from paper_repro import cli
-from paper_repro.allocation import InfeasibleTarget, plan_stage, planner_for
+from paper_repro.allocation import InfeasibleTarget, cell_round_ceiling, plan_setting, plan_stage, planner_for
 from paper_repro.config import Grid, load_profile
+from paper_repro.spec import pilot_specs, setting_specs
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +38,8 @@ def test_every_planned_cell_predicts_its_target_within_tolerance(profile_name, s
             assert profile.budget_flops - cell.predicted_flops < cell.round_cost.C_total  # within one round
             assert cell.label.removesuffix("b") == f"r{round(cell.target_rho * 100):02d}"
         seconds = [c.target_rho for c in planned.cells if c.label.endswith("b")]
-        assert seconds == [
-            t for t in profile.grid.second_targets(planned.setting.policy, planned.setting.reward_system)
-            if t not in [e.target for e in planned.infeasible]
-        ]  # fmt: skip
+        wanted = profile.grid.second_targets(planned.setting.policy, planned.setting.reward_system)
+        assert seconds == [t for t in wanted if t not in [e.target for e in planned.infeasible]]
         lo, hi = planned.feasible
         for err in planned.infeasible:
             if "no second recipe" in str(err):  # the target is reached, by one recipe only
@@ -133,8 +132,9 @@ def _with_stages(stages: dict, policies: dict | None = None):
 def test_the_profiles_stages_are_the_settings():
     """What each stage compares is the profile's, not the code's: a new reward or size is a YAML line."""
     two = {"S": "data/models/policy-S", "M": "data/models/policy-M", "XL": "data/models/policy-L"}
-    p = _with_stages({"A": {"reward": "dense"}, "B": {"policy": "XL", "rewards": ["structured", "proxy_prm"]}},
-                     policies=two)  # fmt: skip
+    stages = {"A": {"reward": "dense"}, "B": {"policy": "XL", "rewards": ["structured", "proxy_prm"]}}
+    p = _with_stages(stages, policies=two)
+    # one row per setting: (stage, name, policy, reward), a table kept one setting a line
     assert [(s.stage, s.name, s.policy, s.reward_system) for s in p.all_settings()] == [
         ("A", "S", "S", "dense"), ("A", "M", "M", "dense"), ("A", "XL", "XL", "dense"),
         ("B", "structured", "XL", "structured"), ("B", "proxy_prm", "XL", "proxy_prm"),
@@ -146,6 +146,7 @@ def test_the_profiles_stages_are_the_settings():
     assert p.needs_prm_weights(p.setting("proxy_prm")) and not p.needs_prm_weights(p.setting("S"))
 
 
+# a table of refused designs, one a line with the words that refuse it
 @pytest.mark.parametrize(
     "stages, message",
     [
@@ -204,6 +205,45 @@ def test_plan_command_text_and_errors(capsys):
     assert cli.main(["plan", "--profile", "nope", "--stage", "A"]) == 2
     with pytest.raises(SystemExit):
         cli.main(["plan", "--profile", "cpu-tiny", "--stage", "Z"])
+
+
+def test_plan_and_the_study_run_the_same_cells_at_every_budget(tiny):
+    """One grid: at C/16, where the PRM-charged settings' r66 cannot surely buy its costliest round
+    under the ceiling budget stop, and at every budget cpu-tiny runs (its pilots' and C), the cells
+    the planner lists for a setting are the cells the study's specs run, in the same order."""
+    for fraction in (1 / 16, *tiny.pilot_fractions, 1.0):
+        budget = tiny.budget_flops * fraction
+        for s in tiny.all_settings():
+            if fraction < 1:  # the study's runs at that budget: its pilots, were it the pilots' budget
+                specs = pilot_specs(replace(tiny, pilot_fractions=(fraction,)), s)
+            else:
+                specs = setting_specs(tiny, s, seeds=1, extend=False)
+            planned = [c.label for c in plan_setting(tiny, s, budget).cells]
+            assert planned == list(dict.fromkeys(x.cell for x in specs)), (s.name, fraction)
+
+
+def test_a_cell_whose_costliest_round_the_budget_cannot_buy_is_refused_with_its_price(tiny, capsys):
+    """Under the ceiling budget stop the planner leaves out a cell whose costliest round costs more
+    than the budget, saying the round's price and the budget; the study refuses to run it by name,
+    with that reason; ``paper-repro plan`` lists it as refused."""
+    setting, budget = tiny.setting("prm"), tiny.budget_flops / 16
+    cell = planner_for(tiny, setting).cell(0.66, budget)
+    price = cell_round_ceiling(tiny, setting, cell)
+    assert cell.predicted_flops <= budget < price  # the expected rounds fit; the costliest does not
+    planned = plan_setting(tiny, setting, budget)
+    (refused,) = [e for e in planned.infeasible if e.label == "r66"]
+    assert "r66" not in [c.label for c in planned.cells] and "r66b" in [c.label for c in planned.cells]
+    assert f"budget {budget:.3g} FLOPs" in str(refused) and f"costs up to {price:.3g} FLOPs" in str(refused)
+    with pytest.raises(ValueError, match=r"cells \['r66'\] are not in the grid of setting prm .*costs up to"):
+        setting_specs(replace(tiny, pilot_fractions=(1 / 16,)), setting, budget_kind="pilot", cells=["r66"])
+    assert cli.main(["plan", "--profile", "cpu-tiny", "--stage", "D", "--budget", str(budget)]) == 0
+    assert re.search(
+        r"r66 +refused: cell r66 .* is refused at budget 6.25e\+09 FLOPs", capsys.readouterr().out
+    )
+    listed = {e["cell"]: e["reason"] for e in planned.as_dict()["infeasible"]}
+    assert listed["r66"] == str(refused) and "not realisable" in listed["r78b"]  # a second recipe's own label
+    untouched = replace(tiny, train=replace(tiny.train, budget_stop="step"))  # it prices each step as it goes
+    assert "r66" in [c.label for c in plan_setting(untouched, setting, budget).cells]
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,8 @@ from paper_repro.analysis import analyse
 from paper_repro.config import load_profile
 from paper_repro.paths import repo_root
 from paper_repro.results import quick_dir, results_dir
-from paper_repro.spec import check_committed, setting_specs
+from paper_repro.spec import setting_specs
+from paper_repro.study_design import check_committed
 
 PROFILE = load_profile("cpu-tiny")
 COMMITTED = results_dir("cpu-tiny")

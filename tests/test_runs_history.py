@@ -12,8 +12,9 @@ import math
 import pandas as pd
 
 from paper_repro.allocation import plan_setting
+from paper_repro.history import split_history
 from paper_repro.results import CURVE_COLUMNS, RUN_COLUMNS, ResultTable, move_rows
-from paper_repro.spec import spec_for, split_history
+from paper_repro.spec import spec_for
 from tests.worlds import PROFILE, design_rows, paper_peaks, write_rows
 
 

@@ -227,9 +227,9 @@ def test_race_runs_one_cell_once_when_both_picks_name_it(tmp_path, dense_pilots,
 
 def test_every_run_of_the_study_surely_buys_a_round():
     """The preflight check refuses a run whose budget cannot surely buy one costliest round (the
-    ``ceiling`` stop); the study never asks for one: such a cell leaves that budget's grid. At
-    cpu-tiny's budgets (C, and the pilots' C/2 and C/4) every planned cell surely buys one, so each
-    grid, the pilots' included, keeps every planned cell."""
+    ``ceiling`` stop); the study never asks for one: the planner leaves such a cell out of that
+    budget's grid (:func:`paper_repro.allocation.plan_setting`), and the study runs the planner's
+    grid, the pilots' included."""
     from paper_repro.allocation import plan_setting
     from paper_repro.preflight import round_ceiling
 

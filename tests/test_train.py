@@ -132,10 +132,12 @@ def test_bad_input_is_refused_before_any_compute(tiny_m_profile, tmp_path):
     ("setting", "cell"), [("prm", "r40"), ("proxy_prm", "r66"), ("M", "r90"), ("S", "r15")]
 )
 def test_the_study_prices_a_round_as_the_ledgers_trainer_does(setting, cell, tmp_path):
-    """One price for the costliest round: the study's (which decides which cells a budget's grid
-    keeps, and the ledger's ceiling) equals the price the ledger's trainer puts on the same round
-    from what it sees (its batch, TRL's tokenization, the reward functions' own flop_cost), for a
-    PRM, a proxy PRM and rule-based rewards, on the shipped cpu-tiny checkpoints."""
+    """The planner and the ledger's trainer call one price of a round's ceiling
+    (:func:`paper_repro.ceiling.round_ceiling_cost`, tested on hand-worked cases in test_ceiling.py),
+    each with the worst case it measures itself: the planner from the run's tokenizers and data
+    (which decides which cells a budget's grid keeps, and the ledger's ceiling), the trainer from its
+    batch, TRL's tokenization and the reward functions' own flop_cost. What they measure agrees, for
+    a PRM, a proxy PRM and rule-based rewards, on the shipped cpu-tiny checkpoints."""
     from paper_repro.trainer import build_trainer, load_parts
 
     spec = setting_specs(load_profile("cpu-tiny"), setting, seeds=1, cells=[cell])[0]

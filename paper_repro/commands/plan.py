@@ -46,19 +46,7 @@ def run(args: argparse.Namespace) -> int:
         "budget_flops": budget,
         "convention": "useful",
         "expected_lengths": profile.expected_lengths,
-        "settings": [
-            {
-                "setting": p.setting.name,
-                "policy": p.setting.policy,
-                "reward_system": p.setting.reward_system,
-                "feasible_rho": list(p.feasible),
-                "cells": [c.as_dict() for c in p.cells],
-                "infeasible": [
-                    {"target_rho": e.target, "nearest_rho": e.nearest, "reason": str(e)} for e in p.infeasible
-                ],
-            }
-            for p in planned
-        ],
+        "settings": [p.as_dict() for p in planned],
     }
     empty = [p for p in planned if not p.cells]
     status = 0
@@ -73,11 +61,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
         return status
-    _print_plan(out, allocation.cell_label)
+    _print_plan(out)
     return status
 
 
-def _print_plan(out: dict, cell_label) -> None:
+def _print_plan(out: dict) -> None:
     """The plan ``out`` (what ``--json`` prints) as a table per setting."""
     lengths = out["expected_lengths"]
     print(
@@ -100,4 +88,4 @@ def _print_plan(out: dict, cell_label) -> None:
                 f"{c['C_learning']:>10.3e} {c['C_reward']:>10.3e}"
             )
         for e in p["infeasible"]:
-            print(f"  {cell_label(e['target_rho']):<5} refused: {e['reason']}")
+            print(f"  {e['cell']:<5} refused: {e['reason']}")

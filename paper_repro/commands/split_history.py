@@ -1,5 +1,5 @@
 """``paper-repro split-history``: an earlier design's rows moved out of runs.csv
-(:func:`paper_repro.spec.split_history`)."""
+(:func:`paper_repro.history.split_history`)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     from paper_repro import study
-    from paper_repro.spec import split_history
+    from paper_repro.history import split_history
 
     moved, points = split_history(study.prepare(args.profile), args.results, args.before)
     which = f"not runs of the {args.profile} design" + (

@@ -2,7 +2,9 @@
 
 :class:`RoundPricing` is a mixin of :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`.
 :meth:`RoundPricing.price_round_ceiling` prices, with the cost models the ledger charges
-(:mod:`paper_repro.ledger.cost_models`), the most one round can cost from what the trainer sees: its batch layout, the train dataset's longest prompt tokenized as TRL
+(:mod:`paper_repro.ledger.cost_models`) and the one price of a round's ceiling
+(:func:`paper_repro.ceiling.round_ceiling_cost`, the planner's too), the most one round can cost
+from what the trainer sees: its batch layout, the train dataset's longest prompt tokenized as TRL
 tokenizes it, every completion at ``max_completion_length``, and the reward models and the reward
 functions' ``flop_cost`` on a worst-case batch. At construction the trainer refuses a budget below one
 round: below the user's ``first_round_flops`` / ``round_ceiling_flops`` when given, else below this
@@ -18,6 +20,7 @@ from typing import Any
 import torch
 
 from paper_repro import flops
+from paper_repro.ceiling import round_ceiling_cost
 from paper_repro.flops import GRPOStep
 from paper_repro.ledger.core import BudgetWarning, as_conventions, forward_pass_work
 from paper_repro.ledger.cost_models import unpriced_parts
@@ -102,8 +105,8 @@ class RoundPricing:
 
     def price_round_ceiling(self) -> dict[str, Any] | None:
         """The most one generation round can cost (useful FLOPs), priced by
-        :func:`paper_repro.flops.grpo_step_cost` with the ledger's cost models from what the trainer
-        sees, before any compute:
+        :func:`paper_repro.ceiling.round_ceiling_cost` (the one price of a round's ceiling: the
+        planner's too) with the ledger's cost models from what the trainer sees, before any compute:
 
         * the batch layout: a round is ``per_device_train_batch_size x steps_per_generation x world
           size`` rows, P = rows / G prompts of G = ``num_generations`` completions, K kept
@@ -152,22 +155,32 @@ class RoundPricing:
             self.use_vllm and self.vllm_importance_sampling_correction
         )
         step = GRPOStep(
-            prompts=rows // g, generations=g, kept=k, epochs=mu, prompt_tokens=prompt_tokens,
-            completion_tokens=c, beta=self.beta, old_logprobs=old, prefix_cache=self._prefix_cache,
-        )  # fmt: skip
-        cost = flops.grpo_step_cost(self.ledger.policy, step, train=self.ledger.train)
-        # the loss passes alone: the part of the round spread over its optimizer steps
-        seq = flops.sequence_work(prompt_tokens + c, head_tokens=c)
-        loss = mu * (rows // g) * k * flops.train_flops(self.ledger.policy, seq, self.ledger.train)
+            prompts=rows // g,
+            generations=g,
+            kept=k,
+            epochs=mu,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=c,
+            beta=self.beta,
+            old_logprobs=old,
+            prefix_cache=self._prefix_cache,
+        )
+        # the reward functions and reward modules, priced on a worst-case batch of what they see
         reward = self._reward_ceiling(prompt, prompt_tokens, rows)
-        total = cost.C_total + reward
+        ceiling = round_ceiling_cost(self.ledger.policy, step, self.ledger.train, reward_flops=reward)
+        cost = ceiling.cost
         return {
-            "C_search": float(cost.C_search), "C_learning": float(cost.C_learning),
-            "C_reward": float(reward), "C_total": float(total), "C_loss": float(loss),
-            "rho": cost.C_learning / total if total > 0 else float("nan"),
-            "P": rows // g, "G": g, "K": k, "mu": mu, "rows": rows,
-            "prompt_tokens": prompt_tokens, "completion_tokens": c, "prompt_source": source,
-        }  # fmt: skip
+            **{key: float(value) for key, value in cost.as_dict().items()},
+            "C_loss": float(ceiling.C_loss),  # the loss passes: the part of the round spread over its steps
+            "P": rows // g,
+            "G": g,
+            "K": k,
+            "mu": mu,
+            "rows": rows,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": c,
+            "prompt_source": source,
+        }
 
     # --- the budget stop ----------------------------------------------------------------------
     def _stops_before_next_step(self, round_complete: bool) -> bool:

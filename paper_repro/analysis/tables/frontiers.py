@@ -98,9 +98,9 @@ HISTORY = "an earlier generation's (older than the design's first run)"
 
 def design_problems(runs: pd.DataFrame, profile, any_seed: bool = False, history: bool = True) -> pd.Series:
     """Per row of ``runs``, why it is not a run of ``profile``'s design (None: it is one;
-    :meth:`paper_repro.spec.Design.problem`, ``any_seed`` as there); with ``history``, a row older
+    :meth:`paper_repro.study_design.Design.problem`, ``any_seed`` as there); with ``history``, a row older
     than the design's first run that is not of it: :data:`HISTORY`."""
-    from paper_repro.spec import Design
+    from paper_repro.study_design import Design
 
     design = Design(profile)
     problems = pd.Series([design.problem(s, any_seed) for s in runs["spec"]], index=runs.index, dtype=object)
@@ -116,7 +116,7 @@ def design_problems(runs: pd.DataFrame, profile, any_seed: bool = False, history
 def of_design(
     runs: pd.DataFrame, profile, where: str = "the runs table", any_seed: bool = False
 ) -> pd.DataFrame:
-    """The rows of ``runs`` that are runs of ``profile``'s design (:class:`paper_repro.spec.Design`:
+    """The rows of ``runs`` that are runs of ``profile``'s design (:class:`paper_repro.study_design.Design`:
     its weights, training recipe, data and evaluation, at its budgets, on its seeds; ``any_seed``:
     on any seed).
 

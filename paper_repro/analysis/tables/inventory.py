@@ -2,7 +2,7 @@
 
 The analysis reads the runs of one design, named by ``design``:
 
-- ``study``: the profile's (:class:`paper_repro.spec.Design`: its settings' recipe, its budgets, its
+- ``study``: the profile's (:class:`paper_repro.study_design.Design`: its settings' recipe, its budgets, its
   grid, fresh and pilot seeds), the committed study's;
 - ``folder``: the design a folder's runs make up: the profile's settings, recipe and budgets, on the
   cells and seeds the folder holds (an exploration's: ``-y 'seeds: [42]' -y 'cells: [r40]'``);
@@ -109,7 +109,9 @@ def _found(folder: Folder, profile: Profile, frame: pd.DataFrame) -> list[str]:
     status = frame["status"].value_counts()
     counts = ", ".join(f"{n} {s}" for s, n in status.items()) or "none"
     if folder.design == "study":
-        words = f"the {profile.name} study's (its settings, budgets and seeds; paper_repro.spec.Design)"
+        words = (
+            f"the {profile.name} study's (its settings, budgets and seeds; paper_repro.study_design.Design)"
+        )
     else:
         words = (
             f"the folder's own (the {profile.name} settings, recipe and budgets on the cells and seeds "
