@@ -60,11 +60,31 @@ def run_check(name: str, backend: str, dtype: str, budget_scale: float, out: Pat
     started = time.perf_counter()
     try:
         spec = _cell(backend, dtype, budget_scale)
-        log.info("%s: run %s (%s, P=%d G=%d K=%d mu=%d, budget %.3g FLOPs)", name, spec.run_id,
-                 backend, spec.P, spec.G, spec.K, spec.mu, spec.budget_flops)  # fmt: skip
+        log.info(
+            "%s: run %s (%s, P=%d G=%d K=%d mu=%d, budget %.3g FLOPs)",
+            name,
+            spec.run_id,
+            backend,
+            spec.P,
+            spec.G,
+            spec.K,
+            spec.mu,
+            spec.budget_flops,
+        )
         row = train.run_cell(spec, out / "results" / name, raise_errors=True)
-        keys = ("status", "rounds", "steps", "C_total", "budget_flops", "rho", "native_reward", "gsm_pass1",
-                "base_gsm_pass1", "seconds_train", "seconds_eval")  # fmt: skip
+        keys = (
+            "status",
+            "rounds",
+            "steps",
+            "C_total",
+            "budget_flops",
+            "rho",
+            "native_reward",
+            "gsm_pass1",
+            "base_gsm_pass1",
+            "seconds_train",
+            "seconds_eval",
+        )
         result = {"check": name, **{k: row.get(k) for k in keys}}
         if not row["C_total"] <= spec.budget_flops:
             result["status"] = f"failed: C_total {row['C_total']:.4g} above the budget"

@@ -23,18 +23,36 @@ from paper_repro.profiling import count_flops
 # Three small shapes that differ where the FLOP model branches: GQA ratio, tied head, family.
 SHAPES: dict[str, dict] = {
     "qwen2-gqa2-tied": dict(
-        model_type="qwen2", hidden_size=64, intermediate_size=176, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, vocab_size=96, tie_word_embeddings=True,
+        model_type="qwen2",
+        hidden_size=64,
+        intermediate_size=176,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=96,
+        tie_word_embeddings=True,
     ),
     "llama-gqa4-untied": dict(
-        model_type="llama", hidden_size=48, intermediate_size=128, num_hidden_layers=3,
-        num_attention_heads=4, num_key_value_heads=1, vocab_size=80, tie_word_embeddings=False,
+        model_type="llama",
+        hidden_size=48,
+        intermediate_size=128,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        vocab_size=80,
+        tie_word_embeddings=False,
     ),
     "qwen2-mha-untied": dict(
-        model_type="qwen2", hidden_size=32, intermediate_size=96, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=2, vocab_size=64, tie_word_embeddings=False,
+        model_type="qwen2",
+        hidden_size=32,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        vocab_size=64,
+        tie_word_embeddings=False,
     ),
-}  # fmt: skip
+}
 
 PASSES = ("forward", "generate", "lora_all", "lora_qv", "full", "lora_checkpointed")
 TOLERANCE = 0.02  # the largest |measured / predicted - 1| that passes (the tests assert the same)
@@ -103,9 +121,15 @@ def measure(shape_name: str, kind: str) -> Case:
         predicted = flops.forward_flops(shape, flops.padded_generation_work(4, 9, steps))
         with torch.no_grad():
             _, measured = count_flops(
-                model.generate, input_ids=ids, attention_mask=mask, max_new_tokens=steps,
-                min_new_tokens=steps, do_sample=False, pad_token_id=0, eos_token_id=None,
-            )  # fmt: skip
+                model.generate,
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=steps,
+                min_new_tokens=steps,
+                do_sample=False,
+                pad_token_id=0,
+                eos_token_id=None,
+            )
         return Case(shape_name, kind, measured, predicted)
     ids = _ids(vocab, rows, width)
     work = flops.padded_batch_work(rows, width, rows * width)

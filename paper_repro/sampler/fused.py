@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from paper_repro.sampler.exact import kept
+from paper_repro.sampler.prefill import final_queries, query_groups
 from paper_repro.sampler.weights import (
     Projection,
     Unsupported,
@@ -61,9 +62,6 @@ def merge_flops(model: Any) -> float:
     return total
 
 
-# FusedDecoder.prefill: prompt lengths are grouped in bands of this many tokens for the attention's
-# queries (fewer, larger matmuls, each row computing up to PACKED_BAND - 1 padding queries)
-PACKED_BAND = 8
 # FusedDecoder.prefill allocates the cache for this many decode steps; it grows by as many at a time
 CACHE_STEP = 16
 
@@ -312,7 +310,8 @@ class FusedDecoder:
         :meth:`forward` runs every layer on every position of the padded batch. Here the projections,
         norms and MLPs run on the prompts' tokens only (the first layer's projection is read from
         :meth:`_first_qkv`); each layer's attention runs for the queries of the prompts' tokens only,
-        the prompts grouped in bands of :data:`PACKED_BAND` lengths, over the same keys with the same
+        the prompts grouped in bands of :data:`~paper_repro.sampler.prefill.PACKED_BAND` lengths
+        (:mod:`paper_repro.sampler.prefill` lays them out), over the same keys with the same
         mask and softmax rows (the padding's keys and values are another token's: attention weighs
         them exactly 0, as it weighs forward's); the last layer's attention and MLP run for the last
         positions only; and the cache has room for :data:`CACHE_STEP` decode steps (:meth:`step`
@@ -356,8 +355,8 @@ class FusedDecoder:
         positions = position_ids.reshape(-1)[real]
         cos, sin = self.cos[positions], self.sin[positions]  # (n, heads + kv, dim)
         causal = torch.ones(width, width, dtype=torch.bool).tril()
-        groups, pick = _query_groups(pad, slot, lengths, real, causal, -(-16 // rep))
-        last_only, tail, final_blocked, final_at = _final_queries(pad, causal, floor, -(-16 // rep))
+        groups, pick = query_groups(pad, slot, lengths, real, causal, -(-16 // rep))
+        last_only, tail, final_blocked, final_at = final_queries(pad, causal, floor, -(-16 // rep))
         hidden = h.shape[-1]
         tokens = ids.reshape(-1)[real]
         padded = slot.reshape(-1)  # each position's token (padding: token 0's keys and values, which
@@ -558,58 +557,3 @@ class FusedDecoder:
         self.keys = [kept(k, rows, self.length, axis=3) for k in self.keys]
         self.values = [kept(v, rows, self.length) for v in self.values]
         self.additive = self.additive[rows]
-
-
-def _query_groups(
-    pad: torch.Tensor,
-    slot: torch.Tensor,
-    lengths: torch.Tensor,
-    real: torch.Tensor,
-    causal: torch.Tensor,
-    min_queries: int,
-) -> tuple[list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]], torch.Tensor]:
-    """:meth:`FusedDecoder.prefill`'s attention queries: the rows in bands of prompt lengths
-    (:data:`PACKED_BAND`), each band's rows the queries of their last ``band`` positions (at least
-    ``min_queries`` per row, so that each matmul has 16 rows). Returns the groups (the band's rows,
-    None for all; the tokens of its queries; its blocked mask ``(rows, band, width)``) and, for each
-    prompt token, its row among the groups' queries concatenated."""
-    rows, width = pad.shape
-    bands = ((lengths + PACKED_BAND - 1) // PACKED_BAND * PACKED_BAND).clamp(min=min_queries, max=width)
-    groups = []
-    for band in torch.unique(bands).tolist():
-        members = (bands == band).nonzero().squeeze(1)
-        if len(members) == rows:
-            members = None
-        member_pad = pad if members is None else pad[members]
-        blocked = ~(causal[width - band :] & (member_pad[:, None, :] != 0))  # (rows, band, width)
-        groups.append(
-            (members, slot[members if members is not None else slice(None), width - band :], blocked)
-        )
-    # each token's row among the groups' queries, concatenated
-    starts = [(torch.arange(rows) if m is None else m)[:, None] * width for m, _, _ in groups]
-    order = torch.cat(
-        [
-            (start + torch.arange(width - w.shape[1], width)).reshape(-1)
-            for start, (_, w, _) in zip(starts, groups, strict=True)
-        ]
-    )
-    pick = torch.empty(rows * width, dtype=torch.long)
-    pick[order] = torch.arange(len(order))
-    return groups, pick[real]
-
-
-def _final_queries(
-    pad: torch.Tensor, causal: torch.Tensor, floor: int, min_queries: int
-) -> tuple[bool, int, torch.Tensor, torch.Tensor]:
-    """:meth:`FusedDecoder.prefill`'s last layer: its queries are the last ``tail`` positions of every
-    row, and its MLP reads the last position only once that is rows enough (``floor``), else all
-    ``tail``. Returns (last position only, tail, the blocked mask ``(rows, tail, width)``, the
-    positions the last MLP reads in forward's layout)."""
-    rows, width = pad.shape
-    last_only = rows >= floor
-    tail = min(width, max(min_queries, 1 if last_only else -(-floor // rows)))
-    final_blocked = ~(causal[width - tail :] & (pad[:, None, :] != 0))
-    final_at = (torch.arange(rows)[:, None] * width + torch.arange(width - tail, width)).reshape(-1)
-    if last_only:
-        final_at = final_at.view(rows, tail)[:, -1]  # the rows the last MLP reads, in forward's layout
-    return last_only, tail, final_blocked, final_at
