@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -293,6 +294,55 @@ def compare(
         f"{JOBS} / 60), {predicted_minutes(rows, model):.1f} as the cost model prices them, written over "
         f"{wall_span_minutes(rows):.1f} min of wall time",
     ]
+    priced = _priced(listed, pricer, profile, names, overhead, say)
+
+    today_params = _today_params(today, problems, len(rows), measured, overhead)
+    if not simulate:
+        frames = [pd.DataFrame([{**p, "replicates": 0} for p in [today_params, *(p for *_, p in priced)]])]
+        choices = pd.concat(frames, ignore_index=True)
+        return Comparison(pd.DataFrame(), choices, listed, model, None, notes)
+
+    today_table = oc.design_table(
+        today, noise_model, classes, profile.margins, variants, replicates, coverage_replicates, progress
+    )
+    design_frames = [today_table]
+    frames = [
+        choice_rows(
+            today_table[today_table["design"] == "committed"], {**today_params, "replicates": replicates}
+        )
+    ]
+    design_frames += _simulate(
+        priced,
+        noise_model,
+        classes,
+        profile,
+        problems,
+        notes,
+        frames,
+        variance,
+        variance_source,
+        replicates,
+        candidate_replicates,
+        coverage_replicates,
+        progress,
+    )
+    choices = pd.concat(frames, ignore_index=True)
+    pick = recommend(choices, minutes)
+    recommended = next((c for c in listed if pick is not None and c.name == pick.name), None)
+    choices["recommended"] = choices["name"] == (recommended.name if recommended else None)
+    return Comparison(pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes)
+
+
+def _priced(
+    listed: Sequence[Candidate],
+    pricer: Pricer,
+    profile: Profile,
+    names: list[str],
+    overhead: float,
+    say: Callable[[str], None],
+) -> list[tuple[Candidate, Layout, dict[str, Any]]]:
+    """Each candidate with its layout and its row of the choices table as priced (runs, minutes in
+    all and by role, the overhead)."""
     priced = []
     for c in listed:
         price, layout = pricer(c), layout_of(c, profile, names)
@@ -308,8 +358,15 @@ def compare(
         }
         say(f"priced {c.name}: {price.runs:.0f} runs, {price.minutes:.1f} min")
         priced.append((c, layout, params))
+    return priced
 
-    today_params = {
+
+def _today_params(
+    today: Layout, problems: int, runs: int, measured: float, overhead: float
+) -> dict[str, Any]:
+    """The choices table's row of today's committed design: its layout, ``runs`` runs evaluated on
+    ``problems`` problems, in the ``measured`` minutes (overhead included)."""
+    return {
         "name": "today (committed)",
         "candidate": False,
         "targets": "committed cells",
@@ -320,25 +377,34 @@ def compare(
         "pilot_seeds": np.nan,
         "second_recipes": False,
         "cells": sum(len(c) for c in today.cells.values()),
-        "runs": len(rows),
+        "runs": runs,
         "minutes": measured,
         "overhead_minutes": overhead,
         "note": "minutes as measured: the committed runs' seconds_total / 2 / 60 + overhead",
     }
-    if not simulate:
-        frames = [pd.DataFrame([{**p, "replicates": 0} for p in [today_params, *(p for *_, p in priced)]])]
-        choices = pd.concat(frames, ignore_index=True)
-        return Comparison(pd.DataFrame(), choices, listed, model, None, notes)
 
-    today_table = oc.design_table(
-        today, noise_model, classes, profile.margins, variants, replicates, coverage_replicates, progress
-    )
-    design_frames = [today_table]
-    frames = [
-        choice_rows(
-            today_table[today_table["design"] == "committed"], {**today_params, "replicates": replicates}
-        )
-    ]
+
+def _simulate(
+    priced: list[tuple[Candidate, Layout, dict[str, Any]]],
+    noise_model: Any,
+    classes: Any,
+    profile: Profile,
+    problems: int,
+    notes: list[str],
+    frames: list[pd.DataFrame],
+    variance: EvalVariance | None,
+    variance_source: str,
+    replicates: int,
+    candidate_replicates: int,
+    coverage_replicates: int,
+    progress: Callable[[str], None] | None,
+) -> list[pd.DataFrame]:
+    """Simulate each priced candidate (``chosen`` at ``replicates`` with coverage, the others at
+    ``candidate_replicates`` without; a candidate whose layout, seeds and evaluation size an earlier one
+    shares reuses its simulation), appending its rows to ``frames`` and a candidate that cannot be
+    simulated to ``notes``; returns the design table's frames of ``chosen``."""
+    say = progress or (lambda _: None)
+    design_frames = []
     sims: dict[tuple, tuple[pd.DataFrame, int]] = {}
     for c, layout, params in priced:
         try:
@@ -364,11 +430,7 @@ def compare(
         source = f"evaluation noise: {variance_source}" if c.eval_problems != problems else ""
         note = "; ".join(x for x in (c.note, source) if x)
         frames.append(choice_rows(table, {**params, "replicates": reps, "note": note}))
-    choices = pd.concat(frames, ignore_index=True)
-    pick = recommend(choices, minutes)
-    recommended = next((c for c in listed if pick is not None and c.name == pick.name), None)
-    choices["recommended"] = choices["name"] == (recommended.name if recommended else None)
-    return Comparison(pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes)
+    return design_frames
 
 
 def _curves(path) -> pd.DataFrame | None:
