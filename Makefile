@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[study,dev]" $(PIP_TORCH)
 	touch $(STAMP)
 
-# The notebooks' kernel, paper-repro (paper_repro/console.py): ipykernel on this venv's Python with its
+# The notebooks' kernel, paper-repro (paper_repro/common/console.py): ipykernel on this venv's Python with its
 # own log at CRITICAL, so that papermill's console shows no kernel start-up warning.
 KERNEL := $(VENV)/share/jupyter/kernels/paper-repro/kernel.json
 $(KERNEL): paper_repro/kernelspec/kernel.json $(STAMP)

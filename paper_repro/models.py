@@ -12,7 +12,7 @@ resolves them by the same rules:
 - a **shipped config name** (``qwen2.5-7b-instruct``) or a ``config.json`` path: a shape only.
 
 :func:`checkpoint` gives the local directory to load weights from; :func:`shape` the
-:class:`~paper_repro.flops.ModelShape` the FLOP model prices. Neither loads weights.
+:class:`~paper_repro.accounting.flops.ModelShape` the FLOP model prices. Neither loads weights.
 
 A checkpoint's own modelling code (``trust_remote_code``, as Qwen2.5-Math-PRM ships) runs only from
 a local checkpoint or from a hub model pinned to a 40-hex commit (:func:`trust_remote_code`):
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paper_repro.flops import ModelShape
-from paper_repro.paths import in_repo, repo_root
+from paper_repro.accounting.flops import ModelShape
+from paper_repro.common.paths import in_repo, repo_root
 
 SHIPPED_CONFIGS = Path("data") / "model_configs"
 

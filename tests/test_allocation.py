@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 
 from paper_repro import cli
-from paper_repro.allocation import InfeasibleTarget, cell_round_ceiling, plan_setting, plan_stage, planner_for
 from paper_repro.config import Grid, load_profile
-from paper_repro.spec import pilot_specs, setting_specs
+from paper_repro.run.allocation import (
+    InfeasibleTarget,
+    cell_round_ceiling,
+    plan_setting,
+    plan_stage,
+    planner_for,
+)
+from paper_repro.run.spec import pilot_specs, setting_specs
 
 
 @pytest.fixture(scope="module")

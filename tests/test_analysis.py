@@ -22,7 +22,6 @@ import pandas as pd
 import pytest
 
 from paper_repro import rewards
-from paper_repro.allocation import plan_setting
 from paper_repro.analysis import analyse, design
 from paper_repro.analysis.claims import Classes
 from paper_repro.analysis.claims.columns import seeds_needed
@@ -40,8 +39,9 @@ from paper_repro.analysis.stats.optima import (
     window_verdict,
 )
 from paper_repro.analysis.tables.race import RegimeThresholds
-from paper_repro.results import METRICS
-from paper_repro.spec import spec_for
+from paper_repro.common.results import METRICS
+from paper_repro.run.allocation import plan_setting
+from paper_repro.run.spec import spec_for
 from tests import fixtures
 from tests.worlds import PROFILE, START, as_recorded, paper_peaks, parabola_rows, write_runs
 

@@ -1,19 +1,19 @@
-"""The update over length buckets (paper_repro.buckets) against TRL's own padded forward."""
+"""The update over length buckets (paper_repro.sampler.buckets) against TRL's own padded forward."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from paper_repro import flops
-from paper_repro.buckets import (
+from paper_repro.accounting import flops
+from paper_repro.common.paths import repo_root
+from paper_repro.sampler.buckets import (
     ATTENTION_WIDTH,
     BUCKET_OVERHEAD_TOKENS,
     bucketed_logps,
     plan_buckets,
     real_spans,
 )
-from paper_repro.paths import repo_root
 
 
 def trl_batch(rows=24, prompt_width=12, completion_width=20, seed=0, pad=0):
@@ -142,7 +142,7 @@ def test_bucketed_logps_entropies_and_gradients_are_trls(policy, max_rows):
 
 
 def _fused(model, ids, mask, keep, max_rows=None):
-    from paper_repro.fused_update import FusedUpdateForward
+    from paper_repro.sampler.fused_update import FusedUpdateForward
 
     return bucketed_logps(
         FusedUpdateForward(model), ids, mask, keep, plan_buckets(mask, keep, max_rows=max_rows)
@@ -210,7 +210,7 @@ def test_fused_forward_on_other_models_and_adapters(model_type, targets, alpha):
 
 
 def test_fused_forward_divides_by_the_temperature_and_follows_disabled_adapters():
-    from paper_repro.fused_update import FusedUpdateForward
+    from paper_repro.sampler.fused_update import FusedUpdateForward
 
     model = _lora_policy("qwen2", "all-linear", 8, temperature=0.7)
     ids, mask, keep = trl_batch(rows=10, prompt_width=10, completion_width=12, seed=5)
@@ -229,7 +229,7 @@ def test_fused_forward_divides_by_the_temperature_and_follows_disabled_adapters(
 
 
 def test_the_fused_lora_linear_backward_is_its_forwards_gradient():
-    from paper_repro.fused_update import _LoRALinear
+    from paper_repro.sampler.fused_update import _LoRALinear
 
     g = torch.Generator().manual_seed(0)
 
@@ -248,7 +248,7 @@ def test_the_fused_lora_linear_backward_is_its_forwards_gradient():
 def test_what_the_fused_forward_cannot_compute_is_refused():
     from peft import LoraConfig, get_peft_model
 
-    from paper_repro.fused_update import FusedUpdateForward, unsupported
+    from paper_repro.sampler.fused_update import FusedUpdateForward, unsupported
     from paper_repro.testbed import random_model
 
     dropout = get_peft_model(random_model(), LoraConfig(r=4, target_modules="all-linear", lora_dropout=0.1))

@@ -1,7 +1,7 @@
 """The compute card can be compared and cited: hardware by name, MFU only against a datasheet peak
 (a CPU's matmul measured beside the run, as a measurement), C_learning's parts, the model's name and
 how the run executed: the compute dtype of each phase as measured, each phase's FLOPs over its own
-dtype's peak (one owner of peaks: paper_repro.devices.resolve_peak), provenance, no NaN. One short
+dtype's peak (one owner of peaks: paper_repro.accounting.devices.resolve_peak), provenance, no NaN. One short
 real run on CPU; a GPU's card on a mocked CUDA device."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from paper_repro import devices
-from paper_repro.flops import CONVENTIONS
+from paper_repro.accounting import devices
+from paper_repro.accounting.flops import CONVENTIONS
 from paper_repro.ledger import LedgerConfig
 from paper_repro.ledger.card import (
     MATMUL_REPEATS,
@@ -187,7 +187,7 @@ def test_a_gpu_card_states_mfu_against_each_phases_peak(run, monkeypatch):
         "float32",
         True,
         67e12,
-        "paper_repro.devices table",
+        "paper_repro.accounting.devices table",
     )
     assert {device["peaks"][p]["peak_flops_per_s"] for p in ("loss", "old", "ref")} == {989e12}
     assert hw["gpu"] == {"model": "NVIDIA H100 80GB HBM3", "count": 1, "visible_to_process": 8}
@@ -201,7 +201,9 @@ def test_a_gpu_card_states_mfu_against_each_phases_peak(run, monkeypatch):
         assert card[key]["total"] == pytest.approx(busy / secs["total"])
     md = card_markdown(card)
     assert "GPU 1 x NVIDIA H100 80GB HBM3" in md and "| MFU (useful / peak) |" in md
-    assert "trl.get_peak_flops" in md and "search 6.7e+13 (float32, paper_repro.devices table)" in md
+    assert (
+        "trl.get_peak_flops" in md and "search 6.7e+13 (float32, paper_repro.accounting.devices table)" in md
+    )
     # fp32 matmuls on TF32 tensor cores: the TF32 peak
     monkeypatch.setattr(devices, "tf32_matmuls", lambda: True)
     search = compute_card(trainer)["device"]["peaks"]["search"]
@@ -229,7 +231,7 @@ def test_the_analysis_reads_mfu_and_hfu_from_a_card(run, tmp_path):
 def test_learning_parts_are_summed_over_processes_with_the_rest(run):
     """``reduce_step`` (the all-reduce of a multi-process run) sums the parts with the FLOPs and tokens:
     here a stand-in for two identical processes doubles every number."""
-    from paper_repro.flops import Work
+    from paper_repro.accounting.flops import Work
     from paper_repro.ledger import FlopLedger
 
     trainer, *_ = run
@@ -422,13 +424,16 @@ def test_peaks_resolve_through_trl_then_our_table():
     h100 = "NVIDIA H100 80GB HBM3"
     assert devices.resolve_peak(h100, torch.bfloat16)[:2] == (989e12, "trl.get_peak_flops")
     assert devices.resolve_peak(h100, "fp16")[:2] == (989e12, "trl.get_peak_flops")
-    assert devices.resolve_peak(h100, "float32", tf32=False)[:2] == (67e12, "paper_repro.devices table")
+    assert devices.resolve_peak(h100, "float32", tf32=False)[:2] == (
+        67e12,
+        "paper_repro.accounting.devices table",
+    )
     tf32 = devices.resolve_peak(h100, "float32", tf32=True)
     assert (tf32.peak, tf32.dtype) == (494.7e12, "tfloat32")
     assert devices.resolve_peak("NVIDIA H100 NVL", "bf16").peak == 835e12  # TRL's, not the SXM's
     assert devices.resolve_peak("Tesla V100-SXM2-16GB", "float16")[:2] == (
         125e12,
-        "paper_repro.devices table",
+        "paper_repro.accounting.devices table",
     )
     assert devices.resolve_peak("Tesla T4", "bfloat16").peak is None  # no bf16 tensor cores
     none = devices.resolve_peak("NVIDIA GeForce RTX 4090", "bfloat16")

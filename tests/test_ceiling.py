@@ -1,4 +1,4 @@
-"""The one price of a round's ceiling (:func:`paper_repro.ceiling.round_ceiling_cost`), on hand-worked
+"""The one price of a round's ceiling (:func:`paper_repro.accounting.ceiling.round_ceiling_cost`), on hand-worked
 cases: a toy cost model of 1 FLOP per token through the body forward and 3 per token trained, so every
 part of the round can be counted by hand."""
 
@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from paper_repro.ceiling import round_ceiling_cost
-from paper_repro.flops import GRPOStep, TrainSpec, Work
+from paper_repro.accounting.ceiling import round_ceiling_cost
+from paper_repro.accounting.flops import GRPOStep, TrainSpec, Work
 
 
 class PerToken:

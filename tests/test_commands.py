@@ -13,7 +13,7 @@ import pytest
 
 from paper_repro import cli
 from paper_repro.commands import command_modules
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 
 # every user-facing action of the project
 COMMANDS = {
@@ -59,8 +59,9 @@ def _parse(argv: list[str]):
 
 
 def test_defaults_are_read_from_their_owners(monkeypatch):
-    from paper_repro import flops, planning
+    from paper_repro.accounting import flops
     from paper_repro.analysis.tables.race import RegimeThresholds
+    from paper_repro.run import design_cost
 
     fields = {f.name: f for f in dataclasses.fields(RegimeThresholds)}
     monkeypatch.setattr(fields["rho_threshold"], "default", 0.7)
@@ -70,7 +71,7 @@ def test_defaults_are_read_from_their_owners(monkeypatch):
     required = ["--model", "x", "--prompt-tokens", "4", "--completion-tokens", "8"]
     args = _parse(["flops", *required, "--generations", "4", "--kept", "2", "--epochs", "1"])
     assert (args.lora_rank, args.beta, args.prompts) == (8, 0.04, 1)
-    monkeypatch.setattr(planning, "MINUTES", 33.0)
+    monkeypatch.setattr(design_cost, "MINUTES", 33.0)
     assert _parse(["design", "--profile", "cpu-tiny"]).minutes == 33.0
 
 

@@ -1,4 +1,4 @@
-"""The console (``paper_repro.console``): the notebooks run on the project's kernel, which prints no
+"""The console (``paper_repro.common.console``): the notebooks run on the project's kernel, which prints no
 start-up warning; a run says what it is doing, on papermill's console and never in the notebook;
 ``paper-repro run`` keeps its one bar of runs, and the analysis, which runs alone, shows its parts."""
 
@@ -14,10 +14,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from paper_repro import console, runner, sweep
-from paper_repro.allocation import planner_for
-from paper_repro.paths import repo_root
-from paper_repro.spec import spec_for
+from paper_repro.common import console
+from paper_repro.common.paths import repo_root
+from paper_repro.drivers import sweep
+from paper_repro.run import runner
+from paper_repro.run.allocation import planner_for
+from paper_repro.run.spec import spec_for
 
 KERNEL_JSON = repo_root() / "paper_repro" / "kernelspec" / "kernel.json"
 
@@ -44,7 +46,7 @@ def test_make_install_installed_the_kernel_as_it_is_in_the_repo():
 def _progress_notebook(path):
     """A notebook whose one cell makes two runs' worth of reports, as a run in a kernel makes them."""
     code = (
-        "from paper_repro.console import RunsProgress, report\n"
+        "from paper_repro.common.console import RunsProgress, report\n"
         "shown = RunsProgress(2)\n"
         "for run in ('dense r40 seed 42', 'dense r66 seed 42'):\n"
         "    with shown.running(run):\n"
@@ -63,7 +65,7 @@ def _progress_notebook(path):
 def test_a_direct_papermill_run_shows_the_runs_on_its_console_not_in_the_notebook(tmp_path, muted):
     """papermill's console (here a log file: one line per step) shows the runs' progress and no kernel
     warning; the executed notebook holds its own output only. Under ``paper-repro run``
-    (:data:`paper_repro.console.MUTE`) the kernel shows nothing."""
+    (:data:`paper_repro.common.console.MUTE`) the kernel shows nothing."""
     book = _progress_notebook(tmp_path / "progress.ipynb")
     # as from a shell: under pytest ipykernel leaves the process's stderr alone (PYTEST_CURRENT_TEST)
     env = {k: v for k, v in os.environ.items() if k not in (console.MUTE, "PYTEST_CURRENT_TEST")}

@@ -14,7 +14,7 @@ from paper_repro.analysis.claims import curves as cc
 from paper_repro.analysis.figures import curves as fc
 from paper_repro.analysis.tables import curve_rows as cr
 from paper_repro.analysis.tables import curves as cv
-from paper_repro.results import CURVE_COLUMNS
+from paper_repro.common.results import CURVE_COLUMNS
 from tests.worlds import (
     BASE,
     LADDER,

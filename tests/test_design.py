@@ -173,7 +173,7 @@ def _rate_rows(seconds_train, seconds_eval, setup=0.1):
 
 
 def test_the_cost_model_turns_known_seconds_into_known_minutes():
-    from paper_repro import planning as dc
+    from paper_repro.run import design_cost as dc
 
     rows = _rate_rows(lambda b: 0.5 + 1e-10 * b, seconds_eval=1.8)
     model = dc.CostModel.from_runs(rows)
@@ -321,8 +321,8 @@ def test_the_rule_prefers_a_candidate_that_meets_the_regime_claims_targets():
 def test_second_recipes_in_both_windows_are_realised_in_every_setting():
     """The candidates' second recipes at the window targets (0.40, 0.50, 0.66, 0.78): every setting
     gets one in each window it can reach, the PRM-charged settings included (rho up to 0.73)."""
-    from paper_repro.allocation import plan_setting
     from paper_repro.analysis.design import candidates as dc
+    from paper_repro.run.allocation import plan_setting
 
     profile = load_profile("cpu-tiny")
     at = dc.window_targets(profile)
@@ -359,7 +359,7 @@ def _small_profile():
 
 def test_candidates_are_priced_and_simulated_end_to_end(tmp_path):
     from paper_repro.analysis.design import candidates as dc
-    from paper_repro.spec import default_cell_spec
+    from paper_repro.run.spec import default_cell_spec
     from tests.worlds import design_rows, write_rows
 
     profile = _small_profile()

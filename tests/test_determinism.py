@@ -8,7 +8,7 @@ AVX2 machine did not. The second run here takes other kernels by environment
 (:data:`OTHER_KERNELS`: numpy's AVX2 and AVX-512 loops off, OpenBLAS's SSE4.2 kernels), as another
 machine would. The analysis absorbs that noise where it enters: the saturating fits converge
 with an analytic Jacobian and keep their parameters to 1e-6, and the tables are written to
-:data:`paper_repro.results.SIGNIFICANT_DIGITS` significant digits.
+:data:`paper_repro.common.results.SIGNIFICANT_DIGITS` significant digits.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import pandas as pd
 import pytest
 
 from paper_repro.analysis.stats.saturating import saturating, saturating_gradient
-from paper_repro.paths import repo_root
-from paper_repro.results import results_dir, write_table
+from paper_repro.common.paths import repo_root
+from paper_repro.common.results import results_dir, write_table
 
 COMMITTED = results_dir("cpu-tiny")
 INPUTS = ("runs.csv", "curves.csv", "design.csv")  # what the analysis reads (and the steps folder)

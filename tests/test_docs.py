@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 from tests.test_numbers import BLOCK, HISTORY, _blank
 from tests.test_pointers import _current
 

@@ -18,13 +18,14 @@ import warnings
 import pandas as pd
 import pytest
 
-from paper_repro import runner, study
 from paper_repro.analysis import analyse
+from paper_repro.common.paths import repo_root
+from paper_repro.common.results import quick_dir, results_dir
 from paper_repro.config import load_profile
-from paper_repro.paths import repo_root
-from paper_repro.results import quick_dir, results_dir
-from paper_repro.spec import setting_specs
-from paper_repro.study_design import check_committed
+from paper_repro.drivers import study
+from paper_repro.run import runner
+from paper_repro.run.spec import setting_specs
+from paper_repro.run.study_design import check_committed
 
 PROFILE = load_profile("cpu-tiny")
 COMMITTED = results_dir("cpu-tiny")
@@ -110,7 +111,7 @@ def test_papermill_reports_a_wrong_parameter_in_one_line(tmp_path):
 def test_run_cell_itself_refuses_a_run_outside_the_design(tmp_path):
     """The lowest write path checks too: a run made without the runner (a script calling
     ``train.run_cell``) cannot slip into the committed table either."""
-    from paper_repro.train import run_cell
+    from paper_repro.run.train import run_cell
 
     before = _digest(COMMITTED / "runs.csv")
     (quick,) = setting_specs(PROFILE.quick_variant(), "S", quick=True, cells=["r15"])
@@ -120,7 +121,7 @@ def test_run_cell_itself_refuses_a_run_outside_the_design(tmp_path):
 
 
 def test_a_quick_notebook_opens_by_saying_it_is_a_smoke_run(capsys):
-    """The banner of a quick run (:func:`paper_repro.study.announce_quick`) says what quick mode is
+    """The banner of a quick run (:func:`paper_repro.drivers.study.announce_quick`) says what quick mode is
     from its own settings: the seeds, cells, share of the budget and evaluation size it uses."""
     from fractions import Fraction
 

@@ -269,7 +269,7 @@ def test_setting_frontiers_refuses_several_settings(tables):
 
 
 def test_the_notebook_image_fits_an_executed_notebook(tables):
-    from paper_repro.notebook_hygiene import OUTPUT_LIMIT
+    from paper_repro.common.notebook_hygiene import OUTPUT_LIMIT
 
     _, frontier, _ = tables
     image = figures.notebook_image(figures.setting_frontiers(one(frontier)))

@@ -14,8 +14,9 @@ import sys
 
 import pytest
 
-from paper_repro import flops, models, validate
-from paper_repro.flops import LoRASpec, ModelShape, TrainSpec, Work
+from paper_repro import models
+from paper_repro.accounting import flops, validate
+from paper_repro.accounting.flops import LoRASpec, ModelShape, TrainSpec, Work
 
 TOL = 0.02  # the bar; the counts below agree exactly in practice
 

@@ -60,7 +60,7 @@ def test_an_exploration_says_what_it_left_out_and_why(tmp_path):
     and a quick run mixed in are left out, each with its reason."""
     import dataclasses
 
-    from paper_repro.spec import spec_for
+    from paper_repro.run.spec import spec_for
 
     rows = explored(seeds=(42, 43), cells=("r15", "r78"))
     failed = {**rows[0], "run_id": "failed-one", "status": "failed"}
@@ -108,7 +108,7 @@ def test_a_folder_of_no_usable_run_says_what_it_holds(tmp_path):
 
 
 def _cell(setting: str, label: str, budget: float = PROFILE.budget_flops):
-    from paper_repro.allocation import plan_setting
+    from paper_repro.run.allocation import plan_setting
 
     planned = plan_setting(PROFILE, PROFILE.setting(setting), budget)
     return next(c for c in planned.cells if c.label == label)

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from paper_repro import allocation, models, train
+from paper_repro import models
+from paper_repro.common.results import RUN_COLUMNS, ResultTable
 from paper_repro.config import load_profile
-from paper_repro.launch import batch_layout
 from paper_repro.ledger import FlopLedger, LedgerConfig
-from paper_repro.results import RUN_COLUMNS, ResultTable
 from paper_repro.rewards.prm_scorer import PRMScorer
-from paper_repro.spec import spec_for, spec_from_json
+from paper_repro.run import allocation, train
+from paper_repro.run.launch import batch_layout
+from paper_repro.run.spec import spec_for, spec_from_json
 from paper_repro.tasks import load_examples
 from paper_repro.tasks.hub import QWEN_SYSTEM
 
@@ -108,7 +109,7 @@ def test_batch_layout_uses_fewer_gpus_when_groups_cannot_split_and_refuses_the_i
 def test_the_ledger_sums_steps_over_processes():
     """Multi-GPU: each process charges its own share; the all-reduce makes every ledger hold the
     run's totals, so the budget stops all processes at the same step."""
-    from paper_repro.flops import ModelShape, TrainSpec
+    from paper_repro.accounting.flops import ModelShape, TrainSpec
 
     shape = ModelShape.from_config(str(models.shipped_config("qwen2.5-1.5b-instruct")))
     ledger = FlopLedger(shape, TrainSpec(), LedgerConfig(budget_flops=35.0))
@@ -162,7 +163,7 @@ def test_dry_run_validates_every_gpu_paper_spec_and_estimates_gpu_hours(capsys, 
 def test_gpu_hours_follow_the_stated_mfu():
     from dataclasses import replace
 
-    from paper_repro import dryrun
+    from paper_repro.drivers import dryrun
 
     profile = load_profile("gpu-paper")
     spec = dryrun.study_specs(profile, ["A"])["A"][0]
@@ -178,7 +179,7 @@ def test_gpu_hours_follow_the_stated_mfu():
 def test_dry_run_refuses_a_layout_that_cannot_fit(tmp_path):
     import yaml
 
-    from paper_repro import dryrun
+    from paper_repro.drivers import dryrun
 
     raw = yaml.safe_load(Path(load_profile("gpu-paper").source).read_text())
     raw["resources"]["7B"]["micro_batch"] = 1
@@ -191,7 +192,7 @@ def test_dry_run_refuses_a_layout_that_cannot_fit(tmp_path):
 
 
 def test_slurm_jobs_ask_for_their_policy_sizes_resources():
-    from paper_repro import sweep
+    from paper_repro.drivers import sweep
 
     profile = load_profile("gpu-paper")
     jobs = sweep.study_jobs(profile, ["A"])
@@ -210,7 +211,7 @@ def test_slurm_jobs_ask_for_their_policy_sizes_resources():
 
 def test_the_readme_quotes_the_dry_run_as_it_prints_now(capsys, monkeypatch):
     from paper_repro.cli import main
-    from paper_repro.paths import repo_root
+    from paper_repro.common.paths import repo_root
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     main(["run", "--profile", "gpu-paper", "--dry-run"])
@@ -241,7 +242,7 @@ def test_two_processes_run_the_same_experiment_as_one(gpu_profile, tmp_path):
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(spec.to_json())
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    worker = ["-m", "paper_repro.worker", str(spec_file), "--results"]
+    worker = ["-m", "paper_repro.run.worker", str(spec_file), "--results"]
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "2",
               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
     subprocess.run([*launch, *worker, str(tmp_path / "two")], env=env, check=True, timeout=600)
@@ -320,8 +321,8 @@ def offline_hub(hub_cache, monkeypatch):
 
 
 def test_hub_models_and_datasets_load_at_their_revision_and_record_its_commit(offline_hub):
+    from paper_repro.run.weights import sources
     from paper_repro.tasks import hub
-    from paper_repro.weights import sources
 
     snapshot = offline_hub / "hub" / "models--tiny-org--qwen-tiny" / "snapshots" / COMMIT
     for ref in ("tiny-org/qwen-tiny@main", f"tiny-org/qwen-tiny@{COMMIT}"):

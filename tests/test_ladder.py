@@ -8,11 +8,11 @@ import math
 
 import pytest
 
-from paper_repro import ladder, train
-from paper_repro.allocation import planner_for
+from paper_repro.common.results import CURVE_COLUMNS, METRICS, ResultTable, curve_id
 from paper_repro.config import Curves, load_profile
-from paper_repro.results import CURVE_COLUMNS, METRICS, ResultTable, curve_id
-from paper_repro.spec import setting_specs, spec_for
+from paper_repro.run import ladder, train
+from paper_repro.run.allocation import planner_for
+from paper_repro.run.spec import setting_specs, spec_for
 
 # what a point's row and the run of that budget both record, and must agree on exactly
 SAME = ("rho", "C_search", "C_learning", "C_reward", "C_total", "rho_executed", "C_total_executed", "rounds",
@@ -174,7 +174,7 @@ def test_a_bad_ladder_is_refused_with_what_is_wrong(raw, message):
 def test_a_run_recorded_without_its_curve_is_run_again_for_it_and_its_row_stays_one(tiny_m_profile, tmp_path):
     """The ladder is not the run's identity: a run whose row predates its ladder (or was killed after
     its row) is pending until its points are measured, and its row is not written twice."""
-    from paper_repro import runner
+    from paper_repro.run import runner
 
     spec = _laddered(tiny_m_profile, rounds=4, target=0.70, stop="ceiling")
     bare = dataclasses.replace(spec, ladder=(), ladder_unit=None)

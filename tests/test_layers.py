@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 
 MAX_LINES = 600
 MAX_FUNCTION_LINES = 100
@@ -178,7 +178,7 @@ def test_a_cycle_is_found():
 
 def test_the_analysis_the_study_imports_loads_no_statistics_library():
     code = (
-        "import sys; import paper_repro.study, paper_repro.analysis.tables.frontiers; "
+        "import sys; import paper_repro.drivers.study, paper_repro.analysis.tables.frontiers; "
         "print(sorted(m for m in ('scipy', 'statsmodels', 'matplotlib', 'seaborn') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

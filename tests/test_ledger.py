@@ -13,8 +13,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from paper_repro import flops
-from paper_repro.flops import Work
+from paper_repro.accounting import flops
+from paper_repro.accounting.flops import Work
+from paper_repro.accounting.profiling import flop_counter
 from paper_repro.ledger import (
     METRIC_NAMES,
     BudgetWarning,
@@ -25,7 +26,6 @@ from paper_repro.ledger import (
     group_advantages,
     max_variance_subset,
 )
-from paper_repro.profiling import flop_counter
 from paper_repro.testbed import build_tokenizer, random_model
 
 
@@ -193,13 +193,13 @@ def build_tiny_grpo(
         dict(beta=0.05),  # reference forward with adapters disabled
         # rollouts by the lean sampler (paper_repro.sampler), finished rows leaving its batch
         dict(num_iterations=2, max_completion_length=24, trainer_kwargs={"sampler": "lean"}),
-        # the fused decoder (merged weights) and the update over length buckets (paper_repro.buckets)
+        # the fused decoder (merged weights) and the update over length buckets (paper_repro.sampler.buckets)
         dict(
             num_iterations=2,
             max_completion_length=24,
             trainer_kwargs={"sampler": "fused", "update_layout": "bucketed"},
         ),
-        # ... and over the buckets by the fused update forward (paper_repro.fused_update), with the
+        # ... and over the buckets by the fused update forward (paper_repro.sampler.fused_update), with the
         # reference forward of disabled adapters
         dict(
             num_iterations=2,
@@ -479,10 +479,10 @@ def test_compute_card_numbers_are_the_step_logs_sums(logged_run):
 
 
 def test_the_study_writes_the_card_beside_its_step_log(tmp_path):
-    from paper_repro.allocation import planner_for
     from paper_repro.config import load_profile
-    from paper_repro.spec import spec_for
-    from paper_repro.trainer import ledger_config
+    from paper_repro.run.allocation import planner_for
+    from paper_repro.run.spec import spec_for
+    from paper_repro.run.trainer import ledger_config
 
     profile = load_profile("cpu-tiny")
     setting = profile.settings("A")[0]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from paper_repro.accounting.profiling import flop_counter
 from paper_repro.ledger import (
     HOOKED_METHODS,
     METRIC_NAMES,
@@ -20,7 +21,6 @@ from paper_repro.ledger import (
 )
 from paper_repro.ledger import callback as callback_module
 from paper_repro.ledger import watch as watch_module
-from paper_repro.profiling import flop_counter
 from paper_repro.testbed import build_tokenizer
 
 

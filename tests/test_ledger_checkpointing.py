@@ -19,10 +19,10 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils.flop_counter import FlopCounterMode
 
-from paper_repro import flops
+from paper_repro.accounting import flops
+from paper_repro.accounting.profiling import flop_counter
 from paper_repro.ledger import LedgerGRPOTrainer
 from paper_repro.ledger.cost_models import MeasuredCost, checkpointing_of, policy_cost
-from paper_repro.profiling import flop_counter
 from paper_repro.testbed import build_tokenizer
 from tests.test_ledger import _dataset, length_reward
 from tests.test_ledger_models import FAMILIES, tiny_causal_lm

@@ -10,6 +10,7 @@ import logging
 import pytest
 import torch
 
+from paper_repro.accounting.profiling import flop_counter
 from paper_repro.ledger import (
     ALLOW_UNTESTED_TRL_ENV,
     BudgetWarning,
@@ -17,7 +18,6 @@ from paper_repro.ledger import (
     LedgerGRPOTrainer,
     check_hooked_methods,
 )
-from paper_repro.profiling import flop_counter
 from paper_repro.testbed import build_tokenizer
 from tests.test_ledger import _dataset, build_tiny_grpo, eager_policy, length_reward, measuring
 

@@ -13,10 +13,10 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-from paper_repro import flops
+from paper_repro.accounting import flops
+from paper_repro.accounting.profiling import flop_counter
 from paper_repro.ledger import LedgerConfig, LedgerGRPOTrainer
 from paper_repro.ledger.cost_models import Adapters, MeasuredCost, measure_policy, policy_cost
-from paper_repro.profiling import flop_counter
 from paper_repro.testbed import build_tokenizer, random_model
 from tests import fixtures
 from tests.test_ledger import _dataset, length_reward, measuring

@@ -1,4 +1,4 @@
-"""Executed notebooks fit to commit: :func:`paper_repro.notebook_hygiene.notebook_problems` flags trainer log
+"""Executed notebooks fit to commit: :func:`paper_repro.common.notebook_hygiene.notebook_problems` flags trainer log
 dicts, warnings, absolute paths and oversized outputs, and a run made as the notebooks make theirs
 shows none of them."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from paper_repro import runner
-from paper_repro.allocation import planner_for
-from paper_repro.notebook_hygiene import notebook_problems
-from paper_repro.quiet import quiet_libraries
-from paper_repro.spec import spec_for
+from paper_repro.common.notebook_hygiene import notebook_problems
+from paper_repro.common.quiet import quiet_libraries
+from paper_repro.run import runner
+from paper_repro.run.allocation import planner_for
+from paper_repro.run.spec import spec_for
 
 
 def executed(path: Path, outputs: list, metadata: dict | None = None) -> Path:
@@ -87,7 +87,7 @@ def test_a_run_prints_no_log_dicts_and_no_library_warnings(tiny_m_profile, tmp_p
 
 
 def test_the_committed_executed_notebooks_are_clean():
-    from paper_repro.paths import repo_root
+    from paper_repro.common.paths import repo_root
 
     books = sorted((repo_root() / "notebooks" / "executed").rglob("*.ipynb"))
     # the committed ones: a quick study's (make reproduce QUICK=1) go to quick/ folders git ignores

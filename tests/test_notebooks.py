@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from filelock import FileLock
 
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 from tests import fixtures
 
 NOTEBOOKS = repo_root() / "notebooks"

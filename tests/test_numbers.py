@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from paper_repro.analysis.report import facts as F
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 
 BLOCK = re.compile(r"<!-- (?P<name>[\w-]+):start -->.*?<!-- (?P=name):end -->", re.S)
 HISTORY = re.compile(r"<!-- history -->.*?<!-- /history -->", re.S)

@@ -28,7 +28,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 from tests.test_readme import _ledger_example
 
 ROOT = repo_root()
@@ -37,8 +37,8 @@ PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 # by import name: a module the ledger or the FLOP model imports must not import them.
 STUDY_ONLY = ("jupyterlab", "papermill", "nbformat", "seaborn", "matplotlib", "statsmodels", "submitit",
               "math_verify")  # fmt: skip
-LIBRARY = ("paper_repro.ledger", "paper_repro.ledger.card", "paper_repro.flops", "paper_repro.testbed",
-           "paper_repro.allocation", "paper_repro.cli")  # fmt: skip
+LIBRARY = ("paper_repro.ledger", "paper_repro.ledger.card", "paper_repro.accounting.flops", "paper_repro.testbed",
+           "paper_repro.run.allocation", "paper_repro.cli")  # fmt: skip
 
 
 def requirements(extras: tuple[str, ...] = ()) -> dict[str, Requirement]:
@@ -126,7 +126,7 @@ def test_this_environment_has_the_pinned_versions():
 def test_the_distribution_has_its_own_name_and_keeps_the_import_package_and_command():
     """``paper-repro`` on PyPI is another project: the distribution is named apart from it, and the
     provenance of every result row records this package by that name."""
-    from paper_repro import provenance
+    from paper_repro.common import provenance
 
     assert PROJECT["name"] == provenance.DISTRIBUTION == "paper-repro-rlflops"
     assert provenance.PACKAGES[0] == provenance.DISTRIBUTION

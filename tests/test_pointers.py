@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 from tests.test_numbers import BLOCK, HEADING, HISTORY, RECORD, _blank
 
 ROOT = repo_root()

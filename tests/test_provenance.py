@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from paper_repro import provenance
+from paper_repro.common import provenance
 
 
 def test_git_dirty_ignores_outputs_but_not_code(tmp_path, monkeypatch):
@@ -30,7 +30,7 @@ def test_git_dirty_ignores_outputs_but_not_code(tmp_path, monkeypatch):
 
 
 def test_recorded_paths_are_repo_relative_inside_the_checkout_only(tmp_path, monkeypatch):
-    from paper_repro.paths import repo_relative, repo_root
+    from paper_repro.common.paths import repo_relative, repo_root
 
     assert repo_relative(repo_root() / "data/models/policy-M") == "data/models/policy-M"
     monkeypatch.chdir(repo_root())

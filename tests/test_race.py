@@ -402,7 +402,7 @@ def test_race_check_specs_runs_both_picks_on_the_fresh_seeds_once_each():
     from dataclasses import replace
 
     from paper_repro.config import load_profile
-    from paper_repro.spec import race_check_specs
+    from paper_repro.run.spec import race_check_specs
 
     profile = load_profile("cpu-tiny")  # the estimate's stop: no tokenizer to price a costliest round
     profile = replace(profile, train=replace(profile.train, budget_stop="dearest"))

@@ -33,7 +33,7 @@ def test_the_readme_summary_and_results_md_are_generated_from_the_committed_tabl
     """README.md's one generated block (the plain answer) and the whole of RESULTS.md are what
     ``paper-repro report`` writes from the committed tables today."""
     from paper_repro.analysis.report import readme as report
-    from paper_repro.paths import repo_root
+    from paper_repro.common.paths import repo_root
 
     readme = (repo_root() / "README.md").read_text()
     if not (repo_root() / "data/results/cpu-tiny/claims.csv").exists():
@@ -61,7 +61,7 @@ def test_the_summary_links_to_results_md_and_the_glossary_never_to_a_readme_anch
 def test_the_readme_needs_only_its_summary_markers(tmp_path):
     """A landing page that holds only the summary block is updated; RESULTS.md is written beside it."""
     from paper_repro.analysis.report import readme as report
-    from paper_repro.paths import repo_root
+    from paper_repro.common.paths import repo_root
 
     (tmp_path / "README.md").write_text(
         f"# landing\n\n{report.SUMMARY_START}\nold\n{report.SUMMARY_END}\n\nprose\n"
@@ -79,9 +79,10 @@ def test_the_committed_study_is_the_code_as_it_stands():
     """Every run the cpu-tiny study asks for (stages A, B, D at the full budget with the profile's
     seeds; RACE pilots and TRL's default cells) has an ok row in the committed runs.csv: the
     committed tables were made by these checkpoints and this spec code, or the study must rerun."""
-    from paper_repro import dryrun, runner
+    from paper_repro.common.results import RUN_COLUMNS, ResultTable, results_dir
     from paper_repro.config import load_profile
-    from paper_repro.results import RUN_COLUMNS, ResultTable, results_dir
+    from paper_repro.drivers import dryrun
+    from paper_repro.run import runner
 
     profile = load_profile("cpu-tiny")
     table = ResultTable(results_dir("cpu-tiny") / "runs.csv", RUN_COLUMNS)
@@ -145,8 +146,8 @@ def test_design_csvs_post_hoc_block_has_the_noise_the_committed_runs_show():
     from paper_repro.analysis.claims import Classes
     from paper_repro.analysis.pipeline import _checked_runs
     from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, shared_runs, study_rows
+    from paper_repro.common.results import results_dir
     from paper_repro.config import load_profile
-    from paper_repro.results import results_dir
 
     profile = load_profile("cpu-tiny")
     root = results_dir("cpu-tiny")

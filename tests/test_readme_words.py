@@ -11,7 +11,7 @@ import re
 import pytest
 
 from paper_repro.analysis.report.glossary import TERMS
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 
 WORDS = "## Words we use"
 GLOSSARY = repo_root() / "docs" / "glossary.md"

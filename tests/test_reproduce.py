@@ -6,9 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from paper_repro import cli, reproduce
-from paper_repro.results import RUN_COLUMNS, write_table
-from paper_repro.rowdiff import COMPARED
+from paper_repro import cli
+from paper_repro.common.results import RUN_COLUMNS, write_table
+from paper_repro.common.rowdiff import COMPARED
+from paper_repro.drivers import reproduce
 
 
 def _runs(ids, status="ok") -> pd.DataFrame:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from paper_repro.results import RUN_COLUMNS, CorruptTableError, ResultTable
+from paper_repro.common.results import RUN_COLUMNS, CorruptTableError, ResultTable
 
 COLUMNS = ("run_id", "value", "note")
 
@@ -140,7 +140,7 @@ def test_the_run_schema_has_the_design_columns():
 
 WRITER = """
 import sys
-from paper_repro.results import ResultTable
+from paper_repro.common.results import ResultTable
 table = ResultTable(sys.argv[1], ("run_id", "value", "note"))
 start, stop = int(sys.argv[2]), int(sys.argv[3])
 for i in range(start, stop):
@@ -194,7 +194,7 @@ def test_a_failed_attempt_is_kept_and_a_retry_appended_once(tmp_path):
 def test_recheck_samples_current_ok_runs_of_each_kind():
     import pandas as pd
 
-    from paper_repro.recheck import SAMPLE, sample
+    from paper_repro.drivers.recheck import SAMPLE, sample
 
     rows = [{"run_id": f"{k}{i}", "reward_system": k, "budget_kind": "full", "status": "ok"}
             for k in ("prm", "proxy_prm", "structured", "sparse") for i in range(8)]  # fmt: skip
@@ -221,8 +221,8 @@ def test_recheck_states_the_size_of_each_difference_against_its_tolerance():
     FLOP count that moved is a difference; a metric lost on one side is one too."""
     import pandas as pd
 
-    from paper_repro.recheck import compare
-    from paper_repro.rowdiff import COMPARED
+    from paper_repro.common.rowdiff import COMPARED
+    from paper_repro.drivers.recheck import compare
 
     base = {c: 0.5 for c in COMPARED} | {"C_total": 1e11, "rounds": 20, "steps": 20}
     ids = ["same", "rounding", "answer", "flops", "lost"]

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paper_repro import judge, rewards, testbed
-from paper_repro.profiling import flop_counter
+from paper_repro import rewards, testbed
+from paper_repro.accounting.profiling import flop_counter
+from paper_repro.evaluation import judge
 from paper_repro.rewards.prm_scorer import PRMScorer, aggregate
 from paper_repro.tasks import arith
 
@@ -275,7 +276,7 @@ def test_qwen_math_prm_input_format():
 
 
 def test_committed_prm_loads_as_a_scorer():
-    from paper_repro.paths import repo_root
+    from paper_repro.common.paths import repo_root
 
     scorer = PRMScorer.load(repo_root() / "data/models/prm")
     scores = scorer.step_scores([PROMPT], [PROBLEM.solution().split("\n")[:-1]])
@@ -309,12 +310,12 @@ def test_a_judge_model_reward_is_one_registered_function_named_by_its_path(tmp_p
     import yaml
 
     from paper_repro import rewards
-    from paper_repro.allocation import plan_setting
+    from paper_repro.accounting.flops import forward_flops, sequence_work
     from paper_repro.config import load_profile
-    from paper_repro.flops import forward_flops, sequence_work
     from paper_repro.models import shape
-    from paper_repro.preflight import round_ceiling
-    from paper_repro.spec import setting_specs
+    from paper_repro.run.allocation import plan_setting
+    from paper_repro.run.preflight import round_ceiling
+    from paper_repro.run.spec import setting_specs
     from tests.judge_reward import JUDGE
 
     name = "tests.judge_reward.judged"

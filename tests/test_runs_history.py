@@ -11,10 +11,10 @@ import math
 
 import pandas as pd
 
-from paper_repro.allocation import plan_setting
-from paper_repro.history import split_history
-from paper_repro.results import CURVE_COLUMNS, RUN_COLUMNS, ResultTable, move_rows
-from paper_repro.spec import spec_for
+from paper_repro.common.results import CURVE_COLUMNS, RUN_COLUMNS, ResultTable, move_rows
+from paper_repro.run.allocation import plan_setting
+from paper_repro.run.history import split_history
+from paper_repro.run.spec import spec_for
 from tests.worlds import PROFILE, design_rows, paper_peaks, write_rows
 
 

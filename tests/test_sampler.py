@@ -10,10 +10,11 @@ import math
 import pytest
 import torch
 
-from paper_repro import flops, models
-from paper_repro.flops import LoRASpec, ModelShape
+from paper_repro import models
+from paper_repro.accounting import flops
+from paper_repro.accounting.flops import LoRASpec, ModelShape
+from paper_repro.accounting.profiling import flop_counter
 from paper_repro.ledger import LedgerConfig
-from paper_repro.profiling import flop_counter
 from paper_repro.sampler import (
     FusedDecoder,
     LeanStats,
@@ -214,8 +215,8 @@ def test_a_grpo_run_is_the_same_run_on_either_sampler(tmp_path):
 def test_evaluation_is_the_same_on_either_sampler():
     from transformers import AutoTokenizer
 
-    from paper_repro.evaluate import EvalSets, SampleConfig, evaluate_policy
-    from paper_repro.judge import build_judge
+    from paper_repro.evaluation.evaluate import EvalSets, SampleConfig, evaluate_policy
+    from paper_repro.evaluation.judge import build_judge
     from paper_repro.rewards import build_reward
     from paper_repro.tasks import load_examples
     from paper_repro.tasks.graders import grader

@@ -134,12 +134,12 @@ def test_a_batch_below_the_floor_is_decoded_as_forward_decodes_it():
 
 
 def test_an_evaluation_is_the_one_before_it():
-    """:func:`paper_repro.evaluate.evaluate_policy` (the fused decoder, trimmed; the prompts' tokens
+    """:func:`paper_repro.evaluation.evaluate.evaluate_policy` (the fused decoder, trimmed; the prompts' tokens
     cached) and the evaluation before it: the same metrics and the same greedy completions, with the
     run's reward, grader and judge, evaluated twice (the second time on cached prompts)."""
     from paper_repro.bench.evaluation import reference_evaluate_policy, reference_sample
-    from paper_repro.evaluate import EvalSets, SampleConfig, evaluate_policy, sample
-    from paper_repro.judge import build_judge
+    from paper_repro.evaluation.evaluate import EvalSets, SampleConfig, evaluate_policy, sample
+    from paper_repro.evaluation.judge import build_judge
     from paper_repro.rewards import build_reward
     from paper_repro.tasks import load_examples
     from paper_repro.tasks.graders import grader

@@ -15,7 +15,7 @@ from paper_repro.analysis.report import answer as story
 from paper_repro.analysis.stats.optima import optimum_table
 from paper_repro.analysis.tables import curves as cv
 from paper_repro.analysis.tables.frontiers import frontier_table
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 from tests.test_curves_analysis import curve_claims
 from tests.worlds import LADDER_A, STAGE_A, curve_rows, frontier_runs, growing
 

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from paper_repro import study, sweep
 from paper_repro.analysis import analyse
+from paper_repro.common.results import ResultTable
 from paper_repro.config import QUICK_CELLS, load_profile
-from paper_repro.results import ResultTable
+from paper_repro.drivers import study, sweep
 from tests import fixtures
 
 
@@ -114,7 +114,7 @@ def test_quick_mode_is_one_seed_a_quarter_budget_and_a_short_evaluation():
     """A quick run evaluates on the first QUICK_EVAL_LIMIT problems of the full study's sets, with
     the same generation length; the full study's profile is left as it was."""
     from paper_repro.config import QUICK_EVAL_LIMIT
-    from paper_repro.spec import setting_specs
+    from paper_repro.run.spec import setting_specs
     from paper_repro.tasks import load_examples
 
     full = load_profile("cpu-tiny")
@@ -146,8 +146,8 @@ BASE_REWARD = 0.3
 def _record_pilots(profile, specs, root, reward, curves=True) -> None:
     """Rows for ``specs`` (pilots) in ``root``'s runs.csv and, with ``curves``, their curves' points
     (their ladder and their own budget) in curves.csv: ``reward(multiple, cell)`` plus a seed offset."""
-    from paper_repro.ladder import curves_table, points_of
-    from paper_repro.results import RUN_COLUMNS, curve_id
+    from paper_repro.common.results import RUN_COLUMNS, curve_id
+    from paper_repro.run.ladder import curves_table, points_of
 
     runs, points = ResultTable(root / "runs.csv", RUN_COLUMNS), curves_table(root)
     for s in specs:
@@ -171,7 +171,7 @@ def dense_pilots():
     beside the profile's C/2, whose pilots must play no part in the picks."""
     from dataclasses import replace
 
-    from paper_repro.spec import pilot_specs
+    from paper_repro.run.spec import pilot_specs
 
     profile = load_profile("cpu-tiny")
     profile = replace(
@@ -228,10 +228,10 @@ def test_race_runs_one_cell_once_when_both_picks_name_it(tmp_path, dense_pilots,
 def test_every_run_of_the_study_surely_buys_a_round():
     """The preflight check refuses a run whose budget cannot surely buy one costliest round (the
     ``ceiling`` stop); the study never asks for one: the planner leaves such a cell out of that
-    budget's grid (:func:`paper_repro.allocation.plan_setting`), and the study runs the planner's
+    budget's grid (:func:`paper_repro.run.allocation.plan_setting`), and the study runs the planner's
     grid, the pilots' included."""
-    from paper_repro.allocation import plan_setting
-    from paper_repro.preflight import round_ceiling
+    from paper_repro.run.allocation import plan_setting
+    from paper_repro.run.preflight import round_ceiling
 
     profile = load_profile("cpu-tiny")
     specs = [s for job in sweep.study_jobs(profile) for s in job.specs]

@@ -6,10 +6,12 @@ import dataclasses
 
 import pytest
 
-from paper_repro import cli, runner, sweep, train
+from paper_repro import cli
+from paper_repro.common.results import ResultTable
 from paper_repro.config import load_profile
-from paper_repro.results import ResultTable
-from paper_repro.spec import setting_specs
+from paper_repro.drivers import sweep
+from paper_repro.run import runner, train
+from paper_repro.run.spec import setting_specs
 
 
 def test_a_rerun_runs_only_what_is_missing(tiny_profile, tmp_path, monkeypatch):
@@ -125,8 +127,8 @@ def test_the_analysis_notebooks_executed_copy_records_no_time(tmp_path):
     its times)."""
     import nbformat
 
-    from paper_repro.paths import repo_root
-    from paper_repro.sweep import _portable
+    from paper_repro.common.paths import repo_root
+    from paper_repro.drivers.sweep import _portable
 
     nb = nbformat.v4.new_notebook()
     nb.metadata["papermill"] = {"input_path": str(repo_root() / "notebooks/40_final_analysis.ipynb"),

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from paper_repro import models, testbed
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 from paper_repro.tasks import arith, hub
 
 

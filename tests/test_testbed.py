@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paper_repro import evaluate, testbed
-from paper_repro.paths import repo_root
+from paper_repro import testbed
+from paper_repro.common.paths import repo_root
+from paper_repro.evaluation import evaluate
 from paper_repro.rewards import prm_scorer as prm
 from paper_repro.tasks import arith
 

@@ -8,12 +8,12 @@ import math
 
 import pytest
 
-from paper_repro import train
-from paper_repro.allocation import planner_for
+from paper_repro.common.results import ResultTable
 from paper_repro.config import load_profile
-from paper_repro.preflight import round_ceiling
-from paper_repro.results import ResultTable
-from paper_repro.spec import setting_specs, spec_for
+from paper_repro.run import train
+from paper_repro.run.allocation import planner_for
+from paper_repro.run.preflight import round_ceiling
+from paper_repro.run.spec import setting_specs, spec_for
 
 
 def _spec(profile, rounds: float, stage="A", name="M", target=0.70, seed=0):
@@ -91,7 +91,7 @@ def test_the_same_experiment_asked_by_two_stages_is_one_run(tiny_m_profile):
 
 
 def test_setting_specs_cover_every_feasible_cell_and_seed():
-    from paper_repro.allocation import plan_setting
+    from paper_repro.run.allocation import plan_setting
 
     profile = load_profile("cpu-tiny")
     for s in profile.all_settings():
@@ -133,12 +133,12 @@ def test_bad_input_is_refused_before_any_compute(tiny_m_profile, tmp_path):
 )
 def test_the_study_prices_a_round_as_the_ledgers_trainer_does(setting, cell, tmp_path):
     """The planner and the ledger's trainer call one price of a round's ceiling
-    (:func:`paper_repro.ceiling.round_ceiling_cost`, tested on hand-worked cases in test_ceiling.py),
+    (:func:`paper_repro.accounting.ceiling.round_ceiling_cost`, tested on hand-worked cases in test_ceiling.py),
     each with the worst case it measures itself: the planner from the run's tokenizers and data
     (which decides which cells a budget's grid keeps, and the ledger's ceiling), the trainer from its
     batch, TRL's tokenization and the reward functions' own flop_cost. What they measure agrees, for
     a PRM, a proxy PRM and rule-based rewards, on the shipped cpu-tiny checkpoints."""
-    from paper_repro.trainer import build_trainer, load_parts
+    from paper_repro.run.trainer import build_trainer, load_parts
 
     spec = setting_specs(load_profile("cpu-tiny"), setting, seeds=1, cells=[cell])[0]
     trainer = build_trainer(spec, load_parts(spec), tmp_path / "log.jsonl")

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ from datasets import Dataset
 from peft import LoraConfig
 from paper_repro.ledger.callback import FlopLedgerCallback
 from paper_repro.ledger.core import LedgerConfig
-from paper_repro.profiling import flop_counter
+from paper_repro.accounting.profiling import flop_counter
 from paper_repro.testbed import build_tokenizer, random_model
 
 

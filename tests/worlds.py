@@ -23,11 +23,11 @@ import numpy as np
 import pandas as pd
 
 from paper_repro import rewards
-from paper_repro.allocation import plan_setting
 from paper_repro.analysis.stats.saturating import saturating
+from paper_repro.common.results import CURVE_COLUMNS, METRICS, RUN_COLUMNS, curve_id
 from paper_repro.config import Profile, load_profile
-from paper_repro.results import CURVE_COLUMNS, METRICS, RUN_COLUMNS, curve_id
-from paper_repro.spec import default_cell_spec, spec_for
+from paper_repro.run.allocation import plan_setting
+from paper_repro.run.spec import default_cell_spec, spec_for
 
 PROFILE = load_profile("cpu-tiny")
 START = datetime(2026, 12, 1)  # when a synthetic study's first run finished

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from paper_repro.lazy import lazy_surface
+from paper_repro.common.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from paper_repro.analysis.pipeline import REQUIRED, Analysis, analyse, figures_folder, simulate_design
     from paper_repro.analysis.tables.frontiers import default_rows, study_rows
-    from paper_repro.planning import shared_settings
+    from paper_repro.run.design_cost import shared_settings
 
 __all__ = [
     "REQUIRED",
@@ -49,7 +49,7 @@ __all__ = [
 _LAZY = {
     **dict.fromkeys(__all__, "paper_repro.analysis.pipeline"),
     **dict.fromkeys(("default_rows", "study_rows"), "paper_repro.analysis.tables.frontiers"),
-    "shared_settings": "paper_repro.planning",
+    "shared_settings": "paper_repro.run.design_cost",
 }
 
 

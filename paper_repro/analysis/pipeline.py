@@ -34,11 +34,11 @@ from paper_repro.analysis.tables.inventory import Folder, read_folder
 from paper_repro.analysis.tables.race import RegimeThresholds, disagreement_table, regime_ceiling
 from paper_repro.analysis.tables.race_plus import plus_table
 from paper_repro.analysis.tables.registry import TABLES, table_listing
+from paper_repro.common.console import Steps
+from paper_repro.common.paths import repo_root
+from paper_repro.common.results import METRICS, results_dir, write_table
 from paper_repro.config import Profile
-from paper_repro.console import Steps
-from paper_repro.paths import repo_root
-from paper_repro.planning import shared_settings
-from paper_repro.results import METRICS, results_dir, write_table
+from paper_repro.run.design_cost import shared_settings
 
 # What the analysis reads of a runs table: without these it cannot run and says which are missing.
 REQUIRED = (
@@ -106,7 +106,7 @@ def _check_columns(path: Path) -> None:
         raise ValueError(f"{path} lacks the columns the analysis reads: {', '.join(missing)}")
 
 
-# What the analysis's progress names, in order (paper_repro.console.Steps)
+# What the analysis's progress names, in order (paper_repro.common.console.Steps)
 PARTS = (
     "the runs' tables",
     "RACE+",
@@ -135,7 +135,7 @@ def analyse(
     and left out is ``Analysis.folder.lines()``. A folder whose grid cannot compare cells over seeds
     gets its tables, and claims that say they are not computable (NaN, never a number)."""
     thresholds = thresholds or RegimeThresholds()
-    steps = Steps("analysis", PARTS)  # on the console (paper_repro.console), never in the notebook
+    steps = Steps("analysis", PARTS)  # on the console (paper_repro.common.console), never in the notebook
     steps("the runs' tables")
     root = results_dir(profile.name, results_root)
     fig_dir = figures_folder(profile, results_root, figures_dir)
@@ -349,7 +349,7 @@ def simulate_design(
     else:
         cells = tuple((f"r{round(100 * t):02d}", float(t)) for t in profile.grid.targets)
         layout = sim.Layout(dict.fromkeys(names, cells), profile.seeds)
-    from paper_repro.planning import eval_size
+    from paper_repro.run.design_cost import eval_size
 
     model = sim.noise_model(grid, names, recipe_sd, seed_sd, amplitude, problems=eval_size(profile))
     kwargs = {} if replicates is None else {"replicates": replicates}

@@ -3,7 +3,7 @@
 digits (:func:`num`), a simulated share as a percentage (:func:`percent`: every report prints the
 same share the same way, 2.5%, never 2% in one place and 2.5% in another) and the recipe effect a best set allows for (:func:`recipe_words`). Each
 claim's own words are declared with it (:mod:`paper_repro.analysis.claims`); the targets' names are
-:data:`paper_repro.results.TARGET_WORDS`.
+:data:`paper_repro.common.results.TARGET_WORDS`.
 """
 
 from __future__ import annotations

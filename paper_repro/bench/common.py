@@ -13,7 +13,7 @@ def base_folder(tmp):
     evaluated once per study, never inside a timed run."""
     import shutil
 
-    from paper_repro.paths import repo_root
+    from paper_repro.common.paths import repo_root
 
     committed = repo_root() / "data" / "results" / "cpu-tiny" / "base_metrics.csv"
     base = tmp / "base"
@@ -24,7 +24,7 @@ def base_folder(tmp):
 
 
 def without_ladder(spec):
-    """``spec`` without its budget ladder (the same run: :mod:`paper_repro.ladder`)."""
+    """``spec`` without its budget ladder (the same run: :mod:`paper_repro.run.ladder`)."""
     import dataclasses
 
     return dataclasses.replace(spec, ladder=(), ladder_unit=None)

@@ -113,15 +113,15 @@ def eval_noise_components(scores) -> dict[str, Any]:
 
 
 def train_policy(spec, base_root, threads: int = 1):
-    """``spec``'s run trained as :func:`paper_repro.train.run_cell` trains it (the seed set, the base
+    """``spec``'s run trained as :func:`paper_repro.run.train.run_cell` trains it (the seed set, the base
     metrics read from ``base_root`` first, the ledger-wrapped trainer to the budget), without
     writing a row: the merged policy and the run's parts."""
     from pathlib import Path
 
     from transformers import set_seed
 
-    from paper_repro.run_eval import base_metrics
-    from paper_repro.trainer import build_trainer, load_parts
+    from paper_repro.run.run_eval import base_metrics
+    from paper_repro.run.trainer import build_trainer, load_parts
 
     torch.set_num_threads(threads)
     set_seed(spec.seed)
@@ -155,11 +155,11 @@ def bench_eval_noise(
 
     import numpy as np
 
-    from paper_repro import study
-    from paper_repro.evaluate import EvalSets
-    from paper_repro.paths import repo_root
-    from paper_repro.run_eval import evaluate_run
-    from paper_repro.spec import setting_specs
+    from paper_repro.common.paths import repo_root
+    from paper_repro.drivers import study
+    from paper_repro.evaluation.evaluate import EvalSets
+    from paper_repro.run.run_eval import evaluate_run
+    from paper_repro.run.spec import setting_specs
     from paper_repro.tasks import load_examples
 
     started = time.perf_counter()
@@ -229,7 +229,7 @@ def _noise_rows(
     """:func:`bench_eval_noise`'s rows: per target, :func:`eval_noise_components` of its seed x block
     ``table``, the binomial variance of a 0/1 score on a block, how many block-0 scores matched the
     committed rows (``matches`` of ``known``), the seconds since ``started`` and the provenance."""
-    from paper_repro import provenance
+    from paper_repro.common import provenance
 
     stamp = provenance.stamp()
 

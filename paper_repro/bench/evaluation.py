@@ -1,4 +1,4 @@
-"""``paper-repro bench eval``: a run's greedy evaluation (:func:`paper_repro.run_eval.evaluate_run`:
+"""``paper-repro bench eval``: a run's greedy evaluation (:func:`paper_repro.run.run_eval.evaluate_run`:
 the held-out set with the run's reward, gsm and math pass@1, the judge) of each policy, on the new
 path and on the old one, :func:`reference_evaluate_run` (the evaluation as it was before
 ``lean_generate(trim=True)`` and the prompts' token cache, kept verbatim here to time and check the
@@ -24,7 +24,7 @@ from paper_repro.bench.common import RUN_SIZES
 
 
 def reference_sample(model, tokenizer, prompts, config) -> list[list[str]]:
-    """:func:`paper_repro.evaluate.sample` as it was before ``lean_generate(trim=True)`` and
+    """:func:`paper_repro.evaluation.evaluate.sample` as it was before ``lean_generate(trim=True)`` and
     :func:`paper_repro.sampler.tokens.encode` (the old path of ``bench eval``, kept verbatim)."""
     from paper_repro.sampler import lean_generate, unsupported
 
@@ -85,10 +85,10 @@ def reference_sample(model, tokenizer, prompts, config) -> list[list[str]]:
 def reference_evaluate_policy(
     model, tokenizer, sets, reward, judge, task_grader, config, render=None
 ) -> dict:
-    """:func:`paper_repro.evaluate.evaluate_policy` as it was, on :func:`reference_sample` (kept verbatim)."""
+    """:func:`paper_repro.evaluation.evaluate.evaluate_policy` as it was, on :func:`reference_sample` (kept verbatim)."""
     import numpy as np
 
-    from paper_repro.evaluate import columns_of
+    from paper_repro.evaluation.evaluate import columns_of
 
     render = render or (lambda e: e.prompt)
     out: dict[str, float] = {}
@@ -113,7 +113,7 @@ def reference_evaluate_policy(
 
 
 def _eval_config(spec):
-    from paper_repro.evaluate import SampleConfig
+    from paper_repro.evaluation.evaluate import SampleConfig
 
     return SampleConfig(
         max_new_tokens=spec.eval_max_new_tokens,
@@ -130,7 +130,7 @@ def _render(spec, parts):
 
 
 def reference_evaluate_run(spec, parts, model) -> dict[str, float]:
-    """:func:`paper_repro.run_eval.evaluate_run` on the old path (:func:`reference_evaluate_policy`)."""
+    """:func:`paper_repro.run.run_eval.evaluate_run` on the old path (:func:`reference_evaluate_policy`)."""
     return reference_evaluate_policy(
         model,
         parts.tokenizer,
@@ -148,7 +148,7 @@ EVAL_PATHS = ("old", "new", "new-cold")
 
 def _same_completions(spec, parts, model) -> bool:
     """Whether the two paths' greedy completions of every evaluation set are identical."""
-    from paper_repro.evaluate import sample
+    from paper_repro.evaluation.evaluate import sample
 
     config, render = _eval_config(spec), _render(spec, parts) or (lambda e: e.prompt)
     for examples in (parts.eval_sets.heldout, parts.eval_sets.gsm, parts.eval_sets.math):
@@ -166,7 +166,7 @@ def _same_metrics(a: dict[str, float], b: dict[str, float]) -> bool:
 
 
 def _evaluate(path: str, spec, parts, model) -> dict[str, float]:
-    from paper_repro.run_eval import evaluate_run
+    from paper_repro.run.run_eval import evaluate_run
     from paper_repro.sampler import tokens
 
     if path == "old":
@@ -186,7 +186,7 @@ def bench_eval(
 ) -> dict[str, Any]:
     """Old and new evaluation of each policy (``sizes``, then the checkpoints ``models`` on the M
     setting's sets), alternating, ``repeats`` times each path at each thread count."""
-    from paper_repro import study
+    from paper_repro.drivers import study
 
     profile = study.prepare("cpu-tiny")
     out: dict[str, Any] = {"policies": {}, "repeats": repeats, "sets": sets}
@@ -201,9 +201,9 @@ def bench_eval(
 def _bench_eval(out, profile, sizes, models, repeats, threads, sets, limit) -> None:
     import dataclasses
 
-    from paper_repro.evaluate import EvalSets
-    from paper_repro.spec import setting_specs
-    from paper_repro.trainer import load_parts
+    from paper_repro.evaluation.evaluate import EvalSets
+    from paper_repro.run.spec import setting_specs
+    from paper_repro.run.trainer import load_parts
 
     targets = [(size, size, None) for size in sizes] + [(path, "M", path) for path in models]
     for label, setting, checkpoint in targets:

@@ -18,7 +18,7 @@ LADDER_CELLS = ("M/r40", "M/r66", "L/r50")  # full-budget runs of a cheap, a mid
 
 
 def bench_ladder(cells: tuple[str, ...] = LADDER_CELLS, repeats: int = 3, seed: int = 0) -> dict[str, Any]:
-    """What the budget ladder adds to a full-budget run (:mod:`paper_repro.ladder`): each size/cell's
+    """What the budget ladder adds to a full-budget run (:mod:`paper_repro.run.ladder`): each size/cell's
     run of budget C as the study runs it, with its ladder (its points below C, C/8 to C/2, the native
     reward's held-out set at each point) and without, alternating, ``repeats`` times each, one torch thread, after a
     warm-up run; the medians. Both compute the same run (``tests/test_ladder.py``): the difference is
@@ -26,12 +26,12 @@ def bench_ladder(cells: tuple[str, ...] = LADDER_CELLS, repeats: int = 3, seed: 
     import shutil
     from pathlib import Path
 
-    from paper_repro import study
-    from paper_repro.ladder import curves_table
-    from paper_repro.run_eval import base_metrics
-    from paper_repro.spec import setting_specs
-    from paper_repro.train import run_cell
-    from paper_repro.trainer import load_parts
+    from paper_repro.drivers import study
+    from paper_repro.run.ladder import curves_table
+    from paper_repro.run.run_eval import base_metrics
+    from paper_repro.run.spec import setting_specs
+    from paper_repro.run.train import run_cell
+    from paper_repro.run.trainer import load_parts
 
     torch.set_num_threads(1)
     profile = study.prepare("cpu-tiny")

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from paper_repro.devices import matmul_peak_flops
+from paper_repro.accounting.devices import matmul_peak_flops
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
-"""``paper-repro bench run``: whole full-budget cpu-tiny runs (:func:`paper_repro.train.run_cell`)
+"""``paper-repro bench run``: whole full-budget cpu-tiny runs (:func:`paper_repro.run.train.run_cell`)
 of stage A cells, a search-heavy and an update-heavy cell per policy size, on the old path (HF
 ``generate`` for rollouts and evaluation, TRL's padded update: ``Resources.sampler="hf"``,
 ``TrainConfig.generation="hf"``, ``update_layout="padded"``, ``eval_decoding="exact"``) and the new one
 (the profile's: the fused decoder of :mod:`paper_repro.sampler` for rollouts and evaluation, the
-update over the length buckets of :mod:`paper_repro.buckets` by the forward of
-:mod:`paper_repro.fused_update`), alternating in one process on one torch thread, after
+update over the length buckets of :mod:`paper_repro.sampler.buckets` by the forward of
+:mod:`paper_repro.sampler.fused_update`), alternating in one process on one torch thread, after
 a warm-up run. Prints, per cell and path, the median seconds of search, learning, reward, the rest of
 training, evaluation and set-up (the run's seconds outside training and evaluation), and the ratio
 old / new of the run's total. The new path computes the same runs to float rounding, so the two
@@ -73,11 +73,11 @@ def bench_runs(
     import shutil
     from pathlib import Path
 
-    from paper_repro import study
-    from paper_repro.run_eval import base_metrics
-    from paper_repro.spec import setting_specs
-    from paper_repro.train import run_cell
-    from paper_repro.trainer import load_parts
+    from paper_repro.drivers import study
+    from paper_repro.run.run_eval import base_metrics
+    from paper_repro.run.spec import setting_specs
+    from paper_repro.run.train import run_cell
+    from paper_repro.run.trainer import load_parts
 
     torch.set_num_threads(1)
     profile = study.prepare("cpu-tiny")

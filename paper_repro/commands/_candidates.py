@@ -1,5 +1,5 @@
 """``paper-repro design --candidates``: today's design, the profile's and the alternatives at their
-cost (:mod:`paper_repro.planning`, :mod:`paper_repro.analysis.design.candidates`); design.csv and
+cost (:mod:`paper_repro.run.design_cost`, :mod:`paper_repro.analysis.design.candidates`); design.csv and
 design_choices.csv. Part of the ``design`` command (:mod:`paper_repro.commands.design`)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from paper_repro.commands._options import positive_int
 
 def add_options(d: argparse.ArgumentParser) -> None:
     """The ``design`` command's options for ``--candidates``; their defaults are the planner's."""
-    from paper_repro.planning import CANDIDATE_REPLICATES, MINUTES, OVERHEAD_MINUTES
+    from paper_repro.run.design_cost import CANDIDATE_REPLICATES, MINUTES, OVERHEAD_MINUTES
 
     d.add_argument(
         "--candidates",
@@ -74,8 +74,8 @@ def run(args: argparse.Namespace, profile, variants: dict[str, tuple[int, float]
 
     from paper_repro.analysis import design as sim
     from paper_repro.analysis.design import candidates as dc
-    from paper_repro.paths import repo_relative
-    from paper_repro.results import results_dir, write_table
+    from paper_repro.common.paths import repo_relative
+    from paper_repro.common.results import results_dir, write_table
 
     root = results_dir(profile.name, args.results)
     variance, source = sim.eval_variance(

@@ -52,12 +52,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from paper_repro import study
     from paper_repro.analysis import analyse
     from paper_repro.analysis.pipeline import summary
     from paper_repro.analysis.tables.race import RegimeThresholds
-    from paper_repro.paths import repo_relative
-    from paper_repro.results import results_dir
+    from paper_repro.common.paths import repo_relative
+    from paper_repro.common.results import results_dir
+    from paper_repro.drivers import study
 
     profile = study.prepare(args.profile, args.quick)
     thresholds = RegimeThresholds(args.rho_threshold)

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _eval_noise(args: argparse.Namespace) -> int:
     from paper_repro.bench import eval_noise
-    from paper_repro.results import results_dir
+    from paper_repro.common.results import results_dir
 
     given = _given(k=args.seeds, policy=args.policy, cell=args.cell, threads=args.threads)
     result = eval_noise.bench_eval_noise(**given)

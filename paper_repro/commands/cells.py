@@ -1,4 +1,4 @@
-"""``paper-repro cells``: grid cells run directly (:func:`paper_repro.runner.run_specs`), no notebooks."""
+"""``paper-repro cells``: grid cells run directly (:func:`paper_repro.run.runner.run_specs`), no notebooks."""
 
 from __future__ import annotations
 
@@ -79,8 +79,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from paper_repro import runner, study
-    from paper_repro.spec import setting_specs
+    from paper_repro.drivers import study
+    from paper_repro.run import runner
+    from paper_repro.run.spec import setting_specs
 
     profile = study.prepare(args.profile)
     kind = "pilot" if args.pilot else "full"

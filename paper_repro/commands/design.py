@@ -77,8 +77,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from paper_repro import study
     from paper_repro.analysis import simulate_design
+    from paper_repro.drivers import study
 
     profile = study.prepare(args.profile, args.quick)
     variants = {f"{n} seeds": (n, 1.0) for n in args.more_seeds}

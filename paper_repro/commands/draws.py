@@ -27,8 +27,8 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from paper_repro.analysis import draws
+    from paper_repro.common.results import results_dir
     from paper_repro.config import load_profile
-    from paper_repro.results import results_dir
 
     profile = load_profile(args.profile)
     runs = draws.all_runs(results_dir(profile.name, args.results))

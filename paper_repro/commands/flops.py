@@ -1,13 +1,13 @@
 """``paper-repro flops``: the analytic FLOPs of one GRPO round. Its round options are the fields of
-:class:`paper_repro.flops.GRPOStep`, :class:`~paper_repro.flops.LoRASpec` and
-:class:`~paper_repro.flops.TrainSpec`, with their defaults."""
+:class:`paper_repro.accounting.flops.GRPOStep`, :class:`~paper_repro.accounting.flops.LoRASpec` and
+:class:`~paper_repro.accounting.flops.TrainSpec`, with their defaults."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from paper_repro import flops
+from paper_repro.accounting import flops
 from paper_repro.commands._options import add_command, dataclass_options, default_of, positive_int
 
 NAME = "flops"

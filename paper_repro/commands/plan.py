@@ -1,5 +1,5 @@
 """``paper-repro plan``: a stage's allocation grid as the planner lays it out
-(:func:`paper_repro.allocation.plan_stage`), without weights."""
+(:func:`paper_repro.run.allocation.plan_stage`), without weights."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from paper_repro import allocation
     from paper_repro.config import load_profile
+    from paper_repro.run import allocation
 
     profile = load_profile(args.profile)
     budget = profile.pilot_budget_flops if args.pilot else profile.budget_flops

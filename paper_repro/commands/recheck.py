@@ -1,6 +1,6 @@
 """Is the committed study bit-reproducible on this machine? Rerun a random sample of the committed runs
 of the profile's current study (the study's own specs) into an empty scratch table and compare every
-metric, FLOP count, round and step count with the committed row (paper_repro.recheck). Exits 1 when a
+metric, FLOP count, round and step count with the committed row (paper_repro.drivers.recheck). Exits 1 when a
 row differs beyond tolerance."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ HELP = "rerun a sample of the committed runs and compare them row by row"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from paper_repro.recheck import recheck
+    from paper_repro.drivers.recheck import recheck
 
     p = add_command(subparsers, NAME, HELP, __doc__)
     p.add_argument("--profile", default=default_of(recheck, "profile_name"), help="the profile rechecked")
@@ -29,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from paper_repro.recheck import recheck, words
+    from paper_repro.drivers.recheck import recheck, words
 
     table = recheck(args.profile, args.scratch, args.jobs, args.seed)
     print(words(table))

@@ -1,7 +1,7 @@
 """Does the study reproduce? Compare a study recomputed from nothing (the results folder `make
 reproduce` writes) with the committed one (data/results/<profile>), and print how many committed run
 ids the recomputed runs.csv holds, per compared column the largest difference over the matched runs
-and how many differ beyond tolerance, and every claim whose verdict moved (paper_repro.reproduce).
+and how many differ beyond tolerance, and every claim whose verdict moved (paper_repro.drivers.reproduce).
 Exits 0 when the study reproduces, 1 otherwise."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ HELP = "compare a study recomputed from nothing with the committed one (make rep
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from paper_repro.reproduce import REPRODUCED
+    from paper_repro.drivers.reproduce import REPRODUCED
 
     p = add_command(subparsers, NAME, HELP, __doc__)
     p.add_argument("--profile", default="cpu-tiny", help="the profile whose study is compared")
@@ -32,9 +32,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from paper_repro.paths import repo_relative
-    from paper_repro.reproduce import compare, reproduced_dir, words
-    from paper_repro.results import results_dir
+    from paper_repro.common.paths import repo_relative
+    from paper_repro.common.results import results_dir
+    from paper_repro.drivers.reproduce import compare, reproduced_dir, words
 
     if args.where:
         print(repo_relative(reproduced_dir(args.profile)))

@@ -1,4 +1,4 @@
-"""Side-by-side reward systems on one fixed set of completions (paper_repro.reward_comparison): one
+"""Side-by-side reward systems on one fixed set of completions (paper_repro.drivers.reward_comparison): one
 completion sampled for each of the first N held-out arith prompts from a base policy, scored by every
 reward system and the common judge; per system the mean reward, its Pearson and Spearman correlation
 with the judge, and the FLOPs the ledger charges per completion.
@@ -15,8 +15,8 @@ HELP = "score one set of completions with every reward system and the judge, sid
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from paper_repro import reward_comparison as owner
-    from paper_repro.paths import repo_root
+    from paper_repro.common.paths import repo_root
+    from paper_repro.drivers import reward_comparison as owner
 
     p = add_command(subparsers, NAME, HELP, __doc__)
     p.add_argument("--policy", default=str(repo_root() / owner.POLICY), help="the base policy sampled")
@@ -34,7 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from paper_repro import reward_comparison as owner
+    from paper_repro.drivers import reward_comparison as owner
 
     table = owner.compare(args.policy, args.prm, args.n, args.seed, args.aggregation)
     owner.write(table, args.out)

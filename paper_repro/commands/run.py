@@ -1,5 +1,5 @@
-"""``paper-repro run``: the study, its notebooks executed with papermill (:mod:`paper_repro.sweep`),
-resuming where it stopped; ``--dry-run`` checks every run without weights (:mod:`paper_repro.dryrun`)."""
+"""``paper-repro run``: the study, its notebooks executed with papermill (:mod:`paper_repro.drivers.sweep`),
+resuming where it stopped; ``--dry-run`` checks every run without weights (:mod:`paper_repro.drivers.dryrun`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ HELP = "run the study: execute its notebooks with papermill, resuming where it s
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from paper_repro import sweep
+    from paper_repro.drivers import sweep
 
     r = add_command(
         subparsers,
@@ -74,9 +74,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from paper_repro import study, sweep
-    from paper_repro.paths import repo_relative
-    from paper_repro.results import results_dir
+    from paper_repro.common.paths import repo_relative
+    from paper_repro.common.results import results_dir
+    from paper_repro.drivers import study, sweep
 
     if args.dry_run:
         return _dry_run(args)
@@ -102,8 +102,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _dry_run(args: argparse.Namespace) -> int:
-    from paper_repro import dryrun
     from paper_repro.config import load_profile
+    from paper_repro.drivers import dryrun
 
     profile = load_profile(args.profile)
     wanted = set(args.stage)

@@ -1,5 +1,5 @@
 """``paper-repro split-history``: an earlier design's rows moved out of runs.csv
-(:func:`paper_repro.history.split_history`)."""
+(:func:`paper_repro.run.history.split_history`)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from paper_repro import study
-    from paper_repro.history import split_history
+    from paper_repro.drivers import study
+    from paper_repro.run.history import split_history
 
     moved, points = split_history(study.prepare(args.profile), args.results, args.before)
     which = f"not runs of the {args.profile} design" + (

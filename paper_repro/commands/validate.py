@@ -1,4 +1,4 @@
-"""The analytic FLOP model against FlopCounterMode on real passes of small models (paper_repro.validate):
+"""The analytic FLOP model against FlopCounterMode on real passes of small models (paper_repro.accounting.validate):
 one row per case, measured and predicted FLOPs and their ratio; exits 1 when a ratio is off by more
 than the tolerance the tests assert."""
 
@@ -20,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from paper_repro import validate
+    from paper_repro.accounting import validate
 
     table = validate.table()
     print(table.to_string(index=False, float_format=lambda x: f"{x:.6g}"))

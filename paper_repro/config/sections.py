@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from paper_repro import choices
-from paper_repro.choices import check_choice
+from paper_repro.common import choices
+from paper_repro.common.choices import check_choice
 
 # The paper's stages: A varies the policy size at one reward; B the reward system (rule-based and
 # proxy-PRM) and D the real PRM, on one policy. Every stage list in the code comes from here.
@@ -36,8 +36,8 @@ class TrainConfig:
     # with other float roundings, LoRA merged (paper_repro/sampler/; docs/CHOICES.md, throughput)
     generation: Literal["hf", "vllm", "fused"] = "hf"
     # TRL's policy forwards as its one padded batch, or over length buckets with each row's tokens
-    # moved to the row's start: the same log-probabilities to float rounding (paper_repro/buckets.py);
-    # "fused": over the same buckets, by a flat forward of the policy's weights (paper_repro/fused_update.py)
+    # moved to the row's start: the same log-probabilities to float rounding (paper_repro/sampler/buckets.py);
+    # "fused": over the same buckets, by a flat forward of the policy's weights (paper_repro/sampler/fused_update.py)
     update_layout: Literal["padded", "bucketed", "fused"] = "padded"
     # When the ledger stops a run: "ceiling" while the costliest possible round (longest prompt,
     # every completion at max_completion_length) could pass the budget, so C_total never does;
@@ -146,7 +146,7 @@ class Estimate:
     """How ``paper-repro run --dry-run`` turns FLOPs into GPU-hours: a peak and a stated MFU."""
 
     gpu: str = "H100 SXM"
-    peak_tflops: float | None = None  # None: the GPU's dense 16-bit peak from paper_repro.devices
+    peak_tflops: float | None = None  # None: the GPU's dense 16-bit peak from paper_repro.accounting.devices
     mfu_train: float = 0.35  # model FLOPs utilisation of policy updates and reward-model forwards
     mfu_generate_hf: float = 0.03  # HF generate: decode-bound, far below peak
     mfu_generate_vllm: float = 0.25
@@ -154,7 +154,7 @@ class Estimate:
 
     def __post_init__(self) -> None:
         if self.peak_tflops is None:
-            from paper_repro.devices import gpu_peak
+            from paper_repro.accounting.devices import gpu_peak
 
             known = gpu_peak(self.gpu)
             if known is None:

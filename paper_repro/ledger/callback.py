@@ -73,8 +73,8 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from paper_repro import flops
-from paper_repro.flops import Work
+from paper_repro.accounting import flops
+from paper_repro.accounting.flops import Work
 from paper_repro.ledger.core import BudgetWarning, FlopLedger, LedgerConfig, as_conventions
 from paper_repro.ledger.cost_models import check_priced, policy_cost
 from paper_repro.ledger.resume import checkpoint_dir, load_ledger_state, save_ledger_state

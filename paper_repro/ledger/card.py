@@ -7,7 +7,7 @@ C_reward / C_total under each convention with C_learning split into loss passes,
 forwards, rho and the time-based rho, wall seconds per component, the hardware by name and count, and the
 achieved FLOP/s as MFU (useful FLOPs) and HFU (executed FLOPs), each phase's FLOPs against the peak of the
 dtype it computed in (measured as the run goes: :mod:`paper_repro.ledger.probes`), the peak resolved in one
-place (:func:`paper_repro.devices.resolve_peak`: ``LedgerConfig.peak_flops``, TRL's table, ours). A CPU has
+place (:func:`paper_repro.accounting.devices.resolve_peak`: ``LedgerConfig.peak_flops``, TRL's table, ours). A CPU has
 no datasheet peak: its card states no MFU and shows an fp32 matmul measured in the process beside the run,
 as a measurement only. Its ``provenance`` (package versions, the model's revision, the dataset's name and
 fingerprint, seeds, the generation backend and sampling, the world size), ``hardware`` and ``versions`` make
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from paper_repro.devices import Peak, cpu_model, matmul_throughput, resolve_peak
-from paper_repro.flops import CONVENTIONS
+from paper_repro.accounting.devices import Peak, cpu_model, matmul_throughput, resolve_peak
+from paper_repro.accounting.flops import CONVENTIONS
 from paper_repro.ledger.citation import (
     dataset_provenance,  # noqa: F401  re-exported: tests import it (and model_revision) from here
     hardware,
@@ -90,7 +90,7 @@ MATMUL_N, MATMUL_REPEATS = 1024, 15
 
 @functools.cache
 def cpu_matmul_throughput() -> dict[str, Any]:
-    """fp32 matmul throughput measured once per process (:func:`paper_repro.devices.matmul_throughput`):
+    """fp32 matmul throughput measured once per process (:func:`paper_repro.accounting.devices.matmul_throughput`):
     the trainer measures it when it is built, before training, so the matmuls stay out of the run."""
     return matmul_throughput(n=MATMUL_N, repeats=MATMUL_REPEATS)
 
@@ -125,7 +125,7 @@ def _peak_block(peak: Peak) -> dict[str, Any]:
 
 def device_peak(device: torch.device, dtype: Any, override: float | None = None) -> dict[str, Any]:
     """The device a run used and its peak for matmuls in ``dtype``
-    (:func:`paper_repro.devices.resolve_peak`: ``override``, i.e. ``LedgerConfig.peak_flops``, else
+    (:func:`paper_repro.accounting.devices.resolve_peak`: ``override``, i.e. ``LedgerConfig.peak_flops``, else
     TRL's table, else ours; none on a CPU), with ``peak_source`` and, without a peak, ``peak_missing``."""
     name = device_name(device)
     return {
@@ -145,7 +145,7 @@ def phase_peaks(trainer: Any) -> dict[str, dict[str, Any]]:
     of several, the one with the highest peak, so MFU is not overstated), else an assumed one with
     ``dtype_basis`` saying which: the weights' dtype for rollouts of the ledger's lean or fused sampler
     (``paper_repro.sampler`` runs no autocast), else the nominal one (:func:`compute_dtype`); the peak
-    for it from :func:`paper_repro.devices.resolve_peak`."""
+    for it from :func:`paper_repro.accounting.devices.resolve_peak`."""
     device = trainer.accelerator.device
     name = device_name(device)
     override = trainer.ledger.config.peak_flops

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from paper_repro.devices import cpu_model
+from paper_repro.accounting.devices import cpu_model
 
 if TYPE_CHECKING:
     from paper_repro.ledger.trainer import LedgerGRPOTrainer
@@ -79,14 +79,14 @@ def hardware(device: torch.device, processes: int) -> dict[str, Any]:
     }
 
 
-# The packages a card names, by import name (paper_repro's distribution: paper_repro.provenance).
+# The packages a card names, by import name (paper_repro's distribution: paper_repro.common.provenance).
 PROVENANCE_PACKAGES = ("paper_repro", "trl", "transformers", "torch", "peft", "accelerate", "datasets")
 COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
 def package_versions() -> dict[str, str | None]:
     """The installed versions of :data:`PROVENANCE_PACKAGES` and Python (None: not installed)."""
-    from paper_repro.provenance import DISTRIBUTION
+    from paper_repro.common.provenance import DISTRIBUTION
 
     out: dict[str, str | None] = {}
     for name in PROVENANCE_PACKAGES:
@@ -141,7 +141,7 @@ def model_revision(model: Any, requested: str | None = None) -> dict[str, Any]:
         }
     ref = requested or "main"
     try:
-        from paper_repro.paths import hub_cache
+        from paper_repro.common.paths import hub_cache
 
         refs = hub_cache() / f"models--{path.replace('/', '--')}" / "refs" / ref
         commit = refs.read_text().strip() if refs.is_file() else None

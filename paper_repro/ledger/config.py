@@ -55,7 +55,7 @@ class LedgerConfig:
     card_path: str | Path | None = None
     write_card: bool = True
     # The peak FLOP/s per device the card states MFU and HFU against; default: the device's peak for
-    # each phase's compute dtype (paper_repro.devices.resolve_peak: TRL's get_peak_flops, else the
+    # each phase's compute dtype (paper_repro.accounting.devices.resolve_peak: TRL's get_peak_flops, else the
     # project's table of what TRL lacks), none on CPU (no MFU there).
     peak_flops: float | None = None
     # Build the trainer under a TRL outside the tested minor series (a warning instead of a refusal;

@@ -6,7 +6,7 @@ charge it: FLOPs per component, token and row counts (:data:`TOKEN_COUNTS`) and 
 into one record per optimizer step. :class:`~paper_repro.ledger.config.LedgerConfig` holds its
 options (and the trainer's); it is importable from here too.
 
-Token counts become FLOPs through :mod:`paper_repro.flops` under two conventions: ``useful`` (real
+Token counts become FLOPs through :mod:`paper_repro.accounting.flops` under two conventions: ``useful`` (real
 tokens, causal attention: what the paper counts, and what the budget is charged in) and
 ``executed`` (padding, rows HF ``generate`` keeps decoding after EOS, full attention squares, and
 TRL's fused head scoring every position on CPU). :func:`forward_pass_work` and
@@ -38,8 +38,8 @@ from typing import Any, Literal
 
 import torch
 
-from paper_repro import flops
-from paper_repro.flops import CONVENTIONS, ModelShape, TrainSpec, Work
+from paper_repro.accounting import flops
+from paper_repro.accounting.flops import CONVENTIONS, ModelShape, TrainSpec, Work
 from paper_repro.ledger.config import BUDGET_STOPS, BudgetWarning, LedgerConfig  # noqa: F401 (re-exported)
 
 Component = Literal["search", "learning", "reward"]

@@ -1,12 +1,12 @@
 """The cost models the ledger prices a model's passes with: the analytic FLOP model where it knows the
 model, a measurement of the module that runs everywhere else.
 
-A cost model (:class:`paper_repro.flops.CostModel`) turns a pass's :class:`~paper_repro.flops.Work` into
-FLOPs; the ledger charges every pass through :func:`paper_repro.flops.forward_flops` and
-:func:`~paper_repro.flops.train_flops`, which take either kind. :func:`policy_cost` and
+A cost model (:class:`paper_repro.accounting.flops.CostModel`) turns a pass's :class:`~paper_repro.accounting.flops.Work` into
+FLOPs; the ledger charges every pass through :func:`paper_repro.accounting.flops.forward_flops` and
+:func:`~paper_repro.accounting.flops.train_flops`, which take either kind. :func:`policy_cost` and
 :func:`reward_model_cost` choose:
 
-* **analytic** (:class:`~paper_repro.flops.ModelShape`) for a model of a family the analytic model
+* **analytic** (:class:`~paper_repro.accounting.flops.ModelShape`) for a model of a family the analytic model
   knows (``qwen2``, ``llama``, ``mistral``, ``qwen3``) whose backbone is transformers' own class for it,
   with LoRA of one rank on the same modules of every layer. Its output head is read from the module:
   the linear layers after the backbone (``lm_head``, a classifier's ``score``, a process reward model's
@@ -14,7 +14,7 @@ FLOPs; the ledger charges every pass through :func:`paper_repro.flops.forward_fl
   with ``AutoModelForSequenceClassification`` and nothing for a model built in code.
 * **measured** (:class:`MeasuredCost`) for any other model: a pass's FLOPs are linear in its work
   (tokens, attention pairs, head positions) for each kind of pass, so the module is run once on a
-  one-row batch at a few widths under :func:`paper_repro.profiling.flop_counter` and the rates per
+  one-row batch at a few widths under :func:`paper_repro.accounting.profiling.flop_counter` and the rates per
   token, per pair and per head position solved from the counts. What is measured is what runs: a
   mixture-of-experts' experts as transformers runs them (each token through its top-k experts, in every
   experts implementation of transformers 5), eager attention's full square of scores, sliding windows
@@ -22,7 +22,7 @@ FLOPs; the ledger charges every pass through :func:`paper_repro.flops.forward_fl
   ``train()``, on the model's device, with the random state and the gradients left as they were.
 
   Under activation checkpointing the loss pass is measured again with checkpointing on as the run
-  turns it on (:attr:`paper_repro.flops.TrainSpec.recompute`: reentrant, replaying each checkpointed
+  turns it on (:attr:`paper_repro.accounting.flops.TrainSpec.recompute`: reentrant, replaying each checkpointed
   layer whole, or non-reentrant with torch's early stop, replaying it up to the last tensor its
   backward saved; on the layers the run checkpoints; the input embeddings' output requiring grad, as
   transformers makes it), the module's own settings put back after. What the early stop skips depends
@@ -48,9 +48,9 @@ from typing import Any
 import torch
 import torch.utils.checkpoint
 
-from paper_repro import flops
-from paper_repro.flops import CostModel, ModelShape, TrainSpec, Work
-from paper_repro.profiling import count_flops
+from paper_repro.accounting import flops
+from paper_repro.accounting.flops import CostModel, ModelShape, TrainSpec, Work
+from paper_repro.accounting.profiling import count_flops
 
 # One row at each width: the first three solve cost = call + token x width + pair x width^2, the last
 # checks it.
@@ -172,7 +172,7 @@ def policy_cost(
 
 def checkpointing_of(kwargs: dict[str, Any] | str | None) -> tuple[flops.Recompute, int]:
     """What a run's ``activation_checkpointing_kwargs`` make transformers 5 and torch 2 run: the
-    recompute (:attr:`paper_repro.flops.TrainSpec.recompute`) and every how many decoder layers one is
+    recompute (:attr:`paper_repro.accounting.flops.TrainSpec.recompute`) and every how many decoder layers one is
     checkpointed. As ``Trainer`` reads them: ``every_n_layers`` and ``offload`` (no FLOPs) are its own,
     the rest go to ``torch.utils.checkpoint.checkpoint``, and none left means ``use_reentrant=False``;
     torch's ``use_reentrant`` unset means reentrant, and non-reentrant stops early unless

@@ -6,8 +6,8 @@ over length buckets or by the fused update forward.
   distribution, other roundings). A rollout the sampler cannot run goes through TRL's own path
   (``lean_fallback`` says why).
 * ``update_layout`` (:data:`UPDATE_LAYOUTS`): ``"padded"`` (TRL's padded forward); ``"bucketed"``
-  (TRL's policy forwards over length buckets, :mod:`paper_repro.buckets`); ``"fused"`` (the same
-  buckets by :mod:`paper_repro.fused_update`'s forward instead of HF's and TRL's fused head;
+  (TRL's policy forwards over length buckets, :mod:`paper_repro.sampler.buckets`); ``"fused"`` (the same
+  buckets by :mod:`paper_repro.sampler.fused_update`'s forward instead of HF's and TRL's fused head;
   ``fused_update_fallback`` says why when it cannot).
 
 :func:`check_kernel_choice` refuses an unknown choice; :class:`KernelDispatch`, a mixin of
@@ -22,11 +22,11 @@ from typing import Any
 
 import torch
 
-from paper_repro.choices import SAMPLERS, UPDATE_LAYOUTS
+from paper_repro.common.choices import SAMPLERS, UPDATE_LAYOUTS
 
 
 def check_kernel_choice(sampler: str, update_layout: str) -> None:
-    """Refuse a sampler or an update layout that does not exist (:mod:`paper_repro.choices`)."""
+    """Refuse a sampler or an update layout that does not exist (:mod:`paper_repro.common.choices`)."""
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
     if update_layout not in UPDATE_LAYOUTS:
@@ -90,9 +90,9 @@ class KernelDispatch:
             )
 
     def _fused_forward(self, model):
-        """:mod:`paper_repro.fused_update`'s forward of ``model``, or None (HF's forward over the same
+        """:mod:`paper_repro.sampler.fused_update`'s forward of ``model``, or None (HF's forward over the same
         buckets) where it cannot compute it; ``fused_update_fallback`` says why."""
-        from paper_repro.fused_update import FusedUpdateForward, unsupported
+        from paper_repro.sampler.fused_update import FusedUpdateForward, unsupported
 
         why = unsupported(model)
         self.fused_update_fallback = why
@@ -103,7 +103,7 @@ class KernelDispatch:
         )
 
     def _bucket_plan(self, input_ids, attention_mask, logits_to_keep, args: tuple, kwargs: dict):
-        """The length buckets of this forward (:mod:`paper_repro.buckets`), or None for TRL's own padded
+        """The length buckets of this forward (:mod:`paper_repro.sampler.buckets`), or None for TRL's own padded
         forward: another layout asked for, or inputs beyond text rows (images, token types, an MoE aux
         loss), or rows that are not TRL's left-padded prompt and right-padded completion."""
         if self.update_layout == "padded":
@@ -112,6 +112,6 @@ class KernelDispatch:
         extra = {k: v for k, v in kwargs.items() if k not in ("batch_size", "compute_entropy")}
         if len(args) > 1 or any(v is not None and v is not False for v in extra.values()):
             return None
-        from paper_repro.buckets import plan_buckets
+        from paper_repro.sampler.buckets import plan_buckets
 
         return plan_buckets(attention_mask, logits_to_keep, max_rows=batch_size)

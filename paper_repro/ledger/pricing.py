@@ -3,7 +3,7 @@
 :class:`RoundPricing` is a mixin of :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`.
 :meth:`RoundPricing.price_round_ceiling` prices, with the cost models the ledger charges
 (:mod:`paper_repro.ledger.cost_models`) and the one price of a round's ceiling
-(:func:`paper_repro.ceiling.round_ceiling_cost`, the planner's too), the most one round can cost
+(:func:`paper_repro.accounting.ceiling.round_ceiling_cost`, the planner's too), the most one round can cost
 from what the trainer sees: its batch layout, the train dataset's longest prompt tokenized as TRL
 tokenizes it, every completion at ``max_completion_length``, and the reward models and the reward
 functions' ``flop_cost`` on a worst-case batch. At construction the trainer refuses a budget below one
@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from paper_repro import flops
-from paper_repro.ceiling import round_ceiling_cost
-from paper_repro.flops import GRPOStep
+from paper_repro.accounting import flops
+from paper_repro.accounting.ceiling import round_ceiling_cost
+from paper_repro.accounting.flops import GRPOStep
 from paper_repro.ledger.core import BudgetWarning, as_conventions, forward_pass_work
 from paper_repro.ledger.cost_models import unpriced_parts
 
@@ -105,7 +105,7 @@ class RoundPricing:
 
     def price_round_ceiling(self) -> dict[str, Any] | None:
         """The most one generation round can cost (useful FLOPs), priced by
-        :func:`paper_repro.ceiling.round_ceiling_cost` (the one price of a round's ceiling: the
+        :func:`paper_repro.accounting.ceiling.round_ceiling_cost` (the one price of a round's ceiling: the
         planner's too) with the ledger's cost models from what the trainer sees, before any compute:
 
         * the batch layout: a round is ``per_device_train_batch_size x steps_per_generation x world

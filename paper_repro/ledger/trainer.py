@@ -49,7 +49,7 @@ import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
-from paper_repro import flops
+from paper_repro.accounting import flops
 from paper_repro.ledger.card import utilisation_metrics
 from paper_repro.ledger.compat import check_config_places, check_trl
 from paper_repro.ledger.core import (
@@ -159,8 +159,8 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         # "lean": rollouts by paper_repro.sampler where it reproduces HF generate (else HF generate);
         # "fused": by its fused decoder (the same model and distribution, other roundings)
         self.sampler = sampler
-        # "bucketed": TRL's policy forwards over length buckets (paper_repro.buckets); "fused": over
-        # the same buckets by paper_repro.fused_update's forward instead of HF's and TRL's fused head
+        # "bucketed": TRL's policy forwards over length buckets (paper_repro.sampler.buckets); "fused": over
+        # the same buckets by paper_repro.sampler.fused_update's forward instead of HF's and TRL's fused head
         self.update_layout = update_layout
         self.fused_update_fallback: str | None = None  # why the last "fused" forward ran HF's instead
         self.lean_fallback: str | None = None  # why the last rollout fell back to HF generate
@@ -434,7 +434,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
             return super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, *a, **kw
             )
-        from paper_repro.buckets import bucketed_logps
+        from paper_repro.sampler.buckets import bucketed_logps
 
         entropy = bool(kw.get("compute_entropy", False))
         if fused is not None:
@@ -481,7 +481,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         return rewards
 
     def _fused_train_spec(self) -> flops.TrainSpec:
-        """How the fused update forward (paper_repro.fused_update) trains: its head keeps its logits
+        """How the fused update forward (paper_repro.sampler.fused_update) trains: its head keeps its logits
         for backward (no recompute there), and its LoRA linears are autograd Functions that save their
         tensors after their forward, so under non-reentrant checkpointing the replay of a layer whose
         down_proj carries LoRA runs to its end (torch's early stop skips nothing there)."""

@@ -30,8 +30,8 @@ from typing import Any
 
 import torch
 
-from paper_repro import flops
-from paper_repro.flops import Work
+from paper_repro.accounting import flops
+from paper_repro.accounting.flops import Work
 from paper_repro.ledger.core import FlopLedger, generation_pass_work, real_rows_work
 from paper_repro.ledger.cost_models import check_priced, reward_model_cost
 

@@ -83,7 +83,7 @@ class ModelForward(RewardCost):
         return models.shape(self.model)
 
     def planned(self, prompt_tokens: int, completion_tokens: int) -> float:
-        from paper_repro.flops import forward_flops, sequence_work
+        from paper_repro.accounting.flops import forward_flops, sequence_work
 
         return forward_flops(self.shape, sequence_work(prompt_tokens + completion_tokens))
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paper_repro import flops
+from paper_repro.accounting import flops
 
 STEP_TOKEN = "<extra_0>"
 

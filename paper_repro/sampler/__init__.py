@@ -12,7 +12,7 @@ HF's draws). The modules:
   ``generate`` for a model and a generation config (the callers then fall back to HF ``generate``);
 * :mod:`~paper_repro.sampler.weights`: the model's weights as plain tensors: :func:`projection` (a
   linear layer, PEFT's LoRA adapters included, or :class:`Unsupported`), :func:`norm_weights` and
-  :func:`rms_norm`, :func:`rotary_tables`; :mod:`paper_repro.fused_update` reads the policy with them
+  :func:`rms_norm`, :func:`rotary_tables`; :mod:`paper_repro.sampler.fused_update` reads the policy with them
   too;
 * :mod:`~paper_repro.sampler.exact`: :class:`Decoder`, the HF-exact decoder (the default);
 * :mod:`~paper_repro.sampler.fused`: :class:`FusedDecoder` (``fused=True``), LoRA merged into the
@@ -27,7 +27,7 @@ HF's draws). The modules:
   ids encoded once per tokenizer (a run's evaluation sets, at every budget point).
 """
 
-from paper_repro.choices import SAMPLERS
+from paper_repro.common.choices import SAMPLERS
 from paper_repro.sampler.exact import Decoder
 from paper_repro.sampler.fused import FusedDecoder, merge_flops
 from paper_repro.sampler.generate import COMPACT_AT, LeanStats, generate_like, lean_generate

@@ -1,5 +1,5 @@
 """The policy's weights as plain tensors, as the lean sampler's decoders and
-:mod:`paper_repro.fused_update` read them.
+:mod:`paper_repro.sampler.fused_update` read them.
 
 :func:`projection` reads a linear layer, plain or PEFT LoRA (its active adapters' A and B, a
 power-of-two scaling folded into B exactly); what the decoders do not compute as PEFT does (LoRA on

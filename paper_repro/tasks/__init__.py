@@ -15,7 +15,7 @@ def load_examples(ref: str, limit: int | None = None, local_path: str | Path | N
     ``<hub id>=<path>`` reads that dataset's rows (its own columns) from a local JSON/JSONL/Parquet
     file or folder instead of the hub: an air-gapped cluster's copy, or a test fixture. A relative
     path is taken from the repository root."""
-    from paper_repro.paths import repo_root
+    from paper_repro.common.paths import repo_root
     from paper_repro.tasks import arith, hub
 
     if "=" in ref:

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 from paper_repro.tasks.base import Example
 
 Op = Literal["+", "-", "*"]

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from paper_repro.paths import hub_cache
+from paper_repro.common.paths import hub_cache
 from paper_repro.tasks.base import Example
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."

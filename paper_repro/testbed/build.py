@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from paper_repro.paths import repo_root
-from paper_repro.quiet import quiet_libraries
+from paper_repro.common.paths import repo_root
+from paper_repro.common.quiet import quiet_libraries
 from paper_repro.tasks import arith
 from paper_repro.testbed.evaluation import evaluate_base
 from paper_repro.testbed.networks import non_embedding_params
@@ -60,7 +60,7 @@ def build_all(config: BuildConfig = BuildConfig()):
     import pandas as pd
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from paper_repro import provenance
+    from paper_repro.common import provenance
 
     root = models_dir(config.models_dir)
     root.mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,8 @@ def evaluate_base(
     process score of the greedy gsm_tiny solutions (share of steps right, in [0, 1])."""
     import numpy as np
 
-    from paper_repro import evaluate
-    from paper_repro.judge import StepVerifierJudge
+    from paper_repro.evaluation import evaluate
+    from paper_repro.evaluation.judge import StepVerifierJudge
 
     out: dict[str, float] = {}
     for split, prefix in (("gsm_tiny", "gsm"), ("math_tiny", "math")):

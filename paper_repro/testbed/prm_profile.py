@@ -54,7 +54,7 @@ def policy_samples(
     prompts: what the PRM scores during RL. Solutions without steps (shortcut answers) carry none."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from paper_repro import evaluate
+    from paper_repro.evaluation import evaluate
 
     cut = arith.SPLITS[prompts_split].first_size if limit is None else limit  # None: as first shipped
     examples = arith.load_split(prompts_split, tasks_dir)[:cut]

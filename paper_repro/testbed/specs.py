@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 
 MODELS_DIR = Path("data") / "models"
 

@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from paper_repro.quiet import quiet_trainer
+from paper_repro.common.quiet import quiet_trainer
 from paper_repro.rewards.prm_scorer import STEP_TOKEN
 from paper_repro.tasks import arith
 from paper_repro.testbed.networks import random_model

@@ -293,7 +293,7 @@ def moves_operating(
 
 
 def _target_words(target: str) -> str:
-    from paper_repro.results import TARGET_WORDS
+    from paper_repro.common.results import TARGET_WORDS
 
     return TARGET_WORDS.get(target, target)
 

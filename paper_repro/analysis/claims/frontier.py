@@ -30,8 +30,8 @@ from paper_repro.analysis.stats.best_sets import DEFAULT, Frontiers, SettingBest
 from paper_repro.analysis.stats.optima import SAME_RHO, window_verdict
 from paper_repro.analysis.stats.verdict import NAN, Result
 from paper_repro.analysis.wording import recipe_words
+from paper_repro.common.results import METRICS, TARGET_WORDS
 from paper_repro.config import Margins
-from paper_repro.results import METRICS, TARGET_WORDS
 
 
 def _class_estimate(bests: list[SettingBest]) -> tuple[float, float, float]:

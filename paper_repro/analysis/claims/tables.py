@@ -14,8 +14,8 @@ from paper_repro.analysis.stats.best_sets import DEFAULT, rows_of
 from paper_repro.analysis.stats.fit_forms import aicc_by_form
 from paper_repro.analysis.stats.optima import fit_optimum
 from paper_repro.analysis.stats.verdict import NAN, Result
+from paper_repro.common.results import METRICS
 from paper_repro.config import Margins
-from paper_repro.results import METRICS
 
 
 def fewer_updates(frontier: pd.DataFrame, sizes: tuple[str, ...]) -> Result:

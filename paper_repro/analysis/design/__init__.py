@@ -50,7 +50,7 @@ that change; math (300 problems) keeps its
 noise, and so does the judge (it scores the gsm completions) unless the evaluation noise has a row
 for it. A cell the committed table lacks (a candidate design's new target or second recipe) takes
 its setting's median seed SD for the target. The candidate designs and their cost:
-:mod:`paper_repro.planning` and :mod:`paper_repro.analysis.design.candidates`.
+:mod:`paper_repro.run.design_cost` and :mod:`paper_repro.analysis.design.candidates`.
 
 The package's parts: :mod:`~paper_repro.analysis.design.noise` (the layout and the noise model),
 :mod:`~paper_repro.analysis.design.studies` (the truths and a simulated study),
@@ -61,7 +61,7 @@ designs compared at their cost). Their names are read from here, each imported o
 
 from __future__ import annotations
 
-from paper_repro.lazy import lazy_surface
+from paper_repro.common.lazy import lazy_surface
 
 # name -> the part that owns it
 _OWNERS = {

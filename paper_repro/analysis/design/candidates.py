@@ -1,5 +1,5 @@
 """Candidate designs compared (``paper-repro design --candidates``): each candidate the planner
-prices (:mod:`paper_repro.planning`) is simulated under the known truths (its layout at the
+prices (:mod:`paper_repro.run.design_cost`) is simulated under the known truths (its layout at the
 planner's cells, :func:`layout_of`), and a rule picks one:
 
 - **the simulation**: the profile's design and today's (the committed runs' layout and seeds, its
@@ -31,7 +31,7 @@ from paper_repro.analysis.claims.registry import design_targets
 from paper_repro.analysis.design import characteristics as oc
 from paper_repro.analysis.design.noise import EvalVariance, Layout
 from paper_repro.config import Profile
-from paper_repro.planning import (
+from paper_repro.run.design_cost import (
     CANDIDATE_REPLICATES,
     JOBS,
     MINUTES,
@@ -104,7 +104,7 @@ def _target_power(rows: pd.DataFrame) -> float:
 def layout_of(candidate: Candidate, base: Profile, names: Sequence[str]) -> Layout:
     """The simulated design of ``candidate``: per distinct setting in ``names`` the planner's cells at
     the full budget (second recipes included where the candidate runs them) at their predicted rho."""
-    from paper_repro.allocation import plan_setting
+    from paper_repro.run.allocation import plan_setting
 
     profile = candidate.profile(base)
     cells = {}
@@ -282,18 +282,7 @@ def compare(
     )
     say = progress or (lambda _: None)
     measured = measured_minutes(rows, overhead)
-    given = [
-        f"{k} {v:g}"
-        for k, v in zip(("recipe SD", "seed SD", "amplitude"), overrides or (), strict=False)
-        if v is not None
-    ]
-    notes = [
-        f"noise model: recipe SD {noise_model.noise.recipe_sd:.4f}, median seed SD {noise_model.noise.default:.4f}, "
-        f"truths' height {noise_model.amplitude:.4f}" + (f" ({', '.join(given)} given)" if given else ""),
-        f"today's {len(rows)} committed runs: {measured - overhead:.1f} min of runs as measured (seconds_total / "
-        f"{JOBS} / 60), {predicted_minutes(rows, model):.1f} as the cost model prices them, written over "
-        f"{wall_span_minutes(rows):.1f} min of wall time",
-    ]
+    notes = _notes(noise_model, overrides, rows, model, measured, overhead)
     priced = _priced(listed, pricer, profile, names, overhead, say)
 
     today_params = _today_params(today, problems, len(rows), measured, overhead)
@@ -331,6 +320,30 @@ def compare(
     recommended = next((c for c in listed if pick is not None and c.name == pick.name), None)
     choices["recommended"] = choices["name"] == (recommended.name if recommended else None)
     return Comparison(pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes)
+
+
+def _notes(
+    noise_model: Any,
+    overrides: tuple[float | None, float | None, float | None] | None,
+    rows: pd.DataFrame,
+    model: CostModel,
+    measured: float,
+    overhead: float,
+) -> list[str]:
+    """The comparison's first notes: the noise model it simulates with (and what was given in its
+    place), and today's committed runs' minutes as measured and as the cost model prices them."""
+    given = [
+        f"{k} {v:g}"
+        for k, v in zip(("recipe SD", "seed SD", "amplitude"), overrides or (), strict=False)
+        if v is not None
+    ]
+    return [
+        f"noise model: recipe SD {noise_model.noise.recipe_sd:.4f}, median seed SD {noise_model.noise.default:.4f}, "
+        f"truths' height {noise_model.amplitude:.4f}" + (f" ({', '.join(given)} given)" if given else ""),
+        f"today's {len(rows)} committed runs: {measured - overhead:.1f} min of runs as measured (seconds_total / "
+        f"{JOBS} / 60), {predicted_minutes(rows, model):.1f} as the cost model prices them, written over "
+        f"{wall_span_minutes(rows):.1f} min of wall time",
+    ]
 
 
 def _priced(

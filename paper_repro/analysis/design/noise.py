@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.stats.mixed import recipe_reml
-from paper_repro.planning import EVAL_PROBLEMS
-from paper_repro.results import METRICS
+from paper_repro.common.results import METRICS
+from paper_repro.run.design_cost import EVAL_PROBLEMS
 
 # EVAL_PROBLEMS: the problems per evaluation set at which the evaluation noise is stated (eval_noise.csv)
 # the targets scored on the held-out and gsm sets, whose size a design chooses: their evaluation noise
@@ -212,7 +212,7 @@ def eval_variance(
             raise ValueError("give --eval-var-run and --eval-var-shared for the same targets")
         return {t: (run[t], shared[t]) for t in run}, "the command line"
     table = read_eval_variance(path)
-    from paper_repro.paths import repo_relative
+    from paper_repro.common.paths import repo_relative
 
     return table, (repo_relative(path) if table is not None else "none")
 

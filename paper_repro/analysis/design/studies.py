@@ -13,7 +13,7 @@ import pandas as pd
 from paper_repro.analysis.claims.paper import PAPER_RHO
 from paper_repro.analysis.design.noise import Layout, Noise
 from paper_repro.analysis.stats.optima import Cells, unimodal
-from paper_repro.results import METRICS
+from paper_repro.common.results import METRICS
 
 Truth = Callable[[str, str, np.ndarray], np.ndarray]  # (setting, target, cell rhos) -> true means
 

@@ -9,7 +9,7 @@ use (a notebook's ``from paper_repro.analysis.figures import setting_frontiers``
 
 from __future__ import annotations
 
-from paper_repro.lazy import lazy_surface
+from paper_repro.common.lazy import lazy_surface
 
 # name -> the part that owns it
 _OWNERS = {

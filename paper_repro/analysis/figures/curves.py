@@ -31,7 +31,7 @@ from paper_repro.analysis.stats.saturating import ok, saturating
 from paper_repro.analysis.stats.verdict import NAN
 from paper_repro.analysis.tables.curve_rows import prepared, size_order
 from paper_repro.analysis.tables.curves import CurveAnalysis, pairs
-from paper_repro.results import TARGET_WORDS
+from paper_repro.common.results import TARGET_WORDS
 
 DODGE = 0.012  # log10 step between the cells' points at one budget, so their intervals do not hide each other
 

@@ -34,7 +34,7 @@ from paper_repro.analysis.figures.style import (
 )
 from paper_repro.analysis.figures.style import legend_line as _line
 from paper_repro.analysis.tables.frontiers import TARGETS
-from paper_repro.results import TARGET_LABELS
+from paper_repro.common.results import TARGET_LABELS
 
 
 def _save(fig, out_dir: str | Path, name: str):

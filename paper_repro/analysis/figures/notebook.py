@@ -11,7 +11,7 @@ import pandas as pd
 
 from paper_repro.analysis.figures.style import RHO_LABEL, colors, error_bars, file_metadata, panel_grid, theme
 from paper_repro.analysis.tables.frontiers import TARGETS
-from paper_repro.results import TARGET_LABELS
+from paper_repro.common.results import TARGET_LABELS
 
 
 def _figure(**kwargs):
@@ -278,7 +278,7 @@ def best_cells_sentence(frontier: pd.DataFrame, target: str = "native_reward", r
 
 
 def pilot_pick_sentence(race, recipe_sd: float = 0.0) -> str:
-    """One sentence on RACE's pilots of one setting (a :class:`paper_repro.study.RacePilots`): the pick,
+    """One sentence on RACE's pilots of one setting (a :class:`paper_repro.drivers.study.RacePilots`): the pick,
     its mean native reward and 95% interval over the first pilot budget's seeds, the cells that could be
     best there, and the pick against TRL's default allocation at the full budget on the fresh seeds."""
     from paper_repro.analysis.wording import fraction_words
@@ -328,7 +328,7 @@ def _fresh_pairs(check: pd.DataFrame) -> pd.DataFrame:
 def notebook_image(fig, max_width: int = 900, colors: int = 32):
     """``fig`` (:func:`setting_frontiers`, :func:`pilot_frontiers`) as an image for a notebook cell to
     show: rendered at 100 dpi, then made small as :func:`preview_png` does (an executed notebook's
-    output stays far under :data:`paper_repro.notebook_hygiene.OUTPUT_LIMIT`)."""
+    output stays far under :data:`paper_repro.common.notebook_hygiene.OUTPUT_LIMIT`)."""
     import io
 
     from IPython.display import Image

@@ -59,7 +59,7 @@ def colors(names) -> dict[str, tuple]:
     in the order given."""
     import seaborn as sns
 
-    from paper_repro.results import POLICY_SIZES
+    from paper_repro.common.results import POLICY_SIZES
     from paper_repro.rewards import REWARD_SYSTEMS
 
     ramp = sns.color_palette(SIZE_CMAP, as_cmap=True)

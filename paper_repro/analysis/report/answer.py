@@ -15,7 +15,7 @@ import pandas as pd
 from paper_repro.analysis.report.plain import largest_count, plain_answer
 from paper_repro.analysis.report.story import CURVE_CLAIMS, TARGET
 from paper_repro.analysis.wording import finite, num, percent, point_words
-from paper_repro.results import TARGET_SHORT
+from paper_repro.common.results import TARGET_SHORT
 
 ANSWER_TABLES = ("optima", "frontiers", "claims", "rho_star_by_budget", "size_star_by_budget")
 OPEN = ("inconclusive", "heterogeneous")

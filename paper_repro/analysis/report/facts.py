@@ -41,8 +41,8 @@ def _num(value: float) -> str:
 def study_facts(profile: str = "cpu-tiny", root: Path | None = None) -> dict[str, str]:
     """Every fact, by name, as the text states it, from ``data/results/<profile>/`` under ``root``."""
     from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, load_runs, study_rows
+    from paper_repro.common.paths import repo_root
     from paper_repro.config import load_profile
-    from paper_repro.paths import repo_root
 
     results = (root or repo_root()) / "data" / "results" / profile
     design = load_profile(profile)
@@ -105,7 +105,7 @@ def documents(root: Path) -> list[Path]:
 
 def update_documents(profile: str = "cpu-tiny", root: Path | None = None) -> list[Path]:
     """Rewrite the fact markers of :func:`documents`; returns the files that changed."""
-    from paper_repro.paths import repo_root
+    from paper_repro.common.paths import repo_root
 
     root = root or repo_root()
     facts = study_facts(profile, root)

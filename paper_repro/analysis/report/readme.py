@@ -27,7 +27,7 @@ import pandas as pd
 from paper_repro.analysis.claims.race import pilot_claim
 from paper_repro.analysis.claims.recipes import RHO_SUFFICES
 from paper_repro.analysis.report.simulated import _choice_sentences, _claim_powers, _design_sentences, _fmt
-from paper_repro.paths import repo_root
+from paper_repro.common.paths import repo_root
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"

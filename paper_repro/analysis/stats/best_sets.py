@@ -19,8 +19,8 @@ import pandas as pd
 from paper_repro.analysis.stats.mixed import RecipeSD, recipe_reml
 from paper_repro.analysis.stats.optima import ALPHA, Cells, best_set, fit_optimum
 from paper_repro.analysis.stats.verdict import NAN
+from paper_repro.common.results import METRICS
 from paper_repro.config import Margins
-from paper_repro.results import METRICS
 
 DEFAULT = Margins()
 

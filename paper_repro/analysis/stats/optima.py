@@ -363,7 +363,7 @@ def optimum_table(
     """Per setting and target: the cells that could be best, rho* with its status and interval (with
     the quadratic as a description), and the argmax cell with its value, the base policy's and the
     gain. ``same_runs_as`` names the setting whose runs a setting reuses."""
-    from paper_repro.results import METRICS
+    from paper_repro.common.results import METRICS
 
     out = []
     for (stage, setting), f in frontier.groupby(["stage", "setting"], sort=False):

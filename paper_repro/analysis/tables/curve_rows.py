@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from paper_repro.analysis.stats.saturating import DECIMALS
-from paper_repro.results import METRICS, POLICY_SIZES
+from paper_repro.common.results import METRICS, POLICY_SIZES
 
 FULL = 1.0  # the full budget's point
 NUMBERS = (

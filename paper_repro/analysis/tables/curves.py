@@ -2,7 +2,7 @@
 policy size at each budget, and whether small budgets predict the full one.
 
 A row of ``curves.csv`` is one run at one point of the budget ladder (a multiple of the profile's full
-budget C; :data:`paper_repro.results.CURVE_COLUMNS`). Only ``ok`` rows are measurements; an
+budget C; :data:`paper_repro.common.results.CURVE_COLUMNS`). Only ``ok`` rows are measurements; an
 ``infeasible`` point (a budget that cannot buy one round) is named, never imputed. Every rule below is
 fixed in code before any table is read.
 

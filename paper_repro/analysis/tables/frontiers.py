@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from paper_repro.results import METRICS
+from paper_repro.common.results import METRICS
 
 if TYPE_CHECKING:
     from paper_repro.config import Profile
@@ -87,7 +87,7 @@ def numeric(frame: pd.DataFrame) -> pd.DataFrame:
 def load_runs(path, profile, any_seed: bool = False) -> pd.DataFrame:
     """The ``ok`` rows of ``profile``'s design in a runs table (:func:`of_design`; ``any_seed``: on
     any seed), numbers parsed (the table is checked first)."""
-    from paper_repro.results import RUN_COLUMNS, ResultTable
+    from paper_repro.common.results import RUN_COLUMNS, ResultTable
 
     frame = ResultTable(path, RUN_COLUMNS).frame()
     return numeric(of_design(frame[frame["status"] == "ok"], profile, where=str(path), any_seed=any_seed))
@@ -98,9 +98,9 @@ HISTORY = "an earlier generation's (older than the design's first run)"
 
 def design_problems(runs: pd.DataFrame, profile, any_seed: bool = False, history: bool = True) -> pd.Series:
     """Per row of ``runs``, why it is not a run of ``profile``'s design (None: it is one;
-    :meth:`paper_repro.study_design.Design.problem`, ``any_seed`` as there); with ``history``, a row older
+    :meth:`paper_repro.run.study_design.Design.problem`, ``any_seed`` as there); with ``history``, a row older
     than the design's first run that is not of it: :data:`HISTORY`."""
-    from paper_repro.study_design import Design
+    from paper_repro.run.study_design import Design
 
     design = Design(profile)
     problems = pd.Series([design.problem(s, any_seed) for s in runs["spec"]], index=runs.index, dtype=object)
@@ -116,7 +116,7 @@ def design_problems(runs: pd.DataFrame, profile, any_seed: bool = False, history
 def of_design(
     runs: pd.DataFrame, profile, where: str = "the runs table", any_seed: bool = False
 ) -> pd.DataFrame:
-    """The rows of ``runs`` that are runs of ``profile``'s design (:class:`paper_repro.study_design.Design`:
+    """The rows of ``runs`` that are runs of ``profile``'s design (:class:`paper_repro.run.study_design.Design`:
     its weights, training recipe, data and evaluation, at its budgets, on its seeds; ``any_seed``:
     on any seed).
 
@@ -151,12 +151,12 @@ STRAYS_NAMED = 5  # rows a warning names, of those left out
 
 
 def load_curves(path, runs: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a ``curves.csv`` (:data:`paper_repro.results.CURVE_COLUMNS`) whose run is one of
+    """The rows of a ``curves.csv`` (:data:`paper_repro.common.results.CURVE_COLUMNS`) whose run is one of
     ``runs`` (the design's ok runs, :func:`load_runs`), numbers parsed; empty when there is none.
     A point of a run killed before its row (no run row yet) is left out."""
     from pathlib import Path
 
-    from paper_repro.results import CURVE_COLUMNS, ResultTable
+    from paper_repro.common.results import CURVE_COLUMNS, ResultTable
 
     if not Path(path).exists():
         return pd.DataFrame(columns=list(CURVE_COLUMNS))
@@ -169,7 +169,7 @@ def load_curves(path, runs: pd.DataFrame) -> pd.DataFrame:
 def at_full_budget(runs: pd.DataFrame, curves: pd.DataFrame, budget_flops: float) -> pd.DataFrame:
     """``runs`` with every full-budget run that went on past C (a stage whose grid runs past C: stage A's, to 2C) in its
     state at C: its point at C on the ladder (:data:`AT_POINT` from ``curves``; the point is a run of
-    budget C row for row, :mod:`paper_repro.ladder`), at budget C. A run past C without its point at C
+    budget C row for row, :mod:`paper_repro.run.ladder`), at budget C. A run past C without its point at C
     is left out. Where a run of budget C and the C point of a longer run are the same experiment
     (the same policy, reward, recipe and seed), the one recorded later stays."""
     past = (runs["budget_kind"] == "full") & (runs["budget_flops"] > budget_flops * (1 + 1e-9))

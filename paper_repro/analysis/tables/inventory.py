@@ -2,7 +2,7 @@
 
 The analysis reads the runs of one design, named by ``design``:
 
-- ``study``: the profile's (:class:`paper_repro.study_design.Design`: its settings' recipe, its budgets, its
+- ``study``: the profile's (:class:`paper_repro.run.study_design.Design`: its settings' recipe, its budgets, its
   grid, fresh and pilot seeds), the committed study's;
 - ``folder``: the design a folder's runs make up: the profile's settings, recipe and budgets, on the
   cells and seeds the folder holds (an exploration's: ``-y 'seeds: [42]' -y 'cells: [r40]'``);
@@ -34,7 +34,7 @@ from paper_repro.analysis.tables.frontiers import (
     of_design,
     study_rows,
 )
-from paper_repro.paths import repo_relative
+from paper_repro.common.paths import repo_relative
 
 if TYPE_CHECKING:
     from paper_repro.config import Profile
@@ -74,7 +74,7 @@ def read_folder(path: str | Path, profile: Profile, design: str = "auto", commit
     """The runs table at ``path`` read for the analysis of ``profile`` (``design``: one of
     :data:`DESIGNS`; ``committed``: the folder is the profile's committed one, whose design is the
     study's whatever ``auto`` would find). The table is checked first (it parses, with the schema)."""
-    from paper_repro.results import RUN_COLUMNS, ResultTable
+    from paper_repro.common.results import RUN_COLUMNS, ResultTable
 
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {', '.join(DESIGNS)}, got {design!r}")
@@ -109,9 +109,7 @@ def _found(folder: Folder, profile: Profile, frame: pd.DataFrame) -> list[str]:
     status = frame["status"].value_counts()
     counts = ", ".join(f"{n} {s}" for s, n in status.items()) or "none"
     if folder.design == "study":
-        words = (
-            f"the {profile.name} study's (its settings, budgets and seeds; paper_repro.study_design.Design)"
-        )
+        words = f"the {profile.name} study's (its settings, budgets and seeds; paper_repro.run.study_design.Design)"
     else:
         words = (
             f"the folder's own (the {profile.name} settings, recipe and budgets on the cells and seeds "

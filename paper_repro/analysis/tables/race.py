@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.stats.optima import Cells, best_set
-from paper_repro.results import METRICS
+from paper_repro.common.results import METRICS
 
 ALPHA = 0.05  # the pilots' interval, the best sets and the agreement test
 BOOTSTRAP = 2_000  # resamples for RACE's intervals (the pooled correlation's, RACE+'s regrets)

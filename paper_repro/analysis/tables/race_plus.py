@@ -456,7 +456,7 @@ def _count(n, noun: str) -> str:
 
 
 def plus_sentence(race) -> str:
-    """One sentence on RACE+ in one setting (a :class:`paper_repro.study.RacePilots`): its pick and
+    """One sentence on RACE+ in one setting (a :class:`paper_repro.drivers.study.RacePilots`): its pick and
     prediction at the full budget beside RACE's pick's, and the cells left out for want of a fit (the
     fresh seeds' scores are in the notebook's own table)."""
     from paper_repro.analysis.wording import fraction_words

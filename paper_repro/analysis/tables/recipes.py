@@ -4,7 +4,7 @@ The paper's advice is to report rho beside total FLOPs, which presumes that rho 
 allocation: two recipes (P, G, K, mu) that spend the budget in the same proportions should train
 alike. The grid cannot test that, since each of its cells is one recipe. So the profile's
 ``grid.recipes`` runs some targets twice in one setting: the planner's cell and a **second recipe**
-of the same target rho (:meth:`paper_repro.allocation.Planner.second_cell`, labelled with a ``b``:
+of the same target rho (:meth:`paper_repro.run.allocation.Planner.second_cell`, labelled with a ``b``:
 another group size G, and another kept share K/G or another mu). Each such pair is compared on the
 same seeds' grid runs, paired by seed (a seed is a block: its data order and sampling are shared
 by both recipes, so ``d_k = y_second,k - y_first,k`` removes it).
@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from paper_repro.allocation import SECOND_SUFFIX
 from paper_repro.analysis.stats.verdict import NAN
+from paper_repro.run.allocation import SECOND_SUFFIX
 
 ALPHA = 0.05
 PAIR_COLUMNS = [

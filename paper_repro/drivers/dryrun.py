@@ -1,0 +1,268 @@
+"""``paper-repro run --dry-run``: validate every run of a study without weights, and estimate its
+GPU-hours.
+
+For every spec the notebooks would run (stage A, stages B and D, the RACE pilots and TRL's default
+cells; a run shared by two stages counted once, where it first appears) it checks what can be
+checked without weights or data: the profile loads, every cell is realisable at its budget, the
+model shapes are known (checkpoint or shipped config), the batch layout fits the resources of its
+policy size. It then prices each run: its budget split by the cell's predicted rho, generation at
+the backend's MFU, updates and reward-model forwards at the training MFU, plus the evaluation (greedy
+answers of the held-out and downstream sets, and the judge on them) at the generation MFU. The MFUs
+and the GPU's peak are the profile's ``estimate`` section: assumptions, printed with the result.
+
+The hub is probed once: unreachable (or ``HF_HUB_OFFLINE=1``), it says so once and checks configs
+only; reachable, it also checks that every model and dataset id exists at its revision (nothing is
+downloaded). Either way it lists the hub ids the runs would load without a revision, which a run
+refuses (pin before you run), and those pinned to a branch or tag rather than a commit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from paper_repro import models
+from paper_repro.accounting import flops
+from paper_repro.config import STAGES, Profile
+from paper_repro.run.launch import batch_layout
+from paper_repro.run.preflight import hub_refs
+from paper_repro.run.spec import RunSpec
+
+STAGE_ORDER: tuple[str, ...] = (*STAGES, "race")  # the study steps that run cells
+
+
+@dataclass
+class StageEstimate:
+    stage: str
+    runs: int = 0
+    new_runs: int = 0  # not already counted in an earlier stage
+    train_flops: float = 0.0
+    gpu_hours_train: float = 0.0
+    gpu_hours_eval: float = 0.0
+    wall_hours: float = 0.0  # if the runs go one after another, each on its resources
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.gpu_hours_train + self.gpu_hours_eval
+
+
+def study_specs(
+    profile: Profile,
+    stages: Sequence[str] = STAGE_ORDER,
+    seeds: int | None = None,
+    quick: bool = False,
+    unnamed: dict[str, int] | None = None,
+) -> dict[str, list[RunSpec]]:
+    """The specs each stage's notebooks run, in order: {stage: [RunSpec, ...]}, read from the sweep's
+    own jobs (:func:`paper_repro.drivers.sweep.study_jobs`), so the dry run checks exactly what would run.
+    ``unnamed``, when given, receives per RACE setting the runs its notebook will make that no spec
+    names yet (its picks, before its pilots have named them)."""
+    from paper_repro.drivers import sweep
+
+    unknown = sorted(set(stages) - set(STAGE_ORDER))
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown} for a dry run; stages: {', '.join(STAGE_ORDER)}")
+    out: dict[str, list[RunSpec]] = {stage: [] for stage in stages}
+    for job in sweep.study_jobs(profile, list(stages), seeds, quick):
+        out[job.stage] += job.specs
+        if unnamed is not None and job.unknown_runs:
+            unnamed[job.parameters["setting"]] = job.unknown_runs
+    return out
+
+
+def run_gpu_hours(profile: Profile, spec: RunSpec) -> tuple[float, float]:
+    """(training, evaluation) GPU-hours of one run at the profile's assumed MFUs."""
+    est = profile.estimate
+    peak = est.peak_tflops * 1e12
+    share = spec.budget_flops / spec.first_round_flops if spec.first_round_flops else 0.0
+    cost = _round_cost(profile, spec)
+    search = cost.C_search * share
+    dense = (cost.C_learning + cost.C_reward) * share
+    seconds = search / (peak * est.mfu_generate(spec.train.generation)) + dense / (peak * est.mfu_train)
+    lengths = profile.expected_lengths
+    answer = flops.generation_work(lengths["prompt"], lengths["completion"])
+    eval_flops = est.eval_problems * flops.forward_flops(models.shape(spec.model), answer)
+    if spec.prm:  # the judge (and a PRM reward) reads every answer once
+        read = flops.sequence_work(lengths["prompt"] + lengths["completion"])
+        eval_flops += est.eval_problems * flops.forward_flops(models.shape(spec.prm), read)
+    eval_seconds = eval_flops / (peak * est.mfu_generate(spec.train.generation))
+    return seconds / 3600, eval_seconds / 3600
+
+
+def _round_cost(profile: Profile, spec: RunSpec):
+    from paper_repro.run.allocation import planner_for
+
+    planner = planner_for(profile, profile.setting(spec.setting))
+    return planner.explicit(spec.P, spec.G, spec.K, spec.mu, spec.budget_flops).round_cost
+
+
+def _unnamed_picks_note(profile: Profile, unnamed: dict[str, int]) -> str:
+    """The RACE notebooks' runs no spec names yet (``unnamed``: per setting whose first-budget pilots,
+    with their curves, are not all recorded): RACE's pick and RACE+'s pick, each a full-grid cell at C
+    on the fresh seeds (a pick that is the other or TRL's default cell adds no run). Not in the
+    totals; priced at most as if both picks were the setting's costliest grid cell. ``profile``: the
+    one the runs use (the quick variant for a quick run)."""
+    from paper_repro.run.spec import setting_specs
+
+    if not unnamed:
+        return ""
+    n, hours = len(profile.fresh_seeds), 0.0
+    for name, runs in unnamed.items():
+        cells = setting_specs(profile, name, [profile.fresh_seeds[0]], "full", extend=False)
+        hours += runs * max((sum(run_gpu_hours(profile, c)) for c in cells), default=0.0)
+    return (
+        f"RACE's and RACE+'s picks: up to {sum(unnamed.values())} more full-budget runs in {len(unnamed)} "
+        f"setting(s) whose first-budget pilots are not all recorded (each pick a grid cell on the {n} fresh "
+        "seeds; a pick that is the other or TRL's default adds none), named by the pilots' results: not in "
+        f"the totals above; at most {hours:.3g} GPU-hours (each at its setting's costliest grid cell)"
+    )
+
+
+def hub_status() -> str | None:
+    """None when the hub answers; otherwise why not (said once by the dry run)."""
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return "HF_HUB_OFFLINE=1 is set"
+    try:
+        from huggingface_hub import HfApi
+
+        HfApi().model_info("Qwen/Qwen2.5-1.5B-Instruct", timeout=5)
+    except Exception as err:  # no network, a proxy, DNS: any failure means we cannot check
+        return f"the hub could not be reached ({type(err).__name__})"
+    return None
+
+
+def check_hub_ids(refs: dict[str, str]) -> list[str]:
+    """Problems with hub references ({reference: "model" | "dataset"}): the id or its revision does
+    not exist on the hub. Checked without downloading."""
+    from huggingface_hub import HfApi
+
+    from paper_repro.tasks.hub import parse_ref
+
+    api, problems = HfApi(), []
+    for ref, kind in sorted(refs.items()):
+        repo, revision = parse_ref(ref)
+        info = api.model_info if kind == "model" else api.dataset_info
+        try:
+            info(repo, revision=revision, timeout=10)
+        except Exception as err:
+            problems.append(f"{kind} {ref}: {type(err).__name__}: {err}")
+    return problems
+
+
+def pins(refs: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The hub references ``refs`` by how they are pinned: ``unpinned`` (no revision: a run refuses
+    them), ``branch`` (a branch or tag: runs, and records the commit it resolved to) and ``commit``."""
+    from paper_repro.tasks.hub import is_commit, parse_ref
+
+    out: dict[str, dict[str, str]] = {"unpinned": {}, "branch": {}, "commit": {}}
+    for ref, kind in sorted(refs.items()):
+        revision = parse_ref(ref)[1]
+        group = "unpinned" if revision is None else "commit" if is_commit(revision) else "branch"
+        out[group][ref] = kind
+    return out
+
+
+def dry_run(
+    profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None, quick: bool = False
+) -> dict:
+    """Validate and price every run of ``stages``; raises ValueError on the first spec that cannot
+    run (an unrealisable cell, a layout that does not fit, an unknown model)."""
+    unnamed: dict[str, int] = {}  # RACE settings whose picks the pilots have not named yet
+    by_stage = study_specs(profile, stages, seeds, quick, unnamed)
+    if quick:
+        profile = profile.quick_variant()
+    seen: set[str] = set()
+    estimates = []
+    refs: dict[str, str] = {}
+    for stage, specs in by_stage.items():
+        est = StageEstimate(stage, runs=len(specs))
+        for spec in specs:
+            refs.update(hub_refs(spec))
+            models.shape(spec.model)
+            if spec.prm:
+                models.shape(spec.prm)
+            layout = batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
+            if layout.note:
+                note = f"{spec.setting} ({spec.policy}) {spec.budget_kind} {spec.cell}: {layout.note}"
+                if note not in est.notes:
+                    est.notes.append(note)
+            if spec.run_id in seen:
+                continue
+            seen.add(spec.run_id)
+            est.new_runs += 1
+            hours_train, hours_eval = run_gpu_hours(profile, spec)
+            est.train_flops += spec.budget_flops
+            est.gpu_hours_train += hours_train
+            est.gpu_hours_eval += hours_eval
+            est.wall_hours += (hours_train + hours_eval) / layout.processes
+        if stage == "race":  # picks not yet named by the pilots' results cannot be priced exactly
+            note = _unnamed_picks_note(profile, unnamed)
+            if note:
+                est.notes.append(note)
+        estimates.append(est)
+    hub = hub_status()
+    problems = [] if hub else check_hub_ids(refs)
+    return {"profile": profile, "stages": estimates, "hub": hub, "hub_problems": problems, "pins": pins(refs)}
+
+
+def format_report(result: dict) -> str:
+    profile: Profile = result["profile"]
+    est = profile.estimate
+    lines = [
+        f"dry run of profile {profile.name}: every spec validated without weights "
+        f"(configs, cells realisable at their budgets, model shapes, batch layouts)",
+    ]
+    if result["hub"]:
+        lines.append(f"hub: not checked: {result['hub']}; model and dataset ids were not verified")
+    elif result["hub_problems"]:
+        lines += ["hub: PROBLEMS:", *(f"  {p}" for p in result["hub_problems"])]
+    else:
+        lines.append("hub: every model and dataset id exists")
+    lines += _pin_lines(result.get("pins", {}))
+    lines.append(
+        f"GPU-hours on {est.gpu} ({est.peak_tflops:g} TFLOP/s peak) at assumed MFU: training "
+        f"{est.mfu_train:.0%}, generation {est.mfu_generate(profile.train.generation):.0%} "
+        f"({profile.train.generation}); evaluation of {est.eval_problems} greedy answers per run"
+    )
+    header = f"  {'stage':<6} {'runs':>5} {'new':>5} {'train FLOPs':>12} {'GPU-h train':>12} {'GPU-h eval':>11} {'GPU-h':>9} {'wall h':>8}"
+    lines.append(header)
+    total = StageEstimate("total")
+    for s in result["stages"]:
+        lines.append(
+            f"  {s.stage:<6} {s.runs:>5} {s.new_runs:>5} {s.train_flops:>12.3e} {s.gpu_hours_train:>12.1f} "
+            f"{s.gpu_hours_eval:>11.1f} {s.gpu_hours:>9.1f} {s.wall_hours:>8.1f}"
+        )
+        total.runs += s.runs
+        total.new_runs += s.new_runs
+        total.train_flops += s.train_flops
+        total.gpu_hours_train += s.gpu_hours_train
+        total.gpu_hours_eval += s.gpu_hours_eval
+        total.wall_hours += s.wall_hours
+    lines.append(
+        f"  {'total':<6} {total.runs:>5} {total.new_runs:>5} {total.train_flops:>12.3e} "
+        f"{total.gpu_hours_train:>12.1f} {total.gpu_hours_eval:>11.1f} {total.gpu_hours:>9.1f} {total.wall_hours:>8.1f}"
+    )
+    lines.append("  (new: runs not already counted in an earlier stage; wall h: one run after another)")
+    for s in result["stages"]:
+        for note in s.notes:
+            lines.append(f"  note, stage {s.stage}: {note}")
+    return "\n".join(lines)
+
+
+def _pin_lines(pinned: dict[str, dict[str, str]]) -> list[str]:
+    unpinned, branch = pinned.get("unpinned", {}), pinned.get("branch", {})
+    lines = []
+    if unpinned:
+        lines.append(
+            f"UNPINNED: {len(unpinned)} hub id(s) have no revision, and a run refuses them: pin before you "
+            "run ({id: owner/name, revision: <40-hex commit>} in the profile; README, gpu-paper):"
+        )
+        lines += [f"  {kind} {ref}" for ref, kind in unpinned.items()]
+    if branch:
+        lines.append("pinned to a branch or tag, not a commit (the run records the commit it resolves to):")
+        lines += [f"  {kind} {ref}" for ref, kind in branch.items()]
+    if not unpinned and not branch and pinned.get("commit"):
+        lines.append(f"revisions: all {len(pinned['commit'])} hub ids the runs load are pinned to a commit")
+    return lines

@@ -1,0 +1,1 @@
+"""Evaluation: sampling completions from a policy and scoring them; the common judge."""

@@ -1,0 +1,1 @@
+"""One run and the runs of a study: the allocation planner, a run's spec and its checks, the trainer's assembly, budgeted GRPO runs, their evaluation and ladder, running many specs, and the pre-run cost model of designs."""
