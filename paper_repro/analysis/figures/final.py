@@ -17,11 +17,11 @@ import pandas as pd
 
 from paper_repro.analysis.claims.paper import PAPER_RHO  # the paper's reported optima (reference lines)
 from paper_repro.analysis.claims.regimes import FAMILY as REGIMES  # the regime contrasts' ids begin so
+from paper_repro.analysis.figures.registry import register_figure
 from paper_repro.analysis.figures.style import (
     PILOT_MARKERS,
     RHO_LABEL,
     VERDICT_COLOURS,
-    Written,
     colors,
     convention_styles,
     error_bars,
@@ -33,8 +33,12 @@ from paper_repro.analysis.figures.style import (
     skip,
 )
 from paper_repro.analysis.figures.style import legend_line as _line
+from paper_repro.analysis.stats.verdict import VERDICTS
 from paper_repro.analysis.tables.frontiers import TARGETS
+from paper_repro.analysis.wording import finite, fraction_words, num
 from paper_repro.results import TARGET_LABELS
+
+TARGET = "native_reward"  # the target the readings speak of
 
 
 def _save(fig, out_dir: str | Path, name: str):
@@ -50,6 +54,107 @@ def _paper_label() -> str:
     return "the paper's rho*: " + ", ".join(f"{v:g} {k}" for k, v in PAPER_RHO.items())
 
 
+def _contrast_reading(tables) -> str:
+    """How many of the regime claims (both levels) held, were not held and stayed open."""
+    claims = tables["claims"]
+    rows = claims[claims["id"].astype(str).str.startswith(REGIMES)]
+    if rows.empty:
+        return ""
+    counts = rows["verdict"].value_counts()
+    said = ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if v in counts)
+    return (
+        f"The paper's optima asked as contrasts, each with its 90% interval against 0 and the margin: {said} "
+        f"of {len(rows)}."
+    )
+
+
+@register_figure(
+    "regime_contrasts",
+    "the decisions: each regime claim's contrast with its 90% interval, coloured by its verdict",
+    reads={"claims": "claims"},
+    reading=_contrast_reading,
+)
+def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float, skipped: dict | None = None):
+    """The decisions: each regime claim (``claims.csv``'s ``regime.*`` rows, both levels) as its
+    contrast (the update-heavy window's cells minus the search-heavy window's, native reward, signed
+    so that the paper's direction is positive) with its 90% interval, coloured by its verdict; 0 and
+    the margin (``margins.regime``: "not held" when the interval lies below it) as reference lines.
+    No regime claim in ``claims``: no figure (:func:`~paper_repro.analysis.figures.style.skip`; returns
+    None)."""
+    rows = claims[claims["id"].astype(str).str.startswith(REGIMES)].iloc[::-1]
+    if rows.empty:
+        return skip(out_dir, "regime_contrasts", "no regime claim in the claims table", skipped)
+    plt, _sns = setup()
+    fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(rows) + 1.6), layout="constrained")
+    for k, (_, r) in enumerate(rows.iterrows()):
+        color = VERDICT_COLOURS.get(r["verdict"], "black")
+        if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"]):
+            ax.plot([r["ci_low"], r["ci_high"]], [k, k], color=color, lw=2.5, solid_capstyle="butt")
+        ax.plot([r["our_value"]], [k], marker="o", color=color, ls="none")
+    ax.axvline(0.0, color="black", lw=0.8)
+    ax.axvline(margin, color="grey", lw=0.8, ls="--")
+    labels = [
+        f"{str(r['claim']).split(':')[0]} [{str(r['id']).rsplit('.', 1)[-1]}]" for _, r in rows.iterrows()
+    ]
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.set_xlabel("update-heavy window minus search-heavy window, native reward (paper's direction positive)")
+    marks = [
+        _line(f"{v}: 90% interval", color=c, lw=2.5)
+        for v, c in VERDICT_COLOURS.items()
+        if v in set(rows["verdict"])
+    ]
+    marks += [
+        _line("0: no advantage", color="black", lw=0.8),
+        _line(f"margin {margin:g}: not held when the interval lies below it", ls="--", lw=0.8),
+    ]
+    fig.legend(handles=marks, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
+    fig.suptitle(
+        "The paper's optima as contrasts: [any] any recipe at each rho, [these] the cells as run", fontsize=9
+    )
+    return _save(fig, out_dir, "regime_contrasts")
+
+
+STAGES = {"A": ("A",), "BD": ("B", "D")}  # a figure per group of stages: the policy sizes, the reward systems
+
+
+def _optimum_phrase(row: pd.Series) -> str:
+    if row["status"] in ("interior", "boundary") and finite(row["rho_star"]):
+        interval = ""
+        if finite(row["ci95_low"]) and finite(row["ci95_high"]):
+            interval = f", 95% interval {num(row['ci95_low'], 2)} to {num(row['ci95_high'], 2)}"
+        return f"{row['setting']} rho* {num(row['rho_star'], 2)} ({row['status']}{interval}; could be best: {row['best_cells']})"
+    return f"{row['setting']} not identified ({row['reason']})"
+
+
+def _targets_reading(tables, stage: str, x: str) -> str:
+    """The native reward's unimodal optimum per distinct setting of ``stage`` (``x="rho"``), or how
+    much larger the update's time share is than its FLOP share (``x="rho_time"``)."""
+    optima, names = tables["optima"], STAGES[stage]
+    native = optima[(optima["target"] == TARGET) & (optima["same_runs_as"].fillna("") == "")]
+    rows = native[native["stage"].isin(names)]
+    if rows.empty:
+        return ""
+    if x == "rho":
+        return f"Native reward's unimodal optimum per setting: {'; '.join(_optimum_phrase(r) for _, r in rows.iterrows())}."
+    f = tables["frontiers"][tables["frontiers"]["stage"].isin(names)]
+    ratio = (f["rho_time"] / f["rho"]).median() if len(f) else float("nan")
+    return (
+        f"The same frontiers against rho counted in wall time: per cell, the time share of the update "
+        f"is {num(ratio, 2)} times its FLOP share (median over cells)."
+    )
+
+
+@register_figure(
+    "targets_vs_rho",
+    "per stage, each target against realised rho (and against time-based rho), a line per setting",
+    reads={"frontier": "frontiers", "optima": "optima"},
+    reading=_targets_reading,
+    variants={
+        f"targets_vs_rho{'_time' if x == 'rho_time' else ''}_stage_{stage}": {"stage": stage, "x": x}
+        for stage in STAGES
+        for x in ("rho", "rho_time")
+    },
+)
 def target_vs_rho_by_setting(
     frontier: pd.DataFrame,
     stage: str,
@@ -57,16 +162,24 @@ def target_vs_rho_by_setting(
     x: str = "rho",
     optima: pd.DataFrame | None = None,
     order: list[str] | None = None,
+    skipped: dict | None = None,
 ):
     """Each target (a panel; two in a row) against realised rho (``x="rho"``) or time-based rho
     (``x="rho_time"``), one line per setting (in ``order``: the profile's, sizes smallest first):
     mean over seeds with 95% CI bars (a proportion's clipped to [0, 1]), the base policy dotted, the
     paper's rho* as grey dashed lines (``x="rho"``). With ``optima`` (and ``x="rho"``), a strip under
     each panel holds per setting the rho span of its cells that could be best at 95% (a bar) and its
-    unimodal rho* where identified (a diamond: filled inside the grid, open at its edge)."""
-    plt, _sns = setup()
+    unimodal rho* where identified (a diamond: filled inside the grid, open at its edge). No row of
+    ``stage`` in ``frontier``: no figure (:func:`~paper_repro.analysis.figures.style.skip`; returns
+    None)."""
     stages = list(stage) if len(stage) > 1 else [stage]
     data = frontier[frontier["stage"].isin(stages)]
+    label = "".join(stages)
+    suffix = "_time" if x == "rho_time" else ""
+    if data.empty:
+        reason = f"no stage {' or '.join(stage)} row in the frontier"
+        return skip(out_dir, f"targets_vs_rho{suffix}_stage_{label}", reason, skipped)
+    plt, _sns = setup()
     names = [s for s in (order or []) if s in set(data["setting"])] or list(data["setting"].unique())
     palette, shapes = colors(names), size_markers(names)
     strip = optima is not None and x == "rho"
@@ -134,10 +247,8 @@ def target_vs_rho_by_setting(
             _line("unimodal rho* at the grid's edge (boundary)", marker="D", ms=4.5, ls="none", mfc="white"),
         ]
     fig.legend(handles=marks, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
-    label = "".join(stages)
     which = "time-based rho (wall seconds)" if x == "rho_time" else "realised rho in FLOPs"
     fig.suptitle(f"Stage {label}: each target against {which}, at equal FLOPs", fontsize=10)
-    suffix = "_time" if x == "rho_time" else ""
     return _save(fig, out_dir, f"targets_vs_rho{suffix}_stage_{label}")
 
 
@@ -166,6 +277,20 @@ def _best_strip(
     ax.tick_params(axis="y", length=0, pad=1)
 
 
+def _disagreement_reading(tables) -> str:
+    table = tables["disagreement"]
+    return (
+        f"The four targets' best cells differ in {int(table['targets_disagree'].sum())} of {len(table)} "
+        "settings (the claims table tests whether that is more than seed noise)."
+    )
+
+
+@register_figure(
+    "argmax_cell_by_target",
+    "per setting and target, the best-mean cell and its realised rho",
+    reads={"disagreement": "disagreement"},
+    reading=_disagreement_reading,
+)
 def argmax_cell_by_target(disagreement: pd.DataFrame, out_dir):
     """A settings x targets grid: the cell with the best mean for each target (its label) and that
     cell's realised rho (the colour): where the targets disagree."""
@@ -215,14 +340,42 @@ def _shared_once(race: pd.DataFrame) -> pd.DataFrame:
 MARKERS = PILOT_MARKERS  # one per pilot budget (the style's)
 
 
+def _race_reading(tables) -> str:
+    """Per pilot budget, in how many distinct settings the pilots moved and named the full grid's regime."""
+    race, parts = tables["race"], []
+    for fraction, rows in race[race["same_runs_as"].fillna("") == ""].groupby("pilot_fraction", sort=False):
+        moved = rows[rows["pilot_moved"].astype(bool)]
+        head = (
+            f"at {fraction_words(fraction)} of the budget the pilots moved off the base policy in "
+            f"{len(moved)} of {len(rows)} distinct settings"
+        )
+        if "same_best_regime" in rows:  # the paper's definition: the best cell's side, every setting
+            same = rows["same_best_regime"] == True  # noqa: E712 (NaN in an older table)
+            parts.append(
+                f"{head}; their best cell lies on the full grid's best cell's side of the regime "
+                f"threshold (the paper's same regime) in {int(same.sum())} of {len(rows)} "
+                f"({int(same[moved.index].sum())} of the {len(moved)} that moved)"
+            )
+        else:  # an older race.csv: the regime named by the best sets, where the pilots moved
+            parts.append(
+                f"{head}, and name the full grid's regime in "
+                f"{int((moved['same_regime'] == True).sum())} of those"  # noqa: E712 (NaN where uninformative)
+            )
+    return "RACE: " + "; ".join(parts) + "."
+
+
+@register_figure(
+    "race_pilot_vs_full_rho_star",
+    "per setting and pilot budget, the realised rho of the pilots' best cell against the full grid's",
+    reads={"race": "race"},
+    reading=_race_reading,
+)
 def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
     """Per setting (colour) and pilot budget (marker), the realised rho of the pilot grid's best-mean
     cell (RACE's pick) against the full grid's; hollow where the pilots did not move off the base
     policy (uninformative). Settings that are one experiment asked for twice are drawn once
     (:func:`_shared_once`). The dotted lines: the regime threshold in realised rho."""
     plt, _sns = setup()
-    from paper_repro.analysis.wording import fraction_words
-
     data = _shared_once(race)
     labels = list(dict.fromkeys(data["label"]))
     by_setting = colors(data["setting"])  # a label is named by its setting ("M = sparse": M's colour)
@@ -295,6 +448,22 @@ IDENTIFIED = ("interior", "boundary")
 NOTHING_IDENTIFIED = "no group's rho* is identified under any FLOP convention: nothing to draw"
 
 
+def _convention_reading(tables) -> str:
+    conventions = tables["conventions"]
+    useful = conventions[conventions["convention"] == "useful"].set_index("group")["status"]
+    identified = int(useful.isin(IDENTIFIED).sum())
+    return (
+        f"Under the useful convention rho* is identified for {identified} of {len(useful)} groups; the "
+        "other conventions move each estimate by the shift shown."
+    )
+
+
+@register_figure(
+    "rho_star_by_convention",
+    "rho* of the native reward per group under each FLOP convention, with its 95% interval",
+    reads={"conventions": "conventions"},
+    reading=_convention_reading,
+)
 def rho_star_by_convention(conventions: pd.DataFrame, out_dir, skipped: dict | None = None):
     """rho* of the native reward per setting (and pooled class) under each FLOP convention (a grey, a
     marker and a line style each, :func:`~paper_repro.analysis.figures.style.convention_styles`), with
@@ -363,6 +532,20 @@ def rho_star_by_convention(conventions: pd.DataFrame, out_dir, skipped: dict | N
     return _save(fig, out_dir, name)
 
 
+def _hacking_reading(tables) -> str:
+    summary = tables["reward_hacking_summary"]
+    parts = [
+        f"{r['reward_system']} {int(r['gaming_runs'])} of {int(r['classed'])}" for _, r in summary.iterrows()
+    ]
+    return "Runs that game their reward, per reward system: " + ", ".join(parts) + "." if parts else ""
+
+
+@register_figure(
+    "reward_change_vs_outcomes",
+    "per run, the change in its training reward against the changes in gsm pass@1 and the judge's score",
+    reads={"hacking": "reward_hacking"},
+    reading=_hacking_reading,
+)
 def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
     """Reward hacking: per run, the change from base in the reward it was trained on (x) against the
     change in gsm pass@1 and in the judge's score (panels), coloured by reward system; runs that
@@ -399,90 +582,3 @@ def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
         fontsize=9,
     )
     return _save(fig, out_dir, "reward_change_vs_outcomes")
-
-
-def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float):
-    """The decisions: each regime claim (``claims.csv``'s ``regime.*`` rows, both levels) as its
-    contrast (the update-heavy window's cells minus the search-heavy window's, native reward, signed
-    so that the paper's direction is positive) with its 90% interval, coloured by its verdict; 0 and
-    the margin (``margins.regime``: "not held" when the interval lies below it) as reference lines."""
-    plt, _sns = setup()
-    rows = claims[claims["id"].astype(str).str.startswith(REGIMES)].iloc[::-1]
-    fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(rows) + 1.6), layout="constrained")
-    for k, (_, r) in enumerate(rows.iterrows()):
-        color = VERDICT_COLOURS.get(r["verdict"], "black")
-        if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"]):
-            ax.plot([r["ci_low"], r["ci_high"]], [k, k], color=color, lw=2.5, solid_capstyle="butt")
-        ax.plot([r["our_value"]], [k], marker="o", color=color, ls="none")
-    ax.axvline(0.0, color="black", lw=0.8)
-    ax.axvline(margin, color="grey", lw=0.8, ls="--")
-    labels = [
-        f"{str(r['claim']).split(':')[0]} [{str(r['id']).rsplit('.', 1)[-1]}]" for _, r in rows.iterrows()
-    ]
-    ax.set_yticks(range(len(rows)), labels, fontsize=7)
-    ax.set_xlabel("update-heavy window minus search-heavy window, native reward (paper's direction positive)")
-    marks = [
-        _line(f"{v}: 90% interval", color=c, lw=2.5)
-        for v, c in VERDICT_COLOURS.items()
-        if v in set(rows["verdict"])
-    ]
-    marks += [
-        _line("0: no advantage", color="black", lw=0.8),
-        _line(f"margin {margin:g}: not held when the interval lies below it", ls="--", lw=0.8),
-    ]
-    fig.legend(handles=marks, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
-    fig.suptitle(
-        "The paper's optima as contrasts: [any] any recipe at each rho, [these] the cells as run", fontsize=9
-    )
-    return _save(fig, out_dir, "regime_contrasts")
-
-
-def all_figures(
-    frontier,
-    optima,
-    disagreement,
-    race,
-    conventions,
-    hacking,
-    profile,
-    out_dir,
-    claims: pd.DataFrame | None = None,
-) -> list[str]:
-    """Every figure of the analysis; returns their names (a :class:`~paper_repro.analysis.figures.style.Written`:
-    ``skipped`` names each figure with nothing to draw and why; no file of its name is left in
-    ``out_dir``, and a line is logged)."""
-    order = [s.name for s in profile.all_settings()]
-    written = Written()
-    if claims is not None and claims["id"].astype(str).str.startswith(REGIMES).any():
-        regime_contrasts(claims, out_dir, profile.margins.regime)
-        written.append("regime_contrasts")
-    else:
-        skip(out_dir, "regime_contrasts", "no regime claim in the claims table", written.skipped)
-    for st in ("A", "BD"):
-        present = frontier["stage"].isin(list(st)).any()
-        for x in ("rho", "rho_time"):
-            name = f"targets_vs_rho{'_time' if x == 'rho_time' else ''}_stage_{st}"
-            if present:
-                target_vs_rho_by_setting(frontier, st, out_dir, x=x, optima=optima, order=order)
-                written.append(name)
-            else:
-                skip(out_dir, name, f"no stage {' or '.join(st)} row in the frontier", written.skipped)
-    one_table = (
-        (argmax_cell_by_target, disagreement, "disagreement"),
-        (race_pilot_vs_full_rho_star, race, "race"),
-        (rho_star_by_convention, conventions, "conventions"),
-        (reward_change_vs_outcomes, hacking, "reward_hacking"),
-    )
-    for draw, table, table_name in one_table:  # each figure is saved under its function's name
-        if not len(table):
-            skip(out_dir, draw.__name__, f"the {table_name} table is empty", written.skipped)
-        elif draw is rho_star_by_convention:
-            if draw(table, out_dir, written.skipped) is not None:
-                written.append(draw.__name__)
-        else:
-            draw(table, out_dir)
-            written.append(draw.__name__)
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    return written
