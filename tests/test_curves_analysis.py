@@ -223,8 +223,12 @@ CURVE_FIGURES = ("curves", "rho_star_vs_budget", "compute_optimal_envelope")
 
 def curve_tables(result: cv.CurveAnalysis, curves: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """What the curve figures draw, by table name."""
-    return {"curves": curves, "curve_fits": result.fits, "rho_star_by_budget": result.rho_star,
-            "size_star_by_budget": result.size_star}  # fmt: skip
+    return {
+        "curves": curves,
+        "curve_fits": result.fits,
+        "rho_star_by_budget": result.rho_star,
+        "size_star_by_budget": result.size_star,
+    }
 
 
 def test_empty_curves_give_empty_tables_and_no_figures(tmp_path):
@@ -260,8 +264,11 @@ def test_figures_are_written(tmp_path):
                       curve_rows(moving_peak, seeds=3)])  # fmt: skip
     result = cv.curve_analysis(rows, recipe_sd=0.0, targets=["native_reward"], bootstrap=30)
     written = draw_figures(curve_tables(result, rows), tmp_path, Context(), only=CURVE_FIGURES)
-    assert sorted(written) == ["compute_optimal_envelope_native_reward", "curves_native_reward",
-                               "rho_star_vs_budget_native_reward"]  # fmt: skip
+    assert sorted(written) == [
+        "compute_optimal_envelope_native_reward",
+        "curves_native_reward",
+        "rho_star_vs_budget_native_reward",
+    ]
     assert all((tmp_path / f"{name}.png").stat().st_size > 0 for name in written)
 
 

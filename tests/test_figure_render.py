@@ -46,10 +46,19 @@ CONTEXT = Context([s.name for s in PROFILE.all_settings()], PROFILE.margins.regi
 
 def tables_of(frontier, optima, disagreement, race, conventions, hacking, claims, analysis, curves) -> dict:
     """The tables the figures draw, by name, as :func:`paper_repro.analysis.pipeline.analyse` gives them."""
-    return {"frontiers": frontier, "optima": optima, "disagreement": disagreement, "race": race,
-            "conventions": conventions, "reward_hacking": hacking, "claims": claims, "curves": curves,
-            "curve_fits": analysis.fits, "rho_star_by_budget": analysis.rho_star,
-            "size_star_by_budget": analysis.size_star}  # fmt: skip
+    return {
+        "frontiers": frontier,
+        "optima": optima,
+        "disagreement": disagreement,
+        "race": race,
+        "conventions": conventions,
+        "reward_hacking": hacking,
+        "claims": claims,
+        "curves": curves,
+        "curve_fits": analysis.fits,
+        "rho_star_by_budget": analysis.rho_star,
+        "size_star_by_budget": analysis.size_star,
+    }
 
 
 # ---------------------------------------------------------------------------------------- the checks
@@ -225,12 +234,7 @@ def render_synthetic(out: Path) -> tuple[dict[str, Figure], list, cv.CurveAnalys
 
 
 def render_committed(out: Path) -> tuple[dict[str, Figure], list]:
-    table = lambda name: pd.read_csv(COMMITTED / f"{name}.csv")  # noqa: E731 (read only)
-    curves = table("curves")
-    analysis = cv.CurveAnalysis(table("curve_fits"), table("rho_star_by_budget"), table("size_star_by_budget"),
-                                pd.DataFrame(), pd.DataFrame())  # fmt: skip
-    tables = tables_of(table("frontiers"), table("optima"), table("disagreement"), table("race"),
-                       table("conventions"), table("reward_hacking"), table("claims"), analysis, curves)  # fmt: skip
+    tables = {name: pd.read_csv(COMMITTED / f"{name}.csv") for name in TABLES}  # read only
     with saved_figures() as saved:
         written = draw_figures(
             tables, out, Context(CONTEXT.order, CONTEXT.margin, {"sparse": "M"}, CONTEXT.sizes)
