@@ -38,7 +38,7 @@ def test_every_committed_figure_has_its_reading():
     names = {*TABLES.names(), "curves"} & {p.stem for p in COMMITTED.glob("*.csv")}
     readings = figure_readings({name: pd.read_csv(COMMITTED / f"{name}.csv") for name in names})
     drawn = {p.stem for p in (ROOT / "figures" / "cpu-tiny").glob("*.png")}
-    assert set(readings) == drawn
+    assert drawn and drawn <= set(readings)
     assert all(line.endswith(".") and len(line) > 40 for line in readings.values())
     assert "held" in readings["regime_contrasts"] and "RACE:" in readings["race_pilot_vs_full_rho_star"]
 

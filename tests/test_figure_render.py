@@ -31,14 +31,9 @@ from tests.worlds import STAGE_A, curve_rows, frontier_runs, growing, moving_pea
 
 PROFILE = load_profile("cpu-tiny")
 COMMITTED = Path(__file__).resolve().parents[1] / "data" / "results" / "cpu-tiny"
-ANALYSIS = ["regime_contrasts", "targets_vs_rho_stage_A", "targets_vs_rho_time_stage_A", "targets_vs_rho_stage_BD",
-            "targets_vs_rho_time_stage_BD", "argmax_cell_by_target", "race_pilot_vs_full_rho_star",
-            "rho_star_by_convention", "reward_change_vs_outcomes"]  # fmt: skip
-CURVES = [
-    "curves_native_reward",
-    "rho_star_vs_budget_native_reward",
-    "compute_optimal_envelope_native_reward",
-]
+# every file the registry declares, in drawing order; the compute curves' (on a budget axis) among them
+FILES = [name for f in figures() for name in f.files()]
+CURVES = [name for f in figures() if f.draw.__module__ == fc.__name__ for name in f.files()]
 CONVENTIONS = ("useful", "executed", "6N", "wall time")
 TABLES = list(dict.fromkeys(name for f in figures() for name in f.reads.values()))  # what the figures draw
 CONTEXT = Context([s.name for s in PROFILE.all_settings()], PROFILE.margins.regime, sizes=["S", "M", "L"])
@@ -264,7 +259,7 @@ def synthetic(tmp_path_factory):
 # ---------------------------------------------------------------------------------------- every figure reads
 
 
-@pytest.mark.parametrize("name", ANALYSIS + CURVES)
+@pytest.mark.parametrize("name", FILES)
 def test_every_figure_reads(synthetic, name):
     _, saved, *_ = synthetic
     assert name in saved, f"{name} was not drawn"
@@ -273,10 +268,8 @@ def test_every_figure_reads(synthetic, name):
 
 def test_what_is_written_is_what_is_said(synthetic):
     out, _, written, _ = synthetic
-    assert list(written) == ANALYSIS + CURVES and written.skipped == {}
-    assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"{n}.{e}" for n in ANALYSIS + CURVES for e in ("png", "pdf")
-    )
+    assert list(written) == FILES and written.skipped == {}
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{n}.{e}" for n in FILES for e in ("png", "pdf"))
 
 
 @pytest.mark.slow
@@ -323,11 +316,11 @@ def test_the_convention_figure_draws_the_groups_with_a_rho_star_and_names_the_ot
 
 
 def test_empty_tables_write_no_figure_and_say_why(tmp_path):
-    stale(tmp_path, *ANALYSIS, *CURVES)
+    stale(tmp_path, *FILES)
     empty = pd.DataFrame(columns=["stage", "setting", "id"])
     written = draw_figures(dict.fromkeys(TABLES, empty), tmp_path, CONTEXT)
     assert list(written) == []
-    assert set(written.skipped) == set(ANALYSIS + CURVES) and all(written.skipped.values())
+    assert set(written.skipped) == set(FILES) and all(written.skipped.values())
     assert not list(tmp_path.iterdir())
 
 
