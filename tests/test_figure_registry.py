@@ -86,7 +86,7 @@ def test_a_family_skips_the_files_it_has_nothing_for(tmp_path):
 
 
 def test_an_unknown_figure_or_table_is_named():
-    with pytest.raises(KeyError, match="no figure 'nope'; registered: .*regime_contrasts"):
+    with pytest.raises(KeyError, match=r"no figure 'nope'; registered: .*regime_contrasts"):
         draw_figures({}, "unused", Context(), only=["nope"])
     with pytest.raises(KeyError, match="reads the table 'claims', which is not given"):
         draw_figures({}, "unused", Context(), only=["regime_contrasts"])

@@ -1,5 +1,6 @@
-"""The figures, by where they are read: the final analysis' (:mod:`~paper_repro.analysis.figures.final`
-and the compute curves' :mod:`~paper_repro.analysis.figures.curves`, written to ``figures/<profile>/``,
+"""The figures, by where they are read: the final analysis' (the decisions and frontiers'
+:mod:`~paper_repro.analysis.figures.final`, the checks' :mod:`~paper_repro.analysis.figures.checks` and
+the compute curves' :mod:`~paper_repro.analysis.figures.curves`, written to ``figures/<profile>/``,
 each one function declared with :func:`~paper_repro.analysis.figures.registry.register_figure`: its
 tables and its one-line reading; :mod:`~paper_repro.analysis.figures.registry` draws, reads and lists
 them), the stage notebooks' figures and sentences
@@ -18,16 +19,16 @@ from paper_repro.lazy import lazy_surface
 _OWNERS = {
     **dict.fromkeys(
         (
-            "MARKERS",
             "RHO_TIME_LABEL",
             "argmax_cell_by_target",
-            "race_pilot_vs_full_rho_star",
             "regime_contrasts",
-            "reward_change_vs_outcomes",
-            "rho_star_by_convention",
             "target_vs_rho_by_setting",
         ),
         ".final",
+    ),
+    **dict.fromkeys(
+        ("MARKERS", "race_pilot_vs_full_rho_star", "reward_change_vs_outcomes", "rho_star_by_convention"),
+        ".checks",
     ),
     **dict.fromkeys(
         ("Context", "FIGURES", "draw_figures", "figure_listing", "figure_readings", "register_figure"),

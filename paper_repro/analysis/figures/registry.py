@@ -33,7 +33,11 @@ if TYPE_CHECKING:  # the listing is read without drawing anything: no pandas for
     from paper_repro.analysis.figures.style import Written
 
 # The modules that declare figures, in drawing order (a new figure module is added here)
-MODULES = ("paper_repro.analysis.figures.final", "paper_repro.analysis.figures.curves")
+MODULES = (
+    "paper_repro.analysis.figures.final",
+    "paper_repro.analysis.figures.checks",
+    "paper_repro.analysis.figures.curves",
+)
 
 
 @dataclass(frozen=True)
