@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from paper_repro.analysis.claims import curves as cc
-from paper_repro.analysis.figures import curves as fc
+from paper_repro.analysis.figures.registry import Context, draw_figures
 from paper_repro.analysis.tables import curve_rows as cr
 from paper_repro.analysis.tables import curves as cv
 from paper_repro.common.results import CURVE_COLUMNS
@@ -218,13 +218,26 @@ def test_extrapolation_recovers_a_known_curve():
 # ---------------------------------------------------------------------------------------- the entry point
 
 
+CURVE_FIGURES = ("curves", "rho_star_vs_budget", "compute_optimal_envelope")
+
+
+def curve_tables(result: cv.CurveAnalysis, curves: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """What the curve figures draw, by table name."""
+    return {
+        "curves": curves,
+        "curve_fits": result.fits,
+        "rho_star_by_budget": result.rho_star,
+        "size_star_by_budget": result.size_star,
+    }
+
+
 def test_empty_curves_give_empty_tables_and_no_figures(tmp_path):
     for empty in (pd.DataFrame(columns=list(CURVE_COLUMNS)), pd.DataFrame()):
         result = cv.curve_analysis(empty)
         for table in (result.fits, result.rho_star, result.size_star, result.extrapolation,
                       result.extrapolation_summary):  # fmt: skip
             assert table.empty
-        assert fc.curve_figures(result, empty, tmp_path) == []
+        assert draw_figures(curve_tables(result, empty), tmp_path, Context(), only=CURVE_FIGURES) == []
         assert set(curve_claims(empty)["verdict"]) == {"inconclusive"}
 
 
@@ -250,11 +263,13 @@ def test_figures_are_written(tmp_path):
     rows = pd.concat([curve_rows(growing, settings=STAGE_A, points=LADDER_A, seeds=3),
                       curve_rows(moving_peak, seeds=3)])  # fmt: skip
     result = cv.curve_analysis(rows, recipe_sd=0.0, targets=["native_reward"], bootstrap=30)
-    written = fc.curve_figures(result, rows, tmp_path)
-    names = sorted(p.name for p in written)
-    assert names == ["compute_optimal_envelope_native_reward.png", "curves_native_reward.png",
-                     "rho_star_vs_budget_native_reward.png"]  # fmt: skip
-    assert all(p.exists() and p.stat().st_size > 0 for p in written)
+    written = draw_figures(curve_tables(result, rows), tmp_path, Context(), only=CURVE_FIGURES)
+    assert sorted(written) == [
+        "compute_optimal_envelope_native_reward",
+        "curves_native_reward",
+        "rho_star_vs_budget_native_reward",
+    ]
+    assert all((tmp_path / f"{name}.png").stat().st_size > 0 for name in written)
 
 
 def test_grid_curves_label_the_grid_runs_and_give_their_base():

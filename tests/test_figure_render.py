@@ -19,8 +19,9 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from paper_repro.analysis.figures import all_figures, rho_star_by_convention, style
 from paper_repro.analysis.figures import curves as fc
+from paper_repro.analysis.figures import rho_star_by_convention, style
+from paper_repro.analysis.figures.registry import Context, draw_figures, figures
 from paper_repro.analysis.stats.optima import optimum_table
 from paper_repro.analysis.tables import curves as cv
 from paper_repro.analysis.tables.frontiers import frontier_table
@@ -30,15 +31,30 @@ from tests.worlds import STAGE_A, curve_rows, frontier_runs, growing, moving_pea
 
 PROFILE = load_profile("cpu-tiny")
 COMMITTED = Path(__file__).resolve().parents[1] / "data" / "results" / "cpu-tiny"
-ANALYSIS = ["regime_contrasts", "targets_vs_rho_stage_A", "targets_vs_rho_time_stage_A", "targets_vs_rho_stage_BD",
-            "targets_vs_rho_time_stage_BD", "argmax_cell_by_target", "race_pilot_vs_full_rho_star",
-            "rho_star_by_convention", "reward_change_vs_outcomes"]  # fmt: skip
-CURVES = [
-    "curves_native_reward",
-    "rho_star_vs_budget_native_reward",
-    "compute_optimal_envelope_native_reward",
-]
+# every file the registry declares, in drawing order; the compute curves' (on a budget axis) among them
+FILES = [name for f in figures() for name in f.files()]
+CURVES = [name for f in figures() if f.draw.__module__ == fc.__name__ for name in f.files()]
 CONVENTIONS = ("useful", "executed", "6N", "wall time")
+TABLES = list(dict.fromkeys(name for f in figures() for name in f.reads.values()))  # what the figures draw
+CONTEXT = Context([s.name for s in PROFILE.all_settings()], PROFILE.margins.regime, sizes=["S", "M", "L"])
+
+
+def tables_of(frontier, optima, disagreement, race, conventions, hacking, claims, analysis, curves) -> dict:
+    """The tables the figures draw, by name, as :func:`paper_repro.analysis.pipeline.analyse` gives them."""
+    return {
+        "frontiers": frontier,
+        "optima": optima,
+        "disagreement": disagreement,
+        "race": race,
+        "conventions": conventions,
+        "reward_hacking": hacking,
+        "claims": claims,
+        "curves": curves,
+        "curve_fits": analysis.fits,
+        "rho_star_by_budget": analysis.rho_star,
+        "size_star_by_budget": analysis.size_star,
+    }
+
 
 # ---------------------------------------------------------------------------------------- the checks
 
@@ -197,31 +213,28 @@ def synthetic_curves() -> pd.DataFrame:
                      ignore_index=True)  # fmt: skip
 
 
-def render_synthetic(out: Path) -> tuple[dict[str, Figure], list, list, cv.CurveAnalysis]:
+def render_synthetic(out: Path) -> tuple[dict[str, Figure], list, cv.CurveAnalysis]:
     rows = frontier_runs()
     frontier = frontier_table(rows)
     optima = optimum_table(rows, frontier, {"sparse": "M"})
     disagreement, _ = disagreement_table(frontier)
     curves = synthetic_curves()
     analysis = cv.curve_analysis(curves, recipe_sd=0.0, targets=["native_reward"], bootstrap=10)
+    tables = tables_of(
+        frontier, optima, disagreement, race(), conventions(), hacking(), claims(), analysis, curves
+    )
     with saved_figures() as saved:
-        written = all_figures(
-            frontier, optima, disagreement, race(), conventions(), hacking(), PROFILE, out, claims()
+        written = draw_figures(tables, out, CONTEXT)
+    return saved, written, analysis
+
+
+def render_committed(out: Path) -> tuple[dict[str, Figure], list]:
+    tables = {name: pd.read_csv(COMMITTED / f"{name}.csv") for name in TABLES}  # read only
+    with saved_figures() as saved:
+        written = draw_figures(
+            tables, out, Context(CONTEXT.order, CONTEXT.margin, {"sparse": "M"}, CONTEXT.sizes)
         )
-        paths = fc.curve_figures(analysis, curves, out, sizes=["S", "M", "L"])
-    return saved, written, paths, analysis
-
-
-def render_committed(out: Path) -> tuple[dict[str, Figure], list, list]:
-    table = lambda name: pd.read_csv(COMMITTED / f"{name}.csv")  # noqa: E731 (read only)
-    curves = table("curves")
-    analysis = cv.CurveAnalysis(table("curve_fits"), table("rho_star_by_budget"), table("size_star_by_budget"),
-                                pd.DataFrame(), pd.DataFrame())  # fmt: skip
-    with saved_figures() as saved:
-        written = all_figures(table("frontiers"), table("optima"), table("disagreement"), table("race"),
-                              table("conventions"), table("reward_hacking"), PROFILE, out, table("claims"))  # fmt: skip
-        paths = fc.curve_figures(analysis, curves, out, shared={"sparse": "M"}, sizes=["S", "M", "L"])
-    return saved, written, paths
+    return saved, written
 
 
 @pytest.fixture(autouse=True)
@@ -246,7 +259,7 @@ def synthetic(tmp_path_factory):
 # ---------------------------------------------------------------------------------------- every figure reads
 
 
-@pytest.mark.parametrize("name", ANALYSIS + CURVES)
+@pytest.mark.parametrize("name", FILES)
 def test_every_figure_reads(synthetic, name):
     _, saved, *_ = synthetic
     assert name in saved, f"{name} was not drawn"
@@ -254,22 +267,19 @@ def test_every_figure_reads(synthetic, name):
 
 
 def test_what_is_written_is_what_is_said(synthetic):
-    out, _, written, paths, _ = synthetic
-    assert list(written) == ANALYSIS and written.skipped == {}
-    assert [p.stem for p in paths] == CURVES and paths.skipped == {}
-    assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"{n}.{e}" for n in ANALYSIS + CURVES for e in ("png", "pdf")
-    )
+    out, _, written, _ = synthetic
+    assert list(written) == FILES and written.skipped == {}
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{n}.{e}" for n in FILES for e in ("png", "pdf"))
 
 
 @pytest.mark.slow
 def test_every_committed_figure_reads(tmp_path):
     """The figures of the committed cpu-tiny tables (read only; written to ``tmp_path``)."""
-    saved, written, paths = render_committed(tmp_path)
-    assert {*written, *(p.stem for p in paths)} == set(saved)
+    saved, written = render_committed(tmp_path)
+    assert set(written) == set(saved)
     for name in sorted(saved):
         assert problems(saved[name]) == [], name
-    for name in [*written.skipped, *paths.skipped]:
+    for name in written.skipped:
         assert not list(tmp_path.glob(f"{name}.*"))
 
 
@@ -288,7 +298,7 @@ def test_a_figure_with_nothing_to_draw_is_not_written_and_its_stale_file_goes(tm
     nothing = conventions(identified=(), partly=(), none=("S", "M"))  # every rho* "not identified"
     empty = pd.DataFrame(columns=["stage", "setting", "id"])
     with caplog.at_level(logging.WARNING, logger="paper_repro.analysis.figures"):
-        written = all_figures(empty, empty, empty, empty, nothing, empty, PROFILE, tmp_path, empty)
+        written = draw_figures(dict.fromkeys(TABLES, empty) | {"conventions": nothing}, tmp_path, CONTEXT)
     assert not list(tmp_path.iterdir())  # not written, and the old build's file is gone
     assert "rho_star_by_convention" not in written
     assert "no group's rho* is identified" in written.skipped["rho_star_by_convention"]
@@ -306,13 +316,11 @@ def test_the_convention_figure_draws_the_groups_with_a_rho_star_and_names_the_ot
 
 
 def test_empty_tables_write_no_figure_and_say_why(tmp_path):
-    stale(tmp_path, *ANALYSIS, *CURVES)
+    stale(tmp_path, *FILES)
     empty = pd.DataFrame(columns=["stage", "setting", "id"])
-    written = all_figures(empty, empty, empty, empty, empty, empty, PROFILE, tmp_path, empty)
-    paths = fc.curve_figures(cv.curve_analysis(pd.DataFrame()), pd.DataFrame(), tmp_path)
-    assert list(written) == [] and list(paths) == []
-    assert set(written.skipped) == set(ANALYSIS) and set(paths.skipped) == set(CURVES)
-    assert all(written.skipped.values()) and all(paths.skipped.values())
+    written = draw_figures(dict.fromkeys(TABLES, empty), tmp_path, CONTEXT)
+    assert list(written) == []
+    assert set(written.skipped) == set(FILES) and all(written.skipped.values())
     assert not list(tmp_path.iterdir())
 
 

@@ -5,17 +5,16 @@ The tables it writes, one declaration each (:mod:`paper_repro.analysis.tables.re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 
-from paper_repro.analysis import figures
 from paper_repro.analysis.claims.paper import PAPER_RHO
 from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.claims.table import claims_table
-from paper_repro.analysis.figures.curves import curve_figures
+from paper_repro.analysis.figures.registry import Context, draw_figures, figure_listing
 from paper_repro.analysis.stats.best_sets import setting_best
 from paper_repro.analysis.stats.fit_forms import aicc_by_form
 from paper_repro.analysis.stats.mixed import recipe_table
@@ -89,6 +88,7 @@ class Analysis:
     figures_dir: Path | None = None  # where ``figures`` were written
     curves: CurveAnalysis | None = None  # the compute curves: fits, rho*(C), size*(C), extrapolation
     folder: Folder | None = None  # what the results folder held, what was read and left out (lines())
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # what was written, by name, and curves
 
 
 def _checked_runs(path: Path, profile: Profile) -> pd.DataFrame:
@@ -143,23 +143,14 @@ def analyse(
     if folder.not_computable:  # no claim to simulate either: its tests need cells over seeds
         power_replicates = 0
     made = _build(root, profile, folder, thresholds, power_replicates, steps)
-    for table in TABLES:
-        write_table(root / f"{table.name}.csv", table.of(made))
+    tables = {table.name: table.of(made) for table in TABLES}
+    for name, table in tables.items():
+        write_table(root / f"{name}.csv", table)
+    tables["curves"] = made.study.curves  # the runs' compute curves, which the curve figures draw
     steps("the figures")
-    written = figures.all_figures(
-        made.frontier,
-        made.optima,
-        made.disagreement,
-        made.race,
-        made.convention,
-        made.hacked,
-        profile,
-        fig_dir,
-        made.claims,
-    )
-    curve = made.curve
-    curve.figures = curve_figures(curve, made.study.curves, fig_dir, shared=made.shared, sizes=made.sizes)
-    written += [p.stem for p in curve.figures]
+    order = [s.name for s in profile.all_settings()]
+    context = Context(order, profile.margins.regime, made.shared, made.sizes)
+    written = draw_figures(tables, fig_dir, context)
     steps.close()
     return Analysis(
         made.frontier,
@@ -177,8 +168,9 @@ def analyse(
         written,
         made.design,
         fig_dir,
-        curve,
+        made.curve,
         folder,
+        tables,
     )
 
 
@@ -500,4 +492,8 @@ def _fit_table(distinct: pd.DataFrame, optima: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-__doc__ += table_listing()  # the listing is the registry's, never typed twice
+__doc__ += table_listing()  # the listings are the registries', never typed twice
+__doc__ += (
+    "\n\nThe figures it draws, one declaration each (:mod:`paper_repro.analysis.figures.registry`):\n\n"
+)
+__doc__ += figure_listing()

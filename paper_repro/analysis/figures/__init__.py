@@ -1,5 +1,9 @@
-"""The figures, by where they are read: the final analysis' (:mod:`~paper_repro.analysis.figures.final`,
-written to ``figures/<profile>/``), the stage notebooks' figures and sentences
+"""The figures, by where they are read: the final analysis' (the decisions and frontiers'
+:mod:`~paper_repro.analysis.figures.final`, the checks' :mod:`~paper_repro.analysis.figures.checks` and
+the compute curves' :mod:`~paper_repro.analysis.figures.curves`, written to ``figures/<profile>/``,
+each one function declared with :func:`~paper_repro.analysis.figures.registry.register_figure`: its
+tables and its one-line reading; :mod:`~paper_repro.analysis.figures.registry` draws, reads and lists
+them), the stage notebooks' figures and sentences
 (:mod:`~paper_repro.analysis.figures.notebook`), and what every figure shares: the theme, every colour
 and marker (one per reward system, policy size, cell, FLOP convention), the panel grid, the interval
 bars, the budget axis, the fixed file metadata and what a figure with nothing to draw does
@@ -15,17 +19,20 @@ from paper_repro.common.lazy import lazy_surface
 _OWNERS = {
     **dict.fromkeys(
         (
-            "MARKERS",
             "RHO_TIME_LABEL",
-            "all_figures",
             "argmax_cell_by_target",
-            "race_pilot_vs_full_rho_star",
             "regime_contrasts",
-            "reward_change_vs_outcomes",
-            "rho_star_by_convention",
             "target_vs_rho_by_setting",
         ),
         ".final",
+    ),
+    **dict.fromkeys(
+        ("MARKERS", "race_pilot_vs_full_rho_star", "reward_change_vs_outcomes", "rho_star_by_convention"),
+        ".checks",
+    ),
+    **dict.fromkeys(
+        ("Context", "FIGURES", "draw_figures", "figure_listing", "figure_readings", "register_figure"),
+        ".registry",
     ),
     **dict.fromkeys(
         (

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from paper_repro.analysis.figures.registry import register_figure
 from paper_repro.analysis.figures.style import (
-    Written,
     budget_axis,
     budget_points,
     cell_styles,
@@ -30,8 +30,28 @@ from paper_repro.analysis.figures.style import legend_line as _line
 from paper_repro.analysis.stats.saturating import ok, saturating
 from paper_repro.analysis.stats.verdict import NAN
 from paper_repro.analysis.tables.curve_rows import prepared, size_order
-from paper_repro.analysis.tables.curves import CurveAnalysis, pairs
+from paper_repro.analysis.tables.curves import pairs
+from paper_repro.analysis.wording import finite, num, point_words
 from paper_repro.common.results import TARGET_WORDS
+
+TARGETS = ("native_reward",)  # the targets whose curve figures the analysis draws, in this order
+
+
+def _per_target(stem: str) -> dict[str, dict[str, str]]:
+    """A curve figure's files: ``<stem>_<target>`` for each of :data:`TARGETS`."""
+    return {f"{stem}_{t}": {"target": t} for t in TARGETS}
+
+
+def _of(table: pd.DataFrame, target: str) -> pd.DataFrame:
+    return table[table["target"] == target] if len(table) else table
+
+
+def _drawn_once(table: pd.DataFrame, shared) -> pd.DataFrame:
+    """``table`` without the settings that are another's runs (``shared``: stage B's sparse), drawn as
+    that one."""
+    shared = list(shared or {})
+    return table[~table["setting"].isin(shared)] if len(table) and "setting" in table else table
+
 
 DODGE = 0.012  # log10 step between the cells' points at one budget, so their intervals do not hide each other
 
@@ -69,15 +89,47 @@ def _label_edges(axes, cols: int, xlabel: str, ylabel: str) -> None:
         ax.set_ylabel(ylabel if i % cols == 0 else "")
 
 
+def _curves_reading(tables, target: str) -> str:
+    """For how many cells the asymptote is identified, and how well C is predicted from C/2."""
+    fits = _of(tables["curve_fits"], target)
+    if not len(fits):
+        return ""
+    identified = int((fits["status"] == "identified").sum())
+    summary = _of(tables["extrapolation_summary"], target)
+    tail = ""
+    if len(summary) and finite(summary["median_abs_error"].iloc[0]):
+        tail = (
+            f"; fitted on the points up to C/2, C is predicted with a median absolute error of "
+            f"{num(summary['median_abs_error'].iloc[0], 2)}"
+        )
+    return (
+        f"Native reward against the budget per cell, with ScaleRL-style saturating fits: the asymptote is "
+        f"identified for {identified} of {len(fits)} cells{tail}."
+    )
+
+
+@register_figure(
+    "curves",
+    "each cell's compute curve with its saturating fit, a panel per setting",
+    reads={"curves": "curves", "fits": "curve_fits"},
+    reading=_curves_reading,
+    variants=_per_target("curves"),
+)
 def curves_figure(
-    curves: pd.DataFrame, fits: pd.DataFrame, target: str, out_dir, skipped: dict | None = None
+    curves: pd.DataFrame,
+    fits: pd.DataFrame,
+    target: str,
+    out_dir,
+    skipped: dict | None = None,
+    shared=None,
 ) -> Path | None:
     """``target`` against the budget per cell, one panel per setting: seed means with 95% intervals
     (points, a little apart sideways so that the intervals do not hide each other) and the saturating
     fits (lines: solid where the asymptote is identified, dashed where not). A cell has its colour (its
-    target rho) and a marker of its own (:func:`~paper_repro.analysis.figures.style.cell_styles`)."""
+    target rho) and a marker of its own (:func:`~paper_repro.analysis.figures.style.cell_styles`). A
+    setting that is another's runs (``shared``) is drawn once, as that one."""
     name = f"curves_{target}"
-    data = ok(prepared(curves)).dropna(subset=[target])
+    data = ok(prepared(_drawn_once(curves, shared))).dropna(subset=[target])
     if data.empty:
         return skip(out_dir, name, f"no curve measures {target}", skipped)
     plt, _sns = setup()
@@ -143,12 +195,35 @@ def curves_figure(
     return save_figure(fig, out_dir, name)
 
 
-def rho_star_figure(rho_star: pd.DataFrame, target: str, out_dir, skipped: dict | None = None) -> Path | None:
+def _rho_star_reading(tables, target: str) -> str:
+    """Per setting, the cells that could be best at the ladder's ends."""
+    best, parts = _of(tables["rho_star_by_budget"], target), []
+    for setting, rows in best.groupby("setting", sort=False):
+        # the ends the claim reads: the points where every cell of the setting is measured
+        whole = rows[rows["infeasible_cells"].fillna("").astype(str) == ""]
+        rows = (whole if len(whole) else rows).sort_values("point")
+        ends = [rows.iloc[0], rows.iloc[-1]] if len(rows) > 1 else [rows.iloc[0]]
+        parts.append(
+            f"{setting} {' -> '.join(f'{{{r.best_cells}}} at {point_words(r.point)}' for r in ends)}"
+        )
+    return "The cells that could be best, at the ladder's ends: " + "; ".join(parts) + "." if parts else ""
+
+
+@register_figure(
+    "rho_star_vs_budget",
+    "rho*(C): per setting, the cells that could be best at each budget",
+    reads={"rho_star": "rho_star_by_budget"},
+    reading=_rho_star_reading,
+    variants=_per_target("rho_star_vs_budget"),
+)
+def rho_star_figure(
+    rho_star: pd.DataFrame, target: str, out_dir, skipped: dict | None = None, shared=None
+) -> Path | None:
     """rho*(C) per setting: at each budget point every measured cell at its measured rho (open grey),
     the cells that could be best at 95% (filled, in the setting's colour) and the best-mean cell (a
-    star)."""
+    star). A setting that is another's runs (``shared``) is drawn once, as that one."""
     name = f"rho_star_vs_budget_{target}"
-    data = rho_star[rho_star["target"] == target] if len(rho_star) else rho_star
+    data = _of(_drawn_once(rho_star, shared), target)
     if data.empty:
         return skip(out_dir, name, f"no rho*(C) row for {target}", skipped)
     plt, _ = setup()
@@ -229,6 +304,23 @@ def _size_strip(ax, verdicts: pd.DataFrame, order: list[str], flops: pd.Series, 
     ax.tick_params(axis="y", length=0, pad=2)
 
 
+def _envelope_reading(tables, target: str) -> str:
+    sizes = _of(tables["size_star_by_budget"], target)
+    parts = [f"{point_words(r.point)}: {r.best_sizes}" for r in sizes.sort_values("point").itertuples()]
+    return (
+        "The policy sizes that could be best at equal FLOPs, by budget: " + "; ".join(parts) + "."
+        if parts
+        else ""
+    )
+
+
+@register_figure(
+    "compute_optimal_envelope",
+    "stage A's compute-optimal envelope over policy sizes, and the size that leads at each budget",
+    reads={"curves": "curves", "size_star": "size_star_by_budget"},
+    reading=_envelope_reading,
+    variants=_per_target("compute_optimal_envelope"),
+)
 def envelope_figure(
     curves: pd.DataFrame,
     size_star: pd.DataFrame,
@@ -299,41 +391,3 @@ def envelope_figure(
         fontsize=9,
     )
     return save_figure(fig, out_dir, name)
-
-
-FIGURES = ("curves", "rho_star_vs_budget", "compute_optimal_envelope")  # each target's, in this order
-
-
-def curve_figures(
-    analysis: CurveAnalysis,
-    curves: pd.DataFrame,
-    out_dir,
-    *,
-    shared=None,
-    sizes: Sequence[str] | None = None,
-    targets: Sequence[str] = ("native_reward",),
-) -> list[Path]:
-    """The three figures of each of ``targets`` from a curve analysis of ``curves``; a setting that is
-    another's runs (``shared``: stage B's sparse) is drawn once, as that setting. Returns the paths
-    written (a :class:`~paper_repro.analysis.figures.style.Written`: ``skipped`` names each figure
-    with nothing to draw and why; no file of its name is left in ``out_dir``)."""
-    curves = prepared(curves)
-    written = Written()
-    if curves.empty:
-        for t in targets:
-            for figure in FIGURES:
-                skip(out_dir, f"{figure}_{t}", "no compute curve", written.skipped)
-        return written
-    shared = list(shared or {})
-    distinct = curves[~curves["setting"].isin(shared)] if "setting" in curves else curves
-    rho_star = analysis.rho_star
-    drawn = rho_star[~rho_star["setting"].isin(shared)] if len(rho_star) else rho_star
-    for t in targets:
-        for path in (
-            curves_figure(distinct, analysis.fits, t, out_dir, written.skipped),
-            rho_star_figure(drawn, t, out_dir, written.skipped),
-            envelope_figure(curves, analysis.size_star, t, out_dir, sizes, written.skipped),
-        ):
-            if path is not None:
-                written.append(path)
-    return written

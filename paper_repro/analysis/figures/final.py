@@ -1,4 +1,6 @@
-"""The final analysis' figures, one function per figure, named by what it shows. Each takes analysis tables (never raw
+"""The final analysis' figures of the decisions and the frontiers, one function per figure, named by what it
+shows, each declared with its tables and its one-line reading (:mod:`paper_repro.analysis.figures.registry`;
+the checks' figures are :mod:`paper_repro.analysis.figures.checks`'). Each takes analysis tables (never raw
 runs), draws with seaborn, writes PNG and PDF to ``out_dir`` and returns the figure. A figure of
 several panels puts at most :data:`PANELS_PER_ROW` in a row, and every line and marker it draws is
 named in its legend; marks that are not data (the cells that could be best, rho*: descriptions) sit
@@ -10,46 +12,138 @@ among it) is in :mod:`paper_repro.analysis.figures.style`."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.claims.paper import PAPER_RHO  # the paper's reported optima (reference lines)
 from paper_repro.analysis.claims.regimes import FAMILY as REGIMES  # the regime contrasts' ids begin so
+from paper_repro.analysis.figures.registry import register_figure
 from paper_repro.analysis.figures.style import (
-    PILOT_MARKERS,
     RHO_LABEL,
     VERDICT_COLOURS,
-    Written,
     colors,
-    convention_styles,
     error_bars,
     panel_grid,
+    paper_label,
     rho_colormap,
-    save_figure,
+    save_open,
     setup,
     size_markers,
     skip,
 )
 from paper_repro.analysis.figures.style import legend_line as _line
+from paper_repro.analysis.stats.verdict import VERDICTS
 from paper_repro.analysis.tables.frontiers import TARGETS
+from paper_repro.analysis.wording import finite, num
 from paper_repro.common.results import TARGET_LABELS
 
-
-def _save(fig, out_dir: str | Path, name: str):
-    """``fig`` written (:func:`~paper_repro.analysis.figures.style.save_figure`) and returned open."""
-    save_figure(fig, out_dir, name, close=False)
-    return fig
+TARGET = "native_reward"  # the target the readings speak of
 
 
 RHO_TIME_LABEL = "time-based rho (wall seconds)"
 
 
-def _paper_label() -> str:
-    return "the paper's rho*: " + ", ".join(f"{v:g} {k}" for k, v in PAPER_RHO.items())
+def _contrast_reading(tables) -> str:
+    """How many of the regime claims (both levels) held, were not held and stayed open."""
+    claims = tables["claims"]
+    rows = claims[claims["id"].astype(str).str.startswith(REGIMES)]
+    if rows.empty:
+        return ""
+    counts = rows["verdict"].value_counts()
+    said = ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if v in counts)
+    return (
+        f"The paper's optima asked as contrasts, each with its 90% interval against 0 and the margin: {said} "
+        f"of {len(rows)}."
+    )
 
 
+@register_figure(
+    "regime_contrasts",
+    "the decisions: each regime claim's contrast with its 90% interval, coloured by its verdict",
+    reads={"claims": "claims"},
+    reading=_contrast_reading,
+)
+def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float, skipped: dict | None = None):
+    """The decisions: each regime claim (``claims.csv``'s ``regime.*`` rows, both levels) as its
+    contrast (the update-heavy window's cells minus the search-heavy window's, native reward, signed
+    so that the paper's direction is positive) with its 90% interval, coloured by its verdict; 0 and
+    the margin (``margins.regime``: "not held" when the interval lies below it) as reference lines.
+    No regime claim in ``claims``: no figure (:func:`~paper_repro.analysis.figures.style.skip`; returns
+    None)."""
+    rows = claims[claims["id"].astype(str).str.startswith(REGIMES)].iloc[::-1]
+    if rows.empty:
+        return skip(out_dir, "regime_contrasts", "no regime claim in the claims table", skipped)
+    plt, _sns = setup()
+    fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(rows) + 1.6), layout="constrained")
+    for k, (_, r) in enumerate(rows.iterrows()):
+        color = VERDICT_COLOURS.get(r["verdict"], "black")
+        if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"]):
+            ax.plot([r["ci_low"], r["ci_high"]], [k, k], color=color, lw=2.5, solid_capstyle="butt")
+        ax.plot([r["our_value"]], [k], marker="o", color=color, ls="none")
+    ax.axvline(0.0, color="black", lw=0.8)
+    ax.axvline(margin, color="grey", lw=0.8, ls="--")
+    labels = [
+        f"{str(r['claim']).split(':')[0]} [{str(r['id']).rsplit('.', 1)[-1]}]" for _, r in rows.iterrows()
+    ]
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.set_xlabel("update-heavy window minus search-heavy window, native reward (paper's direction positive)")
+    marks = [
+        _line(f"{v}: 90% interval", color=c, lw=2.5)
+        for v, c in VERDICT_COLOURS.items()
+        if v in set(rows["verdict"])
+    ]
+    marks += [
+        _line("0: no advantage", color="black", lw=0.8),
+        _line(f"margin {margin:g}: not held when the interval lies below it", ls="--", lw=0.8),
+    ]
+    fig.legend(handles=marks, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
+    fig.suptitle(
+        "The paper's optima as contrasts: [any] any recipe at each rho, [these] the cells as run", fontsize=9
+    )
+    return save_open(fig, out_dir, "regime_contrasts")
+
+
+STAGES = {"A": ("A",), "BD": ("B", "D")}  # a figure per group of stages: the policy sizes, the reward systems
+
+
+def _optimum_phrase(row: pd.Series) -> str:
+    if row["status"] in ("interior", "boundary") and finite(row["rho_star"]):
+        interval = ""
+        if finite(row["ci95_low"]) and finite(row["ci95_high"]):
+            interval = f", 95% interval {num(row['ci95_low'], 2)} to {num(row['ci95_high'], 2)}"
+        return f"{row['setting']} rho* {num(row['rho_star'], 2)} ({row['status']}{interval}; could be best: {row['best_cells']})"
+    return f"{row['setting']} not identified ({row['reason']})"
+
+
+def _targets_reading(tables, stage: str, x: str) -> str:
+    """The native reward's unimodal optimum per distinct setting of ``stage`` (``x="rho"``), or how
+    much larger the update's time share is than its FLOP share (``x="rho_time"``)."""
+    optima, names = tables["optima"], STAGES[stage]
+    native = optima[(optima["target"] == TARGET) & (optima["same_runs_as"].fillna("") == "")]
+    rows = native[native["stage"].isin(names)]
+    if rows.empty:
+        return ""
+    if x == "rho":
+        return f"Native reward's unimodal optimum per setting: {'; '.join(_optimum_phrase(r) for _, r in rows.iterrows())}."
+    f = tables["frontiers"][tables["frontiers"]["stage"].isin(names)]
+    ratio = (f["rho_time"] / f["rho"]).median() if len(f) else float("nan")
+    return (
+        f"The same frontiers against rho counted in wall time: per cell, the time share of the update "
+        f"is {num(ratio, 2)} times its FLOP share (median over cells)."
+    )
+
+
+@register_figure(
+    "targets_vs_rho",
+    "per stage, each target against realised rho (and against time-based rho), a line per setting",
+    reads={"frontier": "frontiers", "optima": "optima"},
+    reading=_targets_reading,
+    variants={
+        f"targets_vs_rho{'_time' if x == 'rho_time' else ''}_stage_{stage}": {"stage": stage, "x": x}
+        for stage in STAGES
+        for x in ("rho", "rho_time")
+    },
+)
 def target_vs_rho_by_setting(
     frontier: pd.DataFrame,
     stage: str,
@@ -57,16 +151,24 @@ def target_vs_rho_by_setting(
     x: str = "rho",
     optima: pd.DataFrame | None = None,
     order: list[str] | None = None,
+    skipped: dict | None = None,
 ):
     """Each target (a panel; two in a row) against realised rho (``x="rho"``) or time-based rho
     (``x="rho_time"``), one line per setting (in ``order``: the profile's, sizes smallest first):
     mean over seeds with 95% CI bars (a proportion's clipped to [0, 1]), the base policy dotted, the
     paper's rho* as grey dashed lines (``x="rho"``). With ``optima`` (and ``x="rho"``), a strip under
     each panel holds per setting the rho span of its cells that could be best at 95% (a bar) and its
-    unimodal rho* where identified (a diamond: filled inside the grid, open at its edge)."""
-    plt, _sns = setup()
+    unimodal rho* where identified (a diamond: filled inside the grid, open at its edge). No row of
+    ``stage`` in ``frontier``: no figure (:func:`~paper_repro.analysis.figures.style.skip`; returns
+    None)."""
     stages = list(stage) if len(stage) > 1 else [stage]
     data = frontier[frontier["stage"].isin(stages)]
+    label = "".join(stages)
+    suffix = "_time" if x == "rho_time" else ""
+    if data.empty:
+        reason = f"no stage {' or '.join(stage)} row in the frontier"
+        return skip(out_dir, f"targets_vs_rho{suffix}_stage_{label}", reason, skipped)
+    plt, _sns = setup()
     names = [s for s in (order or []) if s in set(data["setting"])] or list(data["setting"].unique())
     palette, shapes = colors(names), size_markers(names)
     strip = optima is not None and x == "rho"
@@ -116,7 +218,7 @@ def target_vs_rho_by_setting(
         _line("error bars: 95% interval over seeds", marker="|", ms=8, ls="none"),
     ]
     if x == "rho":
-        marks.append(_line(_paper_label(), ls="--", lw=0.8))
+        marks.append(_line(paper_label(), ls="--", lw=0.8))
     if strip:
         marks += [
             _line(
@@ -134,11 +236,9 @@ def target_vs_rho_by_setting(
             _line("unimodal rho* at the grid's edge (boundary)", marker="D", ms=4.5, ls="none", mfc="white"),
         ]
     fig.legend(handles=marks, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
-    label = "".join(stages)
     which = "time-based rho (wall seconds)" if x == "rho_time" else "realised rho in FLOPs"
     fig.suptitle(f"Stage {label}: each target against {which}, at equal FLOPs", fontsize=10)
-    suffix = "_time" if x == "rho_time" else ""
-    return _save(fig, out_dir, f"targets_vs_rho{suffix}_stage_{label}")
+    return save_open(fig, out_dir, f"targets_vs_rho{suffix}_stage_{label}")
 
 
 def _best_strip(
@@ -166,6 +266,20 @@ def _best_strip(
     ax.tick_params(axis="y", length=0, pad=1)
 
 
+def _disagreement_reading(tables) -> str:
+    table = tables["disagreement"]
+    return (
+        f"The four targets' best cells differ in {int(table['targets_disagree'].sum())} of {len(table)} "
+        "settings (the claims table tests whether that is more than seed noise)."
+    )
+
+
+@register_figure(
+    "argmax_cell_by_target",
+    "per setting and target, the best-mean cell and its realised rho",
+    reads={"disagreement": "disagreement"},
+    reading=_disagreement_reading,
+)
 def argmax_cell_by_target(disagreement: pd.DataFrame, out_dir):
     """A settings x targets grid: the cell with the best mean for each target (its label) and that
     cell's realised rho (the colour): where the targets disagree."""
@@ -186,303 +300,4 @@ def argmax_cell_by_target(disagreement: pd.DataFrame, out_dir):
     ax.set_xticklabels([TARGET_LABELS[t] for t in TARGETS], rotation=20, ha="right")
     ax.set_ylabel("setting")
     ax.set_title("Cell with the best mean per target (label) and its realised rho (colour)", fontsize=9)
-    return _save(fig, out_dir, "argmax_cell_by_target")
-
-
-def _shared_once(race: pd.DataFrame) -> pd.DataFrame:
-    """``race`` with a ``label`` per row, a setting that reuses another's runs (``same_runs_as``: stage
-    B's sparse is stage A's M) drawn once: where its points are the other's, its rows are dropped and
-    the other's label names both ("M = sparse")."""
-    data = race.assign(label=race["setting"].astype(str))
-    if "same_runs_as" not in data:
-        return data
-    keys = [c for c in ("pilot_fraction", "pilot_rho_star", "full_rho_star", "pilot_moved") if c in data]
-    shared = data.loc[
-        data["same_runs_as"].astype(object).fillna("").astype(str) != "", ["setting", "same_runs_as"]
-    ]
-    for setting, original in shared.drop_duplicates().itertuples(index=False):
-        mine = data[data["setting"] == setting].sort_values("pilot_fraction")
-        theirs = data[data["setting"] == original].sort_values("pilot_fraction")
-        same = len(mine) == len(theirs) and all(
-            np.allclose(mine[c].to_numpy(float), theirs[c].to_numpy(float), equal_nan=True) for c in keys
-        )
-        if same:
-            data = data.drop(index=mine.index)
-            data.loc[theirs.index, "label"] = data.loc[theirs.index, "label"] + f" = {setting}"
-    return data
-
-
-MARKERS = PILOT_MARKERS  # one per pilot budget (the style's)
-
-
-def race_pilot_vs_full_rho_star(race: pd.DataFrame, out_dir):
-    """Per setting (colour) and pilot budget (marker), the realised rho of the pilot grid's best-mean
-    cell (RACE's pick) against the full grid's; hollow where the pilots did not move off the base
-    policy (uninformative). Settings that are one experiment asked for twice are drawn once
-    (:func:`_shared_once`). The dotted lines: the regime threshold in realised rho."""
-    plt, _sns = setup()
-    from paper_repro.analysis.wording import fraction_words
-
-    data = _shared_once(race)
-    labels = list(dict.fromkeys(data["label"]))
-    by_setting = colors(data["setting"])  # a label is named by its setting ("M = sparse": M's colour)
-    tint = {label: by_setting[str(s)] for label, s in zip(data["label"], data["setting"], strict=True)}
-    fractions = list(dict.fromkeys(data["pilot_fraction"]))
-    shapes = {f: MARKERS[i % len(MARKERS)] for i, f in enumerate(fractions)}
-    moved = (
-        data["pilot_moved"].fillna(False).astype(bool)
-        if "pilot_moved" in data
-        else pd.Series(True, data.index)
-    )
-    fig, ax = plt.subplots(figsize=(4.5, 4.2))
-    ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--", zorder=0)
-    thr = float(race["rho_threshold"].iloc[0]) if len(race) and "rho_threshold" in race else None
-    if thr is not None:
-        ax.axvline(thr, color="0.3", lw=1, ls=":", zorder=1)
-        ax.axhline(thr, color="0.3", lw=1, ls=":", zorder=1)
-    for (label, fraction, has_moved), g in data.groupby(["label", "pilot_fraction", moved], sort=False):
-        color = tint[label]
-        ax.scatter(
-            g["full_rho_star"],
-            g["pilot_rho_star"],
-            s=55,
-            marker=shapes[fraction],
-            linewidths=1.4,
-            facecolors=color if has_moved else "none",
-            edgecolors=color,
-            alpha=0.9,
-            zorder=3,
-        )
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("full grid: realised rho of its best-mean cell")
-    ax.set_ylabel("pilot grid: realised rho of its best-mean cell (RACE's pick)")
-    ax.set_title("RACE: the pilots' best cell against the full grid's", fontsize=9)
-    handles = [_line(label, color=tint[label], marker="o", ls="none", ms=6) for label in labels]
-    handles += [
-        _line(f"pilots at {fraction_words(f)} of the budget", marker=shapes[f], ls="none", ms=6)
-        for f in fractions
-    ]
-    if "pilot_moved" in data:
-        handles += [
-            _line("filled: the pilots moved off the base policy", marker="o", ls="none", ms=6),
-            _line("hollow: they did not (uninformative)", marker="o", ls="none", ms=6, mfc="none"),
-        ]
-    handles.append(_line("pilot = full", ls="--", lw=1))
-    if thr is not None:
-        handles.append(
-            _line(
-                f"regime threshold rho = {thr:g}: best cells all at or above\n"
-                "are update-heavy, all below search-heavy",
-                ls=":",
-                lw=1,
-                color="0.3",
-            )
-        )
-    ax.legend(
-        handles=handles,
-        title="setting (=: the same runs)",
-        fontsize=7,
-        title_fontsize=7,
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-        borderaxespad=0,
-    )
-    return _save(fig, out_dir, "race_pilot_vs_full_rho_star")
-
-
-IDENTIFIED = ("interior", "boundary")
-NOTHING_IDENTIFIED = "no group's rho* is identified under any FLOP convention: nothing to draw"
-
-
-def rho_star_by_convention(conventions: pd.DataFrame, out_dir, skipped: dict | None = None):
-    """rho* of the native reward per setting (and pooled class) under each FLOP convention (a grey, a
-    marker and a line style each, :func:`~paper_repro.analysis.figures.style.convention_styles`), with
-    its 95% interval clipped to [0, 1]: a row per group with rho* identified under some convention
-    ("n.i." on the right for a convention it is not identified under); the groups with none are named
-    under the plot. Nothing identified anywhere: no figure (:func:`~paper_repro.analysis.figures.style.skip`;
-    returns None)."""
-    name = "rho_star_by_convention"
-    found = conventions["status"].astype(str).isin(IDENTIFIED)
-    if not found.any():
-        return skip(out_dir, name, NOTHING_IDENTIFIED, skipped)
-    plt, _sns = setup()
-    every = list(dict.fromkeys(conventions["group"].astype(str)))
-    groups = list(dict.fromkeys(conventions.loc[found, "group"].astype(str)))
-    none = [g for g in every if g not in groups]
-    kinds = list(dict.fromkeys(conventions["convention"].astype(str)))
-    styles = convention_styles(kinds)
-    fig, ax = plt.subplots(figsize=(8.5, 0.6 * len(groups) + 1.6), layout="constrained")
-    for i, group in enumerate(groups):
-        for j, kind in enumerate(kinds):
-            r = conventions[
-                (conventions["group"].astype(str) == group) & (conventions["convention"].astype(str) == kind)
-            ]
-            if r.empty:
-                continue
-            r, style = r.iloc[0], styles[kind]
-            y = i + (j - (len(kinds) - 1) / 2) * 0.17
-            if r["status"] in IDENTIFIED:
-                lo, hi = np.clip([r["ci95_low"], r["ci95_high"]], 0, 1)
-                ax.plot([lo, hi], [y, y], color=style["color"], ls=style["ls"], lw=1.3)
-                ax.plot([r["rho_star"]], [y], marker=style["marker"], color=style["color"], ms=5, ls="none")
-            else:
-                ax.text(
-                    1.01,
-                    y,
-                    f"{kind}: n.i.",
-                    color=style["color"],
-                    fontsize=6,
-                    va="center",
-                    transform=ax.get_yaxis_transform(),
-                )
-    for value in PAPER_RHO.values():
-        ax.axvline(value, color="grey", lw=0.8, ls="--", zorder=0)
-    for i in range(len(groups) - 1):  # a line between groups, none through them
-        ax.axhline(i + 0.5, color="0.85", lw=0.8, zorder=0)
-    ax.set_yticks(range(len(groups)), groups)
-    ax.grid(axis="y", visible=False)
-    ax.set_ylim(len(groups) - 0.5, -0.5)
-    ax.set_xlim(0, 1)
-    missing = f"\nnot identified under any convention, not drawn: {', '.join(none)}" if none else ""
-    ax.set_xlabel(
-        f"rho* of the native reward under each convention (95% interval; n.i.: not identified){missing}"
-    )
-    ax.set_title("Does rho* depend on how compute is counted?")
-    handles = [
-        _line(k, color=s["color"], marker=s["marker"], ls=s["ls"], ms=5, lw=1.3) for k, s in styles.items()
-    ]
-    handles.append(_line(_paper_label(), ls="--", lw=0.8))
-    fig.legend(
-        handles=handles,
-        title="convention: rho* and its 95% interval",
-        fontsize=7,
-        title_fontsize=7,
-        loc="outside right center",
-    )
-    return _save(fig, out_dir, name)
-
-
-def reward_change_vs_outcomes(hacking: pd.DataFrame, out_dir):
-    """Reward hacking: per run, the change from base in the reward it was trained on (x) against the
-    change in gsm pass@1 and in the judge's score (panels), coloured by reward system; runs that
-    game their reward (reward up, both others down) ringed in black. The lower-right quadrant of
-    both panels is where a reward is being gamed."""
-    plt, sns = setup()
-    systems = list(hacking["reward_system"].unique())
-    palette = colors(systems)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharex=True)
-    for ax, (column, label) in zip(
-        axes, (("d_gsm_pass1", "change in gsm pass@1"), ("d_judge", "change in judge score")), strict=True
-    ):
-        sns.scatterplot(
-            data=hacking,
-            x="d_reward",
-            y=column,
-            hue="reward_system",
-            palette=palette,
-            ax=ax,
-            s=22,
-            alpha=0.8,
-            legend=ax is axes[-1],
-        )
-        gaming = hacking[hacking["games"].fillna(False).astype(bool)]
-        ax.scatter(gaming["d_reward"], gaming[column], s=70, facecolors="none", edgecolors="black", lw=0.8)
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.axvline(0, color="grey", lw=0.8)
-        ax.set_xlabel("change in training (native) reward from base")
-        ax.set_ylabel(label)
-    axes[-1].legend(title="reward system", fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.suptitle(
-        f"Reward hacking: {int(hacking['games'].fillna(False).sum())} of {len(hacking)} runs game "
-        "their reward (ringed: reward up, pass@1 and judge down)",
-        fontsize=9,
-    )
-    return _save(fig, out_dir, "reward_change_vs_outcomes")
-
-
-def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float):
-    """The decisions: each regime claim (``claims.csv``'s ``regime.*`` rows, both levels) as its
-    contrast (the update-heavy window's cells minus the search-heavy window's, native reward, signed
-    so that the paper's direction is positive) with its 90% interval, coloured by its verdict; 0 and
-    the margin (``margins.regime``: "not held" when the interval lies below it) as reference lines."""
-    plt, _sns = setup()
-    rows = claims[claims["id"].astype(str).str.startswith(REGIMES)].iloc[::-1]
-    fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(rows) + 1.6), layout="constrained")
-    for k, (_, r) in enumerate(rows.iterrows()):
-        color = VERDICT_COLOURS.get(r["verdict"], "black")
-        if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"]):
-            ax.plot([r["ci_low"], r["ci_high"]], [k, k], color=color, lw=2.5, solid_capstyle="butt")
-        ax.plot([r["our_value"]], [k], marker="o", color=color, ls="none")
-    ax.axvline(0.0, color="black", lw=0.8)
-    ax.axvline(margin, color="grey", lw=0.8, ls="--")
-    labels = [
-        f"{str(r['claim']).split(':')[0]} [{str(r['id']).rsplit('.', 1)[-1]}]" for _, r in rows.iterrows()
-    ]
-    ax.set_yticks(range(len(rows)), labels, fontsize=7)
-    ax.set_xlabel("update-heavy window minus search-heavy window, native reward (paper's direction positive)")
-    marks = [
-        _line(f"{v}: 90% interval", color=c, lw=2.5)
-        for v, c in VERDICT_COLOURS.items()
-        if v in set(rows["verdict"])
-    ]
-    marks += [
-        _line("0: no advantage", color="black", lw=0.8),
-        _line(f"margin {margin:g}: not held when the interval lies below it", ls="--", lw=0.8),
-    ]
-    fig.legend(handles=marks, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
-    fig.suptitle(
-        "The paper's optima as contrasts: [any] any recipe at each rho, [these] the cells as run", fontsize=9
-    )
-    return _save(fig, out_dir, "regime_contrasts")
-
-
-def all_figures(
-    frontier,
-    optima,
-    disagreement,
-    race,
-    conventions,
-    hacking,
-    profile,
-    out_dir,
-    claims: pd.DataFrame | None = None,
-) -> list[str]:
-    """Every figure of the analysis; returns their names (a :class:`~paper_repro.analysis.figures.style.Written`:
-    ``skipped`` names each figure with nothing to draw and why; no file of its name is left in
-    ``out_dir``, and a line is logged)."""
-    order = [s.name for s in profile.all_settings()]
-    written = Written()
-    if claims is not None and claims["id"].astype(str).str.startswith(REGIMES).any():
-        regime_contrasts(claims, out_dir, profile.margins.regime)
-        written.append("regime_contrasts")
-    else:
-        skip(out_dir, "regime_contrasts", "no regime claim in the claims table", written.skipped)
-    for st in ("A", "BD"):
-        present = frontier["stage"].isin(list(st)).any()
-        for x in ("rho", "rho_time"):
-            name = f"targets_vs_rho{'_time' if x == 'rho_time' else ''}_stage_{st}"
-            if present:
-                target_vs_rho_by_setting(frontier, st, out_dir, x=x, optima=optima, order=order)
-                written.append(name)
-            else:
-                skip(out_dir, name, f"no stage {' or '.join(st)} row in the frontier", written.skipped)
-    one_table = (
-        (argmax_cell_by_target, disagreement, "disagreement"),
-        (race_pilot_vs_full_rho_star, race, "race"),
-        (rho_star_by_convention, conventions, "conventions"),
-        (reward_change_vs_outcomes, hacking, "reward_hacking"),
-    )
-    for draw, table, table_name in one_table:  # each figure is saved under its function's name
-        if not len(table):
-            skip(out_dir, draw.__name__, f"the {table_name} table is empty", written.skipped)
-        elif draw is rho_star_by_convention:
-            if draw(table, out_dir, written.skipped) is not None:
-                written.append(draw.__name__)
-        else:
-            draw(table, out_dir)
-            written.append(draw.__name__)
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    return written
+    return save_open(fig, out_dir, "argmax_cell_by_target")

@@ -239,6 +239,19 @@ def save_figure(fig, out_dir: str | Path, name: str, close: bool = True) -> Path
     return out / f"{name}.png"
 
 
+def save_open(fig, out_dir: str | Path, name: str):
+    """``fig`` written (:func:`save_figure`) and returned open (a final figure, for its caller to read)."""
+    save_figure(fig, out_dir, name, close=False)
+    return fig
+
+
+def paper_label() -> str:
+    """The legend entry of the paper's reported optima, drawn as reference lines."""
+    from paper_repro.analysis.claims.paper import PAPER_RHO
+
+    return "the paper's rho*: " + ", ".join(f"{v:g} {k}" for k, v in PAPER_RHO.items())
+
+
 def skip(out_dir: str | Path, name: str, reason: str, skipped: dict | None = None) -> None:
     """The figure ``name`` has nothing to draw: it is not written, a file of that name left in
     ``out_dir`` by an earlier build is removed (a rebuild never leaves an empty or stale figure

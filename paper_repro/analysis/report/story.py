@@ -1,11 +1,11 @@
 """The claims told in sentences generated from their tables: what notebook 40 prints after the
 answer (:mod:`paper_repro.analysis.report.answer`).
 
-No number is typed here: every sentence is filled from a row of ``claims.csv``, ``race.csv``,
-``optima.csv``, ``disagreement.csv``, ``conventions.csv`` or ``reward_hacking_summary.csv``, so the
-text changes when the tables do. :func:`how_tested` states each test once; :func:`claim_paragraphs`
+No number is typed here: every sentence is filled from a row of ``claims.csv``, so the text changes
+when the table does. :func:`how_tested` states each test once; :func:`claim_paragraphs`
 gives, per claim, the verdict, the estimate and its interval, the cells behind it, the power and the
-simulated error rates; :func:`figure_readings` gives one line per figure.
+simulated error rates; :func:`readings` gives one line per figure, each declared with its figure
+(:mod:`paper_repro.analysis.figures.registry`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pandas as pd
 
 from paper_repro.analysis.claims.curves import MOVES
 from paper_repro.analysis.claims.sizes import GROWS
-from paper_repro.analysis.wording import finite, fraction_words, num, percent, point_words
+from paper_repro.analysis.wording import finite, num, percent
 
 TARGET = "native_reward"
 CURVE_CLAIMS = (MOVES, GROWS)  # the compute-curve claims the answer's budget line names
@@ -130,88 +130,6 @@ def verdict_counts(claims: pd.DataFrame) -> str:
     )
 
 
-def _optimum_phrase(row: pd.Series) -> str:
-    if row["status"] in ("interior", "boundary") and finite(row["rho_star"]):
-        interval = ""
-        if finite(row["ci95_low"]) and finite(row["ci95_high"]):
-            interval = f", 95% interval {num(row['ci95_low'], 2)} to {num(row['ci95_high'], 2)}"
-        return f"{row['setting']} rho* {num(row['rho_star'], 2)} ({row['status']}{interval}; could be best: {row['best_cells']})"
-    return f"{row['setting']} not identified ({row['reason']})"
-
-
-def figure_readings(
-    optima: pd.DataFrame,
-    disagreement: pd.DataFrame,
-    race: pd.DataFrame,
-    conventions: pd.DataFrame,
-    hacking_summary: pd.DataFrame,
-    frontier: pd.DataFrame,
-) -> dict[str, str]:
-    """One line per figure (by its file name), read off the tables it draws."""
-    native = optima[(optima["target"] == TARGET) & (optima["same_runs_as"].fillna("") == "")]
-    readings = {}
-    for stage, names in (("A", ("A",)), ("BD", ("B", "D"))):
-        rows = native[native["stage"].isin(names)]
-        if rows.empty:
-            continue
-        optimum = "; ".join(_optimum_phrase(r) for _, r in rows.iterrows())
-        readings[f"targets_vs_rho_stage_{stage}"] = (
-            f"Native reward's unimodal optimum per setting: {optimum}."
-        )
-        f = frontier[frontier["stage"].isin(names)]
-        ratio = (f["rho_time"] / f["rho"]).median() if len(f) else float("nan")
-        readings[f"targets_vs_rho_time_stage_{stage}"] = (
-            f"The same frontiers against rho counted in wall time: per cell, the time share of the update "
-            f"is {num(ratio, 2)} times its FLOP share (median over cells)."
-        )
-    if len(disagreement):
-        n = len(disagreement)
-        k = int(disagreement["targets_disagree"].sum())
-        readings["argmax_cell_by_target"] = (
-            f"The four targets' best cells differ in {k} of {n} settings (the claims table tests whether "
-            "that is more than seed noise)."
-        )
-    if len(race):
-        parts = []
-        for fraction, rows in race[race["same_runs_as"].fillna("") == ""].groupby(
-            "pilot_fraction", sort=False
-        ):
-            moved = rows[rows["pilot_moved"].astype(bool)]
-            head = (
-                f"at {fraction_words(fraction)} of the budget the pilots moved off the base policy in "
-                f"{len(moved)} of {len(rows)} distinct settings"
-            )
-            if "same_best_regime" in rows:  # the paper's definition: the best cell's side, every setting
-                same = rows["same_best_regime"] == True  # noqa: E712 (NaN in an older table)
-                parts.append(
-                    f"{head}; their best cell lies on the full grid's best cell's side of the regime "
-                    f"threshold (the paper's same regime) in {int(same.sum())} of {len(rows)} "
-                    f"({int(same[moved.index].sum())} of the {len(moved)} that moved)"
-                )
-            else:  # an older race.csv: the regime named by the best sets, where the pilots moved
-                parts.append(
-                    f"{head}, and name the full grid's regime in "
-                    f"{int((moved['same_regime'] == True).sum())} of those"  # noqa: E712 (NaN where uninformative)
-                )
-        readings["race_pilot_vs_full_rho_star"] = "RACE: " + "; ".join(parts) + "."
-    if len(conventions):
-        useful = conventions[conventions["convention"] == "useful"].set_index("group")["status"]
-        identified = int(useful.isin(["interior", "boundary"]).sum())
-        readings["rho_star_by_convention"] = (
-            f"Under the useful convention rho* is identified for {identified} of {len(useful)} groups; the "
-            "other conventions move each estimate by the shift shown."
-        )
-    if len(hacking_summary):
-        parts = [
-            f"{r['reward_system']} {int(r['gaming_runs'])} of {int(r['classed'])}"
-            for _, r in hacking_summary.iterrows()
-        ]
-        readings["reward_change_vs_outcomes"] = (
-            "Runs that game their reward, per reward system: " + ", ".join(parts) + "."
-        )
-    return readings
-
-
 def story(analysis) -> str:
     """The claims in Markdown, from an :class:`paper_repro.analysis.Analysis`: a count of the
     paper's verdicts, how each claim is tested (each test once), then one paragraph per claim."""
@@ -233,72 +151,9 @@ def story(analysis) -> str:
 
 
 def readings(analysis) -> dict[str, str]:
-    """:func:`figure_readings` of an :class:`paper_repro.analysis.Analysis`, and
-    :func:`curve_readings` of its compute curves."""
-    a = analysis
-    out = figure_readings(a.optima, a.disagreement, a.race, a.conventions, a.hacking_summary, a.frontiers)
-    if a.curves is not None:
-        out.update(curve_readings(a.curves))
-    contrasts = contrast_reading(a.claims)
-    if contrasts:
-        out["regime_contrasts"] = contrasts
-    return out
+    """One line per figure of an :class:`paper_repro.analysis.Analysis` (by its file name), each
+    figure's own reading (:func:`paper_repro.analysis.figures.registry.figure_readings`) of the
+    tables the analysis wrote."""
+    from paper_repro.analysis.figures.registry import figure_readings
 
-
-def contrast_reading(claims: pd.DataFrame) -> str:
-    """The regime contrasts figure's line: how many of its rows (the regime claims, both levels)
-    held, were not held and stayed open ("" when the claims table has none)."""
-    from paper_repro.analysis.claims.regimes import FAMILY
-
-    rows = claims[claims["id"].astype(str).str.startswith(FAMILY)] if "id" in claims else claims.iloc[0:0]
-    if rows.empty:
-        return ""
-    counts = rows["verdict"].value_counts()
-    said = ", ".join(
-        f"{int(counts[v])} {v}" for v in ("held", "not held", "inconclusive", "heterogeneous") if v in counts
-    )
-    return (
-        f"The paper's optima asked as contrasts, each with its 90% interval against 0 and the margin: {said} "
-        f"of {len(rows)}."
-    )
-
-
-def curve_readings(curve, target: str = TARGET) -> dict[str, str]:
-    """One line per compute-curve figure (:mod:`paper_repro.analysis.tables.curves`), from its tables."""
-    out = {}
-    fits = curve.fits[curve.fits["target"] == target] if len(curve.fits) else curve.fits
-    if len(fits):
-        identified = int((fits["status"] == "identified").sum())
-        summary = curve.extrapolation_summary
-        summary = summary[summary["target"] == target] if len(summary) else summary
-        tail = ""
-        if len(summary) and finite(summary["median_abs_error"].iloc[0]):
-            tail = (
-                f"; fitted on the points up to C/2, C is predicted with a median absolute error of "
-                f"{num(summary['median_abs_error'].iloc[0], 2)}"
-            )
-        out[f"curves_{target}"] = (
-            f"Native reward against the budget per cell, with ScaleRL-style saturating fits: the asymptote is "
-            f"identified for {identified} of {len(fits)} cells{tail}."
-        )
-    best = curve.rho_star[curve.rho_star["target"] == target] if len(curve.rho_star) else curve.rho_star
-    if len(best):
-        parts = []
-        for setting, rows in best.groupby("setting", sort=False):
-            # the ends the claim reads: the points where every cell of the setting is measured
-            whole = rows[rows["infeasible_cells"].fillna("").astype(str) == ""]
-            rows = (whole if len(whole) else rows).sort_values("point")
-            ends = [rows.iloc[0], rows.iloc[-1]] if len(rows) > 1 else [rows.iloc[0]]
-            parts.append(
-                f"{setting} {' -> '.join(f'{{{r.best_cells}}} at {point_words(r.point)}' for r in ends)}"
-            )
-        out[f"rho_star_vs_budget_{target}"] = (
-            "The cells that could be best, at the ladder's ends: " + "; ".join(parts) + "."
-        )
-    sizes = curve.size_star[curve.size_star["target"] == target] if len(curve.size_star) else curve.size_star
-    if len(sizes):
-        parts = [f"{point_words(r.point)}: {r.best_sizes}" for r in sizes.sort_values("point").itertuples()]
-        out[f"compute_optimal_envelope_{target}"] = (
-            "The policy sizes that could be best at equal FLOPs, by budget: " + "; ".join(parts) + "."
-        )
-    return out
+    return figure_readings(analysis.tables)

@@ -40,8 +40,7 @@ rows, labelled per setting, with the base policy's values).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -377,7 +376,7 @@ def size_star_table(
 
 @dataclass
 class CurveAnalysis:
-    """The curve analysis' tables and the figures' paths."""
+    """The curve analysis' tables (the figures that draw them: :mod:`paper_repro.analysis.figures.curves`)."""
 
     fits: pd.DataFrame
     rho_star: pd.DataFrame
@@ -385,7 +384,6 @@ class CurveAnalysis:
     extrapolation: pd.DataFrame
     extrapolation_summary: pd.DataFrame
     recipe_sd: float = NAN
-    figures: list[Path] = field(default_factory=list)
 
 
 def curve_recipe_sd(
@@ -425,7 +423,7 @@ def curve_analysis(
     """Every table of the curve analysis of ``curves`` (rows of ``curves.csv``; numbers may be text).
     ``recipe_sd``: the recipe effect the best sets allow for (:func:`curve_recipe_sd`); ``shared``:
     settings that are another's runs (counted once); ``sizes``: stage A's policy labels smallest
-    first. Empty ``curves``: empty tables. Its figures: :func:`paper_repro.analysis.figures.curves.curve_figures`."""
+    first. Empty ``curves``: empty tables. Its figures: :mod:`paper_repro.analysis.figures.curves`."""
     curves = prepared(curves)
     distinct = curves[~curves["setting"].isin(list(shared or {}))] if "setting" in curves else curves
     tau = curve_recipe_sd(distinct, margins, recipe_sd)

@@ -315,63 +315,105 @@ def plus_table(
             "full_best_cells": full["full_best_cells"],
             "full_seeds": full["full_seeds"],
         }
-        for key, values in fresh.items():
-            picked = {"race": race_pick, "plus": plus, "default": default_cell}[key]
-            v, low, high, note = regret_interval(
-                best_values.to_numpy(float), values.to_numpy(float), draws, seed
-            )
-            if key == "plus" and plus is None:
-                note = "RACE+ has no pick: no pilot cell's curve could be fitted"
-            rec.update(
-                {
-                    f"{key}_fresh_seeds": int(values.notna().sum()),
-                    f"{key}_fresh_native_reward": float(values.mean()) if values.notna().any() else NAN,
-                    f"{key}_regret": v,
-                    f"{key}_regret_low": low,
-                    f"{key}_regret_high": high,
-                    f"{key}_regret_note": note,
-                    f"{key}_in_best_set": bool(picked) and str(picked) in best_set,
-                }
-            )
-            samples.append((setting, key, best_values.to_numpy(float), values.to_numpy(float)))
-        errors = (predicted - observed.reindex(predicted.index)).dropna()
-        pilots_all = mine(all_pilot_rows)
-        grid_flops = fr["C_total"].sum()
-        rec.update(
-            {
-                "plus_predictions": means_text(predicted),
-                "full_cell_means": means_text(observed),
-                "race_spearman": spearman(cell_means(pr), observed),
-                "plus_spearman": spearman(predicted, observed),
-                "median_abs_extrapolation_error": float(errors.abs().median()) if len(errors) else NAN,
-                "pilot_flops": pr["C_total"].sum(),
-                "full_grid_flops": grid_flops,
-                "pilot_flops_fraction": _share(pr["C_total"].sum(), grid_flops),
-                "all_pilot_flops_fraction": _share(pilots_all["C_total"].sum(), grid_flops),
-                "recipe_sd": recipe_sd,
-            }
-        )
+        picked = {"race": race_pick, "plus": plus, "default": default_cell}
+        rec.update(_regrets(best_values.to_numpy(float), fresh, picked, best_set, draws, seed))
+        samples += [
+            (setting, key, best_values.to_numpy(float), v.to_numpy(float)) for key, v in fresh.items()
+        ]
+        rec.update(_pilot_columns(pr, fr, mine(all_pilot_rows), predicted, observed))
+        rec["recipe_sd"] = recipe_sd
         out.append(rec)
-        full_sd = fr.groupby("cell")["native_reward"].std(ddof=1)
-        for p in predictions.itertuples(index=False):
-            obs = float(observed.get(p.cell, NAN))
-            cells.append(
-                {
-                    "stage": stage,
-                    "setting": setting,
-                    **p._asdict(),
-                    "full_mean": obs,
-                    "full_sd": float(full_sd.get(p.cell, NAN)),
-                    "error": p.predicted - obs,
-                    "abs_error": abs(p.predicted - obs),
-                    "pilot_error": p.pilot_mean - obs,
-                    "race_pick": p.cell == race_pick,
-                    "plus_pick": p.cell == plus,
-                    "in_full_best_set": p.cell in best_set,
-                }
-            )
+        cells += _cell_rows(stage, setting, fr, predictions, observed, picked, best_set)
     settings = pd.DataFrame(out)
     return PlusTables(settings, pd.DataFrame(cells), plus_summary(settings, samples, draws, seed))
+
+
+def _regrets(
+    best: np.ndarray,
+    fresh: dict[str, pd.Series],
+    picked: dict[str, str | None],
+    best_set: list[str],
+    draws: int,
+    seed: int,
+) -> dict:
+    """Per method (``fresh``: its mean native reward per fresh seed; ``picked``: its cell), its fresh
+    seeds and mean, its regret against the full grid's best cell's values ``best`` with the 95%
+    interval and note (:func:`regret_interval`), and whether its pick is in the full grid's best set."""
+    rec = {}
+    for key, values in fresh.items():
+        v, low, high, note = regret_interval(best, values.to_numpy(float), draws, seed)
+        if key == "plus" and picked["plus"] is None:
+            note = "RACE+ has no pick: no pilot cell's curve could be fitted"
+        rec.update(
+            {
+                f"{key}_fresh_seeds": int(values.notna().sum()),
+                f"{key}_fresh_native_reward": float(values.mean()) if values.notna().any() else NAN,
+                f"{key}_regret": v,
+                f"{key}_regret_low": low,
+                f"{key}_regret_high": high,
+                f"{key}_regret_note": note,
+                f"{key}_in_best_set": bool(picked[key]) and str(picked[key]) in best_set,
+            }
+        )
+    return rec
+
+
+def _pilot_columns(
+    pilot: pd.DataFrame,
+    full: pd.DataFrame,
+    all_pilots: pd.DataFrame,
+    predicted: pd.Series,
+    observed: pd.Series,
+) -> dict:
+    """One setting's predictions beside the full grid's cell means (texts, rank correlations, the median
+    extrapolation error) and the pilots' FLOPs: the first fraction's (``pilot``) and every fraction's
+    (``all_pilots``), as shares of the full grid's (``full``)."""
+    errors = (predicted - observed.reindex(predicted.index)).dropna()
+    grid_flops = full["C_total"].sum()
+    return {
+        "plus_predictions": means_text(predicted),
+        "full_cell_means": means_text(observed),
+        "race_spearman": spearman(cell_means(pilot), observed),
+        "plus_spearman": spearman(predicted, observed),
+        "median_abs_extrapolation_error": float(errors.abs().median()) if len(errors) else NAN,
+        "pilot_flops": pilot["C_total"].sum(),
+        "full_grid_flops": grid_flops,
+        "pilot_flops_fraction": _share(pilot["C_total"].sum(), grid_flops),
+        "all_pilot_flops_fraction": _share(all_pilots["C_total"].sum(), grid_flops),
+    }
+
+
+def _cell_rows(
+    stage: str,
+    setting: str,
+    full: pd.DataFrame,
+    predictions: pd.DataFrame,
+    observed: pd.Series,
+    picked: dict[str, str | None],
+    best_set: list[str],
+) -> list[dict]:
+    """One row per cell of one setting: RACE+'s prediction at C beside the full grid's mean and SD
+    there, the errors, and whether the cell is RACE's pick, RACE+'s, and in the full grid's best set."""
+    full_sd = full.groupby("cell")["native_reward"].std(ddof=1)
+    rows = []
+    for p in predictions.itertuples(index=False):
+        obs = float(observed.get(p.cell, NAN))
+        rows.append(
+            {
+                "stage": stage,
+                "setting": setting,
+                **p._asdict(),
+                "full_mean": obs,
+                "full_sd": float(full_sd.get(p.cell, NAN)),
+                "error": p.predicted - obs,
+                "abs_error": abs(p.predicted - obs),
+                "pilot_error": p.pilot_mean - obs,
+                "race_pick": p.cell == picked["race"],
+                "plus_pick": p.cell == picked["plus"],
+                "in_full_best_set": p.cell in best_set,
+            }
+        )
+    return rows
 
 
 def _of_setting(stage: str, setting: str):
