@@ -48,7 +48,9 @@ from tests.worlds import PROFILE, START, as_recorded, paper_peaks, parabola_rows
 
 def analysed(tmp_path, peak, **kwargs):
     as_recorded(write_runs(tmp_path / "runs.csv", peak, **kwargs))
-    return analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "figures", power_replicates=0)
+    return analyse(
+        PROFILE, results_root=tmp_path, figures_dir=tmp_path / "figures", power_replicates=0, figures=False
+    )
 
 
 def verdicts(result) -> dict[str, str]:
@@ -572,6 +574,8 @@ def test_leave_one_seed_out_finds_a_verdict_that_rests_on_one_seed(tmp_path):
     wild = (frame["seed"] == 1) & (frame["budget_kind"] == "full")
     frame.loc[wild, "native_reward"] += np.random.default_rng(1).normal(0, 0.5, int(wild.sum()))
     frame.to_csv(tmp_path / "runs.csv", index=False)
-    claims_ = analyse(design, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=0).claims
+    claims_ = analyse(
+        design, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=0, figures=False
+    ).claims
     row = claims_.set_index("id").loc[RULE]
     assert row["verdict"] != "held" and "seed 1: held" in row["leave_one_seed_out"], row["leave_one_seed_out"]

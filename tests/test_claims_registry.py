@@ -48,7 +48,7 @@ def test_a_toy_claim_is_one_declaration_and_every_consumer_finds_it(tmp_path):
         assert len(toy) == len(set(design["truth"])) and (toy["claim"] == TOY_SENTENCE).all()
         assert set(toy.loc[toy["truth"] == "peak at 0.72", "true_verdict"]) == {"held"}
         assert set(toy.loc[toy["truth"] == "peak at 0.45, symmetric", "true_verdict"]) == {"not held"}
-        result = analyse(PROFILE, results, tmp_path / "figures", power_replicates=2)
+        result = analyse(PROFILE, results, tmp_path / "figures", power_replicates=2, figures=False)
         row = pd.read_csv(results / "claims.csv").set_index("id").loc[TOY]
         assert row["claim"] == TOY_SENTENCE and row["test"] == "toy: M's best set against rho 0.5"
         # the analysis regenerated design.csv's post-hoc block (2 pairs per truth), which its oc_* read

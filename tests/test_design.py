@@ -123,7 +123,9 @@ def test_the_design_command_writes_design_csv_and_the_claims_read_it(tmp_path):
     assert set(table["block"]) == {"pre-registered"}
     from paper_repro.analysis import analyse
 
-    result = analyse(PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=0)
+    result = analyse(
+        PROFILE, results_root=tmp_path, figures_dir=tmp_path / "f", power_replicates=0, figures=False
+    )
     row = result.claims.set_index("id").loc["rho_star.rule_based"]
     assert row["claim"] == f"rule-based rewards: rho* ~ {RULE_BASED_RHO}"
     assert np.isfinite(row["oc_wrong_max"]) and row["oc_note"].endswith("(design.csv, pre-registered block)")

@@ -262,7 +262,17 @@ def smoke(notebook: str, request, tmp_path: Path) -> None:
     pytest.fail(f"notebooks/{notebook}.ipynb has no smoke run: give it its smallest parameters here")
 
 
-@pytest.mark.parametrize("notebook", sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")))
+# notebook 00 builds a testbed of its own (about 40 s): slow, run by CI's `make test-slow`
+SLOW_NOTEBOOKS = ("00_embedded_models",)
+
+
+@pytest.mark.parametrize(
+    "notebook",
+    [
+        pytest.param(p.stem, marks=pytest.mark.slow) if p.stem in SLOW_NOTEBOOKS else p.stem
+        for p in sorted(NOTEBOOKS.glob("*.ipynb"))
+    ],
+)
 def test_notebook_runs_at_its_smallest_parameters(notebook, request, tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # one torch thread per kernel: pytest -n 2 fills the cores
     smoke(notebook, request, tmp_path)

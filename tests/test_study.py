@@ -65,6 +65,7 @@ def _kill_and_resume(root):
     return profile, jobs, expected, results, executed, args
 
 
+@pytest.mark.slow  # a real study killed and resumed in subprocesses: about a minute
 def test_a_study_killed_mid_stage_and_rerun_finishes_without_duplicates(killed_and_resumed):
     profile, jobs, expected, results, executed, args = killed_and_resumed
     table = ResultTable(results / "runs.csv")
@@ -85,6 +86,7 @@ def test_unknown_stage_is_refused(tiny_profile):
         sweep.study_jobs(load_profile(tiny_profile), ["Z"])
 
 
+@pytest.mark.slow  # a real study killed and resumed in subprocesses: about a minute
 def test_the_analysis_notebook_runs_through_submitit_on_partial_results(killed_and_resumed, tmp_path):
     """The slurm executor, through submitit's local backend; stage A alone is enough to analyse."""
     profile, _, _, results, _, _ = killed_and_resumed

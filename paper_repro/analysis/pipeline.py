@@ -125,6 +125,7 @@ def analyse(
     thresholds: RegimeThresholds | None = None,
     power_replicates: int | None = None,
     design: str = "auto",
+    figures: bool = True,
 ) -> Analysis:
     """Every table and figure of ``profile``'s study from the runs table in ``results_root`` (None:
     the committed ``data/results/<profile>``), the tables (:data:`TABLES`) beside it, the figures to
@@ -133,7 +134,9 @@ def analyse(
     design (``study``) or the one the folder's runs make up (``folder``; ``auto``: the study's where
     the folder holds runs of its grid, :mod:`paper_repro.analysis.tables.inventory`); what was found
     and left out is ``Analysis.folder.lines()``. A folder whose grid cannot compare cells over seeds
-    gets its tables, and claims that say they are not computable (NaN, never a number)."""
+    gets its tables, and claims that say they are not computable (NaN, never a number). ``figures``
+    False: the tables and claims alone, no figure drawn (``Analysis.figures`` empty), for a caller
+    that reads verdicts only (the decision rules' tests)."""
     thresholds = thresholds or RegimeThresholds()
     steps = Steps("analysis", PARTS)  # on the console (paper_repro.common.console), never in the notebook
     steps("the runs' tables")
@@ -150,7 +153,7 @@ def analyse(
     steps("the figures")
     order = [s.name for s in profile.all_settings()]
     context = Context(order, profile.margins.regime, made.shared, made.sizes)
-    written = draw_figures(tables, fig_dir, context)
+    written = draw_figures(tables, fig_dir, context, only=None if figures else [])
     steps.close()
     return Analysis(
         made.frontier,
