@@ -183,3 +183,70 @@ def test_the_analysis_the_study_imports_loads_no_statistics_library():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def _layer_levels() -> dict[str, int]:
+    """Each module of the layers contract (``.importlinter``) -> its height (the top layer highest)."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(repo_root() / ".importlinter")
+    rows = [r for r in config["importlinter:contract:layers"]["layers"].splitlines() if r.strip()]
+    return {m.strip(): len(rows) - i for i, row in enumerate(rows) for m in row.split(":")}
+
+
+def moves_back_up(call, levels: dict[str, int]) -> set[tuple[str, str]]:
+    """The (caller, callee) functions of the calls ``call()`` makes from a module of a lower layer
+    straight into one of a higher layer, both the package's (a call through a library frame, a
+    callback handed down, is not a move)."""
+
+    def level(module: str) -> int | None:
+        found = [m for m in levels if module == m or module.startswith(m + ".")]
+        return levels[max(found, key=len)] if found else None
+
+    moves = set()
+
+    def profile(frame, event, arg):
+        back = frame.f_back
+        if event != "call" or back is None:
+            return
+        callee, caller = frame.f_globals.get("__name__", ""), back.f_globals.get("__name__", "")
+        low, high = level(caller), level(callee)
+        if low is not None and high is not None and low < high:
+            moves.add((f"{caller}.{back.f_code.co_qualname}", f"{callee}.{frame.f_code.co_qualname}"))
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return moves
+
+
+def test_the_budget_goes_from_the_profile_to_the_specs_without_moving_back_up_a_layer():
+    """``budget_flops`` from the profile through the planner to the specs of the study (the specs
+    runs.csv's rows are made from; a rule-based setting and the PRM's, whose rounds the planner prices
+    with the PRM): each call goes down the layers, none back up."""
+    from paper_repro.config import load_profile
+    from paper_repro.run.spec import pilot_specs, setting_specs
+
+    profile = load_profile("cpu-tiny")
+    settings = [profile.settings("A")[0], profile.settings("D")[0]]
+
+    def specs():
+        for setting in settings:
+            setting_specs(profile, setting)
+            pilot_specs(profile, setting)
+
+    assert moves_back_up(specs, _layer_levels()) == set()
+
+
+def test_a_move_back_up_is_found():
+    high: dict = {"__name__": "pkg.high"}
+    exec("def helper():\n    return 1\n", high)
+    low: dict = {"__name__": "pkg.low", "helper": high["helper"]}
+    exec("def caller():\n    return helper()\n", low)
+    assert moves_back_up(low["caller"], {"pkg.low": 1, "pkg.high": 2}) == {
+        ("pkg.low.caller", "pkg.high.helper")
+    }
+    assert moves_back_up(low["caller"], {"pkg.low": 2, "pkg.high": 1}) == set()  # down is no move
