@@ -85,7 +85,7 @@ def _choice_sentences(results: Path) -> list[str]:
         table = table[table["name"] == "chosen"]
         said = (
             f"This study's design is `paper-repro design --candidates`'s pick, *{name}*, registered before its runs "
-            "(the commit is named under *Status*); simulated then, with the noise of the study before it"
+            "(the README names the commit, under *The study*); simulated then, with the noise of the study before it"
         )
     else:
         table = choices[choices["name"] == name]
