@@ -73,7 +73,7 @@ def test_an_exploration_says_what_it_left_out_and_why(tmp_path):
     stray = {**rows[0], "run_id": "quick-one", "budget_flops": quick.budget_flops,
              "spec": json.dumps(dataclasses.replace(quick).canonical(), sort_keys=True, default=str)}  # fmt: skip
     write_rows(tmp_path / "runs.csv", [*rows, failed, stray])
-    result = analyse(PROFILE, tmp_path, tmp_path / "figures", power_replicates=0)
+    result = analyse(PROFILE, tmp_path, tmp_path / "figures", power_replicates=0, figures=False)
     lines = result.folder.lines()
     assert result.folder.design == "folder" and result.folder.not_computable is None
     assert "found: 4 full-budget grid runs: dense r15, r78 x seeds 42, 43" in lines, lines
