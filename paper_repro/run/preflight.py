@@ -11,14 +11,7 @@ from __future__ import annotations
 
 from paper_repro import models
 from paper_repro.run import allocation
-from paper_repro.run.spec import RunSpec
-from paper_repro.run.spec import own_model as spec_own_model
-
-
-def own_model(spec: RunSpec) -> str | None:
-    """The checkpoint ``spec``'s reward scores with when it pays for a model of its own (None for
-    the others): :func:`paper_repro.run.spec.own_model`."""
-    return spec_own_model(spec.reward_system)
+from paper_repro.run.spec import RunSpec, own_model
 
 
 def hub_refs(spec: RunSpec) -> dict[str, str]:
@@ -26,7 +19,9 @@ def hub_refs(spec: RunSpec) -> dict[str, str]:
     reward's own model when they are hub ids, its datasets unless their rows are local."""
     from paper_repro.tasks import hub_dataset
 
-    refs = {m: "model" for m in (spec.model, spec.prm, own_model(spec)) if m and models.is_hub_id(m)}
+    refs = {
+        m: "model" for m in (spec.model, spec.prm, own_model(spec.reward_system)) if m and models.is_hub_id(m)
+    }
     refs.update({d: "dataset" for _, ref in spec.data if (d := hub_dataset(ref))})
     return refs
 

@@ -44,7 +44,7 @@ from paper_repro.run import launch
 from paper_repro.run.ladder import budget_ladder, curves_table, final_row, missing_points
 from paper_repro.run.preflight import check_spec
 from paper_repro.run.run_eval import base_metrics, evaluate_run
-from paper_repro.run.spec import RunSpec
+from paper_repro.run.spec import RunSpec, own_model
 from paper_repro.run.study_design import check_committed
 from paper_repro.run.trainer import build_trainer, load_parts
 from paper_repro.run.weights import sources as _sources
@@ -53,9 +53,7 @@ from paper_repro.run.weights import sources as _sources
 def sources(spec: RunSpec) -> dict[str, str]:
     """What the run's models (policy, PRM, a reward's own model) and datasets resolved to
     (:func:`paper_repro.run.weights.sources`): the fact its row records."""
-    from paper_repro.run.preflight import own_model
-
-    return _sources((spec.model, spec.prm, own_model(spec)), [ref for _, ref in spec.data])
+    return _sources((spec.model, spec.prm, own_model(spec.reward_system)), [ref for _, ref in spec.data])
 
 
 def run_cell(
