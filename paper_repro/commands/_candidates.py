@@ -10,7 +10,8 @@ from paper_repro.commands._options import positive_int
 
 
 def add_options(d: argparse.ArgumentParser) -> None:
-    """The ``design`` command's options for ``--candidates``; their defaults are the planner's."""
+    """The ``design`` command's options for ``--candidates``; their defaults are the pre-run cost
+    model's (:mod:`paper_repro.run.design_cost`)."""
     from paper_repro.run.design_cost import CANDIDATE_REPLICATES, MINUTES, OVERHEAD_MINUTES
 
     d.add_argument(
