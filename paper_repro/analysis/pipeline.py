@@ -15,6 +15,7 @@ from paper_repro.analysis.claims.paper import PAPER_RHO
 from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.claims.table import claims_table
 from paper_repro.analysis.figures.registry import Context, draw_figures, figure_listing
+from paper_repro.analysis.figures.style import Written
 from paper_repro.analysis.stats.best_sets import setting_best
 from paper_repro.analysis.stats.fit_forms import aicc_by_form
 from paper_repro.analysis.stats.mixed import recipe_table
@@ -153,7 +154,7 @@ def analyse(
     steps("the figures")
     order = [s.name for s in profile.all_settings()]
     context = Context(order, profile.margins.regime, made.shared, made.sizes)
-    written = draw_figures(tables, fig_dir, context, only=None if figures else [])
+    written = draw_figures(tables, fig_dir, context) if figures else Written()
     steps.close()
     return Analysis(
         made.frontier,
