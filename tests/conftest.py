@@ -19,6 +19,16 @@ import pytest
 from tests import fixtures
 
 
+def pytest_configure(config):
+    """Under pytest-xdist, the controller rebuilds each warning a worker reports by importing the
+    module of its class; a ledger's BudgetWarning that a test lets through imports paper_repro.ledger,
+    and with it transformers, in the middle of the run (where it once failed, taking a worker down:
+    "cannot import name 'TrainerCallback' from 'transformers'"). The controller imports it once here,
+    before any worker reports."""
+    if "PYTEST_XDIST_WORKER" not in os.environ and getattr(config.option, "numprocesses", None):
+        import paper_repro.ledger.config  # noqa: F401
+
+
 @pytest.fixture(scope="session")
 def tiny_policy(tmp_path_factory):
     """A random tiny Qwen2 policy (``testbed.TINY``) with the testbed tokenizer, saved in HF format."""
