@@ -68,7 +68,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     r.add_argument(
         "--dry-run",
         action="store_true",
-        help="validate every run without weights and estimate GPU-hours per stage; runs nothing",
+        help="validate every run without weights, estimate GPU-hours per stage and list each notebook's "
+        "SLURM resources (as --executor slurm would submit them, with --jobs and --partition); runs nothing",
     )
     return r
 
@@ -112,5 +113,6 @@ def _dry_run(args: argparse.Namespace) -> int:
         raise ValueError(
             f"stages {sorted(wanted)} run no GPU work; a dry run covers {', '.join(dryrun.STAGE_ORDER)}"
         )
-    print(dryrun.format_report(dryrun.dry_run(profile, stages, args.seeds, args.quick)))
+    result = dryrun.dry_run(profile, stages, args.seeds, args.quick, args.jobs, args.partition)
+    print(dryrun.format_report(result))
     return 0

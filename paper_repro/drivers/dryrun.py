@@ -14,6 +14,10 @@ The hub is probed once: unreachable (or ``HF_HUB_OFFLINE=1``), it says so once a
 only; reachable, it also checks that every model and dataset id exists at its revision (nothing is
 downloaded). Either way it lists the hub ids the runs would load without a revision, which a run
 refuses (pin before you run), and those pinned to a branch or tag rather than a commit.
+
+Last, one line per notebook job: the submitit parameters ``--executor slurm`` submits it with
+(GPUs, CPUs per task, memory, time limit; read from the job, :func:`paper_repro.drivers.sweep.job_resources`
+owns them), and how many of its runs use how many GPUs.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from dataclasses import dataclass, field
 from paper_repro import models
 from paper_repro.accounting import flops
 from paper_repro.config import STAGES, Profile
+from paper_repro.drivers import sweep
+from paper_repro.drivers.sweep import NotebookJob
 from paper_repro.run.launch import batch_layout
 from paper_repro.run.preflight import hub_refs
 from paper_repro.run.spec import RunSpec
@@ -59,17 +65,23 @@ def study_specs(
     own jobs (:func:`paper_repro.drivers.sweep.study_jobs`), so the dry run checks exactly what would run.
     ``unnamed``, when given, receives per RACE setting the runs its notebook will make that no spec
     names yet (its picks, before its pilots have named them)."""
-    from paper_repro.drivers import sweep
-
-    unknown = sorted(set(stages) - set(STAGE_ORDER))
-    if unknown:
-        raise ValueError(f"unknown stage(s) {unknown} for a dry run; stages: {', '.join(STAGE_ORDER)}")
     out: dict[str, list[RunSpec]] = {stage: [] for stage in stages}
-    for job in sweep.study_jobs(profile, list(stages), seeds, quick):
+    for job in stage_jobs(profile, stages, seeds, quick):
         out[job.stage] += job.specs
         if unnamed is not None and job.unknown_runs:
             unnamed[job.parameters["setting"]] = job.unknown_runs
     return out
+
+
+def stage_jobs(
+    profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None, quick: bool = False
+) -> list[NotebookJob]:
+    """The sweep's own notebook jobs of ``stages`` (:func:`paper_repro.drivers.sweep.study_jobs`), in
+    order, each with its runs and the resources it would be submitted with."""
+    unknown = sorted(set(stages) - set(STAGE_ORDER))
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown} for a dry run; stages: {', '.join(STAGE_ORDER)}")
+    return sweep.study_jobs(profile, list(stages), seeds, quick)
 
 
 def run_gpu_hours(profile: Profile, spec: RunSpec) -> tuple[float, float]:
@@ -165,27 +177,38 @@ def pins(refs: dict[str, str]) -> dict[str, dict[str, str]]:
 
 
 def dry_run(
-    profile: Profile, stages: Sequence[str] = STAGE_ORDER, seeds: int | None = None, quick: bool = False
+    profile: Profile,
+    stages: Sequence[str] = STAGE_ORDER,
+    seeds: int | None = None,
+    quick: bool = False,
+    n_jobs: int = 1,
+    partition: str | None = None,
 ) -> dict:
-    """Validate and price every run of ``stages``; raises ValueError on the first spec that cannot
-    run (an unrealisable cell, a layout that does not fit, an unknown model)."""
-    unnamed: dict[str, int] = {}  # RACE settings whose picks the pilots have not named yet
-    by_stage = study_specs(profile, stages, seeds, quick, unnamed)
+    """Validate and price every run of ``stages``, and list each notebook job with the submitit
+    parameters ``--executor slurm`` would submit it with (``n_jobs`` at a time, on ``partition``);
+    raises ValueError on the first spec that cannot run (an unrealisable cell, a layout that does not
+    fit, an unknown model)."""
+    jobs = stage_jobs(profile, stages, seeds, quick)
+    unnamed = {j.parameters["setting"]: j.unknown_runs for j in jobs if j.unknown_runs}  # picks not yet named
     if quick:
         profile = profile.quick_variant()
     seen: set[str] = set()
     estimates = []
     refs: dict[str, str] = {}
-    for stage, specs in by_stage.items():
-        est = StageEstimate(stage, runs=len(specs))
-        for spec in specs:
+    for stage in stages:
+        est = StageEstimate(stage)
+        for job, spec in ((j, spec) for j in jobs if j.stage == stage for spec in j.specs):
+            est.runs += 1
             refs.update(hub_refs(spec))
             models.shape(spec.model)
             if spec.prm:
                 models.shape(spec.prm)
-            layout = batch_layout(spec.P, spec.G, spec.K, spec.runtime.gpus, spec.runtime.micro_batch)
+            layout = _job_layout(job, spec)
             if layout.note:
-                note = f"{spec.setting} ({spec.policy}) {spec.budget_kind} {spec.cell}: {layout.note}"
+                note = (
+                    f"{spec.setting} ({spec.policy}) {spec.budget_kind} {spec.cell}: {layout.note}; its job "
+                    f"{job.output.stem} holds {job.resources.gpus} for its runs that use them all"
+                )
                 if note not in est.notes:
                     est.notes.append(note)
             if spec.run_id in seen:
@@ -204,7 +227,22 @@ def dry_run(
         estimates.append(est)
     hub = hub_status()
     problems = [] if hub else check_hub_ids(refs)
-    return {"profile": profile, "stages": estimates, "hub": hub, "hub_problems": problems, "pins": pins(refs)}
+    submitted = [(job, sweep.slurm_parameters(job.resources, n_jobs, partition)) for job in jobs]
+    return {
+        "profile": profile,
+        "stages": estimates,
+        "hub": hub,
+        "hub_problems": problems,
+        "pins": pins(refs),
+        "jobs": submitted,
+    }
+
+
+def _job_layout(job: NotebookJob, spec: RunSpec):
+    """The batch layout of ``spec`` on the GPUs its job holds (its policy size's CPU process when
+    it has none): the processes its launch starts, and a note when they are fewer than the job's."""
+    gpus = job.resources.gpus if spec.runtime.gpus else 0
+    return batch_layout(spec.P, spec.G, spec.K, gpus, spec.runtime.micro_batch)
 
 
 def format_report(result: dict) -> str:
@@ -248,7 +286,42 @@ def format_report(result: dict) -> str:
     for s in result["stages"]:
         for note in s.notes:
             lines.append(f"  note, stage {s.stage}: {note}")
+    lines += _job_lines(result.get("jobs", []))
     return "\n".join(lines)
+
+
+# submitit's parameters a job line shows, under their own names (sweep.slurm_parameters)
+JOB_COLUMNS = ("gpus_per_node", "cpus_per_task", "mem_gb", "timeout_min")
+
+
+def _job_lines(jobs: list[tuple[NotebookJob, dict]]) -> list[str]:
+    """One line per notebook job: the submitit parameters ``--executor slurm`` submits it with, and
+    how many of its runs use how many GPUs (its GPUs are the most any of them uses)."""
+    if not jobs:
+        return []
+    first = jobs[0][1]
+    shared = f"slurm_array_parallelism {first['slurm_array_parallelism']} (--jobs)"
+    if "slurm_partition" in first:
+        shared += f", slurm_partition {first['slurm_partition']} (--partition)"
+    width = max(len(job.output.stem) for job, _ in jobs)
+    lines = [
+        f"SLURM jobs (--executor slurm): one per notebook, with these submitit parameters; {shared}",
+        f"  {'notebook':<{width}} " + " ".join(f"{c:>13}" for c in JOB_COLUMNS) + "  its runs' GPUs",
+    ]
+    for job, params in jobs:
+        values = " ".join(f"{params.get(c, '-'):>13}" for c in JOB_COLUMNS)
+        lines.append(f"  {job.output.stem:<{width}} {values}  {_runs_by_gpus(job)}")
+    return lines
+
+
+def _runs_by_gpus(job: NotebookJob) -> str:
+    """How many of ``job``'s named runs use how many GPUs ("3 on 2, 9 on 8"), and its runs no spec
+    names yet (RACE's picks, priced by the job at its setting's grid cells)."""
+    from collections import Counter
+
+    counts = Counter(_job_layout(job, spec).processes if job.resources.gpus else 0 for spec in job.specs)
+    said = ", ".join(f"{n} on {gpus or 'the CPU'}" for gpus, n in sorted(counts.items())) or "none"
+    return said + (f" (+{job.unknown_runs} picks)" if job.unknown_runs else "")
 
 
 def _pin_lines(pinned: dict[str, dict[str, str]]) -> list[str]:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from paper_repro.common.paths import in_repo, repo_relative, repo_root
 from paper_repro.common.results import results_dir
 from paper_repro.config import STAGES, Profile, Resources
 from paper_repro.drivers.study import results_root_for
+from paper_repro.run.launch import batch_layout
 from paper_repro.run.runner import pending
 from paper_repro.run.spec import RunSpec, setting_specs
 
@@ -50,9 +51,8 @@ class NotebookJob:
     output: Path
     specs: tuple[RunSpec, ...] = ()
     results_root: str | None = None  # where its runs' rows go (None: data/results/<profile>)
-    resources: Resources = field(
-        default_factory=Resources
-    )  # what a SLURM job of it asks for (its policy size's)
+    # what a SLURM job of it asks for: its policy size's, with the GPUs its runs use (job_resources)
+    resources: Resources = field(default_factory=Resources)
     unknown_runs: int = 0  # runs it will make that no spec names yet (RACE's pick, before its pilots)
 
     @property
@@ -95,7 +95,7 @@ def study_jobs(
                 specs = setting_specs(run_profile, s, seeds, quick=quick)
                 params = {**common, name: s.name, **seed_param}
                 out = out_dir / f"{book}__{s.name}.ipynb"
-                resources = profile.resources_for(s.policy)
+                resources = job_resources(profile.resources_for(s.policy), specs)
                 jobs.append(NotebookJob(step, book, params, out, tuple(specs), root, resources))
         elif step == "race":  # pilots, then the pick and the default on fresh seeds: seeds from the profile
             from paper_repro.drivers.study import race_specs
@@ -104,7 +104,8 @@ def study_jobs(
                 specs, unknown = race_specs(run_profile, s, root, quick)
                 params = {**common, "setting": s.name}
                 out = out_dir / f"{book}__{s.stage}_{s.name}.ipynb"
-                resources = profile.resources_for(s.policy)
+                picks = pick_candidates(run_profile, s) if unknown else []  # not named yet: any could run
+                resources = job_resources(profile.resources_for(s.policy), [*specs, *picks])
                 jobs.append(NotebookJob(step, book, params, out, tuple(specs), root, resources, unknown))
         else:
             params = dict(common)
@@ -112,6 +113,49 @@ def study_jobs(
                 params["power_replicates"] = 0
             jobs.append(NotebookJob(step, book, params, out_dir / f"{book}.ipynb", (), root))
     return jobs
+
+
+def run_gpus(spec: RunSpec) -> int:
+    """The GPUs one run uses: the processes of its batch layout on its policy size's GPUs, fewer
+    where its cell's P prompts do not split over them (:func:`paper_repro.run.launch.batch_layout`,
+    which its launch reads too); 0 for a run on the CPU."""
+    runtime = spec.runtime
+    if not runtime.gpus:
+        return 0
+    return batch_layout(spec.P, spec.G, spec.K, runtime.gpus, runtime.micro_batch).processes
+
+
+def job_resources(resources: Resources, specs: Sequence[RunSpec]) -> Resources:
+    """What one notebook job asks SLURM for (the one owner: the submission and the dry run read
+    ``NotebookJob.resources``): its policy size's ``resources``, its GPUs cut to the most any of its
+    runs ``specs`` uses (:func:`run_gpus`), so that a job whose every run uses 2 of the size's 8
+    GPUs reserves 2. CPUs, memory and time stay the size's."""
+    if not resources.gpus or not specs:
+        return resources
+    return replace(resources, gpus=max(run_gpus(spec) for spec in specs))
+
+
+def pick_candidates(profile: Profile, setting) -> list[RunSpec]:
+    """The runs a RACE notebook may make before its pilots have picked: RACE's and RACE+'s picks are
+    each some cell of the setting's grid at the full budget on the fresh seeds (one seed's specs: the
+    cells, which is what their resources and price depend on)."""
+    return setting_specs(profile, setting, [profile.fresh_seeds[0]], "full", extend=False)
+
+
+def check_pins(jobs: Sequence[NotebookJob]) -> None:
+    """Refuse, before any notebook starts, jobs whose runs load a hub model or dataset without a
+    revision: a ValueError naming each such id and how to pin it (the message a run itself refuses
+    with, :func:`paper_repro.run.preflight.pin_message`)."""
+    from paper_repro.run.preflight import hub_refs, pin_message, unpinned
+
+    refs: dict[str, str] = {}
+    for job in jobs:
+        for spec in job.specs:
+            refs.update(hub_refs(spec))
+    missing = unpinned(refs)
+    if missing:
+        stages = ", ".join(dict.fromkeys(job.stage for job in jobs if job.specs))
+        raise ValueError(pin_message(missing, f"the sweep of stage(s) {stages}"))
 
 
 def testbed_built(profile: Profile) -> bool:
@@ -216,8 +260,8 @@ def run_study(
     notebooks start biggest first. Stages thus overlap, and no core idles while a
     stage's last notebook finishes.
 
-    ``slurm``: one submitit job per notebook, asking for its policy size's resources (GPUs, CPUs,
-    memory, time); a job that fails is resubmitted up to ``retries`` times, and since every run is
+    ``slurm``: one submitit job per notebook, asking for its resources (:func:`job_resources`: its
+    policy size's CPUs, memory and time, and the GPUs its runs use; the dry run prints them); a job that fails is resubmitted up to ``retries`` times, and since every run is
     skipped once its row is in the table, a resubmission (or a rerun of the sweep) finishes only
     what is missing.
 
@@ -226,6 +270,7 @@ def run_study(
     bar closes then, and the analysis shows its parts itself (:class:`paper_repro.common.console.Steps`)."""
     if executor not in ("local", "slurm"):
         raise ValueError(f"unknown executor {executor!r}; executors: local, slurm")
+    check_pins(jobs)  # before any notebook starts: a run would refuse them, after its kernel started
     from paper_repro.common.console import MUTE
 
     before = os.environ.get(MUTE)
@@ -366,7 +411,8 @@ def _run_local(
 
 
 def slurm_parameters(resources: Resources, n_jobs: int, partition: str | None = None) -> dict:
-    """submitit parameters for one notebook job of a policy size."""
+    """submitit parameters for one notebook job of ``resources`` (its ``NotebookJob.resources``),
+    ``n_jobs`` of them at a time: the time limit in minutes, CPUs per task, memory in GB, GPUs per node."""
     params = {
         "timeout_min": resources.timeout_min,
         "cpus_per_task": resources.cpus_per_task,
@@ -384,7 +430,7 @@ def _run_submitit(
     batch, n_jobs, folder, cluster, refresh, retries=2, partition=None, local_threads=1
 ) -> list[Path]:
     """One SLURM job (or, with ``cluster="local"``, one local subprocess) per notebook execution,
-    each with its policy size's resources; failed jobs are resubmitted up to ``retries`` times."""
+    each with its resources (:func:`job_resources`); failed jobs are resubmitted up to ``retries`` times."""
     import time
 
     import submitit
