@@ -116,13 +116,11 @@ def _unnamed_picks_note(profile: Profile, unnamed: dict[str, int]) -> str:
     on the fresh seeds (a pick that is the other or TRL's default cell adds no run). Not in the
     totals; priced at most as if both picks were the setting's costliest grid cell. ``profile``: the
     one the runs use (the quick variant for a quick run)."""
-    from paper_repro.run.spec import setting_specs
-
     if not unnamed:
         return ""
     n, hours = len(profile.fresh_seeds), 0.0
     for name, runs in unnamed.items():
-        cells = setting_specs(profile, name, [profile.fresh_seeds[0]], "full", extend=False)
+        cells = sweep.pick_candidates(profile, profile.setting(name))
         hours += runs * max((sum(run_gpu_hours(profile, c)) for c in cells), default=0.0)
     return (
         f"RACE's and RACE+'s picks: up to {sum(unnamed.values())} more full-budget runs in {len(unnamed)} "

@@ -104,8 +104,10 @@ def study_jobs(
                 specs, unknown = race_specs(run_profile, s, root, quick)
                 params = {**common, "setting": s.name}
                 out = out_dir / f"{book}__{s.stage}_{s.name}.ipynb"
-                picks = pick_candidates(run_profile, s) if unknown else []  # not named yet: any could run
-                resources = job_resources(profile.resources_for(s.policy), [*specs, *picks])
+                size = profile.resources_for(s.policy)
+                # picks not named yet: any grid cell could run, and its GPUs count (CPU runs: no GPUs)
+                picks = pick_candidates(run_profile, s) if unknown and size.gpus else []
+                resources = job_resources(size, [*specs, *picks])
                 jobs.append(NotebookJob(step, book, params, out, tuple(specs), root, resources, unknown))
         else:
             params = dict(common)
