@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 
 from paper_repro.commands import command_modules
 from paper_repro.commands._options import HelpFormatter
+from paper_repro.tasks.hub import HubUnavailableError
 
 
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
@@ -33,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as err:
+    # a refusal, a missing file, a hub model or dataset this machine cannot fetch: one line, no traceback
+    except (ValueError, FileNotFoundError, HubUnavailableError) as err:
         print(f"paper-repro {args.command}: error: {err}", file=sys.stderr)
         return 2
 

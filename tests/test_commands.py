@@ -116,6 +116,25 @@ def test_an_error_names_the_command_and_exits_2(capsys):
     assert capsys.readouterr().err.startswith("paper-repro plan: error: ")
 
 
+def test_a_hub_model_this_machine_cannot_fetch_is_one_line(monkeypatch, capsys):
+    """Offline, a pinned gpu-paper cell stops at its first hub model: one line naming how to get it,
+    exit 2, no traceback (the ladder's second rung, docs/gpu-paper.md)."""
+    from paper_repro.commands import cells
+    from paper_repro.tasks.hub import HubUnavailableError
+
+    def offline(args):
+        raise HubUnavailableError(
+            "model Qwen/Qwen2.5-1.5B-Instruct is not in the cache; run `hf download ...`"
+        )
+
+    monkeypatch.setattr(cells, "run", offline)
+    assert cli.main(["cells", "--profile", "gpu-paper", "--setting", "1.5B"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("paper-repro cells: error: model Qwen/Qwen2.5-1.5B-Instruct") and err.count("\n") == 1
+    )
+
+
 def test_a_bench_shows_its_module_docstring():
     from paper_repro.bench import ledger
     from paper_repro.commands import bench
