@@ -14,6 +14,7 @@ from paper_repro.config.sections import (
     Estimate,
     Grid,
     Margins,
+    PredictedLengths,
     Resources,
     Setting,
     StageDesign,
@@ -59,6 +60,7 @@ class Profile:
     resources: dict[str, Resources] = field(default_factory=dict)  # per policy label; missing: CPU
     estimate: Estimate = field(default_factory=Estimate)
     curves: Curves = field(default_factory=Curves)
+    predicted_lengths: PredictedLengths = field(default_factory=PredictedLengths)
 
     def __post_init__(self) -> None:
         if not self.policies:
@@ -81,6 +83,13 @@ class Profile:
         unknown = sorted(set(self.resources) - set(self.policies) - {"prm"})
         if unknown:
             raise ValueError(f"profile {self.name}: resources for unknown policies {unknown}")
+        names = {s.name for s in self.all_settings()}
+        unknown = sorted(set(self.predicted_lengths.settings) - names)
+        if unknown:
+            raise ValueError(
+                f"profile {self.name}: predicted_lengths for unknown settings {unknown}; "
+                f"its settings: {', '.join(sorted(names))}"
+            )
 
     def _check_seeds(self) -> None:
         """The grid's, the pilots' and the fresh runs' seeds are disjoint: RACE picks on seeds the
@@ -134,6 +143,24 @@ class Profile:
             if (s.policy, s.reward_system) == (setting.policy, setting.reward_system)
         }
         return max([1.0, *(m for stage, m in self.curves.stage_budgets.items() if stage in same)])
+
+    def lengths_for(self, setting: Setting) -> tuple[dict[str, int | None], str]:
+        """The tokens per generated completion the planner predicts ``setting``'s rounds at
+        (:class:`~paper_repro.config.sections.PredictedLengths`), as ``{prompt, completion, reward}``
+        (``reward``: the PRM's tokens, None for the policy's own prompt + completion), with where they
+        come from: ``measured`` or ``assumed`` (the expected lengths)."""
+        measured = self.predicted_lengths.settings.get(setting.name)
+        if measured is None:
+            lengths = {
+                "prompt": self.expected_lengths["prompt"],
+                "completion": self.expected_lengths["completion"],
+            }
+            return {**lengths, "reward": None}, "assumed"
+        return {
+            "prompt": measured["prompt"],
+            "completion": measured["completion"],
+            "reward": measured.get("reward"),
+        }, "measured"
 
     def resources_for(self, policy: str) -> Resources:
         """The resources a run of ``policy`` asks for (a CPU process when the profile names none)."""
