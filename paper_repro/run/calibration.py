@@ -101,7 +101,7 @@ def rounds_check(profile: Profile, root: str | Path | None = None, budget_flops:
         budget = cells[0].budget_flops
         realised = realised_rounds(profile, budget, root)
         for cell in cells:
-            mine = realised[_of(realised, setting, cell)]
+            mine = realised[of_cell(realised, setting, cell)]
             if mine.empty:
                 continue
             rows.append(
@@ -125,8 +125,10 @@ def rounds_check(profile: Profile, root: str | Path | None = None, budget_flops:
     return table
 
 
-def ratio_summary(ratios: pd.Series, within: float = 0.10) -> str:
-    """``ratios`` (predicted / realised) in words: min, median, max, and how many lie outside ``within``."""
+def ratio_summary(ratios, within: float = 0.10) -> str:
+    """``ratios`` (predicted / realised rounds, a sequence) in words: min, median, max, and how many
+    lie outside ``within``."""
+    ratios = pd.Series(ratios, dtype=float)
     outside = int((abs(ratios - 1) > within).sum())
     return (
         f"min {ratios.min():.3f}, median {ratios.median():.3f}, max {ratios.max():.3f} over {len(ratios)} "
@@ -164,11 +166,11 @@ def _grid_runs(profile: Profile, setting: Setting, root) -> pd.DataFrame:
     realised = realised_rounds(profile, grid_budget(profile, setting), root)
     mine = np.zeros(len(realised), dtype=bool)
     for cell in cells:
-        mine |= _of(realised, setting, cell).to_numpy()
+        mine |= of_cell(realised, setting, cell).to_numpy()
     return realised[mine]
 
 
-def _of(runs: pd.DataFrame, setting: Setting, cell) -> pd.Series:
+def of_cell(runs: pd.DataFrame, setting: Setting, cell) -> pd.Series:
     """Which of ``runs`` are of ``setting``'s ``cell`` (its policy, reward and recipe)."""
     values = (setting.policy, setting.reward_system, cell.P, cell.G, cell.K, cell.mu)
     mine = pd.Series(True, index=runs.index)
