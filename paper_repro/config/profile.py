@@ -83,13 +83,6 @@ class Profile:
         unknown = sorted(set(self.resources) - set(self.policies) - {"prm"})
         if unknown:
             raise ValueError(f"profile {self.name}: resources for unknown policies {unknown}")
-        names = {s.name for s in self.all_settings()}
-        unknown = sorted(set(self.predicted_lengths.settings) - names)
-        if unknown:
-            raise ValueError(
-                f"profile {self.name}: predicted_lengths for unknown settings {unknown}; "
-                f"its settings: {', '.join(sorted(names))}"
-            )
 
     def _check_seeds(self) -> None:
         """The grid's, the pilots' and the fresh runs' seeds are disjoint: RACE picks on seeds the
@@ -147,20 +140,14 @@ class Profile:
     def lengths_for(self, setting: Setting) -> tuple[dict[str, int | None], str]:
         """The tokens per generated completion the planner predicts ``setting``'s rounds at
         (:class:`~paper_repro.config.sections.PredictedLengths`), as ``{prompt, completion, reward}``
-        (``reward``: the PRM's tokens, None for the policy's own prompt + completion), with where they
-        come from: ``measured`` or ``assumed`` (the expected lengths)."""
+        (``reward``: the PRM's, None for the policy's prompt + completion; a completion never longer
+        than ``train.max_completion_length``), with where they come from: ``measured``, or ``assumed``
+        (the expected lengths)."""
         measured = self.predicted_lengths.settings.get(setting.name)
-        if measured is None:
-            lengths = {
-                "prompt": self.expected_lengths["prompt"],
-                "completion": self.expected_lengths["completion"],
-            }
-            return {**lengths, "reward": None}, "assumed"
-        return {
-            "prompt": measured["prompt"],
-            "completion": measured["completion"],
-            "reward": measured.get("reward"),
-        }, "measured"
+        lengths = measured or {**self.expected_lengths, "reward": None}
+        completion = min(lengths["completion"], self.train.max_completion_length)
+        tokens = {"prompt": lengths["prompt"], "completion": completion, "reward": lengths.get("reward")}
+        return tokens, "measured" if measured else "assumed"
 
     def resources_for(self, policy: str) -> Resources:
         """The resources a run of ``policy`` asks for (a CPU process when the profile names none)."""

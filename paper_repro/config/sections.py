@@ -184,7 +184,8 @@ class PredictedLengths:
     :mod:`paper_repro.run.calibration`) or ``assumed`` (no run yet: a setting is predicted at
     ``expected_lengths``, and ``completion_range`` is the span of completion lengths whose GPU-hours
     the dry run reports beside). A setting ``settings`` does not name is predicted at
-    ``expected_lengths``."""
+    ``expected_lengths``; a name the profile has no setting of is not read (a profile that
+    ``extends:`` another and changes its stages inherits its lengths)."""
 
     source: Literal["measured", "assumed"] = "assumed"
     settings: dict[str, dict[str, int]] = field(default_factory=dict)
