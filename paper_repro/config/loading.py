@@ -16,6 +16,7 @@ from paper_repro.config.sections import (
     Estimate,
     Grid,
     Margins,
+    PredictedLengths,
     Resources,
     StageDesign,
     TrainConfig,
@@ -103,6 +104,19 @@ def _profile_from_dict(raw: dict[str, Any], source: str = "") -> Profile:
         resources={str(k): Resources(**_known(Resources, v)) for k, v in raw.get("resources", {}).items()},
         estimate=Estimate(**_known(Estimate, raw.get("estimate", {}))),
         curves=_curves(raw.get("curves", {})),
+        predicted_lengths=_predicted_lengths(raw.get("predicted_lengths") or {}),
+    )
+
+
+def _predicted_lengths(raw: dict[str, Any]) -> PredictedLengths:
+    """``predicted_lengths:`` of a profile: ``source``, ``settings`` and ``completion_range``
+    (:class:`PredictedLengths`)."""
+    raw = _known(PredictedLengths, dict(raw))
+    span = raw.get("completion_range")
+    return PredictedLengths(
+        source=raw.get("source", "assumed"),
+        settings={str(k): dict(v) for k, v in (raw.get("settings") or {}).items()},
+        completion_range=tuple(int(v) for v in span) if span is not None else None,
     )
 
 

@@ -14,6 +14,7 @@ from paper_repro.config.sections import (
     Estimate,
     Grid,
     Margins,
+    PredictedLengths,
     Resources,
     Setting,
     StageDesign,
@@ -59,6 +60,7 @@ class Profile:
     resources: dict[str, Resources] = field(default_factory=dict)  # per policy label; missing: CPU
     estimate: Estimate = field(default_factory=Estimate)
     curves: Curves = field(default_factory=Curves)
+    predicted_lengths: PredictedLengths = field(default_factory=PredictedLengths)
 
     def __post_init__(self) -> None:
         if not self.policies:
@@ -134,6 +136,18 @@ class Profile:
             if (s.policy, s.reward_system) == (setting.policy, setting.reward_system)
         }
         return max([1.0, *(m for stage, m in self.curves.stage_budgets.items() if stage in same)])
+
+    def lengths_for(self, setting: Setting) -> tuple[dict[str, int | None], str]:
+        """The tokens per generated completion the planner predicts ``setting``'s rounds at
+        (:class:`~paper_repro.config.sections.PredictedLengths`), as ``{prompt, completion, reward}``
+        (``reward``: the PRM's, None for the policy's prompt + completion; a completion never longer
+        than ``train.max_completion_length``), with where they come from: ``measured``, or ``assumed``
+        (the expected lengths)."""
+        measured = self.predicted_lengths.settings.get(setting.name)
+        lengths = measured or {**self.expected_lengths, "reward": None}
+        completion = min(lengths["completion"], self.train.max_completion_length)
+        tokens = {"prompt": lengths["prompt"], "completion": completion, "reward": lengths.get("reward")}
+        return tokens, "measured" if measured else "assumed"
 
     def resources_for(self, policy: str) -> Resources:
         """The resources a run of ``policy`` asks for (a CPU process when the profile names none)."""

@@ -1,8 +1,9 @@
 """The sections of a profile, one frozen dataclass each, validated when built: ``train``
 (:class:`TrainConfig`), ``grid`` and ``allowed`` (:class:`Grid`), ``resources``
-(:class:`Resources`), ``estimate`` (:class:`Estimate`), ``curves`` (:class:`Curves`) and
-``margins`` (:class:`Margins`); and the stages' design: :data:`STAGES`, what a stage runs
-(:class:`StageDesign`) and one setting of it (:class:`Setting`)."""
+(:class:`Resources`), ``estimate`` (:class:`Estimate`), ``predicted_lengths``
+(:class:`PredictedLengths`), ``curves`` (:class:`Curves`) and ``margins`` (:class:`Margins`); and
+the stages' design: :data:`STAGES`, what a stage runs (:class:`StageDesign`) and one setting of it
+(:class:`Setting`)."""
 
 from __future__ import annotations
 
@@ -166,6 +167,45 @@ class Estimate:
 
     def mfu_generate(self, backend: str) -> float:
         return self.mfu_generate_vllm if backend == "vllm" else self.mfu_generate_hf
+
+
+LENGTH_ROLES = ("prompt", "completion", "reward")  # tokens per generated completion, by who reads them
+
+
+@dataclass(frozen=True)
+class PredictedLengths:
+    """``predicted_lengths:`` of a profile: the tokens per generated completion at which the planner
+    predicts a cell's rounds, steps and FLOP split (:func:`paper_repro.run.allocation.plan_setting`).
+    Not the lengths it chooses cells at (``expected_lengths``: part of the registered design, since P,
+    G, K and mu enter every run's id).
+
+    ``source``: ``measured`` (``settings`` holds each setting's ``prompt`` and ``completion`` tokens,
+    and ``reward``, the PRM's, where a PRM is charged, measured on the profile's committed runs by
+    :mod:`paper_repro.run.calibration`) or ``assumed`` (no run yet: a setting is predicted at
+    ``expected_lengths``, and ``completion_range`` is the span of completion lengths whose GPU-hours
+    the dry run reports beside). A setting ``settings`` does not name is predicted at
+    ``expected_lengths``; a name the profile has no setting of is not read (a profile that
+    ``extends:`` another and changes its stages inherits its lengths)."""
+
+    source: Literal["measured", "assumed"] = "assumed"
+    settings: dict[str, dict[str, int]] = field(default_factory=dict)
+    completion_range: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.source not in ("measured", "assumed"):
+            raise ValueError(f"predicted_lengths.source must be measured or assumed, got {self.source!r}")
+        if self.source == "measured" and not self.settings:
+            raise ValueError("predicted_lengths: measured lengths name their settings (settings: {S: ...})")
+        for name, lengths in self.settings.items():
+            where = f"predicted_lengths.settings.{name}"
+            unknown = sorted(set(lengths) - set(LENGTH_ROLES))
+            if unknown or not {"prompt", "completion"} <= set(lengths):
+                raise ValueError(f"{where}: prompt and completion tokens (and reward), got {dict(lengths)}")
+            if not all(isinstance(v, int) and v > 0 for v in lengths.values()):
+                raise ValueError(f"{where}: token counts are positive integers, got {dict(lengths)}")
+        span = self.completion_range
+        if span is not None and not (len(span) == 2 and 0 < span[0] <= span[1]):
+            raise ValueError(f"predicted_lengths.completion_range: [shortest, longest] tokens, got {span}")
 
 
 @dataclass(frozen=True)

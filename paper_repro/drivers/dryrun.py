@@ -84,16 +84,18 @@ def stage_jobs(
     return sweep.study_jobs(profile, list(stages), seeds, quick)
 
 
-def run_gpu_hours(profile: Profile, spec: RunSpec) -> tuple[float, float]:
-    """(training, evaluation) GPU-hours of one run at the profile's assumed MFUs."""
+def run_gpu_hours(profile: Profile, spec: RunSpec, completion: int | None = None) -> tuple[float, float]:
+    """(training, evaluation) GPU-hours of one run at the profile's assumed MFUs: its budget split by
+    the cell's rho at the profile's predicted lengths (:func:`paper_repro.run.allocation.predictor_for`;
+    ``completion``: at that many completion tokens instead), and its evaluation's answers at those
+    lengths."""
     est = profile.estimate
     peak = est.peak_tflops * 1e12
-    share = spec.budget_flops / spec.first_round_flops if spec.first_round_flops else 0.0
-    cost = _round_cost(profile, spec)
+    cost, lengths = _round_cost(profile, spec, completion)
+    share = spec.budget_flops / cost.C_total
     search = cost.C_search * share
     dense = (cost.C_learning + cost.C_reward) * share
     seconds = search / (peak * est.mfu_generate(spec.train.generation)) + dense / (peak * est.mfu_train)
-    lengths = profile.expected_lengths
     answer = flops.generation_work(lengths["prompt"], lengths["completion"])
     eval_flops = est.eval_problems * flops.forward_flops(models.shape(spec.model), answer)
     if spec.prm:  # the judge (and a PRM reward) reads every answer once
@@ -103,11 +105,32 @@ def run_gpu_hours(profile: Profile, spec: RunSpec) -> tuple[float, float]:
     return seconds / 3600, eval_seconds / 3600
 
 
-def _round_cost(profile: Profile, spec: RunSpec):
-    from paper_repro.run.allocation import planner_for
+def _round_cost(profile: Profile, spec: RunSpec, completion: int | None = None):
+    """One round of ``spec``'s cell at the profile's predicted lengths (``completion``: at that many
+    completion tokens, the PRM reading the policy's prompt and completion), and those lengths."""
+    from dataclasses import replace
 
-    planner = planner_for(profile, profile.setting(spec.setting))
-    return planner.explicit(spec.P, spec.G, spec.K, spec.mu, spec.budget_flops).round_cost
+    from paper_repro.run.allocation import predictor_for
+
+    setting = profile.setting(spec.setting)
+    planner, _ = predictor_for(profile, setting)
+    lengths = profile.lengths_for(setting)[0]
+    if completion is not None:
+        planner = replace(planner, completion_tokens=completion, reward_tokens=None)
+        lengths = {**lengths, "completion": completion}
+    return planner.round_cost(spec.P, spec.G, spec.K, spec.mu), lengths
+
+
+def hours_range(profile: Profile, specs: Sequence[RunSpec]) -> tuple[int, int, float, float] | None:
+    """Where the profile's lengths are assumed and it names a ``completion_range``
+    (:class:`~paper_repro.config.PredictedLengths`): (shortest, longest completion tokens, and the
+    GPU-hours of ``specs``, each run once, at each); None otherwise."""
+    span = profile.predicted_lengths.completion_range
+    if profile.predicted_lengths.source != "assumed" or span is None:
+        return None
+    runs = list({s.run_id: s for s in specs}.values())
+    lo, hi = (sum(sum(run_gpu_hours(profile, s, c)) for s in runs) for c in span)
+    return span[0], span[1], lo, hi
 
 
 def _unnamed_picks_note(profile: Profile, unnamed: dict[str, int]) -> str:
@@ -226,6 +249,7 @@ def dry_run(
     hub = hub_status()
     problems = [] if hub else check_hub_ids(refs)
     submitted = [(job, sweep.slurm_parameters(job.resources, n_jobs, partition)) for job in jobs]
+    span = hours_range(profile, [spec for job in jobs if job.stage in stages for spec in job.specs])
     return {
         "profile": profile,
         "stages": estimates,
@@ -233,6 +257,7 @@ def dry_run(
         "hub_problems": problems,
         "pins": pins(refs),
         "jobs": submitted,
+        "hours_range": span,
     }
 
 
@@ -281,6 +306,7 @@ def format_report(result: dict) -> str:
         f"{total.gpu_hours_train:>12.1f} {total.gpu_hours_eval:>11.1f} {total.gpu_hours:>9.1f} {total.wall_hours:>8.1f}"
     )
     lines.append("  (new: runs not already counted in an earlier stage; wall h: one run after another)")
+    lines += _lengths_lines(profile, result.get("hours_range"))
     for s in result["stages"]:
         for note in s.notes:
             lines.append(f"  note, stage {s.stage}: {note}")
@@ -320,6 +346,23 @@ def _runs_by_gpus(job: NotebookJob) -> str:
     counts = Counter(_job_layout(job, spec).processes if job.resources.gpus else 0 for spec in job.specs)
     said = ", ".join(f"{n} on {gpus or 'the CPU'}" for gpus, n in sorted(counts.items())) or "none"
     return said + (f" (+{job.unknown_runs} picks)" if job.unknown_runs else "")
+
+
+def _lengths_lines(profile: Profile, span: tuple[int, int, float, float] | None) -> list[str]:
+    """What the GPU-hours assume of the completions' lengths, and what a range of them gives."""
+    if profile.predicted_lengths.source == "measured":
+        return ["  (lengths: measured on the profile's committed runs, its predicted_lengths)"]
+    lengths = profile.expected_lengths
+    line = (
+        f"  lengths ASSUMED, not measured: {lengths['prompt']} prompt + {lengths['completion']} completion "
+        "tokens (no run has measured them)"
+    )
+    if span is not None:
+        line += (
+            f"; at {span[0]}..{span[1]} completion tokens the total is {span[2]:.1f}..{span[3]:.1f} GPU-hours "
+            "(the FLOP budget is fixed: the lengths move its split between generation and updates, and the evaluation)"
+        )
+    return [line]
 
 
 def _pin_lines(pinned: dict[str, dict[str, str]]) -> list[str]:

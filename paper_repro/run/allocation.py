@@ -14,6 +14,12 @@ allowed P that still buys ``min_rounds`` rounds). A target it cannot predict wit
 tolerance is refused, with the reason and the nearest feasible rho. The realised rho is what the
 ledger measures; tables and figures use that.
 
+The expected lengths choose the cells (they are part of the registered design: P, G, K and mu enter
+every run's id, and a run's spec keeps the round price and rho they give). What a chosen cell will
+do, its rounds, steps and FLOP split (:class:`Prediction`), is predicted at the profile's
+``predicted_lengths`` (measured on its committed runs, :mod:`paper_repro.run.calibration`), under
+the budget stop the runs use.
+
 Among the cells that predict the target within the tolerance, the planner prefers the plainest:
 fewer epochs, then K = G (no discarded rollouts), then the nearest predicted rho (to 0.01), then the
 group size nearest the grid's ``preferred_G`` (TRL's default G = 8; K = G, mu = 1 gives the same rho
@@ -80,14 +86,20 @@ class Cell:
     predicted_rho: float
     round_cost: StepCost  # useful FLOPs of one generation round at the expected lengths
     budget_flops: float
-    predicted_rounds: int  # generation rounds the budget buys (optimizer steps = rounds x mu)
+    predicted_rounds: int  # generation rounds the budget buys at the expected lengths (steps = rounds x mu)
+    prediction: Prediction | None = None  # at the predicted lengths (plan_setting's cells carry one)
 
     @property
     def predicted_flops(self) -> float:
         return self.predicted_rounds * self.round_cost.C_total
 
     def as_dict(self) -> dict[str, Any]:
-        cost = self.round_cost * self.predicted_rounds
+        """The cell as ``paper-repro plan --json`` writes it: its recipe; its predicted rounds, steps,
+        rho and FLOP split (at the predicted lengths when it carries a :class:`Prediction`); and the
+        design's rounds and rho (at the expected lengths, which chose it)."""
+        at = self.prediction
+        rounds, step = (at.rounds, at.round_cost) if at else (self.predicted_rounds, self.round_cost)
+        cost = step * rounds
         return {
             "cell": self.label,
             "target_rho": self.target_rho,
@@ -95,15 +107,30 @@ class Cell:
             "G": self.G,
             "K": self.K,
             "mu": self.mu,
-            "predicted_rounds": self.predicted_rounds,
-            "predicted_steps": self.predicted_rounds * self.mu,
-            "predicted_rho": self.predicted_rho,
+            "predicted_rounds": rounds,
+            "predicted_steps": rounds * self.mu,
+            "predicted_rho": step.rho,
             "C_search": cost.C_search,
             "C_learning": cost.C_learning,
             "C_reward": cost.C_reward,
             "C_total": cost.C_total,
             "budget_flops": self.budget_flops,
+            "lengths": at.source if at else "expected",
+            "design_rounds": self.predicted_rounds,
+            "design_rho": self.predicted_rho,
         }
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What a cell's runs are predicted to do at the profile's predicted lengths
+    (:meth:`paper_repro.config.Profile.lengths_for`): ``rounds`` under the budget stop the runs use
+    (:func:`predicted_rounds`), each round priced ``round_cost`` (useful FLOPs); ``source``:
+    ``measured`` or ``assumed``."""
+
+    rounds: int
+    round_cost: StepCost
+    source: str
 
 
 def cell_label(target_rho: float) -> str:
@@ -484,6 +511,38 @@ def planner_for(profile: Profile, setting: Setting) -> Planner:
     )
 
 
+def predictor_for(profile: Profile, setting: Setting) -> tuple[Planner, str]:
+    """The planner that prices ``setting``'s rounds at the profile's predicted lengths (not the
+    expected lengths its cells are chosen at, :func:`planner_for`), with where the lengths come from
+    (``measured`` or ``assumed``: :meth:`paper_repro.config.Profile.lengths_for`)."""
+    lengths, source = profile.lengths_for(setting)
+    chooser = planner_for(profile, setting)
+    return replace(
+        chooser,
+        prompt_tokens=lengths["prompt"],
+        completion_tokens=lengths["completion"],
+        reward_tokens=lengths["reward"] if chooser.reward_model is not None else None,
+    ), source
+
+
+def predicted_rounds(round_flops: float, budget_flops: float, ceiling_flops: float | None) -> int:
+    """Generation rounds a budget buys at ``round_flops`` a round. Under the ``ceiling`` budget stop
+    (``ceiling_flops``: the costliest round's price) a round starts only while the budget left buys its
+    costliest form, so the last round is bought at ``budget - ceiling``; otherwise (a stop that prices
+    the next round or step as it goes) the budget over the round's price."""
+    if ceiling_flops is None:
+        return math.floor(budget_flops / round_flops)
+    return max(0, math.floor((budget_flops - ceiling_flops) / round_flops) + 1)
+
+
+def predict(profile: Profile, setting: Setting, cell: Cell, predictor: tuple[Planner, str]) -> Prediction:
+    """``cell``'s :class:`Prediction` at its budget, priced by ``predictor`` (:func:`predictor_for`)."""
+    planner, source = predictor
+    cost = planner.round_cost(cell.P, cell.G, cell.K, cell.mu)
+    ceiling = cell_round_ceiling(profile, setting, cell) if profile.train.budget_stop == "ceiling" else None
+    return Prediction(predicted_rounds(cost.C_total, cell.budget_flops, ceiling), cost, source)
+
+
 def plan_setting(profile: Profile, setting: Setting, budget_flops: float | None = None) -> PlannedSetting:
     """The grid of ``setting`` at ``budget_flops`` (default: the profile's full budget): the one
     answer to which cells run, for ``paper-repro plan``, the study's specs
@@ -491,9 +550,10 @@ def plan_setting(profile: Profile, setting: Setting, budget_flops: float | None 
     target, then the second recipes the grid asks of the setting (``grid.recipes``;
     :meth:`Planner.second_cell`); a target the planner cannot realise, a cell whose round the budget
     cannot buy, and (under the ``ceiling`` budget stop) a cell whose costliest round it cannot surely
-    buy (:func:`ceiling_problem`) are refused, each with its reason (``infeasible``)."""
+    buy (:func:`ceiling_problem`) are refused, each with its reason (``infeasible``). Each cell
+    carries its :class:`Prediction` at the profile's predicted lengths."""
     budget = profile.budget_flops if budget_flops is None else budget_flops
-    planner = planner_for(profile, setting)
+    planner, predictor = planner_for(profile, setting), predictor_for(profile, setting)
     cells, infeasible = [], []
     second = profile.grid.second_targets(setting.policy, setting.reward_system)
     jobs = [(t, planner.cell, "") for t in profile.grid.targets]
@@ -512,7 +572,7 @@ def plan_setting(profile: Profile, setting: Setting, budget_flops: float | None 
             continue
         problem = ceiling_problem(profile, setting, cell)
         if problem is None:
-            cells.append(cell)
+            cells.append(replace(cell, prediction=predict(profile, setting, cell, predictor)))
         else:
             infeasible.append(
                 InfeasibleTarget(problem, target, cell.predicted_rho, planner.feasible_range(), cell.label)
