@@ -18,9 +18,6 @@ from paper_repro import models
 from paper_repro.accounting import flops, validate
 from paper_repro.accounting.flops import LoRASpec, ModelShape, TrainSpec, Work
 
-TOL = 0.02  # the bar; the counts below agree exactly in practice
-
-
 # --- hand-worked ---------------------------------------------------------------------------
 
 
@@ -219,4 +216,5 @@ def test_cli_refuses_k_greater_than_g():
 @pytest.mark.parametrize("shape", sorted(validate.SHAPES))
 def test_analytic_counts_match_profiler(shape, kind):
     case = validate.measure(shape, kind)
-    assert case.ratio == pytest.approx(1.0, abs=TOL)
+    # validate's own bar (what `paper-repro validate` passes by); the counts agree exactly in practice
+    assert case.ratio == pytest.approx(1.0, abs=validate.TOLERANCE)
