@@ -66,11 +66,13 @@ def test_defaults_are_read_from_their_owners(monkeypatch):
     fields = {f.name: f for f in dataclasses.fields(RegimeThresholds)}
     monkeypatch.setattr(fields["rho_threshold"], "default", 0.7)
     assert _parse(["analyse", "--profile", "cpu-tiny"]).rho_threshold == 0.7
-    monkeypatch.setattr({f.name: f for f in dataclasses.fields(flops.LoRASpec)}["rank"], "default", 8)
-    monkeypatch.setattr({f.name: f for f in dataclasses.fields(flops.GRPOStep)}["beta"], "default", 0.04)
+    fields = {f.name: f for f in dataclasses.fields(flops.TrainSpec)}
+    monkeypatch.setattr(fields["gradient_checkpointing"], "default", True)
     required = ["--model", "x", "--prompt-tokens", "4", "--completion-tokens", "8"]
-    args = _parse(["flops", *required, "--generations", "4", "--kept", "2", "--epochs", "1"])
-    assert (args.lora_rank, args.beta, args.prompts) == (8, 0.04, 1)
+    args = _parse(["flops", *required, "--generations", "4"])
+    assert (args.prompts, args.epochs, args.gradient_checkpointing) == (1, 1, True)
+    # how the policy trains is the train section's, read when the command runs (tests/test_flops.py)
+    assert (args.lora_rank, args.beta, args.kept, args.prefix_cache) == (None, None, None, None)
     monkeypatch.setattr(design_cost, "MINUTES", 33.0)
     assert _parse(["design", "--profile", "cpu-tiny"]).minutes == 33.0
 

@@ -14,11 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paper_repro.accounting import flops
-from paper_repro.accounting.flops import Work
+from paper_repro.accounting.flops import ModelShape, TrainSpec, Work
 from paper_repro.accounting.profiling import flop_counter
 from paper_repro.ledger import (
     METRIC_NAMES,
     BudgetWarning,
+    FlopLedger,
     LedgerConfig,
     LedgerGRPOTrainer,
     forward_pass_work,
@@ -307,6 +308,27 @@ def test_reward_costs_from_flop_cost_attribute(tmp_path):
     s = trainer.ledger.summary()
     assert s["useful"]["C_reward"] == pytest.approx(1e3 * s["tokens"]["gen_rows"])
     assert s["executed"]["C_reward"] == pytest.approx(2e3 * s["tokens"]["gen_rows"])
+    # the function's model reads tokens the ledger never sees: no tokens/reward 0 beside its C_reward
+    assert s["tokens"]["reward_priced_rows"] == s["tokens"]["gen_rows"]
+    logged = [e for e in trainer.state.log_history if "flops/reward" in e]
+    assert logged and all(e["flops/reward"] > 0 and "tokens/reward" not in e for e in logged)
+
+
+def test_tokens_reward_is_logged_only_where_it_accounts_for_c_reward():
+    """A reward model's tokens are logged as tokens/reward (and 0 beside a C_reward of 0); once a
+    reward function's flop_cost has priced C_reward, tokens/reward is left out, not a partial count."""
+    ledger = FlopLedger(ModelShape(8, 2, 2, 2, 4, 16, 10), TrainSpec())
+    ledger.end_step(1, round_complete=True)
+    assert ledger.metrics()["tokens/reward"] == 0 == ledger.metrics()["flops/reward"]
+    ledger.charge("reward", {"useful": 5.0, "executed": 6.0})  # a reward model, as its hook charges it
+    ledger.count(reward_tokens=12)
+    ledger.end_step(2, round_complete=True)
+    assert ledger.metrics()["tokens/reward"] == 12
+    ledger.charge_priced_reward({"useful": 7.0, "executed": 7.0}, rows=4)
+    ledger.end_step(3, round_complete=True)
+    metrics = ledger.metrics()
+    assert metrics["flops/reward"] == 12.0 and "tokens/reward" not in metrics
+    assert ledger.summary()["tokens"]["reward_priced_rows"] == 4
 
 
 def _reward_model():

@@ -245,9 +245,14 @@ def test_a_reward_function_wrapped_by_the_callback_is_charged_its_flop_cost(tmp_
     }
     reward = callback.priced_reward(judged)
     assert reward.__name__ == "judged" and not hasattr(reward, "flop_cost")
-    build(tmp_path, "grpo", "qwen2", True, callback, reward_funcs=reward).train()
+    trainer = build(tmp_path, "grpo", "qwen2", True, callback, reward_funcs=reward)
+    trainer.train()
     s = callback.ledger.summary()
     assert s["useful"]["C_reward"] == 1e3 * 16 and s["executed"]["C_reward"] == 2e3 * 16
+    # its tokens are the function's own: the log has no tokens/reward 0 beside the C_reward charged
+    assert s["tokens"]["reward_priced_rows"] == 16
+    logged = [e for e in trainer.state.log_history if "flops/reward" in e]
+    assert logged and all(e["flops/reward"] > 0 and "tokens/reward" not in e for e in logged)
 
 
 def test_the_budget_stops_the_run(tmp_path):

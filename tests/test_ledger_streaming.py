@@ -50,7 +50,11 @@ def test_a_stream_is_priced_with_the_longest_prompt_seen_so_far(tmp_path, caplog
     stream = Stream()
     with pytest.warns(UserWarning, match="does not read an iterable"):
         trainer = _budgeted(tmp_path, stream, budget=1.5e8)
-    with caplog.at_level(logging.INFO, logger="paper_repro.ledger"):
+    # the prompts grow past row 8: a longer prompt than the ceiling was priced with is a BudgetWarning
+    grew = (
+        r"a prompt of \d+ tokens is longer than the round's ceiling was priced with \(the longest prompt seen"
+    )
+    with caplog.at_level(logging.INFO, logger="paper_repro.ledger"), pytest.warns(BudgetWarning, match=grew):
         trainer.train()
     assert stream.pulled < 1000  # the batches trained on, and the loader's prefetch
     source = trainer.ledger.prompt_length_source
@@ -75,9 +79,12 @@ def test_a_declared_prompt_length_prices_a_stream_before_training(tmp_path):
 
 def test_a_prompt_past_the_declared_length_warns_and_is_priced(tmp_path):
     trainer = _budgeted(tmp_path, Stream(), max_prompt_tokens=3)
-    with pytest.warns(
-        BudgetWarning, match="longer than the round's ceiling was priced with .*max_prompt_tokens"
-    ):
+    with pytest.warns(BudgetWarning) as caught:
         trainer.train()
+    said = [str(w.message) for w in caught if w.category is BudgetWarning]
+    assert all("longer than the round's ceiling was priced with" in s for s in said)
+    assert "max_prompt_tokens" in said[0]
+    # the stream's prompts grow again (past row 8) beyond the length it was priced again with: that warns too
+    assert len(said) == 2 and "(the longest prompt seen so far (" in said[1]
     assert trainer.round_price["prompt_tokens"] > 3
     assert trainer.ledger.prompt_length_source.startswith("the longest prompt seen so far")

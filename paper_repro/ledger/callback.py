@@ -149,7 +149,7 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
                 completions=kwargs.get("completions"),
                 completion_ids=kwargs.get("completion_ids"),
             )
-            self.ledger.charge("reward", as_conventions(cost))
+            self.ledger.charge_priced_reward(as_conventions(cost), len(kwargs.get("completions") or ()))
 
         if inspect.iscoroutinefunction(func):
 

@@ -55,7 +55,8 @@ TOKEN_COUNTS = (
     "loss_executed_tokens",
     "old_forward_rows",
     "ref_forward_rows",
-    "reward_tokens",
+    "reward_tokens",  # real tokens through the reward models the ledger sees run
+    "reward_priced_rows",  # completions a reward function's flop_cost priced (its tokens unseen)
     "kept_rows",
 )
 # C_learning's parts: the loss passes (forward and backward), the no-grad old-policy forwards
@@ -205,6 +206,13 @@ class FlopLedger:
     def charge(self, component: Component, cost: dict[str, float]) -> None:
         for convention in CONVENTIONS:
             self._current.flops[convention][component] += cost[convention]
+
+    def charge_priced_reward(self, cost: dict[str, float], rows: int) -> None:
+        """C_reward of one call of a reward function with a ``flop_cost`` (``cost``: FLOPs per
+        convention) that scored ``rows`` completions; the rows are counted (``reward_priced_rows``)
+        because the tokens its model read are not the ledger's to see (see :meth:`metrics`)."""
+        self.charge("reward", cost)
+        self.count(reward_priced_rows=rows)
 
     def count(self, **tokens: float) -> None:
         for key, value in tokens.items():
@@ -369,7 +377,14 @@ class FlopLedger:
     def metrics(self) -> dict[str, float]:
         """The run so far as TRL-style metrics (:data:`METRIC_NAMES`): cumulative useful FLOPs per
         component (``flops/search`` ...), the same under ``executed`` (``flops/executed/search`` ...),
-        rho under each, the time-based rho and the tokens of each component. Values, not deltas."""
+        rho under each, the time-based rho and the tokens of each component. Values, not deltas.
+
+        ``tokens/reward`` is the real tokens the reward models read, the tokens C_reward was charged
+        for: 0 with rule-based rewards, whose C_reward is 0 too. A reward function's ``flop_cost``
+        charges C_reward without tokens (the ledger does not see what its model reads), so once one
+        has priced a call, ``tokens/reward`` is left out of the metrics rather than logged as a 0, or
+        as the reward models' part alone, beside a C_reward it does not account for; the priced
+        completions are ``reward_priced_rows`` in the summary's ``tokens``."""
         out: dict[str, float] = {}
         for convention in CONVENTIONS:
             prefix = "flops/" if convention == "useful" else f"flops/{convention}/"
@@ -384,7 +399,8 @@ class FlopLedger:
         tokens = self._token_totals
         out["tokens/search"] = tokens.get("gen_prompt_tokens", 0.0) + tokens.get("gen_completion_tokens", 0.0)
         out["tokens/learning"] = tokens.get("loss_tokens", 0.0)
-        out["tokens/reward"] = tokens.get("reward_tokens", 0.0)
+        if not tokens.get("reward_priced_rows"):
+            out["tokens/reward"] = tokens.get("reward_tokens", 0.0)
         return out
 
     # --- saved with a checkpoint --------------------------------------------------------------
@@ -509,7 +525,8 @@ class FlopLedger:
         os.replace(tmp, path)
 
 
-# What :meth:`FlopLedger.metrics` puts into TRL's metrics each optimizer step (cumulative values).
+# What :meth:`FlopLedger.metrics` puts into TRL's metrics each optimizer step (cumulative values);
+# ``tokens/reward`` only while no reward function's flop_cost has priced C_reward (see metrics).
 METRIC_NAMES: tuple[str, ...] = (
     *(f"flops/{k}" for k in (*COMPONENTS, "total", "rho")),
     *(f"flops/executed/{k}" for k in (*COMPONENTS, "total", "rho")),

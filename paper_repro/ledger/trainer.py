@@ -472,8 +472,8 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
                         prompts=prompts, completions=completions, completion_ids=completion_ids_list
                     )
                     name = getattr(func, "__name__", func)
-                    self.ledger.charge(
-                        "reward", as_conventions(cost, f"reward function {name!r}'s flop_cost")
+                    self.ledger.charge_priced_reward(
+                        as_conventions(cost, f"reward function {name!r}'s flop_cost"), len(completions)
                     )
         self._sync()
         self.ledger.add_seconds("reward", time.perf_counter() - start)
