@@ -70,7 +70,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--threads",
         type=positive_int,
         default=None,
-        help="torch threads per run (default: the cores divided among the jobs)",
+        help="torch threads per run (default: one, never more than the cores divided among the jobs: "
+        "paper_repro.run.runner.threads_per_job; more cores go to --jobs)",
     )
     c.add_argument("--results", default=None, help=RESULTS_HELP)
     return c
