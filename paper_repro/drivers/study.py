@@ -185,9 +185,7 @@ def own_cells(
     s = profile.setting(setting)
     budget = budget_of(profile, budget_kind)
     planner = planner_for(profile, s)
-    asked = [
-        (recipe_label(*r), lambda r=r: planner.explicit(*r, budget, label=recipe_label(*r))) for r in recipes
-    ]
+    asked = [(recipe_label(*r), lambda r=r: _literal(planner, r, budget)) for r in recipes]
     asked += [(f"rho {rho:g}", lambda rho=rho: planner.cell(rho, budget)) for rho in rhos]
     cells = []
     for name, plan in asked:
@@ -200,6 +198,16 @@ def own_cells(
             raise ValueError(f"refused: {name} for setting {s.name}: {problem}")
         cells.append(cell)
     return cells
+
+
+def _literal(planner, recipe: tuple[int, int, int, int], budget: float):
+    """A recipe given literally, priced by the planner. Its target rho is the rho the planner predicts
+    for it (to 2 decimals): the analysis files a row with a target among its folder's grid cells, and
+    leaves one without (TRL's default cell) out of the grid."""
+    from dataclasses import replace
+
+    cell = planner.explicit(*recipe, budget, label=recipe_label(*recipe))
+    return replace(cell, target_rho=round(cell.predicted_rho, 2))
 
 
 def own_specs(
