@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "one of the study's (another seed, an allocation of your own) goes into a folder of your own.\n\n"
         "  paper-repro cells --profile cpu-tiny --setting dense --cells r40 r66 --seed 0\n"
         "  paper-repro cells --profile cpu-tiny --setting dense --cells r40 r66 --seed 3 4 --results out/explore\n"
-        "  paper-repro cells --profile cpu-tiny --setting dense --recipe P=8,G=8,K=4,mu=2 --rho 0.6 --seed 0 "
+        "  paper-repro cells --profile cpu-tiny --setting dense --recipe P=4,G=8,K=4,mu=2 --rho 0.6 --seed 0 "
         "--results out/mine",
     )
     c.add_argument("--profile", required=True, help=PROFILE_HELP)
@@ -100,10 +100,11 @@ def recipe(text: str) -> tuple[int, int, int, int]:
     """``P=8,G=8,K=4,mu=2`` as (P, G, K, mu)."""
     example = "P=8,G=8,K=4,mu=2"
     try:
-        given = {k.strip(): int(v) for k, v in (part.split("=") for part in text.split(","))}
+        pairs = [(k.strip(), int(v)) for k, v in (part.split("=") for part in text.split(","))]
     except ValueError:
         raise argparse.ArgumentTypeError(f"a recipe is written {example}, got {text!r}") from None
-    if sorted(given) != sorted(RECIPE) or min(given.values()) < 1:
+    given = dict(pairs)
+    if len(pairs) != len(RECIPE) or sorted(given) != sorted(RECIPE) or min(given.values()) < 1:
         raise argparse.ArgumentTypeError(
             f"a recipe names P, G, K and mu once each, positive: {example}; got {text!r}"
         )

@@ -6,6 +6,7 @@ is written into your folder's ``figures/``, never beside the committed ones."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -70,7 +71,8 @@ def beside_figure(own: pd.DataFrame, frontier: pd.DataFrame, target: str = "nati
     for ax in axes.flat[len(settings) :]:
         ax.remove()
     shown = frontier[frontier["setting"].isin(settings)]
-    fig.suptitle(f"Your runs (stars) on the committed frontier\n{frontier_caption(shown)}", fontsize=9)
+    caption = "\n".join(textwrap.wrap(frontier_caption(shown), 70 * ncols))  # as wide as the panels
+    fig.suptitle(f"Your runs (stars) on the committed frontier\n{caption}", fontsize=9)
     return fig
 
 
