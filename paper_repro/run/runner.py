@@ -31,7 +31,7 @@ from paper_repro.run.train import run_cell
 # A run's torch threads unless told otherwise. A cpu-tiny run's matrices (hidden sizes 48 to 96) are too
 # small to share between threads: on the 2-core machine one run of the documented exploration (dense r40
 # seed 42) trained and evaluated in 12.5 s on one thread and 15.7 s on two, quiet, and in 29.6 s
-# against 194.7 s wall beside one busy process (docs/MEASUREMENTS.md). More cores go to more runs at
+# against 194.7 s wall beside one busy process (issue 51; docs/usage.md). More cores go to more runs at
 # once (``--jobs``), not to more threads per run.
 THREADS_PER_RUN = 1
 
