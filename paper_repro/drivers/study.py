@@ -8,6 +8,8 @@
   default allocation at the full budget on its fresh seeds; returns the pilot frontiers, the picks,
   RACE+'s predictions and that check.
 - Notebook 40 calls :func:`paper_repro.analysis.analyse`.
+- :func:`own_cells` and :func:`own_specs` (``paper-repro cells --recipe/--rho``): allocations of your own,
+  a recipe given literally or a target rho the planner realises, and their runs.
 
 A setting is named alone (``M``, ``dense``, ``prm``): the profile knows its stage. Runs go through
 :func:`paper_repro.run.runner.run_specs`: a rerun skips every finished run.
@@ -27,7 +29,17 @@ import pandas as pd
 from paper_repro.common.results import RUN_COLUMNS, quick_dir, results_dir
 from paper_repro.config import Profile, load_profile
 from paper_repro.run import runner
-from paper_repro.run.spec import RunSpec, default_cell_spec, pilot_specs, race_check_specs, setting_specs
+from paper_repro.run.spec import (
+    RunSpec,
+    budget_of,
+    default_cell_spec,
+    pilot_specs,
+    race_check_specs,
+    seed_list,
+    setting_specs,
+    spec_for,
+)
+from paper_repro.run.study_design import check_named
 
 
 def prepare(profile: str | Profile, quick: bool = False) -> Profile:
@@ -127,6 +139,7 @@ def run_setting(
     if quick:
         announce_quick(profile)
     results_root = results_root_for(profile, quick, results_root)
+    check_named(prof, results_root)
     specs = setting_specs(prof, setting, seeds, "full", cells, quick)
     print(grid_line(prof, setting, specs))
     return _frontier_of(specs, len(specs), results_root, threads, executed_notebook, prof.budget_flops)
@@ -146,6 +159,64 @@ def grid_line(profile: Profile, setting: str, specs: Sequence[RunSpec]) -> str:
         f"{setting} ({profile.name}): the grid's cells are {', '.join(grid)}; this runs {runs} on {on} "
         f"({len(specs)} run{'s' * (len(specs) != 1)}). To run some cells only: -y 'cells: [{example}]'"
     )
+
+
+def recipe_label(P: int, G: int, K: int, mu: int) -> str:
+    """How a recipe given literally is labelled in the ``cell`` column: ``P8G8K4mu2``."""
+    return f"P{P}G{G}K{K}mu{mu}"
+
+
+def own_cells(
+    profile: Profile,
+    setting: str,
+    recipes: Sequence[tuple[int, int, int, int]] = (),
+    rhos: Sequence[float] = (),
+    budget_kind: str = "full",
+):
+    """Allocations of your own for ``setting`` at its full (or first pilot) budget, priced by the
+    planner like the grid's: each recipe (P, G, K, mu) as given (:meth:`~paper_repro.run.allocation.Planner.explicit`,
+    labelled :func:`recipe_label`), each target rho as the planner realises it
+    (:meth:`~paper_repro.run.allocation.Planner.cell`, labelled ``r60``). Returns the planner's cells;
+    raises ValueError, with the planner's reason, for a target it cannot realise, a recipe whose
+    round the budget cannot buy (or K > G), and, under the ``ceiling`` budget stop, a cell whose
+    costliest round the budget cannot surely buy."""
+    from paper_repro.run.allocation import ceiling_problem, planner_for
+
+    s = profile.setting(setting)
+    budget = budget_of(profile, budget_kind)
+    planner = planner_for(profile, s)
+    asked = [(recipe_label(*r), lambda r=r: _literal(planner, r, budget)) for r in recipes]
+    asked += [(f"rho {rho:g}", lambda rho=rho: planner.cell(rho, budget)) for rho in rhos]
+    cells = []
+    for name, plan in asked:
+        try:
+            cell = plan()
+        except ValueError as err:  # InfeasibleTarget is one: a target no allowed cell predicts
+            raise ValueError(f"refused: {name} for setting {s.name}: {err}") from err
+        problem = ceiling_problem(profile, s, cell)
+        if problem:
+            raise ValueError(f"refused: {name} for setting {s.name}: {problem}")
+        cells.append(cell)
+    return cells
+
+
+def _literal(planner, recipe: tuple[int, int, int, int], budget: float):
+    """A recipe given literally, priced by the planner. Its target rho is the rho the planner predicts
+    for it (to 2 decimals): the analysis files a row with a target among its folder's grid cells, and
+    leaves one without (TRL's default cell) out of the grid."""
+    from dataclasses import replace
+
+    cell = planner.explicit(*recipe, budget, label=recipe_label(*recipe))
+    return replace(cell, target_rho=round(cell.predicted_rho, 2))
+
+
+def own_specs(
+    profile: Profile, setting: str, cells, seeds: int | Sequence[int] | None = None, budget_kind: str = "full"
+) -> list[RunSpec]:
+    """The runs of your own ``cells`` (:func:`own_cells`) of ``setting`` x ``seeds`` (a count from 0,
+    or the seeds; None: the profile's count), at the cells' budget with the profile's ladder below it."""
+    s = profile.setting(setting)
+    return [spec_for(profile, s, c, seed, budget_kind) for c in cells for seed in seed_list(profile, seeds)]
 
 
 @dataclass(frozen=True)
@@ -182,6 +253,7 @@ def run_race_pilots(
     if quick:
         announce_quick(profile)
     results_root = results_root_for(profile, quick, results_root)
+    check_named(prof, results_root)
     s = prof.setting(setting)
     run = lambda specs: _rows_of(specs, results_root, threads, executed_notebook)  # noqa: E731
     pilots = run(pilot_specs(prof, s, quick))

@@ -21,7 +21,7 @@ from paper_repro.common.results import results_dir
 from paper_repro.config import STAGES, Profile, Resources
 from paper_repro.drivers.study import results_root_for
 from paper_repro.run.launch import batch_layout
-from paper_repro.run.runner import pending
+from paper_repro.run.runner import pending, threads_per_job
 from paper_repro.run.spec import RunSpec, setting_specs
 
 # --------------------------------------------------------------------------------------------
@@ -303,7 +303,7 @@ def _run_study(
     # notebook's pick runs (then named: a pick that is TRL's default cell adds no run)
     named = {(s.run_id, j.results_root): s for j in todo for s in j.specs}
     unresolved = {j.output: j.unknown_runs for j in todo if j.unknown_runs}
-    threads = max(1, (os.cpu_count() or 1) // max(1, n_jobs))
+    threads = threads_per_job(n_jobs)  # each notebook's runs, as paper-repro cells gives a job
 
     def missing() -> int:
         roots = {r for _, r in named}

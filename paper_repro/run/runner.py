@@ -5,9 +5,9 @@ budget ladder) a row for each point of its curve in ``curves.csv`` (so a sweep k
 rerun finishes only what is missing), refuses bad input before any compute, runs the rest
 (with a progress bar where someone sees it: :class:`paper_repro.common.console.RunsProgress`), says in one
 line how many it ran and skipped, and returns the
-rows in spec order. With ``jobs > 1`` each worker is a fresh process with ``threads`` torch threads
-(default: the machine's cores divided among the jobs); rows are appended by the workers themselves,
-under the table's file lock.
+rows in spec order. With ``jobs > 1`` each worker is a fresh process; every run has ``threads`` torch
+threads (default: :func:`threads_per_job`, which the sweep and the notebooks call too); rows are
+appended by the workers themselves, under the table's file lock.
 """
 
 from __future__ import annotations
@@ -27,6 +27,30 @@ from paper_repro.run.preflight import check_spec
 from paper_repro.run.spec import RunSpec
 from paper_repro.run.study_design import check_committed
 from paper_repro.run.train import run_cell
+
+# A run's torch threads unless told otherwise. A cpu-tiny run's matrices (hidden sizes 48 to 96) are too
+# small to share between threads: on the 2-core machine one run of the documented exploration (dense r40
+# seed 42) trained and evaluated in 12.5 s on one thread and 15.7 s on two, quiet, and in 29.6 s
+# against 194.7 s wall beside one busy process (issue 51; docs/usage.md). More cores go to more runs at
+# once (``--jobs``), not to more threads per run.
+THREADS_PER_RUN = 1
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform says, else the machine's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def threads_per_job(jobs: int = 1, threads: int | None = None) -> int:
+    """The torch threads of each of ``jobs`` runs made at once on this machine: ``threads`` when given
+    (the caller's choice), else :data:`THREADS_PER_RUN`, never more than the usable cores divided among
+    the jobs (and at least one). The one rule ``paper-repro cells``, the notebooks (``threads=None``)
+    and the local sweep (``paper-repro run``, ``make reproduce``) share."""
+    if threads is not None:
+        return threads
+    return max(1, min(THREADS_PER_RUN, usable_cores() // max(1, jobs)))
 
 
 def pending(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> list[RunSpec]:
@@ -65,7 +89,7 @@ def run_specs(
     check_committed(todo, results_root)  # refuse bad input before any compute, once (run_cell trusts it)
     for spec in todo:
         check_spec(spec)
-    threads = threads or max(1, (os.cpu_count() or 1) // max(1, jobs))
+    threads = threads_per_job(jobs, threads)
     shown = RunsProgress(len(todo), progress)
     made = []
     if jobs <= 1:

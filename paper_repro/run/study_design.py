@@ -3,8 +3,10 @@ other run in its committed table.
 
 :class:`Design` answers whether a run (a :class:`~paper_repro.run.spec.RunSpec`, or a row's recorded
 spec) is one of the design's: the profile's weights, training recipe, data and evaluation
-(:func:`design_key`), at one of its budgets, on one of its seeds. :func:`check_committed` refuses,
-before any compute, a run that would go into a shipped profile's committed table without being one;
+(:func:`design_key`), at one of its budgets, on one of its seeds; :meth:`Design.recipe_problem` whether
+its (P, G, K, mu) is a cell of the design's grid. :func:`check_committed` refuses, before any compute,
+a run that would go into a shipped profile's committed table without being one, and
+:func:`check_named` a profile file that changes a shipped design but keeps its name;
 :func:`paper_repro.run.history.split_history` moves such rows out of a table after the fact; the analysis
 reads only the design's rows.
 """
@@ -19,6 +21,7 @@ from typing import Any
 from paper_repro.common.paths import repo_relative
 from paper_repro.common.results import quick_dir, results_dir
 from paper_repro.config import Profile, load_profile, profile_names
+from paper_repro.run.allocation import plan_setting
 from paper_repro.run.spec import RunSpec, default_cell_spec
 
 # What varies between the runs of one setting of a design: the rest of a run's canonical spec
@@ -102,6 +105,28 @@ class Design:
             return f"seed {seed} is not one of the design's {kind}-budget seeds {_ranges(seeds)}"
         return None
 
+    def recipe_problem(self, spec: RunSpec) -> str | None:
+        """Why ``spec``'s recipe (P, G, K, mu) is not one the design runs in its setting at its budget
+        kind, or None when it is: a cell of the grid the planner plans at the full budget (a stage
+        that runs on past C trains the same recipes) or at the run's pilot budget, or TRL's default
+        cell on a fresh seed. :meth:`problem` reads a run's spec without its recipe; this is asked of
+        a run about to go into the committed table (:func:`check_committed`)."""
+        profile = self.profile
+        setting = profile.setting(spec.setting)
+        budget = profile.budget_flops if spec.budget_kind == "full" else spec.budget_flops
+        cells = plan_setting(profile, setting, budget).cells
+        recipes = {(c.P, c.G, c.K, c.mu): c.label for c in cells}
+        if spec.budget_kind == "full" and spec.seed in profile.fresh_seeds:
+            default = default_cell_spec(profile, setting, spec.seed)
+            recipes.setdefault((default.P, default.G, default.K, default.mu), "default")
+        if (spec.P, spec.G, spec.K, spec.mu) in recipes:
+            return None
+        grid = ", ".join(f"{label} (P={p}, G={g}, K={k}, mu={m})" for (p, g, k, m), label in recipes.items())
+        return (
+            f"its recipe P={spec.P}, G={spec.G}, K={spec.K}, mu={spec.mu} is not a cell of the design's "
+            f"{spec.budget_kind}-budget grid of setting {spec.setting}: {grid}"
+        )
+
 
 def check_committed(specs: Sequence[RunSpec], results_root: str | Path | None = None) -> None:
     """Refuse, before any compute, a run that would go into a shipped profile's committed table
@@ -113,7 +138,11 @@ def check_committed(specs: Sequence[RunSpec], results_root: str | Path | None = 
         if table.resolve() != results_dir(name).resolve():
             continue
         design = Design(load_profile(name))
-        refused = [(s, why) for s in specs if s.profile == name and (why := design.problem(s))]
+        refused = [
+            (s, why)
+            for s in specs
+            if s.profile == name and (why := design.problem(s) or design.recipe_problem(s))
+        ]
         if refused:
             first, why = refused[0]
             raise ValueError(
@@ -121,8 +150,28 @@ def check_committed(specs: Sequence[RunSpec], results_root: str | Path | None = 
                 f"into its committed table {repo_relative(table / 'runs.csv')} (e.g. setting {first.setting}, "
                 f"cell {first.cell}, seed {first.seed}: {why}). Explore in a results folder of your own: "
                 f"results_root='out/explore' (papermill: -p results_root out/explore; paper-repro: "
-                f"--results out/explore), or quick=True, which writes to {repo_relative(quick_dir(name))}."
+                f"--results out/explore), or quick=True, which writes to {repo_relative(quick_dir(name))}; "
+                f"a profile file of your own: give it a name of its own (name: my-study), and its runs go "
+                f"to data/results/my-study/."
             )
+
+
+def check_named(profile: Profile, results_root: str | Path | None = None) -> None:
+    """Refuse, before any compute, a profile file that changes a shipped profile's design
+    (:meth:`~paper_repro.config.Profile.changes_from_shipped`) yet keeps its name, as a file that
+    ``extends:`` it does unless it says ``name:``, when its runs or tables would go into that
+    profile's committed folder: they would be filed as the committed study's."""
+    changed = profile.changes_from_shipped()
+    committed = results_dir(profile.name)
+    if not changed or results_dir(profile.name, results_root).resolve() != committed.resolve():
+        return
+    raise ValueError(
+        f"refused: the profile file {profile.source} changes the {profile.name} design ({', '.join(changed)}) "
+        f"but keeps the name {profile.name}, so its runs and tables would go into the committed "
+        f"{repo_relative(committed)}. Give it a name of its own in the file (name: my-study, after "
+        f"extends: {profile.name}): its runs then go to data/results/my-study/; or pass a results folder "
+        f"of your own (--results out/explore; papermill: -p results_root out/explore)."
+    )
 
 
 def _ranges(seeds: Sequence[int]) -> str:
