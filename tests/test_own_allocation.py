@@ -21,7 +21,7 @@ from paper_repro import cli
 from paper_repro.analysis.figures.beside import beside_figure, beside_table, write_beside
 from paper_repro.commands import cells
 from paper_repro.common.results import results_dir
-from paper_repro.config import load_profile
+from paper_repro.config import changes_from_shipped, load_profile
 from paper_repro.drivers import study
 from paper_repro.run import runner, study_design
 from paper_repro.run.spec import setting_specs
@@ -52,7 +52,7 @@ def committed_elsewhere(tmp_path, monkeypatch):
 
 def test_the_reported_profile_file_is_refused_from_the_committed_folder(tmp_path, committed_elsewhere):
     mine = _my_profile(tmp_path)
-    assert mine.name == "cpu-tiny" and mine.changes_from_shipped() == ["grid"]
+    assert mine.name == "cpu-tiny" and changes_from_shipped(mine) == ["grid"]
     with pytest.raises(ValueError, match=r"changes the cpu-tiny design \(grid\) but keeps the name") as err:
         check_named(mine, None)
     assert "name: my-study" in str(err.value) and "--results" in str(err.value)
@@ -65,7 +65,7 @@ def test_the_reported_profile_file_is_refused_from_the_committed_folder(tmp_path
 
 def test_a_profile_file_with_a_name_of_its_own_goes_to_its_own_folder(tmp_path):
     mine = _my_profile(tmp_path, "my-study")
-    assert mine.changes_from_shipped() == []
+    assert changes_from_shipped(mine) == []
     check_named(mine, None)
     assert results_dir(mine.name) == COMMITTED.parent / "my-study"
     (spec,) = setting_specs(mine, "dense", seeds=[0], cells=["r60"])
@@ -73,9 +73,9 @@ def test_a_profile_file_with_a_name_of_its_own_goes_to_its_own_folder(tmp_path):
 
 
 def test_a_shipped_profile_and_a_hardware_variant_change_no_design():
-    assert load_profile("cpu-tiny").changes_from_shipped() == []
-    assert load_profile("cpu-tiny").quick_variant().changes_from_shipped() == []
-    assert load_profile("gpu-paper-1gpu").changes_from_shipped() == []
+    assert changes_from_shipped(load_profile("cpu-tiny")) == []
+    assert changes_from_shipped(load_profile("cpu-tiny").quick_variant()) == []
+    assert changes_from_shipped(load_profile("gpu-paper-1gpu")) == []
 
 
 def test_the_committed_check_reads_the_recipe():

@@ -23,7 +23,7 @@ The modules: :mod:`~paper_repro.config.sections` holds the dataclass of each sec
 (:func:`load_profile`). Import from here: ``from paper_repro.config import Margins``.
 """
 
-from paper_repro.config.loading import load_profile
+from paper_repro.config.loading import changes_from_shipped, load_profile
 from paper_repro.config.profile import (
     PROFILE_DIR,
     QUICK_BUDGET_SCALE,
@@ -61,6 +61,7 @@ __all__ = [
     "Setting",
     "StageDesign",
     "TrainConfig",
+    "changes_from_shipped",
     "load_profile",
     "profile_names",
 ]

@@ -208,3 +208,21 @@ def _known(cls, values: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown {cls.__name__} fields {unknown}; known: {sorted(names)}")
     return dict(values)
+
+
+def changes_from_shipped(profile: Profile) -> list[str]:
+    """The fields (``grid``, ``seeds``, ...) in which ``profile``, read from a file of one's own,
+    differs from the shipped profile whose name it carries (a file that ``extends:`` a shipped
+    profile inherits its name unless it says ``name:``); [] for a shipped profile as shipped, for a
+    profile with a name of its own, and for a hardware variant that changes only ``resources``
+    (where its runs run, not what they compute)."""
+    shipped = PROFILE_DIR / f"{profile.name}.yaml"
+    if profile.name not in profile_names() or Path(profile.source or shipped).resolve() == shipped.resolve():
+        return []
+    base = load_profile(profile.name)
+    skip = ("source", "resources")
+    return [
+        f.name
+        for f in fields(profile)
+        if f.name not in skip and getattr(profile, f.name) != getattr(base, f.name)
+    ]

@@ -235,27 +235,6 @@ class Profile:
         source = Path(self.source).resolve()
         return source.stem if source.parent == PROFILE_DIR else str(source)
 
-    def changes_from_shipped(self) -> list[str]:
-        """The fields (``grid``, ``seeds``, ...) in which this profile, read from a file of one's own,
-        differs from the shipped profile whose name it carries (a file that ``extends:`` a shipped
-        profile inherits its name unless it says ``name:``); [] for a shipped profile as shipped, for a
-        profile with a name of its own, and for a hardware variant that changes only ``resources``
-        (where its runs run, not what they compute)."""
-        from dataclasses import fields
-
-        from paper_repro.config.loading import load_profile
-
-        shipped = PROFILE_DIR / f"{self.name}.yaml"
-        if self.name not in profile_names() or Path(self.source or shipped).resolve() == shipped.resolve():
-            return []
-        base = load_profile(self.name)
-        skip = ("source", "resources")
-        return [
-            f.name
-            for f in fields(self)
-            if f.name not in skip and getattr(self, f.name) != getattr(base, f.name)
-        ]
-
     def needs_prm_weights(self, setting: Setting) -> bool:
         """The PRM scores the PRM-based rewards, and is the judge model of the ``prm_judge``."""
         return rewards.is_prm_based(setting.reward_system) or self.judge == "prm_judge"

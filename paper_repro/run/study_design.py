@@ -20,7 +20,7 @@ from typing import Any
 
 from paper_repro.common.paths import repo_relative
 from paper_repro.common.results import quick_dir, results_dir
-from paper_repro.config import Profile, load_profile, profile_names
+from paper_repro.config import Profile, changes_from_shipped, load_profile, profile_names
 from paper_repro.run.allocation import plan_setting
 from paper_repro.run.spec import RunSpec, default_cell_spec
 
@@ -158,10 +158,10 @@ def check_committed(specs: Sequence[RunSpec], results_root: str | Path | None = 
 
 def check_named(profile: Profile, results_root: str | Path | None = None) -> None:
     """Refuse, before any compute, a profile file that changes a shipped profile's design
-    (:meth:`~paper_repro.config.Profile.changes_from_shipped`) yet keeps its name, as a file that
+    (:func:`~paper_repro.config.changes_from_shipped`) yet keeps its name, as a file that
     ``extends:`` it does unless it says ``name:``, when its runs or tables would go into that
     profile's committed folder: they would be filed as the committed study's."""
-    changed = profile.changes_from_shipped()
+    changed = changes_from_shipped(profile)
     committed = results_dir(profile.name)
     if not changed or results_dir(profile.name, results_root).resolve() != committed.resolve():
         return
