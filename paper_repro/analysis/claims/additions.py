@@ -19,6 +19,8 @@ CONVENTION_TEST = (
     "conventions agreeing with useful; NaN when no convention decides a verdict: nothing to be robust)"
 )
 
+PER_CONVENTION = "rule-based, PRM-style verdicts per convention"  # the note's list, after any reason
+
 
 @register_claim(
     "conventions.robust",
@@ -47,7 +49,7 @@ def _conventions_robust(study: Study) -> Result:
     table = pd.DataFrame(rows)
     share, verdict, why = conventions.robustness(table)
     detail = "; ".join(f"{k}: {', '.join(g['verdict'])}" for k, g in table.groupby("convention", sort=False))
-    note = f"rule-based, PRM-style verdicts per convention: {detail}"
+    note = f"{PER_CONVENTION}: {detail}"
     return Result(share, NAN, NAN, verdict, f"{why}; {note}" if why else note)
 
 

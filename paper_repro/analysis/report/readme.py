@@ -220,15 +220,21 @@ def _hacking_lines(results: Path) -> list[str]:
 
 def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
     """The README's first screen: the answer in plain words (:func:`paper_repro.analysis.report.plain.plain_answer`,
-    from ``claims.csv``), then where the detail and the words are. Its length does not depend on the
+    from ``claims.csv`` and ``conventions.csv``, with what its words mean and the profile's models' size),
+    then where the detail and the words are. Its length does not depend on the
     tables' size: it ends within the README's first 80 lines (``tests/test_readme.py``)."""
     from paper_repro.analysis.report import plain
 
     root = root or repo_root()
     results = root / "data" / "results" / profile
+    conventions = results / "conventions.csv"
     lines = [
         SUMMARY_START,
-        *plain.plain_answer(pd.read_csv(results / "claims.csv")),
+        *plain.plain_answer(
+            pd.read_csv(results / "claims.csv"),
+            _profile(profile),
+            pd.read_csv(conventions) if conventions.exists() else None,
+        ),
         "",
         f"Every verdict with its interval and power: [the answer in detail]({RESULTS}#the-answer-in-detail), "
         f"[every claim]({RESULTS}#every-claim) and [notebook 40](notebooks/executed/{profile}/40_final_analysis.ipynb); "
