@@ -74,11 +74,14 @@ def _profile(regime: float):
 def test_no_is_said_to_mean_not_by_the_profiles_margin():
     claims = pd.DataFrame([_row("regime.rule_based.any", "not held", 0.9, 0.7)])
     text = "\n".join(plain_answer(claims, _profile(0.037)))
-    assert '"No" means *not by the margin*' in text
-    assert "rules out an advantage of 0.037 native reward or more" in text and "`margins.regime`" in text
+    assert (
+        '"No" means not by the *margin*, the smallest advantage that counts (0.037 native reward, set in '
+        "`paper_repro/profiles/cpu-tiny.yaml` under `margins:` before the runs): the 90% interval rules out an "
+        "advantage that large or larger in the paper's direction"
+    ) in text
     assert "0.02 native reward" not in text
     unvalued = "\n".join(plain_answer(claims))  # no profile: the margin named, not valued
-    assert "advantage of the regime margin or more" in unvalued
+    assert '"No" means not by the *margin*, the smallest advantage that counts: the 90% interval' in unvalued
 
 
 def test_a_verdict_that_moves_without_one_seed_is_said_to_rest_on_it_and_one_that_does_not_is_not():
@@ -94,7 +97,10 @@ def test_a_verdict_that_moves_without_one_seed_is_said_to_rest_on_it_and_one_tha
     assert "without seed 0 it turns *cannot tell*, so it rests on that seed" in interaction
     assert "without seed" not in rule
     assert "**Yes**; without seed 2 it turns *no*" in text  # a check moves too
-    assert "Of the other claims, 1 change verdict without one seed (fits.loglinear" in text
+    assert (
+        "Of the other claims, 1 change verdict without one seed ([every claim](RESULTS.md#every-claim)"
+        in text
+    )
     steady = claims.assign(leave_one_seed_out="the same without any one seed")
     assert "without seed" not in "\n".join(plain_answer(steady))
     assert "rests on that seed" not in "\n".join(plain_answer(steady))
@@ -137,14 +143,20 @@ def test_the_convention_paragraph_gives_rho_star_under_each_count_and_a_nan_clai
     ])  # fmt: skip
     text = "\n".join(plain_answer(claims, conventions=conventions))
     assert (
-        "M's fitted best update share (rho*) reads 0.52 counting useful FLOPs (the paper's count), 0.72 counting "
+        "M's fitted best update share reads 0.52 counting useful FLOPs (the paper's count), 0.72 counting "
         "executed FLOPs (padding included), 0.34 counting 6N per token, 0.56 counting wall time (L's 0.54–0.92"
     ) in text
     assert "S's" not in text  # not identified under every convention: no span
-    said = NOTHING_DECIDED.removeprefix("not computable: ")
-    assert f"Whether the rho* verdicts survive a change of convention is not decided: {said}." in text
+    assert (
+        "Whether the verdicts survive a change of count is not decided: under every count, every verdict"
+        in text
+    )
+    other = claims.assign(
+        note=[None, "not computable: one seed per cell; rule-based, PRM-style verdicts per convention: ..."]
+    )
+    assert "not decided: one seed per cell." in "\n".join(plain_answer(other, conventions=conventions))
     decided = claims.assign(our_value=[0.031, 0.75], verdict=["not held", "not held"])
-    assert "The convention claim is not held: the rho* verdicts of 75% of the conventions" in "\n".join(
+    assert "The convention claim is not held: the verdicts under 75% of the counts match" in "\n".join(
         plain_answer(decided, conventions=conventions)
     )
 

@@ -1,7 +1,8 @@
 """What the plain answer's words mean (:mod:`paper_repro.analysis.report.plain`), in paragraphs for the
 README's first screen and notebook 40, each built from the table or the file that owns its facts:
 
-- the margin behind a "No" (:func:`margin_paragraph`: the profile's ``margins.regime``, never typed here);
+- the margin behind a "No" (:func:`margin_paragraph`: the profile's ``margins.regime``, never typed here,
+  and the file that sets it);
 - the verdicts that move when one grid seed is left out (:func:`moves`, :func:`other_moves`:
   ``claims.csv``'s ``leave_one_seed_out``);
 - how the FLOP convention moves rho* and whether the convention claim decides anything
@@ -17,12 +18,13 @@ import re
 import pandas as pd
 
 from paper_repro.analysis.claims.additions import PER_CONVENTION
-from paper_repro.analysis.tables.conventions import CONVENTIONS
+from paper_repro.analysis.tables.conventions import CONVENTIONS, NOTHING_DECIDED
 from paper_repro.analysis.wording import finite, num
-from paper_repro.config import Margins, Profile
+from paper_repro.config import Profile
 
 # docs/CHOICES.md's account of the regime rule and its margin (why the margin is the value it is)
 MARGIN_WHY = "docs/CHOICES.md#the-claims-the-study-can-decide-2026-12-03"
+EVERY_CLAIM = "RESULTS.md#every-claim"  # every claim with its leave-one-seed-out column (paper-repro report)
 CONVENTION_CLAIM = "conventions.robust"
 # each FLOP convention (conventions.csv's names, paper_repro.analysis.tables.conventions) in a reader's words
 CONVENTION_WORDS = {
@@ -45,32 +47,48 @@ def moves(cell) -> list[tuple[int, str]]:
 
 
 def other_moves(claims: pd.DataFrame, named: set[str]) -> str:
-    """One sentence on the claims outside ``named`` (the ids the answer already states) whose verdict
-    moves without one seed, or "" where none does."""
+    """One sentence on how many claims outside ``named`` (the ids the answer already states) change
+    verdict without one seed, pointing to where each is listed; "" where none does. (Their names carry
+    the study's jargon, which the README's first screen does not define.)"""
     if "leave_one_seed_out" not in claims or "id" not in claims:
         return ""
     rest = claims[~claims["id"].astype(str).isin(named)]
-    moving = [str(r["claim"]) for _, r in rest.iterrows() if moves(r["leave_one_seed_out"])]
+    moving = sum(bool(moves(v)) for v in rest["leave_one_seed_out"])
     if not moving:
         return ""
     return (
-        f"Of the other claims, {len(moving)} change verdict without one seed ({'; '.join(moving)}: "
-        "`claims.csv`'s `leave_one_seed_out`)."
+        f"Of the other claims, {moving} change verdict without one seed ([every claim]({EVERY_CLAIM}), "
+        "its last column)."
     )
 
 
-def margin_paragraph(margins: Margins | None, fragile: bool, others: str) -> str:
-    """What "Yes", "No" and "Cannot tell" mean (the regime rule, with the profile's ``margins.regime``;
-    ``margins`` None: named, not valued), and what a verdict that moves without one seed means
-    (``fragile``: some stated verdict does), then ``others`` (:func:`other_moves`)."""
-    size = f"{margins.regime:g} native reward" if margins is not None else "the regime margin"
+def _where(profile: Profile) -> str:
+    """The file ``profile`` was read from, relative to the checkout where it lies inside it."""
+    from pathlib import Path
+
+    from paper_repro.common.paths import repo_root
+
+    path = Path(profile.source) if profile.source else None
+    if path is None:
+        return f"the {profile.name} profile"
+    return f"`{path.relative_to(repo_root()) if path.is_relative_to(repo_root()) else path}`"
+
+
+def margin_paragraph(profile: Profile | None, fragile: bool, others: str) -> str:
+    """What "Yes", "No" and "Cannot tell" mean (the regime rule, with ``profile``'s ``margins.regime``,
+    and the file it is set in; None: the margin named, not valued), and what a verdict that moves without
+    one seed means (``fragile``: some stated verdict does), then ``others`` (:func:`other_moves`)."""
+    size = (
+        f" ({profile.margins.regime:g} native reward, set in {_where(profile)} under `margins:` before the runs)"
+        if profile is not None
+        else ""
+    )
     said = (
-        f'**What the words mean.** "No" means *not by the margin*: the 90% interval rules out an advantage of '
-        f"{size} or more in the paper's direction; it does not say there is none (a smaller advantage, none "
-        "or the reverse all fit). "
-        f"The margin is the profile's `margins.regime`, fixed before the runs as the smallest advantage that "
-        f'counts as a regime ([why this value]({MARGIN_WHY})). "Yes" means the interval lies wholly above 0; '
-        '"Cannot tell", neither: the interval spans both 0 and the margin.'
+        f'**What the words mean.** "No" means not by the *margin*, the smallest advantage that counts{size}: '
+        "the 90% interval rules out an advantage that large or larger in the paper's direction; it does not "
+        "say there is none (a smaller advantage, none or the reverse all fit; [why this margin]"
+        f'({MARGIN_WHY})). "Yes" means the interval lies wholly above 0; "Cannot tell", neither: the interval '
+        "spans both 0 and the margin."
     )
     if fragile:
         said += (
@@ -92,18 +110,24 @@ def _spans(rows: pd.DataFrame) -> list[tuple[str, dict[str, float]]]:
 
 
 def _convention_verdict(claims: pd.DataFrame) -> str:
-    """What the convention claim (``conventions.robust``) says: no share and why, or its verdict and share."""
+    """What the convention claim (``conventions.robust``) says: no share and why (in plain words where
+    the reason is that no convention decided anything, else its note's reason), or its verdict and share."""
     row = claims[claims["id"].astype(str) == CONVENTION_CLAIM] if "id" in claims else claims.iloc[0:0]
     if row.empty:
         return ""
     r = row.iloc[0]
     if not finite(r.get("our_value")):
-        note = str(r.get("note", "")) if isinstance(r.get("note"), str) else ""
-        why = note.partition(f"; {PER_CONVENTION}")[0].removeprefix("not computable: ")
-        return f"Whether the rho* verdicts survive a change of convention is not decided: {why}."
+        note = str(r["note"]) if isinstance(r.get("note"), str) else ""
+        why = (
+            "under every count, every verdict on where the best update share lies is *cannot tell*, so there "
+            "is no decision to keep or lose"
+            if note.startswith(NOTHING_DECIDED)
+            else note.partition(f"; {PER_CONVENTION}")[0].removeprefix("not computable: ")
+        )
+        return f"Whether the verdicts survive a change of count is not decided: {why}."
     return (
-        f"The convention claim is {r['verdict']}: the rho* verdicts of {num(float(r['our_value']) * 100, 3)}% "
-        "of the conventions match the useful count's."
+        f"The convention claim is {r['verdict']}: the verdicts under {num(float(r['our_value']) * 100, 3)}% "
+        "of the counts match the useful count's."
     )
 
 
@@ -118,7 +142,7 @@ def convention_paragraph(conventions: pd.DataFrame | None, claims: pd.DataFrame)
     each = ", ".join(f"{stars[c]:.2f} counting {CONVENTION_WORDS.get(c, c)}" for c in stars)
     others = "; ".join(f"{g}'s {min(s.values()):.2f}–{max(s.values()):.2f}" for g, s in rest)
     return (
-        f"**How compute is counted moves rho itself.** {first}'s fitted best update share (rho*) reads {each}"
+        f"**How compute is counted moves rho itself.** {first}'s fitted best update share reads {each}"
         + (f" ({others}; `conventions.csv`)" if others else " (`conventions.csv`)")
         + ": compare a rho with another study's only under the same count. "
         + verdict

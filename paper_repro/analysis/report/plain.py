@@ -191,9 +191,8 @@ def _meaning(claims: pd.DataFrame, profile: Profile | None, conventions: pd.Data
     stated = claims[claims["id"].isin([*_asked("question"), *_asked("check")])] if "id" in claims else claims
     fragile = "leave_one_seed_out" in stated and any(meaning.moves(v) for v in stated["leave_one_seed_out"])
     others = meaning.other_moves(claims, set(stated.get("id", [])))
-    margins = profile.margins if profile is not None else None
     return [
-        meaning.margin_paragraph(margins, fragile, others),
+        meaning.margin_paragraph(profile, fragile, others),
         meaning.convention_paragraph(conventions, claims),
         meaning.testbed_line(profile) if profile is not None else "",
     ]
