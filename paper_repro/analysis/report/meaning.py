@@ -22,9 +22,12 @@ from paper_repro.analysis.tables.conventions import CONVENTIONS, NOTHING_DECIDED
 from paper_repro.analysis.wording import finite, num
 from paper_repro.config import Profile
 
-# docs/CHOICES.md's account of the regime rule and its margin (why the margin is the value it is)
-MARGIN_WHY = "docs/CHOICES.md#the-claims-the-study-can-decide-2026-12-03"
-EVERY_CLAIM = "RESULTS.md#every-claim"  # every claim with its leave-one-seed-out column (paper-repro report)
+# where docs/CHOICES.md says why the margin is the value it is (named, not linked: the words are read in
+# the README and in notebook 40's executed copy, whose folders differ)
+MARGIN_WHY = "docs/CHOICES.md, *The claims the study can decide*"
+EVERY_CLAIM = (
+    "RESULTS.md, *Every claim*"  # every claim with its leave-one-seed-out column (paper-repro report)
+)
 CONVENTION_CLAIM = "conventions.robust"
 # each FLOP convention (conventions.csv's names, paper_repro.analysis.tables.conventions) in a reader's words
 CONVENTION_WORDS = {
@@ -56,10 +59,7 @@ def other_moves(claims: pd.DataFrame, named: set[str]) -> str:
     moving = sum(bool(moves(v)) for v in rest["leave_one_seed_out"])
     if not moving:
         return ""
-    return (
-        f"Of the other claims, {moving} change verdict without one seed ([every claim]({EVERY_CLAIM}), "
-        "its last column)."
-    )
+    return f"Of the other claims, {moving} change verdict without one seed ({EVERY_CLAIM}, its last column)."
 
 
 def _where(profile: Profile) -> str:
@@ -86,9 +86,9 @@ def margin_paragraph(profile: Profile | None, fragile: bool, others: str) -> str
     said = (
         f'**What the words mean.** "No" means not by the *margin*, the smallest advantage that counts{size}: '
         "the 90% interval rules out an advantage that large or larger in the paper's direction; it does not "
-        "say there is none (a smaller advantage, none or the reverse all fit; [why this margin]"
-        f'({MARGIN_WHY})). "Yes" means the interval lies wholly above 0; "Cannot tell", neither: the interval '
-        "spans both 0 and the margin."
+        f"say there is none (a smaller advantage, none or the reverse all fit; why this margin: {MARGIN_WHY}). "
+        '"Yes" means the interval lies wholly above 0; "Cannot tell", neither: the interval spans both 0 and '
+        "the margin."
     )
     if fragile:
         said += (
