@@ -343,10 +343,61 @@ def test_conventions_robustness_can_return_every_verdict():
     def table(*verdicts):
         return pd.DataFrame({"claim": "c", "convention": ["useful", "6N"], "verdict": list(verdicts)})
 
-    assert robustness(table("held", "held"))[1] == "held"
-    assert robustness(table("held", "not held"))[1] == "not held"
-    assert robustness(table("held", "inconclusive"))[1] == "inconclusive"
-    assert robustness(table("inconclusive", "inconclusive"))[1] == "inconclusive"  # nothing to be robust
+    assert robustness(table("held", "held")) == (1.0, "held", "")
+    assert robustness(table("held", "not held")) == (0.5, "not held", "")
+    assert robustness(table("held", "inconclusive")) == (0.5, "inconclusive", "")
+
+
+def test_a_convention_robustness_that_compares_only_open_verdicts_reports_nan_with_the_reason():
+    """Every rho* verdict inconclusive under every convention: all conventions "agree", but on nothing,
+    so the claim decides nothing and reports no share (not 1.0, which reads as robust)."""
+    from paper_repro.analysis.tables.conventions import NOTHING_DECIDED, robustness
+
+    conventions = ["useful", "executed", "6N", "wall time"]
+    open_ = pd.DataFrame(
+        [
+            {"claim": c, "convention": v, "verdict": "inconclusive"}
+            for c in ("rule", "prm")
+            for v in conventions
+        ]
+    )
+    share, verdict, why = robustness(open_)
+    assert np.isnan(share) and verdict == "inconclusive" and why == NOTHING_DECIDED
+    assert "every rho* verdict is inconclusive under every FLOP convention" in why
+    one_decided = open_.assign(verdict=np.where(open_["claim"] == "rule", "held", "inconclusive"))
+    assert robustness(one_decided) == (1.0, "held", "")  # the same decided verdict under every convention
+
+
+@pytest.mark.parametrize("decided", [False, True])
+def test_the_convention_claim_reports_nan_with_the_reason_only_when_no_convention_decides(
+    monkeypatch, decided
+):
+    """The claim as the analysis decides it, on a study whose rho* verdicts are set: inconclusive under
+    every convention gives NaN and the reason in its note; one decided verdict gives a share."""
+    from types import SimpleNamespace
+
+    from paper_repro.analysis.claims import frontier
+    from paper_repro.analysis.claims.registry import spec
+    from paper_repro.analysis.stats.verdict import Result
+    from paper_repro.analysis.tables.conventions import CONVENTIONS, NOTHING_DECIDED
+
+    rule = "held" if decided else "inconclusive"
+    monkeypatch.setattr(
+        frontier,
+        "near",
+        lambda view, names, *a, **k: Result(verdict=rule if names == ("M",) else "inconclusive"),
+    )
+    study = SimpleNamespace(
+        classes=SimpleNamespace(rule_based=("M",), prm_style=("prm",)),
+        distinct=pd.DataFrame({column: [0.5] for column in CONVENTIONS.values()}),
+        margins=DEFAULT,
+    )
+    result = spec("conventions.robust").decide(study)
+    if decided:
+        assert result.value == 1.0 and result.verdict == "held" and NOTHING_DECIDED not in result.note
+    else:
+        assert np.isnan(result.value) and result.verdict == "inconclusive"
+        assert result.note.startswith(NOTHING_DECIDED) and "useful: inconclusive, inconclusive" in result.note
 
 
 # ------------------------------------------------------------------------------- power

@@ -152,6 +152,7 @@ def test_an_analysis_and_its_folder_give_the_same_answer(synthetic, tmp_path):
         table.to_csv(tmp_path / f"{name}.csv", index=False)
     analysis = SimpleNamespace(
         optima=synthetic["optima"], frontiers=synthetic["frontiers"], claims=synthetic["claims"],
+        conventions=synthetic.get("conventions", pd.DataFrame()),
         curves=SimpleNamespace(rho_star=synthetic["rho_star_by_budget"], size_star=synthetic["size_star_by_budget"]),
     )  # fmt: skip
     assert story.answer(story.answer_tables(analysis), ORDER) == story.answer(

@@ -64,6 +64,10 @@ def announce_quick(profile: str | Profile) -> None:
     """Say at the top of a quick notebook's output that it is a smoke run, not the study
     (:meth:`paper_repro.config.Profile.quick_note` of the full ``profile``): as Markdown in a notebook,
     else printed."""
+    from paper_repro.common.quiet import quiet_warnings
+
+    # as prepare does: a notebook announces before it prepares, and loading a profile imports tqdm.auto
+    quiet_warnings()
     note = (profile if isinstance(profile, Profile) else load_profile(profile)).quick_note()
     ipython = sys.modules.get("IPython")
     if ipython is not None and ipython.get_ipython() is not None:

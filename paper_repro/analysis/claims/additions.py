@@ -16,8 +16,10 @@ CONVENTION_TEST = (
     "the two rho* ~ x claims recomputed with rho under the useful, executed, 6N-for-everything and wall-time "
     "conventions: held if every convention gives the same verdicts and some verdict is decided; not held if a "
     "claim is held under one and not held under another; inconclusive otherwise (our_value: share of "
-    "conventions agreeing with useful)"
+    "conventions agreeing with useful; NaN when no convention decides a verdict: nothing to be robust)"
 )
+
+PER_CONVENTION = "rule-based, PRM-style verdicts per convention"  # the note's list, after any reason
 
 
 @register_claim(
@@ -45,9 +47,10 @@ def _conventions_robust(study: Study) -> Result:
             verdict = near(view, names, PAPER[key].value, study.margins, estimate=False).verdict
             rows.append({"claim": claim, "convention": convention, "verdict": verdict})
     table = pd.DataFrame(rows)
-    share, verdict = conventions.robustness(table)
+    share, verdict, why = conventions.robustness(table)
     detail = "; ".join(f"{k}: {', '.join(g['verdict'])}" for k, g in table.groupby("convention", sort=False))
-    return Result(share, NAN, NAN, verdict, f"rule-based, PRM-style verdicts per convention: {detail}")
+    note = f"{PER_CONVENTION}: {detail}"
+    return Result(share, NAN, NAN, verdict, f"{why}; {note}" if why else note)
 
 
 def _gaming_words(study: Study) -> str:

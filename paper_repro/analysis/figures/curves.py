@@ -93,7 +93,7 @@ def _curves_reading(tables, target: str) -> str:
     """For how many cells the asymptote is identified, and how well C is predicted from C/2."""
     fits = _of(tables["curve_fits"], target)
     if not len(fits):
-        return ""
+        return f"No cell has a compute curve of {TARGET_WORDS.get(target, target)} (`curve_fits.csv`): nothing to read."
     identified = int((fits["status"] == "identified").sum())
     summary = _of(tables["extrapolation_summary"], target)
     tail = ""

@@ -12,6 +12,8 @@ among it) is in :mod:`paper_repro.analysis.figures.style`."""
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -43,12 +45,26 @@ TARGET = "native_reward"  # the target the readings speak of
 RHO_TIME_LABEL = "time-based rho (wall seconds)"
 
 
+def _no_contrast(rows: pd.DataFrame) -> str:
+    """Why none of the regime claims ``rows`` has a contrast (their notes, once each: a claim that is not
+    computable says why), or "" when some has one."""
+    if rows["our_value"].map(finite).any():
+        return ""
+    notes = rows["note"].dropna().astype(str) if "note" in rows else pd.Series(dtype=str)
+    reasons = list(dict.fromkeys(n.removeprefix("not computable: ") for n in notes if n))
+    return f"no contrast can be computed: {'; '.join(reasons) or 'no claim has an estimate'}"
+
+
 def _contrast_reading(tables) -> str:
-    """How many of the regime claims (both levels) held, were not held and stayed open."""
+    """How many of the regime claims (both levels) held, were not held and stayed open; why there is no
+    contrast, where none has one."""
     claims = tables["claims"]
     rows = claims[claims["id"].astype(str).str.startswith(REGIMES)]
     if rows.empty:
-        return ""
+        return "No regime claim in the claims table: nothing to draw."
+    none = _no_contrast(rows)
+    if none:
+        return f"The paper's optima asked as contrasts: {none}."
     counts = rows["verdict"].value_counts()
     said = ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if v in counts)
     return (
@@ -69,17 +85,34 @@ def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float, skipped: dict
     so that the paper's direction is positive) with its 90% interval, coloured by its verdict; 0 and
     the margin (``margins.regime``: "not held" when the interval lies below it) as reference lines.
     No regime claim in ``claims``: no figure (:func:`~paper_repro.analysis.figures.style.skip`; returns
-    None)."""
+    None); regime claims without a contrast (NaN: not computable): the figure says so on its axes, with
+    their notes' reason."""
     rows = claims[claims["id"].astype(str).str.startswith(REGIMES)].iloc[::-1]
     if rows.empty:
         return skip(out_dir, "regime_contrasts", "no regime claim in the claims table", skipped)
     plt, _sns = setup()
     fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(rows) + 1.6), layout="constrained")
+    none = _no_contrast(rows)
     for k, (_, r) in enumerate(rows.iterrows()):
         color = VERDICT_COLOURS.get(r["verdict"], "black")
         if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"]):
             ax.plot([r["ci_low"], r["ci_high"]], [k, k], color=color, lw=2.5, solid_capstyle="butt")
         ax.plot([r["our_value"]], [k], marker="o", color=color, ls="none")
+        if not none and not finite(r["our_value"]):  # one row without a contrast says so on its line
+            ax.text(0.0, k, " no estimate", fontsize=7, color="grey", va="center")
+    if none:  # empty axes would read as a figure that failed: say why nothing is drawn
+        box = {"facecolor": "white", "edgecolor": "grey", "boxstyle": "round"}
+        ax.text(
+            0.5,
+            0.5,
+            textwrap.fill(none, 70),
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=8,
+            bbox=box,
+        )
+        ax.set_xlim(-2 * margin, 2 * margin)
     ax.axvline(0.0, color="black", lw=0.8)
     ax.axvline(margin, color="grey", lw=0.8, ls="--")
     labels = [
@@ -90,7 +123,7 @@ def regime_contrasts(claims: pd.DataFrame, out_dir, margin: float, skipped: dict
     marks = [
         _line(f"{v}: 90% interval", color=c, lw=2.5)
         for v, c in VERDICT_COLOURS.items()
-        if v in set(rows["verdict"])
+        if v in set(rows["verdict"]) and not none
     ]
     marks += [
         _line("0: no advantage", color="black", lw=0.8),
@@ -122,7 +155,7 @@ def _targets_reading(tables, stage: str, x: str) -> str:
     native = optima[(optima["target"] == TARGET) & (optima["same_runs_as"].fillna("") == "")]
     rows = native[native["stage"].isin(names)]
     if rows.empty:
-        return ""
+        return f"No distinct setting of stage {' or '.join(names)} has a native-reward frontier: nothing to read."
     if x == "rho":
         return f"Native reward's unimodal optimum per setting: {'; '.join(_optimum_phrase(r) for _, r in rows.iterrows())}."
     f = tables["frontiers"][tables["frontiers"]["stage"].isin(names)]

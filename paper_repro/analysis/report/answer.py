@@ -17,7 +17,7 @@ from paper_repro.analysis.report.story import CURVE_CLAIMS, TARGET
 from paper_repro.analysis.wording import finite, num, percent, point_words
 from paper_repro.common.results import TARGET_SHORT
 
-ANSWER_TABLES = ("optima", "frontiers", "claims", "rho_star_by_budget", "size_star_by_budget")
+ANSWER_TABLES = ("optima", "frontiers", "claims", "rho_star_by_budget", "size_star_by_budget", "conventions")
 OPEN = ("inconclusive", "heterogeneous")
 CURVES_MEASURED_BY = (  # {it}: what is measured
     "`make reproduce` measures {it} (every grid run evaluated along its budget ladder, into `curves.csv`)"
@@ -45,6 +45,7 @@ def answer_tables(source) -> dict[str, pd.DataFrame]:
         "claims": source.claims,
         "rho_star_by_budget": curve.rho_star if curve is not None else pd.DataFrame(),
         "size_star_by_budget": curve.size_star if curve is not None else pd.DataFrame(),
+        "conventions": source.conventions,
     }
 
 
@@ -403,9 +404,10 @@ def answer(tables, order=None, target: str = TARGET) -> list[str]:
 def answer_markdown(source, profile: str | None = None, quick: bool = False) -> str:
     """The answer of an :class:`paper_repro.analysis.Analysis` or a results folder as one Markdown
     text: in plain words (:func:`paper_repro.analysis.report.plain.plain_answer`), then in detail
-    (:func:`answer`); ``profile`` (its name) orders the settings as the profile does. ``quick``: a
+    (:func:`answer`); ``profile`` (its name) orders the settings as the profile does, and gives the
+    margins and the models' size the plain words name. ``quick``: a
     smoke run's, which says so first (:meth:`paper_repro.config.Profile.quick_note`)."""
-    order, head = None, []
+    order, head, full = None, [], None
     if profile is not None:
         from paper_repro.config import load_profile
 
@@ -413,6 +415,5 @@ def answer_markdown(source, profile: str | None = None, quick: bool = False) -> 
         order = [s.name for s in full.all_settings()]
         head = [full.quick_note(), ""] if quick else []
     tables = answer_tables(source)
-    return "\n".join(
-        [*head, *plain_answer(tables["claims"]), "", "**In detail.**", "", *answer(tables, order)]
-    )
+    plain = plain_answer(tables["claims"], full, tables["conventions"])
+    return "\n".join([*head, *plain, "", "**In detail.**", "", *answer(tables, order)])

@@ -1,8 +1,12 @@
 """The study's answer in plain words (:func:`plain_answer`), which the README and notebook 40 open
 with before the detailed answer (:mod:`paper_repro.analysis.report.answer`): what the study decides
 about the paper's optima and how sure (the chance of a wrong verdict beside the chance of reaching a
-verdict), what it cannot decide and why, and our own checks that held. Every number comes from
-``claims.csv``; the words avoid the study's jargon, or define a term where it is first used.
+verdict), what it cannot decide and why, and our own checks that held; then what its words mean
+(:mod:`paper_repro.analysis.report.meaning`: the margin behind "No", the verdicts that rest on one seed,
+the FLOP convention's effect on rho, the models' size). Every number comes from ``claims.csv`` (and
+``conventions.csv``, the profile, the models' configs); the words avoid the study's jargon, or define a
+term where it is first used. A share the design simulation did not give is said so in words (its
+error rates are not simulated for this design), never as a share.
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ import re
 
 import pandas as pd
 
+from paper_repro.analysis.report import meaning
 from paper_repro.analysis.wording import finite, percent
+from paper_repro.config import Profile
 
 VERDICT_WORDS = {
     "held": "yes",
@@ -19,8 +25,8 @@ VERDICT_WORDS = {
     "inconclusive": "cannot tell",
     "heterogeneous": "cannot tell",
 }
-# a share the simulation did not give, in the answer's words
-UNSIMULATED = "an unsimulated share"
+# what the answer says where the design simulation gave a claim no operating characteristics
+UNSIMULATED = "its error rates are not simulated for this design"
 
 
 def _asked(kind: str) -> dict[str, str]:
@@ -39,18 +45,22 @@ def largest_count(note) -> int | None:
 
 def _why_open(r: pd.Series) -> str:
     """Why an open question stays open: how often a study like this one says yes where the answer is
-    yes, and what seed count would make that 80%."""
-    held = r.get("oc_held_when_true")
+    yes, and what seed count would make that 80% (where neither is simulated: said so)."""
+    held, refuted = r.get("oc_held_when_true"), r.get("oc_not_held_when_false")
+    if not finite(held):
+        return UNSIMULATED
     said = (
-        f"a study like this one says yes in only {percent(held, UNSIMULATED)} of simulated studies where the answer is yes"
-        if finite(held) and float(held) < 0.8
-        else f"a study like this one says yes in {percent(held, UNSIMULATED)} of simulated studies where the answer is yes, but "
-        f"says no in only {percent(r.get('oc_not_held_when_false'), UNSIMULATED)} of those where it is no"
+        f"a study like this one says yes in only {percent(held)} of simulated studies where the answer is yes"
+        if float(held) < 0.8
+        else f"a study like this one says yes in {percent(held)} of simulated studies where the answer is yes"
+        + (f", but says no in only {percent(refuted)} of those where it is no" if finite(refuted) else "")
     )
     if finite(r.get("seeds_for_80pct_power")):
         return f"{said}; about {int(r['seeds_for_80pct_power'])} seeds per allocation would decide it 80% of the time"
     top = largest_count(r.get("power_note"))
-    return f"{said}; no number of seeds per allocation{f' up to {top}' if top else ''} decides it 80% of the time"
+    if top is None:
+        return f"{said}; its power at other seed counts is not simulated"
+    return f"{said}; no number of seeds per allocation up to {top} decides it 80% of the time"
 
 
 def _values() -> dict[str, str]:
@@ -73,12 +83,39 @@ def _estimate(r: pd.Series) -> str:
 
 def _sureness(r: pd.Series) -> str:
     """The chance of a wrong verdict beside the chances of reaching the right one, from the claim's
-    operating characteristics on simulated studies of this design."""
-    return (
-        f"a study like this one gives a wrong verdict here in at most {percent(r.get('oc_wrong_max'), UNSIMULATED)} of "
-        f"simulated studies, says yes in {percent(r.get('oc_held_when_true'), UNSIMULATED)} of those where the answer is yes, "
-        f"and no in {percent(r.get('oc_not_held_when_false'), UNSIMULATED)} of those where it is no"
-    )
+    operating characteristics on simulated studies of this design; those not simulated are left out,
+    and where none is, :data:`UNSIMULATED` says so."""
+    wrong, held, refuted = (r.get(k) for k in ("oc_wrong_max", "oc_held_when_true", "oc_not_held_when_false"))
+    parts = [
+        f"gives a wrong verdict here in at most {percent(wrong)} of simulated studies"
+        if finite(wrong)
+        else "",
+        f"says yes in {percent(held)} of those where the answer is yes" if finite(held) else "",
+        f"no in {percent(refuted)} of those where it is no" if finite(refuted) else "",
+    ]
+    parts = [p for p in parts if p]
+    if not parts:
+        return UNSIMULATED
+    return "a study like this one " + (", ".join(parts[:-1]) + ", and " if len(parts) > 1 else "") + parts[-1]
+
+
+def _fragility(r: pd.Series) -> str:
+    """``; without seed 0 it turns *cannot tell*`` where the verdict moves when one grid seed is left
+    out (``leave_one_seed_out``), else ""."""
+    moved = meaning.moves(r.get("leave_one_seed_out"))
+    if not moved:
+        return ""
+    said = "; without ".join(f"seed {seed} it turns *{VERDICT_WORDS.get(v, v)}*" for seed, v in moved)
+    return f"; without {said}, so it rests on that seed"
+
+
+def _reasons(rows: pd.DataFrame) -> str:
+    """Why the claims ``rows`` (the regime questions the answer states) have no estimate: their notes,
+    once each (a claim that is not computable says why in its note); "" where each has one."""
+    blank = rows[~rows["our_value"].map(finite)] if "our_value" in rows else rows
+    notes = blank.get("note", pd.Series(dtype=str)).dropna().astype(str)
+    said = list(dict.fromkeys(n.removeprefix("not computable: ") for n in notes if n))
+    return f"No estimate: {'; '.join(said)}." if said else ""
 
 
 def regime_sentences(claims: pd.DataFrame) -> list[str]:
@@ -92,9 +129,11 @@ def regime_sentences(claims: pd.DataFrame) -> list[str]:
         r = by_id.loc[claim_id]
         answer = VERDICT_WORDS.get(str(r["verdict"]), str(r["verdict"]))
         if r["verdict"] in ("held", "not held"):
-            decided.append(f"*{asked}* **{answer.capitalize()}**: {_estimate(r)}; {_sureness(r)}.")
+            decided.append(
+                f"*{asked}* **{answer.capitalize()}**: {_estimate(r)}; {_sureness(r)}{_fragility(r)}."
+            )
         else:
-            undecided.append(f"*{asked}* **Cannot tell**: {_estimate(r)}; {_why_open(r)}.")
+            undecided.append(f"*{asked}* **Cannot tell**: {_estimate(r)}; {_why_open(r)}{_fragility(r)}.")
     return [*decided, *undecided]
 
 
@@ -115,17 +154,18 @@ def optimum_sentence(claims: pd.DataFrame) -> str:
     held = pd.to_numeric(rows.get("oc_held_when_true"), errors="coerce")
     if len(decided) == len(rows):
         return "The paper's optima themselves are decided too (the claims table gives each)."
-    top = held.max() if held.notna().any() else float("nan")
-    power = (
-        "never says yes"
-        if top == 0
-        else f"says yes in at most {percent(top, UNSIMULATED)} of simulated studies"
-    )
-    return (
+    head = (
         f"**The optima themselves** ('the best update share is {_values()['rule']}', '... {_values()['prm']}'): "
-        f"{len(rows) - len(decided)} of {len(rows)} undecided. At this study's size the best allocation cannot "
-        f"be told from its neighbours: the test that reads which allocations might be the best {power} even where "
-        "the paper is right, so its low error rate means it is silent, not that it is sure."
+        f"{len(rows) - len(decided)} of {len(rows)} undecided."
+    )
+    if not held.notna().any():
+        return f"{head} The test that reads which allocations might be the best: {UNSIMULATED}."
+    top = held.max()
+    power = "never says yes" if top == 0 else f"says yes in at most {percent(top)} of simulated studies"
+    return (
+        f"{head} At this study's size the best allocation cannot be told from its neighbours: the test that "
+        f"reads which allocations might be the best {power} even where the paper is right, so its low error "
+        "rate means it is silent, not that it is sure."
     )
 
 
@@ -138,14 +178,32 @@ def checks_sentence(claims: pd.DataFrame) -> str:
     if rows.empty:
         return ""
     said = [
-        f"*{checks[r['id']]}* **{VERDICT_WORDS.get(r['verdict'], r['verdict']).capitalize()}**"
+        f"*{checks[r['id']]}* **{VERDICT_WORDS.get(r['verdict'], r['verdict']).capitalize()}**{_fragility(r)}"
         for _, r in rows.iterrows()
     ]
     return "**Our own checks:** " + "; ".join(said) + "."
 
 
-def plain_answer(claims: pd.DataFrame) -> list[str]:
-    """The plain-words answer as Markdown paragraphs, from ``claims.csv``."""
+def _meaning(claims: pd.DataFrame, profile: Profile | None, conventions: pd.DataFrame | None) -> list[str]:
+    """The paragraphs that say what the answer's words mean (:mod:`paper_repro.analysis.report.meaning`):
+    the margin behind "No" and the verdicts that rest on one seed, the FLOP
+    convention's effect on rho, and (with ``profile``) the models' size."""
+    stated = claims[claims["id"].isin([*_asked("question"), *_asked("check")])] if "id" in claims else claims
+    fragile = "leave_one_seed_out" in stated and any(meaning.moves(v) for v in stated["leave_one_seed_out"])
+    others = meaning.other_moves(claims, set(stated.get("id", [])))
+    return [
+        meaning.margin_paragraph(profile, fragile, others),
+        meaning.convention_paragraph(conventions, claims),
+        meaning.testbed_line(profile) if profile is not None else "",
+    ]
+
+
+def plain_answer(
+    claims: pd.DataFrame, profile: Profile | None = None, conventions: pd.DataFrame | None = None
+) -> list[str]:
+    """The plain-words answer as Markdown paragraphs, from ``claims.csv``, then what its words mean
+    (``profile``: the profile whose margins and models they name, None: the margin named, not valued,
+    and no models' size; ``conventions``: ``conventions.csv``, which rho* each FLOP convention gives)."""
     if claims.empty:
         return ["**In short:** nothing is tested yet (`claims.csv` is empty)."]
     head = (
@@ -161,5 +219,12 @@ def plain_answer(claims: pd.DataFrame) -> list[str]:
     )
     if registered == {"exploratory"}:
         head += " (these comparisons were fixed after this study's runs, so they are *exploratory*)"
-    tail = [part for s in (optimum_sentence(claims), checks_sentence(claims)) if s for part in (s, "")]
+    asked = claims[claims["id"].isin(list(_asked("question")))]
+    paragraphs = [
+        _reasons(asked),
+        optimum_sentence(claims),
+        checks_sentence(claims),
+        *_meaning(claims, profile, conventions),
+    ]
+    tail = [part for s in paragraphs if s for part in (s, "")]
     return [head + ":", "", *bullets, "", *tail[:-1]]

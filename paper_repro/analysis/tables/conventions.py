@@ -78,17 +78,27 @@ def convention_table(
     return pd.DataFrame(out)
 
 
-def robustness(verdicts: pd.DataFrame) -> tuple[float, str]:
-    """From one row per (claim, convention) with a verdict: (share of conventions whose verdicts all
-    match ``useful``'s, the verdict of "the conclusion is robust to the FLOP convention"): held if every
-    convention gives the same verdicts and some verdict is decided; not held if some claim is held
-    under one convention and not held under another; inconclusive otherwise (verdicts differ only
-    between decided and open, or nothing is decided under any convention: nothing to be robust)."""
+# why "robust to the FLOP convention" has no share: no convention decided a verdict to keep or change
+NOTHING_DECIDED = (
+    "not computable: every rho* verdict is inconclusive under every FLOP convention, so there is no decision "
+    "to be robust (no share is reported)"
+)
+
+
+def robustness(verdicts: pd.DataFrame) -> tuple[float, str, str]:
+    """From one row per (claim, convention) with a verdict: (the share of conventions whose verdicts all
+    match ``useful``'s, the verdict of "the conclusion is robust to the FLOP convention", why the share
+    is NaN or ""): held if every convention gives the same verdicts and some verdict is decided; not
+    held if some claim is held under one convention and not held under another; inconclusive otherwise
+    (verdicts differ only between decided and open). Where no verdict is decided under any convention
+    the claim decides nothing: the share is NaN, with :data:`NOTHING_DECIDED` as the reason (a share of
+    1.0 would read as "robust" when nothing was there to keep)."""
     table = verdicts.pivot(index="claim", columns="convention", values="verdict")
     if table.empty or "useful" not in table:
-        return float("nan"), "inconclusive"
+        return float("nan"), "inconclusive", "not computable: no rho* verdict under the useful convention"
+    if not table.isin(["held", "not held"]).to_numpy().any():
+        return float("nan"), "inconclusive", NOTHING_DECIDED
     matches = [(table[c] == table["useful"]).all() for c in table.columns]
     flips = any({"held", "not held"} <= set(row) for _, row in table.iterrows())
-    decided = table.isin(["held", "not held"]).to_numpy().any()
-    verdict = "held" if all(matches) and decided else "not held" if flips else "inconclusive"
-    return float(np.mean(matches)), verdict
+    verdict = "held" if all(matches) else "not held" if flips else "inconclusive"
+    return float(np.mean(matches)), verdict, ""
