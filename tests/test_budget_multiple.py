@@ -180,3 +180,22 @@ def test_recheck_and_reproduce_read_the_column_as_a_label_not_a_measurement():
                                MULTIPLE: 2.0, **base}])  # fmt: skip
     rerun = committed.assign(**{MULTIPLE: float("nan")})  # an older table read without C
     assert compare(committed, rerun)["verdict"].tolist() == ["equal"]
+
+
+def test_the_committed_rows_say_the_multiple_their_study_spec_carries():
+    """The committed runs.csv (upgraded through :func:`upgrade_table`) and a new run of the same spec
+    agree: each row's budget_multiple is the one its study spec's row would carry."""
+    from paper_repro.common.results import results_dir
+    from paper_repro.drivers import dryrun
+
+    by_id = {s.run_id: s for stage in dryrun.study_specs(PROFILE).values() for s in stage}
+    rows = ResultTable(results_dir("cpu-tiny") / "runs.csv").rows()
+    mine = [r for r in rows if r["run_id"] in by_id]
+    assert len(mine) == len(rows) > 500
+    assert all(float(r[MULTIPLE]) == row_identity(by_id[r["run_id"]])[MULTIPLE] for r in mine)
+    grid = {
+        r[MULTIPLE]
+        for r in rows
+        if r["stage"] == "A" and r["budget_kind"] == "full" and r["cell"] != "default"
+    }
+    assert "2.0" in grid and {r[MULTIPLE] for r in rows if r["budget_kind"] == "pilot"} == {"0.5"}
