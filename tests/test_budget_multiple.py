@@ -199,3 +199,14 @@ def test_the_committed_rows_say_the_multiple_their_study_spec_carries():
         if r["stage"] == "A" and r["budget_kind"] == "full" and r["cell"] != "default"
     }
     assert "2.0" in grid and {r[MULTIPLE] for r in rows if r["budget_kind"] == "pilot"} == {"0.5"}
+
+
+def test_the_draws_read_an_older_history_beside_a_current_table_with_one_set_of_columns(tmp_path):
+    """``paper-repro draws`` joins runs_history.csv and runs.csv: an older history beside an upgraded
+    table is read as upgraded, so the joined runs keep the schema a draw's table is written in."""
+    from paper_repro.analysis.draws import all_runs
+
+    _old_table(tmp_path / "runs_history.csv")
+    ResultTable(tmp_path / "runs.csv").append({**row_identity(_specs()[0]), "run_id": "new", "status": "ok"})
+    runs = all_runs(tmp_path)
+    assert list(runs.columns) == list(RUN_COLUMNS) and runs["run_id"].tolist()[-1] == "new"
