@@ -27,6 +27,7 @@ from paper_repro.analysis.pipeline import analyse
 from paper_repro.analysis.stats.best_sets import Frontiers, setting_best
 from paper_repro.analysis.stats.optima import window_verdict
 from paper_repro.analysis.tables.frontiers import load_runs, shared_runs, study_rows
+from paper_repro.common.results import ResultTable
 from paper_repro.config import Profile
 
 TARGETS = ("native_reward", "gsm_pass1", "judge_score")
@@ -115,7 +116,8 @@ def all_runs(root: Path) -> pd.DataFrame:
     """The ok runs of both tables in results folder ``root`` (``runs_history.csv``, the earlier draws,
     then ``runs.csv``, the study's), one row per run id."""
     tables = [root / "runs_history.csv", root / "runs.csv"]
-    runs = pd.concat([pd.read_csv(t) for t in tables if t.exists()], ignore_index=True)
+    # through the store: a table of the previous schema is read as upgraded, so the two share columns
+    runs = pd.concat([ResultTable(t).frame() for t in tables if t.exists()], ignore_index=True)
     # a study rerun on the same design after its registration makes the same run ids again: one draw
     return runs[runs["status"] == "ok"].drop_duplicates("run_id", keep="last")
 

@@ -4,6 +4,11 @@
 keyed by ``run_id`` (the hash of the run's canonical spec). Per-step ledger logs are JSONL files in
 ``data/results/<profile>/steps/<run_id>.jsonl`` beside it.
 
+A runs table of the previous schema (:data:`PREVIOUS_RUN_COLUMNS`: without ``budget_multiple``) is
+read as upgraded, the column derived from each row's recorded spec (:func:`upgrade_text`); nothing is
+written until the table is next written (an append, a move), which upgrades it in the same atomic
+write, or :func:`upgrade_table` is called. A table of any other header is refused, as before.
+
 Guarantees, for every writer (the sweep's parallel jobs included):
 
 - **Atomic**: a row is appended by writing the whole new table to a temporary file in the same
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
 import tempfile
@@ -103,8 +109,13 @@ PROVENANCE = (
     "executed_notebook",
     "spec",
 )
+# Where a row's metrics are along the budget: its budget_flops as a multiple of its profile's full
+# budget C (2.0: stage A's grid runs past C to 2C; 1.0: at C; 0.5: a pilot at C/2). A label derived
+# from the spec (budget_flops / RunSpec.full_budget), not a metric; NaN where C is not known.
+MULTIPLE = "budget_multiple"
 RUN_COLUMNS: tuple[str, ...] = (
     *IDENTITY,
+    MULTIPLE,
     *ALLOCATION,
     *CONFIGURATION,
     *METRICS,
@@ -112,6 +123,12 @@ RUN_COLUMNS: tuple[str, ...] = (
     *WALL,
     *PROVENANCE,
 )
+# The runs table's schema before budget_multiple: read as upgraded, rewritten once (upgrade_text)
+PREVIOUS_RUN_COLUMNS: tuple[str, ...] = tuple(c for c in RUN_COLUMNS if c != MULTIPLE)
+# The full budget C (FLOPs) of the profile a row's recorded spec (its canonical JSON, as a dict) names,
+# or None where it is not known: how an older row's budget_multiple is derived
+# (paper_repro.run.history.full_budget_of is the study's)
+FullBudget = Callable[[Mapping[str, Any]], "float | None"]
 
 
 # A run's compute curve (``curves.csv`` beside ``runs.csv``): one row per (run, budget point). A point
@@ -172,6 +189,7 @@ FROM_SPEC: dict[str, Any] = {
     "seed": lambda s: s.seed,
     "budget_kind": lambda s: s.budget_kind,
     "budget_flops": lambda s: s.budget_flops,
+    MULTIPLE: lambda s: budget_multiple(s.budget_flops, s.full_budget),
     "target_rho": lambda s: s.target_rho,
     "predicted_rho": lambda s: s.predicted_rho,
     "P": lambda s: s.P,
@@ -186,9 +204,33 @@ FROM_SPEC: dict[str, Any] = {
     "max_completion_length": lambda s: s.train.max_completion_length,
 }
 # Who asked for a run, not what it computes: a run serves every spec that computes the same thing,
-# and a row read for a spec carries that spec's labels (paper_repro.run.runner.rows_for).
-LABELS = ("stage", "setting", "cell", "target_rho")
+# and a row read for a spec carries that spec's labels (paper_repro.run.runner.rows_for). The budget's
+# multiple is one: the same budget is another multiple of another profile's C.
+LABELS = ("stage", "setting", "cell", "target_rho", MULTIPLE)
 assert set(FROM_SPEC) <= set(RUN_COLUMNS) and set(LABELS) <= set(FROM_SPEC)
+
+
+def budget_multiple(budget_flops: Any, full_budget: float | None) -> float:
+    """``budget_flops`` as a multiple of the full budget C (both in FLOPs): 2.0 at 2C, 0.5 at C/2;
+    NaN where C or the budget is not known (never a guess)."""
+    try:
+        budget = float(budget_flops)
+    except (TypeError, ValueError):
+        return math.nan
+    return budget / full_budget if full_budget and full_budget > 0 else math.nan
+
+
+def recorded_multiple(row: Mapping[str, str], full_budget: FullBudget | None) -> float:
+    """The ``budget_multiple`` of a row of the previous schema, from the row itself: its recorded
+    spec's budget over ``full_budget(spec)``, the C of the profile the spec names; NaN where the row
+    records no readable spec, or C is not known (no ``full_budget``, or it returns None)."""
+    try:
+        spec = json.loads(row.get("spec") or "")
+    except ValueError:
+        return math.nan
+    if not isinstance(spec, dict) or full_budget is None:
+        return math.nan
+    return budget_multiple(spec.get("budget_flops"), full_budget(spec))
 
 
 def row_identity(spec) -> dict[str, Any]:
@@ -228,14 +270,23 @@ def quick_dir(profile: str) -> Path:
 
 
 class ResultTable:
-    """One append-only CSV table with a fixed header and a key column."""
+    """One append-only CSV table with a fixed header and a key column. ``full_budget``: how a runs
+    table of the previous schema derives ``budget_multiple`` for its rows (:data:`FullBudget`); without
+    it such a table is read with NaN there and refused for writing."""
 
-    def __init__(self, path: str | Path, columns: Sequence[str] = RUN_COLUMNS, key: str = "run_id") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        columns: Sequence[str] = RUN_COLUMNS,
+        key: str = "run_id",
+        full_budget: FullBudget | None = None,
+    ) -> None:
         if key not in columns:
             raise ValueError(f"key column {key!r} is not among the columns")
         self.path = Path(path)
         self.columns = tuple(columns)
         self.key = key
+        self.full_budget = full_budget
         self.lock = FileLock(str(self.path) + ".lock")
 
     # --- reading -------------------------------------------------------------------------------
@@ -243,7 +294,7 @@ class ResultTable:
         """Every row, as strings, after checking the table parses (raises CorruptTableError)."""
         if not self.path.exists():
             return []
-        return _parse(_read(self.path), self.path, self.columns)
+        return _parse(self._current(_read(self.path)), self.path, self.columns)
 
     def keys(self) -> set[str]:
         return {row[self.key] for row in self.rows()}
@@ -261,13 +312,38 @@ class ResultTable:
 
         if not self.path.exists():
             return pd.DataFrame(columns=list(self.columns))
+        text = _read(self.path)
+        if self.previous(text):  # read as upgraded; the file is left as it is
+            current = self._current(text)
+            _parse(current, self.path, self.columns)
+            return pd.read_csv(io.StringIO(current), keep_default_na=True)
         self.rows()  # check it parses before pandas guesses
         return pd.read_csv(self.path, keep_default_na=True)
+
+    def previous(self, text: str) -> bool:
+        """Whether ``text`` is a runs table of the previous schema (:data:`PREVIOUS_RUN_COLUMNS`)."""
+        return self.columns == RUN_COLUMNS and text.startswith(_line(PREVIOUS_RUN_COLUMNS))
+
+    def _current(self, text: str, writing: bool = False) -> str:
+        """``text`` in the current schema: as it is, or a previous-schema runs table upgraded
+        (:func:`upgrade_text`); ``writing``: refused unless ``full_budget`` says each row's C, so no
+        row is written with a NaN a profile's C would have filled."""
+        if not self.previous(text):
+            return text
+        if writing and self.full_budget is None:
+            raise ValueError(
+                f"{self.path} has the runs table's previous schema (no {MULTIPLE} column); it is "
+                "upgraded by a writer that knows each profile's full budget C: open it as "
+                "ResultTable(path, full_budget=paper_repro.run.history.full_budget_of), or run "
+                "`paper-repro split-history` on its folder"
+            )
+        return upgrade_text(text, self.path, self.full_budget)
 
     # --- writing -------------------------------------------------------------------------------
     def append(self, row: Mapping[str, Any]) -> bool:
         """Append ``row`` atomically; ``False`` (and nothing written) when its key is already there
-        in a row that is not ``status=failed``."""
+        in a row that is not ``status=failed``. A previous-schema runs table is upgraded in the same
+        write (:func:`upgrade_text`)."""
         unknown = sorted(set(row) - set(self.columns))
         if unknown:
             raise ValueError(f"unknown columns {unknown} for {self.path.name}")
@@ -275,7 +351,7 @@ class ResultTable:
             raise ValueError(f"a row needs its key {self.key!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.lock:
-            old = _read(self.path) if self.path.exists() else ""
+            old = self._current(_read(self.path), writing=True) if self.path.exists() else ""
             existing = _parse(old, self.path, self.columns) if old else []
             if any(r[self.key] == str(row[self.key]) and r.get("status") != "failed" for r in existing):
                 return False
@@ -285,6 +361,48 @@ class ResultTable:
 
     def append_many(self, rows: Iterable[Mapping[str, Any]]) -> int:
         return sum(self.append(row) for row in rows)
+
+
+def upgrade_text(text: str, path: Path, full_budget: FullBudget | None) -> str:
+    """A runs table's ``text`` of the previous schema (:data:`PREVIOUS_RUN_COLUMNS`) in the current
+    one: the header's, and each row's text with its ``budget_multiple`` (:func:`recorded_multiple`,
+    NaN where ``full_budget`` is None or does not know the row's C) inserted after ``budget_flops``,
+    every other byte as it was. A row whose fields up to ``budget_flops`` are not as this store writes
+    them is refused (:class:`CorruptTableError`) rather than rewritten."""
+    at = PREVIOUS_RUN_COLUMNS.index("budget_flops") + 1
+    out = [_line(RUN_COLUMNS)]
+    line = 2
+    for row, record in _records(text, path, PREVIOUS_RUN_COLUMNS):
+        head = _line([row[c] for c in PREVIOUS_RUN_COLUMNS[:at]])[:-1]
+        if not record.startswith(head + ","):
+            raise CorruptTableError(
+                path,
+                line,
+                f"its fields up to budget_flops are not as this store writes them, so the {MULTIPLE} "
+                "column cannot be inserted keeping the row's text",
+                f"restore it with `git checkout -- {path}`, or write that row's first fields unquoted",
+            )
+        out.append(f"{head},{_cell(recorded_multiple(row, full_budget))}{record[len(head) :]}")
+        line += record.count("\n")
+    return "".join(out)
+
+
+def upgrade_table(table: ResultTable) -> int:
+    """Rewrite ``table``, a runs table of the previous schema, in the current one (:func:`upgrade_text`,
+    each row's C from ``table.full_budget``), atomically under its lock: the one migration of a runs
+    table, which :meth:`ResultTable.append` and :func:`move_rows` also make on writing. Returns the
+    rows upgraded: 0 when the table is absent or already current (calling it again changes nothing).
+    A table of any other header is refused (:class:`CorruptTableError`), nothing written."""
+    if not table.path.exists():
+        return 0
+    with table.lock:
+        text = _read(table.path)
+        new = table._current(text, writing=True)
+        rows = _parse(new, table.path, table.columns)
+        if new == text:
+            return 0
+        _atomic_write(table.path, new)
+    return len(rows)
 
 
 def history_path(path: str | Path) -> Path:
@@ -297,20 +415,22 @@ def move_rows(table: ResultTable, leaves: Callable[[dict[str, str]], bool]) -> i
     """Move the rows of ``table`` for which ``leaves(row)`` holds into its history table beside it
     (:func:`history_path`, the same columns); returns how many left. Under both tables' locks: the
     history first (appended to; a row already there is not written again), then the table without
-    them, each written atomically, every other row's text as it was. A writer killed between the two
+    them, each written atomically, every other row's text as it was (a previous-schema table upgraded,
+    :func:`upgrade_text`). A writer killed between the two
     leaves the rows in both, and the next call finishes the move: calling it again moves nothing."""
-    history = ResultTable(history_path(table.path), table.columns, table.key)
+    history = ResultTable(history_path(table.path), table.columns, table.key, table.full_budget)
     if not table.path.exists():
         return 0
     with table.lock:
-        records = _records(_read(table.path), table.path, table.columns)
+        # a previous-schema table (and its history) is upgraded in the same writes (upgrade_text)
+        records = _records(table._current(_read(table.path), writing=True), table.path, table.columns)
         flags = [bool(leaves(row)) for row, _ in records]
         moving = [line for (_, line), out in zip(records, flags, strict=True) if out]
         if not moving:
             return 0
         kept = [line for (_, line), out in zip(records, flags, strict=True) if not out]
         with history.lock:
-            old = _read(history.path) if history.path.exists() else ""
+            old = history._current(_read(history.path), writing=True) if history.path.exists() else ""
             have = {line for _, line in _records(old, history.path, history.columns)} if old else set()
             added = [line for line in moving if line not in have]
             if added:

@@ -10,6 +10,8 @@ import pandas as pd
 
 from paper_repro.common.results import METRICS
 
+# What a run measured; its labels (stage, setting, cell, budget_multiple: where its budget is, derived
+# from the spec) are not compared: the run_id fixes what it computes, a label may be another asker's.
 COMPARED = (*METRICS, "C_search", "C_learning", "C_reward", "C_total", "rounds", "steps")
 # The largest absolute difference from the committed row that still reads as the same run: a metric
 # may move by float rounding (a PRM-scored native reward is a mean of float scores: 1.6e-8 was seen

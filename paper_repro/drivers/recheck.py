@@ -20,6 +20,7 @@ from paper_repro.common.results import METRICS, RUN_COLUMNS, ResultTable, result
 from paper_repro.common.rowdiff import COMPARED, TOLERANCE, beyond, differences
 from paper_repro.drivers import study, sweep
 from paper_repro.run import runner
+from paper_repro.run.history import full_budget_of
 
 SAMPLE = {"prm": 6, "proxy_prm": 2, "structured": 2, "sparse": 2, "pilot": 2}
 
@@ -47,7 +48,9 @@ def recheck(
     :data:`TOLERANCE` and a verdict (``equal``, ``within tolerance`` or ``differs``)."""
     profile = study.prepare(profile_name)
     by_id = {s.run_id: s for job in sweep.study_jobs(profile) for s in job.specs}
-    committed = ResultTable(results_dir(profile.name) / "runs.csv", RUN_COLUMNS).frame()
+    committed = ResultTable(
+        results_dir(profile.name) / "runs.csv", RUN_COLUMNS, full_budget=full_budget_of
+    ).frame()
     picked = sample(committed, set(by_id), seed)
     scratch = scratch or tempfile.mkdtemp(prefix="recheck-")
     rows = pd.DataFrame(runner.run_specs([by_id[r] for r in picked["run_id"]], scratch, jobs=jobs, threads=1))

@@ -24,6 +24,7 @@ import pandas as pd
 from paper_repro.common.paths import repo_relative, repo_root
 from paper_repro.common.results import RUN_COLUMNS, ResultTable, results_dir
 from paper_repro.common.rowdiff import COMPARED, TOLERANCE, beyond, differences
+from paper_repro.run.history import full_budget_of
 
 REPRODUCED = Path("out") / "reproduce"  # where `make reproduce` recomputes the study (git ignores out/)
 
@@ -111,7 +112,8 @@ def compare(
                     else "is this a checkout of the study?"
                 )
             )
-        tables[name] = ResultTable(path, RUN_COLUMNS).frame()
+        # a table of the previous schema (an older checkout's) is read with its budget_multiple derived
+        tables[name] = ResultTable(path, RUN_COLUMNS, full_budget=full_budget_of).frame()
     missing, extra, changed, columns = compare_runs(tables["committed"], tables["recomputed"])
     claims = [where / "claims.csv" for where in (old_dir, new_dir)]
     if all(p.exists() for p in claims):

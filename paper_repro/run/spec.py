@@ -24,8 +24,9 @@ from paper_repro.run.allocation import Cell, plan_setting, planner_for
 from paper_repro.run.weights import weights_fingerprint
 
 BudgetKind = Literal["full", "pilot"]
-# Labels of who asked for a run, the planner's predictions and where the run is measured along the
-# way (its ladder: the points leave the run as it was, tests/test_ladder.py): not what it computes.
+# Labels of who asked for a run, the planner's predictions, where the run is measured along the way
+# (its ladder: the points leave the run as it was, tests/test_ladder.py) and the unit its budget is
+# read in (full_budget, C): not what it computes.
 HASH_EXCLUDES = (
     "stage",
     "setting",
@@ -36,6 +37,7 @@ HASH_EXCLUDES = (
     "runtime",
     "ladder",
     "ladder_unit",
+    "full_budget",
 )
 # Fields added after results were recorded hash only when set away from their default, so the run ids
 # of earlier runs (which computed with those defaults) do not change.
@@ -93,6 +95,9 @@ class RunSpec:
     # ("all" or "native"): config.Curves.ladder; its rows go to curves.csv (paper_repro.run.ladder)
     ladder: tuple[tuple[float, str], ...] = ()
     ladder_unit: float | None = None
+    # the profile's full budget C in FLOPs, whatever the run's own budget: its row's budget_multiple is
+    # budget_flops / full_budget (2.0 for a grid run to 2C, 0.5 for a pilot at C/2); None: not known
+    full_budget: float | None = None
     # where it runs (GPUs, micro-batches): not what it computes, so not in the run_id
     runtime: Resources = field(default_factory=Resources)
 
@@ -214,6 +219,7 @@ def spec_for(
         eval_heldout_limit=profile.eval.get("heldout_limit"),
         ladder=ladder,
         ladder_unit=profile.budget_flops if ladder else None,
+        full_budget=profile.budget_flops,
         runtime=profile.resources_for(setting.policy),
         # a reward that pays for a model of its own (a judge) scores with its weights too
         weights=weights_fingerprint(profile.policies[setting.policy], prm, own_model(setting.reward_system)),

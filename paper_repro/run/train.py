@@ -41,6 +41,7 @@ from paper_repro.common import provenance
 from paper_repro.common.console import listened, report
 from paper_repro.common.results import METRICS, RUN_COLUMNS, ResultTable, results_dir, row_identity
 from paper_repro.run import launch
+from paper_repro.run.history import full_budget_of
 from paper_repro.run.ladder import budget_ladder, curves_table, final_row, missing_points
 from paper_repro.run.preflight import check_spec
 from paper_repro.run.run_eval import base_metrics, evaluate_run
@@ -72,7 +73,7 @@ def run_cell(
     ``pending``: the caller (:func:`paper_repro.run.runner.run_specs`) has read the tables, found the run
     unfinished and checked the spec, so neither is done again."""
     root = results_dir(spec.profile, results_root)
-    table = ResultTable(root / "runs.csv", RUN_COLUMNS)
+    table = ResultTable(root / "runs.csv", RUN_COLUMNS, full_budget=full_budget_of)
     if not pending:
         for row in table.rows():
             if row["run_id"] == spec.run_id and row["status"] == "ok":
@@ -140,7 +141,7 @@ def _launched(spec: RunSpec, root: Path, executed_notebook: str, raise_errors: b
     """A multi-GPU run through ``accelerate launch``: the row its main process appended, or a
     ``failed`` row when the launch died before writing one."""
     code, cmd = launch_run(spec, root, executed_notebook)
-    table = ResultTable(root / "runs.csv", RUN_COLUMNS)
+    table = ResultTable(root / "runs.csv", RUN_COLUMNS, full_budget=full_budget_of)
     rows = [r for r in table.rows() if r["run_id"] == spec.run_id]
     if rows and rows[-1]["status"] == "ok":
         return rows[-1]
