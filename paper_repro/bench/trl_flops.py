@@ -117,10 +117,10 @@ def _trl_flops(config, steps: list[dict]) -> dict[str, float]:
 
 
 def _one_run(cfg: TrlFlopsBench, run: str, workdir: Path) -> dict[str, Any]:
+    from transformers.trainer_callback import PrinterCallback
+
     from paper_repro.accounting.profiling import flop_counter
     from paper_repro.ledger import FlopLedgerCallback, LedgerConfig
-
-    from transformers.trainer_callback import PrinterCallback
 
     callback = FlopLedgerCallback(LedgerConfig())
     trainer = _trainer(cfg, run, workdir, callback)
