@@ -52,6 +52,7 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/paper-repro bench run
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro bench eval
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/paper-repro bench ladder
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro bench trl-flops
 
 # Does the study reproduce? The whole cpu-tiny study recomputed from nothing into $(REPRODUCED) (git
 # ignores it; killed and rerun, it finishes only what is missing): the stage notebooks executed with

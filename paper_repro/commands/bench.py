@@ -12,7 +12,10 @@ from pathlib import Path
 from paper_repro.commands._options import HelpFormatter, add_command, positive_int
 
 NAME = "bench"
-HELP = "the benchmarks: the ledger's overhead, whole runs, evaluation, the budget ladder, evaluation noise"
+HELP = (
+    "the benchmarks: the ledger's overhead, whole runs, evaluation, the budget ladder, evaluation noise, "
+    "the FLOP conventions"
+)
 # bench -> (its module in paper_repro.bench, its line in `paper-repro bench --help`)
 BENCHES = {
     "ledger": ("ledger", "plain trl.GRPOTrainer against the ledger's trainer"),
@@ -20,6 +23,7 @@ BENCHES = {
     "eval": ("evaluation", "a run's evaluation on the old path and the new one"),
     "ladder": ("ladder", "what the budget ladder adds to a full-budget run"),
     "eval-noise": ("eval_noise", "how noisy a run's evaluation on 300 problems is"),
+    "trl-flops": ("trl_flops", "the ledger's FLOPs beside TRL's, transformers' and the profiler's"),
 }
 OWN = "(default: the bench's own)"  # an option left unset takes the bench function's default
 
@@ -103,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
             )
         )
         show = evaluation.print_eval
+    elif args.bench == "trl-flops":
+        from paper_repro.bench import trl_flops
+
+        result, show = trl_flops.bench_trl_flops(), trl_flops.print_trl_flops
     elif args.bench == "ladder":
         from paper_repro.bench import ladder
 
