@@ -122,13 +122,13 @@ def priced(tmp_path_factory):
     )
     ceiling = run.trainer.round_price["C_total"]
     assert len(run.ledger.rounds) == 3 and max(run.ledger.rounds) <= ceiling
-    return ceiling, sum(run.ledger.rounds) + 0.5 * ceiling
+    return ceiling, sum(run.ledger.rounds) + 0.5 * ceiling, run.ledger.rounds
 
 
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory, priced):
     """The uninterrupted run of each form."""
-    ceiling, budget = priced
+    ceiling, budget, _ = priced
     return {
         form: train(make(form, tmp_path_factory.mktemp(form), budget, ceiling)).summary() for form in FORMS
     }
@@ -145,12 +145,28 @@ def test_uninterrupted(priced, whole, form):
     assert summary["steps"] == 3 * STEPS_PER_ROUND == whole["subclass"]["steps"]
 
 
+def test_without_a_ceiling_both_forms_open_a_round_at_the_same_price(tmp_path, priced):
+    """Item 5: without round_ceiling_flops the callback priced a whole next round at the end of each
+    round, the subclass only the step that opens it (8 steps / 71.7% against 10 / 97.8%). Now the
+    callback prices the opening step as the subclass does, from the dearest finished round where the
+    subclass has its own ceiling (docs/ledger.md, the two forms): on rounds that run at the ceiling
+    (these completions mostly hit max_completion_length) both cut the fourth round after its first step."""
+    ceiling, _, rounds = priced
+    budget = sum(rounds) + 0.8 * ceiling
+    steps = {}
+    for form in FORMS:
+        summary = train(make(form, tmp_path / form, budget, None, save_strategy="no")).summary()
+        assert summary["stopped_by_budget"] and summary["useful"]["C_total"] <= budget
+        steps[form] = summary["steps"]
+    assert steps == {"callback": 3 * STEPS_PER_ROUND + 1, "subclass": 3 * STEPS_PER_ROUND + 1}
+
+
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("kill_at", [2, 3], ids=["at-a-round-boundary", "inside-a-round"])
 def test_killed_and_resumed(tmp_path, priced, whole, form, kill_at):
     """Resumed at a round boundary: charged as the uninterrupted run. Inside a round: TRL generates a
     new round on resume (it does not save its buffer), which is charged as it runs; the budget holds."""
-    ceiling, budget = priced
+    ceiling, budget, _ = priced
     train(make(form, tmp_path, budget, ceiling), kill_at=kill_at)
     summary = train(make(form, tmp_path, budget, ceiling), resume=True).summary()
     assert [r["step"] for r in summary["resumed_from"]] == [kill_at]
@@ -164,7 +180,7 @@ def test_resumed_after_the_budget_is_spent_runs_no_step(tmp_path, priced, whole,
     """Item 1: the callback ran a step more (116.6% of the budget); now both refuse, the callback by
     BudgetSpentError at train begin (Trainer runs a first step whatever a callback says), and both
     rewrite the summary with the resume."""
-    ceiling, budget = priced
+    ceiling, budget, _ = priced
     train(make(form, tmp_path, budget, ceiling))  # stops by its budget, a checkpoint at the stop
     again = make(form, tmp_path, budget, ceiling)
     with caplog.at_level("INFO", logger="paper_repro.ledger"):
@@ -188,7 +204,7 @@ def test_resumed_after_the_budget_is_spent_runs_no_step(tmp_path, priced, whole,
 def test_resumed_from_a_moved_checkpoint(tmp_path, priced, whole, form):
     """Item 2: the callback read ``<output_dir>/checkpoint-<step>``, not the checkpoint given to
     ``train``: from a copy in another folder with a new output_dir it refused the budget."""
-    ceiling, budget = priced
+    ceiling, budget, _ = priced
     train(make(form, tmp_path / "a", budget, ceiling), kill_at=2)
     moved = tmp_path / "elsewhere" / "ckpt"
     shutil.copytree(tmp_path / "a" / "out" / "checkpoint-2", moved)
@@ -202,7 +218,7 @@ def test_another_runs_checkpoint_in_the_output_dir_is_never_loaded(tmp_path, pri
     """Item 2: with another run's ``checkpoint-2`` in the new output_dir, the callback loaded its state
     silently. Run B (another seed, other FLOPs) and run A both killed at step 2; A resumed from its own
     checkpoint into B's output_dir is charged as A uninterrupted."""
-    ceiling, budget = priced
+    ceiling, budget, _ = priced
     train(make(form, tmp_path / "b", budget, ceiling, seed=1), kill_at=2)
     train(make(form, tmp_path / "a", budget, ceiling), kill_at=2)
     run = make(form, tmp_path / "a", budget, ceiling, output_dir=str(tmp_path / "b" / "out"))
@@ -224,7 +240,7 @@ def to_old_format(checkpoint: Path, owner: str) -> None:
 def test_an_older_checkpoint_is_still_read(tmp_path, priced, whole, form):
     """Checkpoints written before the state moved into trainer_state.json resume as they did (and the
     resumed run saves checkpoints again: Trainer's save expects the callback's entry)."""
-    ceiling, budget = priced
+    ceiling, budget, _ = priced
     train(make(form, tmp_path, budget, ceiling), kill_at=2)
     to_old_format(tmp_path / "out" / "checkpoint-2", STATE_OWNER[form])
     summary = train(make(form, tmp_path, budget, ceiling), resume=True).summary()
@@ -239,7 +255,7 @@ def test_an_older_checkpoint_is_still_read(tmp_path, priced, whole, form):
 def test_an_older_file_of_another_run_is_refused(tmp_path, priced, form):
     """An older checkpoint's file whose FLOPs are not its trainer state's (another run's) is never
     loaded: with a budget the resume is refused."""
-    ceiling, budget = priced
+    ceiling, budget, _ = priced
     train(make(form, tmp_path, budget, ceiling), kill_at=2)
     checkpoint = tmp_path / "out" / "checkpoint-2"
     to_old_format(checkpoint, STATE_OWNER[form])
@@ -254,7 +270,7 @@ def test_an_older_file_of_another_run_is_refused(tmp_path, priced, form):
 def test_transformers_rebuilding_the_callback_is_refused(tmp_path, priced, form):
     """restore_callback_states_from_checkpoint=True would make Trainer replace the ledger's callback by
     a new one, detached from the run: refused before any step."""
-    ceiling, budget = priced
+    ceiling, budget, _ = priced
     run = make(form, tmp_path, budget, ceiling, restore_callback_states_from_checkpoint=True)
     with pytest.raises(ValueError, match="restore_callback_states_from_checkpoint=False"):
         train(run)
@@ -265,7 +281,7 @@ def test_transformers_rebuilding_the_callback_is_refused(tmp_path, priced, form)
 def test_a_ceiling_below_what_rounds_cost_is_not_trusted(tmp_path, priced, form):
     """Item 4: given a round_ceiling_flops a finished round costs 2.5x, the callback passed the budget
     (122.2%): the stop now prices the next round at the dearest finished one, and warns."""
-    ceiling, budget = priced
+    ceiling, budget, _ = priced
     with pytest.warns(BudgetWarning, match=r"round_ceiling_flops=.* is below|\dx the round ceiling"):
         # the subclass raises it to its own price when built, the callback to the dearest finished round
         run = make(form, tmp_path, budget, 0.4 * ceiling, quiet=False, save_strategy="no")
