@@ -47,9 +47,12 @@ logs and to ``state.log_history``; ``state.total_flos`` becomes the useful C_tot
 run through ``control.should_training_stop``; ``on_train_end`` logs why the run stopped and writes the
 summary (:meth:`FlopLedgerCallback.summary_path`).
 
-Its state is saved with every checkpoint and restored when the run resumes from one, as the
-subclass's is (:mod:`~paper_repro.ledger.resume`); but a callback cannot stop Trainer before the
-first step, so a resume whose budget is already spent runs one step more (the subclass runs none).
+Its state travels inside every checkpoint, as transformers' ``ExportableState``
+(``trainer_state.json``'s ``stateful_callbacks``), and is restored from the checkpoint the run resumes
+from, whatever the ``output_dir`` (:mod:`~paper_repro.ledger.resume`). A resume whose next step could
+pass the budget is refused at train begin with :class:`BudgetSpentError` (Trainer runs a first step
+whatever a callback says, so a callback cannot stop it more quietly), after logging why and rewriting
+the summary.
 
 What it cannot do that the subclass does: K-of-G down-sampling (``LedgerConfig.kept``), the lean and
 fused samplers and the bucketed update, the compute card, pricing the costliest round itself (pass
@@ -72,12 +75,23 @@ from typing import Any
 
 import torch
 from transformers import TrainerCallback
+from transformers.trainer_callback import ExportableState
 
 from paper_repro.accounting import flops
 from paper_repro.accounting.flops import Work
 from paper_repro.ledger.core import BudgetWarning, FlopLedger, LedgerConfig, as_conventions
 from paper_repro.ledger.cost_models import check_priced, policy_cost
-from paper_repro.ledger.resume import checkpoint_dir, load_ledger_state, save_ledger_state
+from paper_repro.ledger.resume import (
+    STATE_NAME,
+    check_not_rebuilt,
+    checkpoint_dir,
+    ledger_state,
+    mismatch,
+    new_run_id,
+    restore,
+    saved_state,
+    state_beside,
+)
 from paper_repro.ledger.watch import PassWatcher
 
 logger = logging.getLogger("paper_repro.ledger")
@@ -109,7 +123,12 @@ TRL_CONVENTIONS: dict[str, str] = {
 }
 
 
-class FlopLedgerCallback(PassWatcher, TrainerCallback):
+class BudgetSpentError(RuntimeError):
+    """A run resumed with a ``FlopLedgerCallback`` whose next step could pass its budget: Trainer runs a
+    first step whatever a callback says, so the callback refuses the resume at train begin."""
+
+
+class FlopLedgerCallback(PassWatcher, TrainerCallback, ExportableState):
     """The FLOP ledger for ``trl.GRPOTrainer`` and ``trl.RLOOTrainer`` as a callback (module docstring).
 
     ``config``: the ledger's options (:class:`LedgerConfig`; ``kept`` is refused: down-sampling needs
@@ -129,6 +148,12 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
         self._init_watch(watch_models)
         self._session_steps = 0
         self._flos_at_begin = 0.0
+        self.run_id: str | None = None  # the run's identity, kept in its saved state across resumes
+        self._trainer_state: Any = None  # the TrainerState being trained (state() saves its step)
+        # useful FLOPs of each finished round outside and inside its loss passes (the budget stop prices
+        # a round's opening from them without a ceiling), and of the open round
+        self._round_parts: list[tuple[float, float]] = []
+        self._open_round = [0.0, 0.0]
 
     # --- reward functions ----------------------------------------------------------------------
     def priced_reward(self, func: Callable[..., Any]) -> Callable[..., Any]:
@@ -177,6 +202,7 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
             raise RuntimeError(
                 "FlopLedgerCallback needs the trainer's model (the callback's `model` argument)"
             )
+        check_not_rebuilt(args, "FlopLedgerCallback")
         self._remove_hooks()
         checkpointing = bool(
             getattr(args, "activation_checkpointing", getattr(args, "gradient_checkpointing", False))
@@ -200,30 +226,72 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
         self._session_steps = 0
         self._round_rows, self._new_round = [], True
         self._flos_at_begin = float(state.total_flos or 0.0)
+        self._trainer_state, self.run_id = state, new_run_id()
+        self._round_parts, self._open_round = [], [0.0, 0.0]
         if state.global_step > 0:  # resumed from a checkpoint: the ledger's state saved with it
             self._resume(args, state)
+            self._refuse_if_spent(args, state)
+        # a checkpoint written without this callback has no entry for it, which Trainer's save expects
+        state.stateful_callbacks.setdefault(type(self).__name__, self.state())
         self._install(model)
 
-    def on_save(self, args, state, control, **kwargs):
-        """The ledger's state beside the checkpoint Trainer has just written (paper_repro.ledger.resume)."""
-        folder = checkpoint_dir(args.output_dir, state.global_step)
-        if self.ledger is not None and state.is_world_process_zero and folder.is_dir():
-            save_ledger_state(self.ledger, folder)
+    def state(self) -> dict[str, Any]:
+        """transformers' ``ExportableState``: what Trainer saves into every checkpoint's
+        ``trainer_state.json`` (``stateful_callbacks["FlopLedgerCallback"]``): the ledger's state, the
+        run's identity and the checkpoint's step and ``total_flos`` (:func:`~paper_repro.ledger.resume.ledger_state`)."""
+        return ledger_state(self.ledger, self.run_id, self._trainer_state, {"round_parts": self._round_parts})
 
     def _resume(self, args: Any, state: Any) -> None:
-        """Restore the ledger from the checkpoint this run resumed from (``<output_dir>/checkpoint-<step>``),
-        so the budget counts every step of the run; a checkpoint without it refuses a budget."""
-        folder = checkpoint_dir(args.output_dir, state.global_step)
-        if load_ledger_state(self.ledger, folder, state.global_step) is not None:
+        """Restore the ledger from the checkpoint this run resumed from: its ``TrainerState`` (which
+        Trainer read from the folder given to ``train``), else, for a checkpoint written before the
+        state moved there, ``<output_dir>/checkpoint-<step>/flop_ledger.json`` when it is this
+        checkpoint's (its step and FLOPs are the trainer state's). A checkpoint without it refuses a
+        budget and warns without one."""
+        saved, where = saved_state(state.stateful_callbacks, type(self).__name__), "its trainer state"
+        if saved is None:
+            folder = checkpoint_dir(args.output_dir, state.global_step)
+            saved, where = state_beside(folder), str(folder / STATE_NAME)
+        reason = None if saved is None else mismatch(saved, state.global_step, state.total_flos)
+        if saved is not None and reason is None:
+            extra = restore(self.ledger, saved, None, state.global_step)
+            self.run_id = saved.get("run_id") or self.run_id
+            self._round_parts = [tuple(p) for p in extra.get("round_parts", [])]
             self._flos_at_begin = 0.0  # the restored ledger counts the steps before the resume
             return
         message = (
-            f"resumed at step {state.global_step}, but {folder} holds no FLOP ledger state: the ledger "
-            "counts only the steps of this session"
+            f"resumed at step {state.global_step} from a checkpoint without this run's FLOP ledger state"
+            + (f" ({where} is not this checkpoint's: {reason})" if reason else "")
+            + ": the ledger counts only the steps of this session"
         )
         if self.config.budget_flops is not None:
             raise ValueError(message + ", so the budget could not be kept; resume without a budget")
         warnings.warn(message, stacklevel=3)
+
+    def _refuse_if_spent(self, args: Any, state: Any) -> None:
+        """Raise :class:`BudgetSpentError` when the run's first step could pass the budget (the budget
+        stopped the run at this checkpoint, or was lowered), after logging why and rewriting the
+        summary; asked again of this session's budget, so a run given more goes on."""
+        ledger = self.ledger
+        if not ledger.steps:
+            return
+        ledger.stopped_by_budget, ledger.stop_reason = False, None
+        # TRL does not save its buffer of rollouts: the first step after a resume opens a new round
+        if not self._stops_before_next_step(args, round_complete=True):
+            return
+        line = ledger.stop_message(
+            f"resumed at step {state.global_step}, the budget stopped it before its first step: "
+            f"{ledger.stop_reason}; nothing left to run"
+        )
+        path = self.summary_path(args)
+        if state.is_world_process_zero:
+            logger.info(line)
+            if path is not None:
+                ledger.write_summary(path)
+        raise BudgetSpentError(
+            f"{line}. Trainer runs a first step whatever a callback says, so FlopLedgerCallback refuses "
+            "the resume rather than pass the budget: raise LedgerConfig.budget_flops to go on"
+            + (f" (the summary, {path}, says where it stopped)" if path is not None else "")
+        )
 
     def on_step_begin(self, args, state, control, **kwargs):
         if self.ledger is not None:
@@ -242,9 +310,14 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
         world = self._world_size()
         if world > 1:
             ledger.reduce_step(self._reduce_sum)
-        ledger.end_step(state.global_step, round_complete)
+        record = ledger.end_step(state.global_step, round_complete)
+        loss = record["learning_parts"]["useful"]["loss"]
+        self._open_round[0] += record["flops"]["useful"]["total"] - loss
+        self._open_round[1] += loss
         if round_complete:
             self._new_round = True
+            self._round_parts.append(tuple(self._open_round))
+            self._open_round = [0.0, 0.0]
         state.total_flos = self._flos_at_begin + ledger.total("useful")
         if self._stops_before_next_step(args, round_complete):
             control.should_training_stop = True
@@ -321,14 +394,30 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
         return max(int(spg) * int(getattr(args, "num_iterations", 1) or 1), 1)
 
     def _stops_before_next_step(self, args: Any, round_complete: bool) -> bool:
+        """At the end of an optimizer step, whether the budget stops the run here, by the subclass's rule
+        (:meth:`~paper_repro.ledger.pricing.RoundPricing._price_of_next`, docs/ledger.md: the two forms):
+        at the end of a round, the next round at its ceiling (``round_ceiling_flops``, raised to the
+        dearest finished round where one cost more), or, without a ceiling, under ``"step"`` the
+        opening of the next round as the dearest finished round opened (an estimate) and under
+        ``"round"`` / ``"overshoot"`` the dearest finished round; inside a round (``"step"`` only), the
+        next step's loss passes over the round's dearest rows."""
         ledger, config = self.ledger, self.config
         if config.budget_flops is None:
             return False
-        ceiling = config.round_ceiling_flops
         if round_complete:
-            if config.budget_stop == "overshoot" or ceiling is None:
+            ceiling = None if config.budget_stop == "overshoot" else config.round_ceiling_flops
+            if ceiling is not None:
+                return ledger.stop_before(
+                    ledger.round_ceiling(ceiling),
+                    "the next round, at its ceiling (LedgerConfig.round_ceiling_flops),",
+                )
+            if config.budget_stop != "step" or not self._round_parts:
                 return ledger.should_stop()
-            return ledger.stop_before(ceiling, "the next round, at its ceiling,")
+            return ledger.stop_before(
+                self._opening_estimate(args),
+                "the next optimizer step, which starts a generation round (priced as the dearest "
+                "finished round opened: an estimate without round_ceiling_flops),",
+            )
         if config.budget_stop != "step":
             return False
         # inside a round: the next step's loss passes, bounded by this round's dearest rows
@@ -338,6 +427,14 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
         return ledger.stop_before(
             bound, "the next optimizer step (loss passes over rollouts already generated)"
         )
+
+    def _opening_estimate(self, args: Any) -> float:
+        """Useful FLOPs the opening step of a round costs, estimated from the finished rounds as the
+        subclass prices it from its ceiling: the round's generation, rewards and no-grad forwards, and
+        the share of its loss passes the step's micro-batches run, the dearest of the rounds so far."""
+        accumulation = max(int(getattr(args, "gradient_accumulation_steps", 1) or 1), 1)
+        share = accumulation / self._micro_per_round(args)
+        return max(outside + loss * share for outside, loss in self._round_parts)
 
     def _next_step_bound(self, args: Any) -> float:
         """Useful FLOPs the next step's loss passes can cost on this process: its micro-batches over the

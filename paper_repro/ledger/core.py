@@ -13,7 +13,8 @@ TRL's fused head scoring every position on CPU). :func:`forward_pass_work` and
 :func:`generation_pass_work` count the work of one pass from its masks and lengths.
 
 Budget: the IsoFLOP contract. A run stops at the end of a generation round when the next round,
-predicted as the most expensive round so far (or ``LedgerConfig.round_ceiling_flops`` when set), would
+predicted as the most expensive round so far (or ``LedgerConfig.round_ceiling_flops`` when set, raised
+to the dearest round so far where one cost more: :meth:`FlopLedger.round_ceiling`), would
 take the useful C_total past ``budget_flops`` (:meth:`FlopLedger.should_stop`). Before any compute the
 trainer prices the costliest round it can meet (:mod:`paper_repro.ledger.pricing`) and refuses a
 budget below it.
@@ -185,6 +186,7 @@ class FlopLedger:
         self._step_start = time.perf_counter()
         self.stopped_by_budget = False
         self.stop_reason: str | None = None  # why the budget stopped the run (see stop_before)
+        self._ceiling_warned = False  # a finished round cost more than the given ceiling (round_ceiling)
         # what the trainer is running now: "search", "loss", "old", "ref", "reward", or None between
         # them (set by the trainer's hooks; the card's per-phase compute dtypes read it)
         self.phase: str | None = None
@@ -345,10 +347,34 @@ class FlopLedger:
         outgrow by one round)."""
         if not self.rounds:
             return False
-        ceiling = round_ceiling or self.config.round_ceiling_flops
+        ceiling = self.round_ceiling(round_ceiling or self.config.round_ceiling_flops)
         if ceiling:
             return self.stop_before(ceiling, "the next round, at its ceiling,")
         return self.stop_before(max(self.rounds), "the next round, priced as the dearest so far,")
+
+    def round_ceiling(self, given: float | None) -> float | None:
+        """The useful FLOPs the budget stop prices a next round at, from ``given`` (a round's ceiling:
+        ``round_ceiling_flops``, or the trainer's own price; None: no ceiling, returned as None): the
+        larger of ``given`` and the dearest round finished so far. A ceiling below what a round has cost
+        is no bound, so the stop does not trust it; the first time a round passes it, a
+        ``BudgetWarning`` gives both (the next round can still pass the dearest so far)."""
+        if not given:
+            return given
+        dearest = max(self.rounds, default=0.0)
+        if dearest <= given:
+            return given
+        if not self._ceiling_warned:
+            self._ceiling_warned = True
+            warnings.warn(
+                f"a finished generation round cost {dearest:.4g} useful FLOPs, {dearest / given:.2f}x the "
+                f"round ceiling the budget stop was given ({given:.4g}): the stop prices each next round "
+                "at the dearest round so far instead, an estimate a dearer round can outrun; give a "
+                "round_ceiling_flops that bounds a round (every completion at max_completion_length, the "
+                "longest prompt)",
+                BudgetWarning,
+                stacklevel=3,
+            )
+        return dearest
 
     def warn_if_over_budget(self) -> None:
         """At the end of training: a ``BudgetWarning`` (spent / budget) when the useful C_total passed

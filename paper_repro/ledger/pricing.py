@@ -221,7 +221,7 @@ class RoundPricing:
         price (:meth:`price_round_ceiling`), else None (the stop then estimates)."""
         given = self.ledger.config.round_ceiling_flops
         if given is not None:
-            return given
+            return self.ledger.round_ceiling(given)  # raised to the dearest finished round, if dearer
         return None if self.round_price is None else self.round_price["C_total"]
 
     def _next_step_price(self) -> tuple[float, str]:
@@ -256,7 +256,9 @@ class RoundPricing:
         forwards, and the loss passes of its first ``micro_batches`` of ``per_round`` micro-batches."""
         given = self.ledger.config.round_ceiling_flops
         if given is not None:
-            return given  # the whole round's ceiling: a bound on any part of it
+            # the whole round's ceiling (raised to the dearest finished round, if dearer): a bound on any
+            # part of it
+            return self.ledger.round_ceiling(given)
         if self.round_price is not None:
             price = self.round_price
             return price["C_total"] - price["C_loss"] * (1 - micro_batches / per_round)

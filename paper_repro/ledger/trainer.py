@@ -47,6 +47,7 @@ from typing import Any
 
 import torch
 from transformers import TrainerCallback
+from transformers.trainer_callback import ExportableState
 from trl import GRPOTrainer
 
 from paper_repro.accounting import flops
@@ -65,14 +66,34 @@ from paper_repro.ledger.downsample import Downsampling
 from paper_repro.ledger.kernels import KernelDispatch, check_kernel_choice
 from paper_repro.ledger.pricing import RoundPricing
 from paper_repro.ledger.probes import install_dtype_probes
-from paper_repro.ledger.resume import checkpoint_dir, load_ledger_state, save_ledger_state
+from paper_repro.ledger.resume import (
+    check_not_rebuilt,
+    ledger_state,
+    mismatch,
+    new_run_id,
+    restore,
+    saved_state,
+    state_beside,
+    trainer_state_of,
+)
 
 logger = logging.getLogger(__name__)
 
 
-class _LedgerCallback(TrainerCallback):
+class _LedgerCallback(TrainerCallback, ExportableState):
     def __init__(self, trainer: LedgerGRPOTrainer) -> None:
         self.trainer = trainer
+        self.run_id = new_run_id()  # the run's identity, kept in its saved state across resumes
+
+    def state(self) -> dict[str, Any]:
+        """transformers' ``ExportableState``: the ledger's state, saved into every checkpoint's
+        ``trainer_state.json`` (:func:`~paper_repro.ledger.resume.ledger_state`)."""
+        trainer = self.trainer
+        return ledger_state(trainer.ledger, self.run_id, trainer.state, trainer._ledger_extra_state())
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        # a checkpoint written without the ledger has no entry for it, which Trainer's save expects
+        state.stateful_callbacks.setdefault(type(self).__name__, self.state())
 
     def on_step_begin(self, args, state, control, **kwargs):
         self.trainer._sync()
@@ -87,14 +108,6 @@ class _LedgerCallback(TrainerCallback):
             trainer.ledger.write_summary(Path(log_path).with_suffix(".summary.json"))
         if trainer.ledger.config.write_card and trainer.accelerator.is_main_process:
             trainer.write_compute_card()
-
-    def on_save(self, args, state, control, **kwargs):
-        # the ledger's state beside the checkpoint Trainer has just written (every process holds the
-        # run's totals; the main one writes)
-        trainer = self.trainer
-        folder = checkpoint_dir(args.output_dir, state.global_step)
-        if trainer.accelerator.is_main_process and folder.is_dir():
-            save_ledger_state(trainer.ledger, folder, trainer._ledger_extra_state())
 
     def on_step_end(self, args, state, control, **kwargs):
         trainer = self.trainer
@@ -207,6 +220,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         first (:mod:`paper_repro.ledger.resume`), so the budget counts every step the run has taken.
         A resume whose next step could pass the budget (the run had stopped by its budget there, or
         the budget was lowered) runs no step: it logs why and returns."""
+        check_not_rebuilt(self.args, "LedgerGRPOTrainer")
         folder = resume_from_checkpoint
         if folder is True:
             from transformers.trainer_utils import get_last_checkpoint
@@ -227,20 +241,36 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         }
 
     def _restore_ledger(self, folder: Path) -> Any:
-        """Restore the ledger from a checkpoint folder; return Trainer's output when the budget leaves
-        nothing to run, else None."""
-        state_file = folder / "trainer_state.json"
-        step = json.loads(state_file.read_text())["global_step"] if state_file.is_file() else None
-        extra = load_ledger_state(self.ledger, folder, step)
-        if extra is None:
+        """Restore the ledger from a checkpoint folder (its ``trainer_state.json``, else the file an
+        older version wrote beside it, when it is this checkpoint's); return Trainer's output when the
+        budget leaves nothing to run, else None."""
+        trainer_state = trainer_state_of(folder) or {}
+        saved = saved_state(trainer_state.get("stateful_callbacks"), _LedgerCallback.__name__)
+        if saved is None:
+            saved = state_beside(folder)
+        step = trainer_state.get("global_step")
+        reason = None
+        if saved is not None and step is not None:
+            reason = mismatch(saved, step, trainer_state.get("total_flos"))
+        if saved is None or reason is not None:
             message = (
-                f"the checkpoint {folder} holds no FLOP ledger state (it was written without the ledger, "
-                "or by a version before it saved one): the ledger counts only the steps of this session"
+                f"the checkpoint {folder} holds no FLOP ledger state of its own ("
+                + (
+                    reason
+                    if reason
+                    else "it was written without the ledger, or by a version before it saved one"
+                )
+                + "): the ledger counts only the steps of this session"
             )
             if self.ledger.config.budget_flops is not None:
                 raise ValueError(message + ", so the budget could not be kept; resume without a budget")
             warnings.warn(message, stacklevel=3)
             return None
+        if step is None:  # no trainer_state.json: the last step the ledger logged
+            step = saved["ledger"]["steps"][-1]["step"] if saved["ledger"]["steps"] else 0
+        extra = restore(self.ledger, saved, str(folder), step)
+        callback = next(cb for cb in self.callback_handler.callbacks if isinstance(cb, _LedgerCallback))
+        callback.run_id = saved.get("run_id") or callback.run_id
         if extra.get("round_price") is not None:
             self._set_round_price(extra["round_price"])
         self._downsample_rng.set_state(torch.tensor(extra["downsample_rng"], dtype=torch.uint8))
