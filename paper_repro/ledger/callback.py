@@ -75,6 +75,7 @@ from transformers import TrainerCallback
 
 from paper_repro.accounting import flops
 from paper_repro.accounting.flops import Work
+from paper_repro.ledger.callback_fields import CallbackFields
 from paper_repro.ledger.core import BudgetWarning, FlopLedger, LedgerConfig, as_conventions
 from paper_repro.ledger.cost_models import check_priced, policy_cost
 from paper_repro.ledger.resume import checkpoint_dir, load_ledger_state, save_ledger_state
@@ -109,23 +110,21 @@ TRL_CONVENTIONS: dict[str, str] = {
 }
 
 
-class FlopLedgerCallback(PassWatcher, TrainerCallback):
+class FlopLedgerCallback(CallbackFields, PassWatcher, TrainerCallback):
     """The FLOP ledger for ``trl.GRPOTrainer`` and ``trl.RLOOTrainer`` as a callback (module docstring).
 
-    ``config``: the ledger's options (:class:`LedgerConfig`; ``kept`` is refused: down-sampling needs
-    :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`). ``watch_models``: also charge models other
-    than the policy (a separate reference model, reward models), seen by a global forward hook while
-    training runs. After ``train()``, :attr:`ledger` holds the run (a :class:`FlopLedger`)."""
+    ``config``: the ledger's options (:class:`LedgerConfig`): each field is honoured or refused here,
+    with why (:data:`~paper_repro.ledger.callback_fields.CALLBACK_REFUSES`: the down-sampling fields,
+    which need :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`, and ``prefix_cache=True``); a TRL
+    outside the tested releases is refused unless ``allow_untested_trl``. ``watch_models``: also charge
+    models other than the policy (a separate reference model, reward models), seen by a global forward
+    hook while training runs. After ``train()``, :attr:`ledger` holds the run (a :class:`FlopLedger`)."""
 
     def __init__(self, config: LedgerConfig | None = None, watch_models: bool = True) -> None:
         if config is not None and not isinstance(config, LedgerConfig):
             raise TypeError(f"FlopLedgerCallback takes a LedgerConfig, got a {type(config).__name__}")
         self.config = config or LedgerConfig()
-        if self.config.kept is not None:
-            raise ValueError(
-                "FlopLedgerCallback cannot down-sample (LedgerConfig.kept): TRL's trainers do not expose the "
-                "batch to a callback; use paper_repro.ledger.LedgerGRPOTrainer for K-of-G"
-            )
+        self._init_fields()  # each field the callback refuses, and the TRL release
         self._init_watch(watch_models)
         self._session_steps = 0
         self._flos_at_begin = 0.0
@@ -134,22 +133,35 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
     def priced_reward(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """``func`` (a TRL reward function with a ``flop_cost`` attribute, see docs/ledger.md) wrapped so
         that each call in training charges C_reward what ``flop_cost`` says; pass the wrapper to the
-        trainer. Name, signature and async-ness are kept."""
+        trainer (or let :meth:`attach` wrap the trainer's). Name, signature and async-ness are kept. A
+        ``flop_cost`` that raises, or returns anything but FLOPs, fails naming the reward function."""
+        name = getattr(func, "__name__", None) or repr(func)
         cost_fn = getattr(func, "flop_cost", None)
-        if cost_fn is None:
+        if not callable(cost_fn):
             raise ValueError(
-                f"reward function {getattr(func, '__name__', func)!r} has no flop_cost attribute"
+                f"reward function {name!r} has no callable flop_cost attribute "
+                f"(got {type(cost_fn).__name__}): give it one (docs/ledger.md, priced reward functions), "
+                "or pass the function to the trainer as it is"
             )
+        if all(known is not cost_fn for _, known in self._priced_funcs):
+            self._priced_funcs.append((name, cost_fn))  # priced in the round's ceiling
+        source = f"reward function {name!r}'s flop_cost"
 
         def charge(kwargs: dict[str, Any]) -> None:
             if self.ledger is None or self._policy is None or not self._policy.training:
                 return
-            cost = cost_fn(
-                prompts=kwargs.get("prompts"),
-                completions=kwargs.get("completions"),
-                completion_ids=kwargs.get("completion_ids"),
+            try:
+                cost = cost_fn(
+                    prompts=kwargs.get("prompts"),
+                    completions=kwargs.get("completions"),
+                    completion_ids=kwargs.get("completion_ids"),
+                )
+            except Exception as err:
+                err.add_note(f"raised by {source} (FlopLedgerCallback.priced_reward)")
+                raise
+            self.ledger.charge_priced_reward(
+                as_conventions(cost, source), len(kwargs.get("completions") or ())
             )
-            self.ledger.charge_priced_reward(as_conventions(cost), len(kwargs.get("completions") or ()))
 
         if inspect.iscoroutinefunction(func):
 
@@ -191,6 +203,7 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
             self._busy = False
         self._check_config(args, policy)
         self.ledger = FlopLedger(policy, train, self.config)
+        self._begin_fields(args, model, kwargs)  # the card's view, max_prompt_tokens' ceiling, rewards unseen
         self._policy = model
         self._device = getattr(args, "device", None)
         self._lora_layer = next(
@@ -256,7 +269,7 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
         callbacks that run before this one (``report_to``'s, which Trainer lists first) do not."""
         if self.ledger is None or logs is None or not self.ledger.steps:
             return
-        metrics = self.ledger.metrics()
+        metrics = {**self.ledger.metrics(), **self._utilisation_metrics()}
         logs.update(metrics)
         if state.log_history and state.log_history[-1].get("step") == state.global_step:
             state.log_history[-1].update(metrics)
@@ -271,6 +284,8 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
         path = self.summary_path(args)
         if path is not None and state.is_world_process_zero:
             ledger.write_summary(path)
+        if state.is_world_process_zero:
+            self.write_compute_card(args)
         ledger.warn_if_over_budget()
 
     def summary_path(self, args: Any) -> Path | None:
@@ -295,11 +310,15 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
                     raise ValueError(
                         f"budget {budget:.3g} FLOPs does not buy one generation round: {name}={value:.3g}"
                     )
-            if config.round_ceiling_flops is None and config.budget_stop != "overshoot":
+            if (
+                config.round_ceiling_flops is None
+                and config.max_prompt_tokens is None
+                and config.budget_stop != "overshoot"
+            ):
                 warnings.warn(
                     "FlopLedgerCallback prices the next generation round as the dearest so far without "
-                    "LedgerConfig(round_ceiling_flops=...): a run whose completions grow can pass its budget "
-                    "by up to one round (LedgerGRPOTrainer prices the ceiling itself)",
+                    "LedgerConfig(round_ceiling_flops=...) or max_prompt_tokens=...: a run whose completions "
+                    "grow can pass its budget by up to one round (LedgerGRPOTrainer prices the ceiling itself)",
                     BudgetWarning,
                     stacklevel=3,
                 )
@@ -324,7 +343,8 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback):
         ledger, config = self.ledger, self.config
         if config.budget_flops is None:
             return False
-        ceiling = config.round_ceiling_flops
+        # the round's ceiling: round_ceiling_flops, or priced from max_prompt_tokens (callback_fields)
+        ceiling = self._round_ceiling() if round_complete else None
         if round_complete:
             if config.budget_stop == "overshoot" or ceiling is None:
                 return ledger.should_stop()
