@@ -168,6 +168,8 @@ def test_the_callback_writes_the_compute_card_with_mfu_against_the_given_peak(tm
     logged = [e for e in trainer.state.log_history if "perf/ledger_mfu" in e][-1]
     assert logged["perf/ledger_mfu"] == pytest.approx(100 * card["mfu"]["total"], rel=0.5)
     assert not (tmp_path / "out" / "compute_card.json").exists()
+    # the CPU's matmul beside the run, measured when the trainer was built: not in train()
+    assert card["measured_matmul"]["flops_per_s"] > 0
 
 
 def test_without_a_card_or_a_peak_the_callback_writes_and_logs_neither(tmp_path):

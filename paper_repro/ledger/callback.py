@@ -38,8 +38,9 @@ callback (:mod:`~paper_repro.ledger.watch`):
   reference model of full fine-tuning with ``beta != 0`` (C_learning, ``ref``); any other is a reward
   model (C_reward), priced by :func:`~paper_repro.ledger.cost_models.reward_model_cost` from the
   module that runs, one forward over its ``input_ids`` and ``attention_mask``. A reward *function*
-  is invisible to a callback: wrap it with :meth:`FlopLedgerCallback.priced_reward` so that its
-  ``flop_cost`` is charged.
+  is invisible to a callback: :meth:`FlopLedgerCallback.attach` wraps the trainer's reward functions
+  that have a ``flop_cost`` (or wrap one with :meth:`FlopLedgerCallback.priced_reward`) so that it is
+  charged; a callback never attached warns at train begin that it cannot see them.
 
 Each optimizer step is closed in ``on_step_end`` (:meth:`FlopLedger.end_step`, summed over processes
 under ``torch.distributed``); ``on_log`` adds the running totals (:meth:`FlopLedger.metrics`) to the
@@ -51,9 +52,12 @@ Its state is saved with every checkpoint and restored when the run resumes from 
 subclass's is (:mod:`~paper_repro.ledger.resume`); but a callback cannot stop Trainer before the
 first step, so a resume whose budget is already spent runs one step more (the subclass runs none).
 
-What it cannot do that the subclass does: K-of-G down-sampling (``LedgerConfig.kept``), the lean and
-fused samplers and the bucketed update, the compute card, pricing the costliest round itself (pass
-``round_ceiling_flops`` for a guaranteed budget stop) and seeing vLLM's generation (its engine runs
+Each ``LedgerConfig`` field is honoured or refused when the callback is built
+(:mod:`~paper_repro.ledger.callback_fields`, which also writes the compute card, states MFU against
+``peak_flops`` and prices the costliest round from ``max_prompt_tokens``). What it cannot do that the
+subclass does: K-of-G down-sampling (``LedgerConfig.kept``), the lean and fused samplers and the
+bucketed update, pricing the costliest round from the train dataset (pass ``round_ceiling_flops`` or
+``max_prompt_tokens`` for a guaranteed budget stop) and seeing vLLM's generation (its engine runs
 outside the model).
 
 It touches no private TRL name (:data:`PRIVATE_TRL_NAMES`); the TRL behaviours it relies on are

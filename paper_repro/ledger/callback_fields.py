@@ -167,7 +167,23 @@ class CallbackFields:
         if self not in trainer.callback_handler.callbacks:
             trainer.add_callback(self)
         self._attached = True
+        self._measure_before_training(trainer.args)
         return trainer
+
+    def on_init_end(self, args, state, control, **kwargs):
+        """When the trainer is built (``callbacks=[...]``): what the card shows must be measured
+        before training (:meth:`_measure_before_training`)."""
+        self._measure_before_training(args)
+
+    def _measure_before_training(self, args: Any) -> None:
+        """On a CPU, the matmul throughput the compute card shows beside the run, measured once per
+        process before training, as LedgerGRPOTrainer measures it: inside ``train()`` it would show in
+        a profiler around it and in its wall time."""
+        device = getattr(args, "device", None)
+        if self.config.write_card and getattr(device, "type", None) == "cpu":
+            from paper_repro.ledger.card import cpu_matmul_throughput
+
+            cpu_matmul_throughput()
 
     def _warn_unseen_rewards(self) -> None:
         if not self._attached:
