@@ -155,16 +155,20 @@ def _strict(path: Path) -> dict:
     return json.loads(path.read_text(), parse_constant=refuse)
 
 
-def test_the_callback_writes_the_compute_card_with_mfu_against_the_given_peak(tmp_path):
+@pytest.mark.parametrize("kind", ["grpo", "rloo"])
+def test_the_callback_writes_the_compute_card_with_mfu_against_the_given_peak(tmp_path, kind):
     stem = tmp_path / "cards" / "run"
-    callback = FlopLedgerCallback(LedgerConfig(card_path=stem, peak_flops=1e12))
-    trainer = build(tmp_path, "grpo", "qwen2", True, callback)
+    config = LedgerConfig(card_path=stem, peak_flops=1e12, budget_flops=1e12, max_prompt_tokens=16)
+    callback = FlopLedgerCallback(config)
+    trainer = build(tmp_path, kind, "qwen2", True, callback)
     trainer.train()
     card = _strict(Path(f"{stem}.json"))
     assert Path(f"{stem}.md").read_text().startswith("# Compute card")
     assert card["steps"] == 2 and card["flops"]["useful"]["C_total"] == callback.ledger.total("useful")
     assert card["round"] == {**card["round"], "P": 4, "G": 4, "K": 4, "mu": 1}
     assert card["device"]["peak_flops_per_s"] == 1e12 and card["mfu"]["total"] > 0
+    assert card["budget"]["round_ceiling_flops"] == callback.round_price["C_total"] > 0
+    assert card["budget"]["prompt_length_source"] == "LedgerConfig.max_prompt_tokens (16 tokens)"
     logged = [e for e in trainer.state.log_history if "perf/ledger_mfu" in e][-1]
     assert logged["perf/ledger_mfu"] == pytest.approx(100 * card["mfu"]["total"], rel=0.5)
     assert not (tmp_path / "out" / "compute_card.json").exists()
