@@ -141,6 +141,7 @@ class CallbackFields:
     round_price: dict[str, Any] | None = None  # the self-priced round ceiling (max_prompt_tokens)
     _run: CallbackRun | None = None
     _attached = False
+    _warned_unseen = False
 
     def _init_fields(self) -> None:
         check_callback_fields(self.config)
@@ -186,7 +187,9 @@ class CallbackFields:
             cpu_matmul_throughput()
 
     def _warn_unseen_rewards(self) -> None:
-        if not self._attached:
+        """Once per callback never attached: a ``flop_cost`` it cannot see is charged 0."""
+        if not self._attached and not self._warned_unseen:
+            self._warned_unseen = True
             warnings.warn(
                 "FlopLedgerCallback cannot see the trainer's reward functions (a TrainerCallback is not "
                 "given them): a reward function with a flop_cost attribute passed to the trainer as it is "
