@@ -25,7 +25,8 @@ One module per job; every name below is importable from ``paper_repro.ledger`` i
   ``state.total_flos``, the compute card and the line that says why a run stopped;
 * :mod:`~paper_repro.ledger.callback`: :class:`FlopLedgerCallback`, the ledger as a ``TrainerCallback``
   for TRL's ``GRPOTrainer`` and ``RLOOTrainer`` without subclassing (no private TRL names), with the
-  hooks on the models that see each pass in :mod:`~paper_repro.ledger.watch`;
+  hooks on the models that see each pass in :mod:`~paper_repro.ledger.watch`, and what it does with
+  each ``LedgerConfig`` field (honoured, or refused with why) in :mod:`~paper_repro.ledger.callback_fields`;
 * :mod:`~paper_repro.ledger.resume`: the ledger's state saved with every checkpoint and restored on
   resume, so the budget holds across resumes;
 * :mod:`~paper_repro.ledger.card`: the compute card (FLOPs, seconds, MFU and HFU per phase), with

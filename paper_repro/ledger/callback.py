@@ -38,8 +38,9 @@ callback (:mod:`~paper_repro.ledger.watch`):
   reference model of full fine-tuning with ``beta != 0`` (C_learning, ``ref``); any other is a reward
   model (C_reward), priced by :func:`~paper_repro.ledger.cost_models.reward_model_cost` from the
   module that runs, one forward over its ``input_ids`` and ``attention_mask``. A reward *function*
-  is invisible to a callback: wrap it with :meth:`FlopLedgerCallback.priced_reward` so that its
-  ``flop_cost`` is charged.
+  is invisible to a callback: :meth:`FlopLedgerCallback.attach` wraps the trainer's reward functions
+  that have a ``flop_cost`` (or wrap one with :meth:`FlopLedgerCallback.priced_reward`) so that it is
+  charged; a callback never attached warns at train begin that it cannot see them.
 
 Each optimizer step is closed in ``on_step_end`` (:meth:`FlopLedger.end_step`, summed over processes
 under ``torch.distributed``); ``on_log`` adds the running totals (:meth:`FlopLedger.metrics`) to the
@@ -54,9 +55,12 @@ pass the budget is refused at train begin with :class:`BudgetSpentError` (Traine
 whatever a callback says, so a callback cannot stop it more quietly), after logging why and rewriting
 the summary.
 
-What it cannot do that the subclass does: K-of-G down-sampling (``LedgerConfig.kept``), the lean and
-fused samplers and the bucketed update, the compute card, pricing the costliest round itself (pass
-``round_ceiling_flops`` for a guaranteed budget stop) and seeing vLLM's generation (its engine runs
+Each ``LedgerConfig`` field is honoured or refused when the callback is built
+(:mod:`~paper_repro.ledger.callback_fields`, which also writes the compute card, states MFU against
+``peak_flops`` and prices the costliest round from ``max_prompt_tokens``). What it cannot do that the
+subclass does: K-of-G down-sampling (``LedgerConfig.kept``), the lean and fused samplers and the
+bucketed update, pricing the costliest round from the train dataset (pass ``round_ceiling_flops`` or
+``max_prompt_tokens`` for a guaranteed budget stop) and seeing vLLM's generation (its engine runs
 outside the model).
 
 It touches no private TRL name (:data:`PRIVATE_TRL_NAMES`); the TRL behaviours it relies on are
@@ -79,6 +83,7 @@ from transformers.trainer_callback import ExportableState
 
 from paper_repro.accounting import flops
 from paper_repro.accounting.flops import Work
+from paper_repro.ledger.callback_fields import CallbackFields
 from paper_repro.ledger.core import BudgetWarning, FlopLedger, LedgerConfig, as_conventions
 from paper_repro.ledger.cost_models import check_priced, policy_cost
 from paper_repro.ledger.resume import (
@@ -128,23 +133,21 @@ class BudgetSpentError(RuntimeError):
     first step whatever a callback says, so the callback refuses the resume at train begin."""
 
 
-class FlopLedgerCallback(PassWatcher, TrainerCallback, ExportableState):
+class FlopLedgerCallback(CallbackFields, PassWatcher, TrainerCallback, ExportableState):
     """The FLOP ledger for ``trl.GRPOTrainer`` and ``trl.RLOOTrainer`` as a callback (module docstring).
 
-    ``config``: the ledger's options (:class:`LedgerConfig`; ``kept`` is refused: down-sampling needs
-    :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`). ``watch_models``: also charge models other
-    than the policy (a separate reference model, reward models), seen by a global forward hook while
-    training runs. After ``train()``, :attr:`ledger` holds the run (a :class:`FlopLedger`)."""
+    ``config``: the ledger's options (:class:`LedgerConfig`): each field is honoured or refused here,
+    with why (:data:`~paper_repro.ledger.callback_fields.CALLBACK_REFUSES`: the down-sampling fields,
+    which need :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`, and ``prefix_cache=True``); a TRL
+    outside the tested releases is refused unless ``allow_untested_trl``. ``watch_models``: also charge
+    models other than the policy (a separate reference model, reward models), seen by a global forward
+    hook while training runs. After ``train()``, :attr:`ledger` holds the run (a :class:`FlopLedger`)."""
 
     def __init__(self, config: LedgerConfig | None = None, watch_models: bool = True) -> None:
         if config is not None and not isinstance(config, LedgerConfig):
             raise TypeError(f"FlopLedgerCallback takes a LedgerConfig, got a {type(config).__name__}")
         self.config = config or LedgerConfig()
-        if self.config.kept is not None:
-            raise ValueError(
-                "FlopLedgerCallback cannot down-sample (LedgerConfig.kept): TRL's trainers do not expose the "
-                "batch to a callback; use paper_repro.ledger.LedgerGRPOTrainer for K-of-G"
-            )
+        self._init_fields()  # each field the callback refuses, and the TRL release
         self._init_watch(watch_models)
         self._session_steps = 0
         self._flos_at_begin = 0.0
@@ -159,22 +162,35 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback, ExportableState):
     def priced_reward(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """``func`` (a TRL reward function with a ``flop_cost`` attribute, see docs/ledger.md) wrapped so
         that each call in training charges C_reward what ``flop_cost`` says; pass the wrapper to the
-        trainer. Name, signature and async-ness are kept."""
+        trainer (or let :meth:`attach` wrap the trainer's). Name, signature and async-ness are kept. A
+        ``flop_cost`` that raises, or returns anything but FLOPs, fails naming the reward function."""
+        name = getattr(func, "__name__", None) or repr(func)
         cost_fn = getattr(func, "flop_cost", None)
-        if cost_fn is None:
+        if not callable(cost_fn):
             raise ValueError(
-                f"reward function {getattr(func, '__name__', func)!r} has no flop_cost attribute"
+                f"reward function {name!r} has no callable flop_cost attribute "
+                f"(got {type(cost_fn).__name__}): give it one (docs/ledger.md, priced reward functions), "
+                "or pass the function to the trainer as it is"
             )
+        if all(known is not cost_fn for _, known in self._priced_funcs):
+            self._priced_funcs.append((name, cost_fn))  # priced in the round's ceiling
+        source = f"reward function {name!r}'s flop_cost"
 
         def charge(kwargs: dict[str, Any]) -> None:
             if self.ledger is None or self._policy is None or not self._policy.training:
                 return
-            cost = cost_fn(
-                prompts=kwargs.get("prompts"),
-                completions=kwargs.get("completions"),
-                completion_ids=kwargs.get("completion_ids"),
+            try:
+                cost = cost_fn(
+                    prompts=kwargs.get("prompts"),
+                    completions=kwargs.get("completions"),
+                    completion_ids=kwargs.get("completion_ids"),
+                )
+            except Exception as err:
+                err.add_note(f"raised by {source} (FlopLedgerCallback.priced_reward)")
+                raise
+            self.ledger.charge_priced_reward(
+                as_conventions(cost, source), len(kwargs.get("completions") or ())
             )
-            self.ledger.charge_priced_reward(as_conventions(cost), len(kwargs.get("completions") or ()))
 
         if inspect.iscoroutinefunction(func):
 
@@ -217,6 +233,7 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback, ExportableState):
             self._busy = False
         self._check_config(args, policy)
         self.ledger = FlopLedger(policy, train, self.config)
+        self._begin_fields(args, model, kwargs)  # the card's view, max_prompt_tokens' ceiling, rewards unseen
         self._policy = model
         self._device = getattr(args, "device", None)
         self._lora_layer = next(
@@ -329,7 +346,7 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback, ExportableState):
         callbacks that run before this one (``report_to``'s, which Trainer lists first) do not."""
         if self.ledger is None or logs is None or not self.ledger.steps:
             return
-        metrics = self.ledger.metrics()
+        metrics = {**self.ledger.metrics(), **self._utilisation_metrics()}
         logs.update(metrics)
         if state.log_history and state.log_history[-1].get("step") == state.global_step:
             state.log_history[-1].update(metrics)
@@ -344,6 +361,8 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback, ExportableState):
         path = self.summary_path(args)
         if path is not None and state.is_world_process_zero:
             ledger.write_summary(path)
+        if state.is_world_process_zero:
+            self.write_compute_card(args)
         ledger.warn_if_over_budget()
 
     def summary_path(self, args: Any) -> Path | None:
@@ -368,11 +387,15 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback, ExportableState):
                     raise ValueError(
                         f"budget {budget:.3g} FLOPs does not buy one generation round: {name}={value:.3g}"
                     )
-            if config.round_ceiling_flops is None and config.budget_stop != "overshoot":
+            if (
+                config.round_ceiling_flops is None
+                and config.max_prompt_tokens is None
+                and config.budget_stop != "overshoot"
+            ):
                 warnings.warn(
                     "FlopLedgerCallback prices the next generation round as the dearest so far without "
-                    "LedgerConfig(round_ceiling_flops=...): a run whose completions grow can pass its budget "
-                    "by up to one round (LedgerGRPOTrainer prices the ceiling itself)",
+                    "LedgerConfig(round_ceiling_flops=...) or max_prompt_tokens=...: a run whose completions "
+                    "grow can pass its budget by up to one round (LedgerGRPOTrainer prices the ceiling itself)",
                     BudgetWarning,
                     stacklevel=3,
                 )
@@ -405,11 +428,12 @@ class FlopLedgerCallback(PassWatcher, TrainerCallback, ExportableState):
         if config.budget_flops is None:
             return False
         if round_complete:
-            ceiling = None if config.budget_stop == "overshoot" else config.round_ceiling_flops
+            # the round's ceiling: round_ceiling_flops, or priced from max_prompt_tokens (callback_fields)
+            ceiling = None if config.budget_stop == "overshoot" else self._round_ceiling()
             if ceiling is not None:
                 return ledger.stop_before(
                     ledger.round_ceiling(ceiling),
-                    "the next round, at its ceiling (LedgerConfig.round_ceiling_flops),",
+                    "the next round, at its ceiling (LedgerConfig.round_ceiling_flops or max_prompt_tokens),",
                 )
             if config.budget_stop != "step" or not self._round_parts:
                 return ledger.should_stop()

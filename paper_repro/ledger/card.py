@@ -316,7 +316,11 @@ def compute_card(trainer: LedgerGRPOTrainer) -> dict[str, Any]:
         "budget": _budget(trainer, summary),
         "hardware": hardware(trainer.accelerator.device, world),
         "device": device,
-        "measured_matmul": _measured_matmul(trainer.accelerator.device),
+        # measured before training, never here (a profiler around the run would count it): by the
+        # trainer when built, by the callback when the trainer is built or it is attached
+        "measured_matmul": _measured_matmul(
+            trainer.accelerator.device, cpu_matmul_throughput.cache_info().currsize > 0
+        ),
         "achieved_flops_per_s": achieved["executed"],
         "achieved_useful_flops_per_s": achieved["useful"],
         "utilisation_definitions": dict(UTILISATION_LINES),
@@ -397,10 +401,11 @@ def _model_and_execution(
     return sections, execution, by_phase
 
 
-def _measured_matmul(device: torch.device) -> dict[str, Any] | None:
-    """On a CPU, this process's fp32 matmul throughput measured now (a measurement shown beside the
-    run, not a peak); None on an accelerator."""
-    if device.type != "cpu":
+def _measured_matmul(device: torch.device, measured: bool = True) -> dict[str, Any] | None:
+    """On a CPU, this process's fp32 matmul throughput (:func:`cpu_matmul_throughput`: a measurement
+    shown beside the run, not a peak); None on an accelerator, or where it was not ``measured``
+    before training (it is not measured at the end: a profiler around the run would count it)."""
+    if device.type != "cpu" or not measured:
         return None
     m = cpu_matmul_throughput()
     return {

@@ -77,7 +77,10 @@ class LedgerConfig:
         # the numeric fields, by their annotations (float | None -> float)
         hints = get_type_hints(cls)
         numbers = {k: t for k in known for t in (float, int) if t in (get_args(hints[k]) or (hints[k],))}
-        values = {k: numbers[k](v) if k in numbers and isinstance(v, str) else v for k, v in options.items()}
+        values = {
+            k: _from_text(k, numbers[k], v) if k in numbers and isinstance(v, str) else v
+            for k, v in options.items()
+        }
         return cls(**values)
 
     @classmethod
@@ -109,6 +112,19 @@ class LedgerConfig:
             raise ValueError(
                 f"budget_stop must be one of {', '.join(map(repr, BUDGET_STOPS))}, got {self.budget_stop!r}"
             )
+
+
+def _from_text(name: str, kind: type, text: str) -> float | int:
+    """A number written as a string (``"3e15"``, ``"64"``), as ``kind``; a ``ValueError`` that names the
+    field when the string is not one."""
+    try:
+        return kind(text)
+    except ValueError:
+        example = "3e15" if kind is float else "64"
+        raise ValueError(
+            f"LedgerConfig.{name} must be {'a number' if kind is float else 'an int'}, got the string "
+            f"{text!r}, which is not one: write it as a number (e.g. {name}: {example})"
+        ) from None
 
 
 def _field_error(name: str, value: Any, valid: str) -> TypeError | ValueError:

@@ -562,12 +562,27 @@ METRIC_NAMES: tuple[str, ...] = (
 
 
 def as_conventions(cost: Any, source: str = "a reward function's flop_cost") -> dict[str, float]:
-    """A reward function's ``flop_cost`` result as {useful, executed}: a number counts for both. A
-    negative, infinite or NaN count is a ValueError that names ``source``."""
-    if isinstance(cost, dict):
-        out = {c: float(cost[c]) for c in CONVENTIONS}
+    """A reward function's ``flop_cost`` result as {useful, executed} FLOPs: a number counts for both.
+    A result of another form (None, a dict without both keys, a pair of the wrong length, a value that
+    is not a number) is a TypeError, and a negative, infinite or NaN count a ValueError, each naming
+    ``source`` and the forms it may take."""
+    forms = "a number of FLOPs, a (useful, executed) pair, or {'useful': ..., 'executed': ...}"
+    if isinstance(cost, Mapping):
+        missing = [c for c in CONVENTIONS if c not in cost]
+        if missing:
+            raise TypeError(
+                f"{source} returned a dict without {' and '.join(map(repr, missing))} (keys: "
+                f"{', '.join(map(repr, cost)) or 'none'}); it must return {forms}"
+            )
+        values = [cost[c] for c in CONVENTIONS]
     elif isinstance(cost, (tuple, list)):
-        out = dict(zip(CONVENTIONS, map(float, cost), strict=True))
+        values = list(cost) if len(cost) == len(CONVENTIONS) else None
     else:
-        out = dict.fromkeys(CONVENTIONS, float(cost))
+        values = [cost] * len(CONVENTIONS)
+    try:
+        if values is None or any(isinstance(v, (str, bytes)) for v in values):
+            raise TypeError
+        out = {c: float(v) for c, v in zip(CONVENTIONS, values, strict=True)}
+    except (TypeError, ValueError):
+        raise TypeError(f"{source} returned {cost!r}; it must return {forms}") from None
     return check_flop_cost(out, source)

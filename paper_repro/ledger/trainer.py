@@ -290,6 +290,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
             )
             if self.ledger.config.log_path:
                 self.ledger.write_summary(Path(self.ledger.config.log_path).with_suffix(".summary.json"))
+            self._close_spent_resume(folder)
             # no step ran in this session, so there is no training loss to report: NaN, not 0
             return TrainOutput(
                 self.ledger.resumed_from[-1]["step"],
@@ -297,6 +298,19 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
                 {"total_flos": self.ledger.total("useful")},
             )
         return None
+
+    def _close_spent_resume(self, folder: Path) -> None:
+        """A resume that runs no step (its budget is spent) still ends as a run does: ``self.state`` is
+        the checkpoint's (its ``global_step``, ``log_history``; ``total_flos`` the ledger's useful
+        C_total, every session's), and the compute card is written again, with the resume in it."""
+        from transformers import TrainerState
+
+        state_file = folder / "trainer_state.json"
+        if state_file.is_file():
+            self.state = TrainerState.load_from_json(str(state_file))
+        self.store_flos()
+        if self.ledger.config.write_card and self.accelerator.is_main_process:
+            self.write_compute_card()
 
     # --- TRL's FLOP count ----------------------------------------------------------------------
     def floating_point_ops(self, inputs: Any) -> int:
