@@ -395,3 +395,18 @@ def test_metrics_reach_a_report_to_backend(tmp_path, monkeypatch, route):
     assert steps[-1]["flops/total"] == pytest.approx(callback.ledger.total("useful"))
     assert steps[-1]["flops/executed/total"] == pytest.approx(callback.ledger.total("executed"))
     assert reporter.logs[-1]["total_flos"] == pytest.approx(callback.ledger.total("useful"))
+
+
+def test_without_a_trainer_only_the_policy_is_watched_and_it_warns(tmp_path):
+    """Events called by a loop of one's own (no Trainer among the callers): the policy is hooked, no
+    other model is, and the warning names the fix."""
+    from transformers.trainer_callback import CallbackHandler, DefaultFlowCallback
+
+    trainer = build(tmp_path, "grpo", "path", False, beta=0.05)
+    callback = FlopLedgerCallback(LedgerConfig())
+    handler = CallbackHandler([DefaultFlowCallback, callback], trainer.model, None, None, None)
+    with pytest.warns(UserWarning, match=r"callback\.attach\(trainer\)"):
+        handler.on_train_begin(trainer.args, trainer.state, trainer.control)
+    assert _hooks(trainer.model) > 0 and _hooks(trainer.ref_model) == 0
+    handler.on_train_end(trainer.args, trainer.state, trainer.control)
+    assert _hooks(trainer.model) == 0

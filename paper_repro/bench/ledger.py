@@ -7,7 +7,8 @@ seed, so the same rollouts. The pairs are interleaved and alternate which run go
 Qwen2 of ``--hidden`` (3 layers) or a checkpoint folder (``--policy data/models/policy-M``).
 
 Prints each pair's wall-time ratio (ledger / plain), their median (target <= 1.03) and spread, the
-CPU-time ratio, the load average before and after, and the achieved FLOP/s of generation and of the
+CPU-time ratio (this process's CPU seconds: on a loaded machine the steadier of the two), the load
+average before and after, and the achieved FLOP/s of generation and of the
 update against a matmul peak measured in the same process.
 """
 
@@ -38,6 +39,8 @@ class LedgerBench:
     max_completion_length: int = 24
     steps: int = 6  # optimizer steps per run
     repeats: int = 11  # pairs (plain, ledger), interleaved
+    threads: int = 0  # torch's threads; 0 = its default. 1 on a loaded machine: spinning OpenMP threads
+    # waiting for a core make wall and CPU time swing by several times between identical runs
 
     def __post_init__(self) -> None:
         if self.form not in FORMS:
@@ -127,6 +130,8 @@ def bench_ledger(cfg: LedgerBench) -> dict[str, Any]:
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
     plain, ledger, plain_cpu, ledger_cpu, summaries = [], [], [], [], []
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:

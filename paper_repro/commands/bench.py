@@ -50,6 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     b["ledger"].add_argument(
         "--hidden", type=positive_int, default=None, help=f"a random policy's hidden size {OWN}"
     )
+    b["ledger"].add_argument("--threads", type=positive_int, default=None, help=f"torch threads {OWN}")
     for name in ("run", "eval"):
         b[name].add_argument("--sizes", default=None, help=f"policy sizes, comma-separated {OWN}")
     b["run"].add_argument("--cells", default=None, help=f"grid cells, comma-separated {OWN}")
@@ -88,7 +89,12 @@ def run(args: argparse.Namespace) -> int:
         from paper_repro.bench import ledger
 
         options = _given(
-            repeats=args.repeats, steps=args.steps, form=args.form, policy=args.policy, hidden=args.hidden
+            repeats=args.repeats,
+            steps=args.steps,
+            form=args.form,
+            policy=args.policy,
+            hidden=args.hidden,
+            threads=args.threads,
         )
         result = ledger.bench_ledger(ledger.LedgerBench(**options))
         show = ledger.print_ledger
