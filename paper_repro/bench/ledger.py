@@ -14,6 +14,7 @@ update against a matmul peak measured in the same process.
 
 from __future__ import annotations
 
+import gc
 import os
 import statistics
 import tempfile
@@ -115,6 +116,7 @@ def _run(cfg: LedgerBench, workdir: str, ledger: bool) -> tuple[float, float, An
     if callback is not None:
         callback.attach(trainer)
     trainer.remove_callback(PrinterCallback)  # the end-of-run metrics dump would only be noise here
+    gc.collect()  # the previous run's garbage is no cost of this one
     wall, cpu = time.perf_counter(), time.process_time()
     trainer.train()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu

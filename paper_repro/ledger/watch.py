@@ -32,6 +32,7 @@ import functools
 import inspect
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -185,7 +186,7 @@ class PassWatcher:
         reward models."""
         self.watch_models = watch_models
         self.ledger = None
-        self._trainer: Any = None  # the trainer given to attach()
+        self._trainer: Any = None  # a weak reference to the trainer given to attach(): no cycle through it
         self._handles: list[Any] = []
         self._restore: list[tuple[Any, str, Any]] = []
         self._policy: Any = None
@@ -211,7 +212,7 @@ class PassWatcher:
         if not any(cb is self for cb in trainer.callback_handler.callbacks):
             trainer.add_callback(self)
         lead_the_log_readers(self, trainer.callback_handler)
-        self._trainer = trainer
+        self._trainer = weakref.ref(trainer)
         return self
 
     # --- installing ----------------------------------------------------------------------------
@@ -227,7 +228,7 @@ class PassWatcher:
         for name in ("generate", "generate_batch"):
             if hasattr(base, name):
                 self._wrap_method(base, name)
-        trainer = self._trainer or calling_trainer(self)
+        trainer = (self._trainer and self._trainer()) or calling_trainer(self)
         if trainer is not None:
             lead_the_log_readers(self, trainer.callback_handler)
         if not self.watch_models:
