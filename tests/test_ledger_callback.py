@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from transformers import TrainerCallback
 
 from paper_repro.ledger import (
     HOOKED_METHODS,
@@ -224,3 +225,121 @@ def test_the_callback_touches_no_private_trl_name_it_does_not_list():
         if name not in callback_module.PRIVATE_TRL_NAMES:
             assert not re.search(rf"\.{name}\b", code), name
     assert "import trl" not in code and "from trl" not in code
+
+
+# --- hooks on the trainer's own models only ----------------------------------------------------
+
+
+def _hooks(module: torch.nn.Module) -> int:
+    """Forward hooks and pre-hooks on ``module`` and its submodules."""
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in module.modules())
+
+
+def _global_hooks() -> int:
+    """Process-wide forward hooks and pre-hooks (torch.nn.modules.module.register_module_forward_hook)."""
+    from torch.nn.modules import module as torch_module
+
+    return len(torch_module._global_forward_hooks) + len(torch_module._global_forward_pre_hooks)
+
+
+@pytest.mark.parametrize("route", ["callbacks", "attach"])
+def test_a_model_outside_the_trainer_is_never_touched(tmp_path, route):
+    """A causal LM run in the same process while training runs (here from inside a reward function) gets
+    no hook and no charge, whichever way the callback reached the trainer; the trainer's reference and
+    reward models are charged; after training no hook is left on any of the models, nor process-wide."""
+    outside = tiny_lm("llama", seed=3)
+    seen = []
+
+    def outside_reward(completions, **kwargs):
+        seen.append((_hooks(outside), _global_hooks()))
+        with torch.no_grad():
+            outside(input_ids=torch.ones(len(completions), 6, dtype=torch.long))
+        return [0.0] * len(completions)
+
+    callback = FlopLedgerCallback(LedgerConfig())
+    rm = tiny_reward_model()
+    trainer = build(
+        tmp_path, "grpo", "path", False, callback if route == "callbacks" else None, beta=0.05,
+        reward_funcs=[outside_reward, rm], reward_processing_classes=[None, build_tokenizer()],
+    )  # fmt: skip
+    if route == "attach":
+        assert callback.attach(trainer) is callback
+    rm_tokens = []  # the real tokens of each reward-model call in training
+    spy = rm.register_forward_pre_hook(
+        lambda m, args, kwargs: rm_tokens.append(int(kwargs["attention_mask"].sum())), with_kwargs=True
+    )
+    trainer.train()
+    spy.remove()
+    assert seen and all(s == (0, 0) for s in seen)  # nothing on the outside model, nothing process-wide
+    s = callback.ledger.summary()
+    assert s["tokens"]["ref_forward_rows"] == 16  # the trainer's reference model is charged
+    # C_reward is the reward model's alone: its tokens, none of the outside model's
+    assert s["tokens"]["reward_tokens"] == sum(rm_tokens) > 0 and s["executed"]["C_reward"] > 0
+    for model in (trainer.model, trainer.ref_model, rm, outside):
+        assert _hooks(model) == 0
+    assert _global_hooks() == 0
+
+
+class LogRecorder(TrainerCallback):
+    """A stand-in ``report_to`` backend (tensorboard and wandb are not installed here): what
+    TensorBoardCallback would write, each ``on_log``'s logs as they were when it ran."""
+
+    def __init__(self):
+        self.logs, self.train_begins = [], 0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.train_begins += 1
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        self.logs.append(dict(logs or {}))
+
+
+class LaterCallback(LogRecorder):
+    pass
+
+
+@pytest.mark.parametrize("route", ["callbacks", "attach"])
+def test_metrics_reach_a_report_to_backend(tmp_path, monkeypatch, route):
+    """A reporting callback that Trainer adds for ``report_to`` (listed before every user callback) logs
+    the ledger's metrics at each logging step, and the run's ``total_flos``; each callback sees
+    ``on_train_begin`` once although the ledger moves itself ahead of the reporter in it."""
+    import transformers.trainer
+
+    recorders = []
+
+    def reporting_callbacks(report_to):  # as transformers resolves args.report_to
+        recorders.append(LogRecorder)
+        return [LogRecorder]
+
+    monkeypatch.setattr(transformers.trainer, "get_reporting_integration_callbacks", reporting_callbacks)
+    callback, after = FlopLedgerCallback(LedgerConfig()), LaterCallback()
+    trainer = build(tmp_path, "grpo", "qwen2", True, callback if route == "callbacks" else None)
+    if route == "attach":
+        callback.attach(trainer)
+    trainer.add_callback(after)  # a user callback after the ledger: its events are not skipped
+    callbacks = trainer.callback_handler.callbacks
+    reporter = next(cb for cb in callbacks if type(cb) is LogRecorder)
+    assert callbacks.index(reporter) < callbacks.index(callback) or route == "attach"
+    trainer.train()
+    assert recorders and reporter.train_begins == after.train_begins == 1
+    assert callbacks.index(callback) < callbacks.index(reporter)  # the ledger runs ahead of it
+    steps = [e for e in reporter.logs if "loss" in e]
+    assert len(steps) == 2 and all(set(METRIC_NAMES) <= set(e) for e in steps)
+    assert steps[-1]["flops/total"] == pytest.approx(callback.ledger.total("useful"))
+    assert steps[-1]["flops/executed/total"] == pytest.approx(callback.ledger.total("executed"))
+    assert reporter.logs[-1]["total_flos"] == pytest.approx(callback.ledger.total("useful"))
+
+
+def test_without_a_trainer_only_the_policy_is_watched_and_it_warns(tmp_path):
+    """Events called by a loop of one's own (no Trainer among the callers): the policy is hooked, no
+    other model is, and the warning names the fix."""
+    from transformers.trainer_callback import CallbackHandler, DefaultFlowCallback
+
+    trainer = build(tmp_path, "grpo", "path", False, beta=0.05)
+    callback = FlopLedgerCallback(LedgerConfig())
+    handler = CallbackHandler([DefaultFlowCallback, callback], trainer.model, None, None, None)
+    with pytest.warns(UserWarning, match=r"callback\.attach\(trainer\)"):
+        handler.on_train_begin(trainer.args, trainer.state, trainer.control)
+    assert _hooks(trainer.model) > 0 and _hooks(trainer.ref_model) == 0
+    handler.on_train_end(trainer.args, trainer.state, trainer.control)
+    assert _hooks(trainer.model) == 0

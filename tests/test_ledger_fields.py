@@ -292,7 +292,7 @@ def test_an_unwrapped_flop_cost_is_charged_once_the_callback_is_attached_and_war
     assert unseen.ledger.summary()["useful"]["C_reward"] == 0
     seen = FlopLedgerCallback(LedgerConfig())
     trainer = build(tmp_path / "b", "grpo", "qwen2", True, None, reward_funcs=[priced], max_steps=1)
-    assert seen.attach(trainer) is trainer and seen in trainer.callback_handler.callbacks
+    assert seen.attach(trainer) is seen and seen in trainer.callback_handler.callbacks
     assert trainer.reward_funcs[0].__name__ == "priced" and not hasattr(trainer.reward_funcs[0], "flop_cost")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -1,32 +1,51 @@
-"""``paper-repro bench ledger``: plain ``trl.GRPOTrainer`` against
-:class:`~paper_repro.ledger.LedgerGRPOTrainer` on the same tiny run (K = G, so both do the same work;
-same seed, so the same rollouts), alternating, several repeats. Prints the median wall-time ratio
-(target <= 1.03), and the achieved FLOP/s of generation and of the update against a matmul peak
-measured in the same process.
+"""``paper-repro bench ledger``: the ledger's wall-time overhead on a short LoRA GRPO run. Each pair
+runs plain ``trl.GRPOTrainer`` and the same trainer with the ledger, in the form ``--form`` names:
+``callback`` (:class:`~paper_repro.ledger.FlopLedgerCallback` on TRL's own trainer, the default) or
+``subclass`` (:class:`~paper_repro.ledger.LedgerGRPOTrainer`, K = G so both do the same work); same
+seed, so the same rollouts. The pairs are interleaved and alternate which run goes first (AB BA AB
+...), so a change in the machine's load between pairs weighs on both sides. The policy is a random
+Qwen2 of ``--hidden`` (3 layers) or a checkpoint folder (``--policy data/models/policy-M``).
+
+Prints each pair's wall-time ratio (ledger / plain), their median (target <= 1.03) and spread, the
+CPU-time ratio (this process's CPU seconds: on a loaded machine the steadier of the two), the load
+average before and after, and the achieved FLOP/s of generation and of the
+update against a matmul peak measured in the same process.
 """
 
 from __future__ import annotations
 
+import gc
+import os
 import statistics
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from paper_repro.accounting.devices import matmul_peak_flops
 
+FORMS = ("callback", "subclass")
+
 
 @dataclass(frozen=True)
 class LedgerBench:
-    hidden: int = 96
+    form: Literal["callback", "subclass"] = "callback"  # the ledger's form (module docstring)
+    policy: str = ""  # a checkpoint folder; "" = a random Qwen2 of `hidden` x `layers`
+    hidden: int = 256
     layers: int = 3
     prompts: int = 8  # P prompts per step
     generations: int = 8  # G completions per prompt (all kept)
     max_completion_length: int = 24
     steps: int = 6  # optimizer steps per run
-    repeats: int = 5  # runs of each trainer, alternating
+    repeats: int = 11  # pairs (plain, ledger), interleaved
+    threads: int = 0  # torch's threads; 0 = its default. 1 on a loaded machine: spinning OpenMP threads
+    # waiting for a core make wall and CPU time swing by several times between identical runs
+
+    def __post_init__(self) -> None:
+        if self.form not in FORMS:
+            raise ValueError(f"LedgerBench.form must be one of {FORMS}, got {self.form!r}")
 
 
 def _prompts(n: int):
@@ -39,11 +58,26 @@ def _digit_reward(completions, **kwargs):
     return [sum(ch.isdigit() for ch in c) / max(len(c), 1) for c in completions]
 
 
-def _run(trainer_cls: type, cfg: LedgerBench, workdir: str, **extra: Any) -> tuple[float, Any]:
-    from peft import LoraConfig
-    from trl import GRPOConfig
-
+def _policy(cfg: LedgerBench):
+    """The bench's policy and tokenizer: ``cfg.policy``'s checkpoint, else a random Qwen2."""
     from paper_repro.testbed import ModelSpec, build_tokenizer, random_model
+
+    if cfg.policy:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        return AutoModelForCausalLM.from_pretrained(cfg.policy), AutoTokenizer.from_pretrained(cfg.policy)
+    tokenizer = build_tokenizer()
+    spec = ModelSpec("bench", hidden=cfg.hidden, intermediate=2 * cfg.hidden + 16, layers=cfg.layers)
+    return random_model(spec, tokenizer), tokenizer
+
+
+def _run(cfg: LedgerBench, workdir: str, ledger: bool) -> tuple[float, float, Any]:
+    """One run: (wall seconds, CPU seconds of this process, the ledger or None) of ``trainer.train()``."""
+    from peft import LoraConfig
+    from transformers.trainer_callback import PrinterCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from paper_repro.ledger import FlopLedgerCallback, LedgerConfig, LedgerGRPOTrainer
 
     args = GRPOConfig(
         output_dir=workdir,
@@ -62,11 +96,16 @@ def _run(trainer_cls: type, cfg: LedgerBench, workdir: str, **extra: Any) -> tup
         # default goes through transformers' deprecated alias and warns on every config
         activation_checkpointing=True,
     )
-    tokenizer = build_tokenizer()
-    spec = ModelSpec("bench", hidden=cfg.hidden, intermediate=2 * cfg.hidden + 16, layers=cfg.layers)
+    model, tokenizer = _policy(cfg)
+    extra: dict[str, Any] = {}
+    trainer_cls = GRPOTrainer
+    callback = None
+    if ledger and cfg.form == "subclass":
+        trainer_cls, extra = LedgerGRPOTrainer, {"ledger": LedgerConfig(write_card=False)}
+    elif ledger:
+        callback = FlopLedgerCallback(LedgerConfig(write_card=False))
     trainer = trainer_cls(
-        # eager attention, as in the ledger tests (FlopCounterMode cannot see the CPU sdpa kernel)
-        model=random_model(spec, tokenizer, attn_implementation="eager"),
+        model=model,
         reward_funcs=_digit_reward,
         args=args,
         train_dataset=_prompts(cfg.prompts * cfg.steps * 2),
@@ -74,39 +113,56 @@ def _run(trainer_cls: type, cfg: LedgerBench, workdir: str, **extra: Any) -> tup
         peft_config=LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", lora_dropout=0.0),
         **extra,
     )
-    from transformers.trainer_callback import PrinterCallback
-
+    if callback is not None:
+        callback.attach(trainer)
     trainer.remove_callback(PrinterCallback)  # the end-of-run metrics dump would only be noise here
-    start = time.perf_counter()
+    gc.collect()  # the previous run's garbage is no cost of this one
+    wall, cpu = time.perf_counter(), time.process_time()
     trainer.train()
-    return time.perf_counter() - start, trainer
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    found = callback.ledger if callback is not None else getattr(trainer, "ledger", None)
+    return wall, cpu, found
+
+
+def _quartiles(values: list[float]) -> list[float]:
+    return statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
 
 
 def bench_ledger(cfg: LedgerBench) -> dict[str, Any]:
     from transformers.utils import logging as hf_logging
-    from trl import GRPOTrainer
-
-    from paper_repro.ledger import LedgerGRPOTrainer
 
     hf_logging.set_verbosity_error()
-    plain, ledger, summaries = [], [], []
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    plain, ledger, plain_cpu, ledger_cpu, summaries = [], [], [], [], []
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        _run(GRPOTrainer, cfg, tmp)  # warm-up: imports, allocator, thread pools
-        for _ in range(cfg.repeats):
-            plain.append(_run(GRPOTrainer, cfg, tmp)[0])
-            seconds, trainer = _run(LedgerGRPOTrainer, cfg, tmp)
-            ledger.append(seconds)
-            summaries.append(trainer.ledger.summary())
+        _run(cfg, tmp, ledger=True)  # warm-up: imports, allocator, thread pools
+        for pair in range(cfg.repeats):
+            for with_ledger in (False, True) if pair % 2 == 0 else (True, False):
+                wall, cpu, found = _run(cfg, tmp, ledger=with_ledger)
+                (ledger if with_ledger else plain).append(wall)
+                (ledger_cpu if with_ledger else plain_cpu).append(cpu)
+                if found is not None:
+                    summaries.append(found.summary())
+    load_after = os.getloadavg()
     peak = matmul_peak_flops()
     ratios = [b / a for a, b in zip(plain, ledger, strict=True)]
+    cpu_ratios = [b / a for a, b in zip(plain_cpu, ledger_cpu, strict=True)]
     last = summaries[-1]
     secs, executed = last["seconds"], last["executed"]
     return {
         "config": asdict(cfg),
         "plain_seconds": plain,
         "ledger_seconds": ledger,
-        "median_ratio": statistics.median(ledger) / statistics.median(plain),
+        "paired_ratios": ratios,
         "median_of_paired_ratios": statistics.median(ratios),
+        "paired_ratio_quartiles": _quartiles(ratios),
+        "median_ratio": statistics.median(ledger) / statistics.median(plain),
+        "median_cpu_ratio": statistics.median(cpu_ratios),
+        "load_average_before": load_before,
+        "load_average_after": load_after,
+        "cpus": os.cpu_count(),
         "matmul_peak_flops_per_s": peak,
         "generation_flops_per_s": executed["C_search"] / secs["search"],
         "update_flops_per_s": executed["C_learning"] / secs["learning"],
@@ -117,14 +173,22 @@ def bench_ledger(cfg: LedgerBench) -> dict[str, Any]:
 
 
 def print_ledger(result: dict[str, Any]) -> None:
-    fmt = ", ".join(f"{s:.2f}" for s in result["plain_seconds"])
-    print(f"plain GRPOTrainer  s/run: {fmt}")
-    fmt = ", ".join(f"{s:.2f}" for s in result["ledger_seconds"])
-    print(f"LedgerGRPOTrainer  s/run: {fmt}")
+    cfg = result["config"]
+    model = cfg["policy"] or f"random Qwen2, hidden {cfg['hidden']}, {cfg['layers']} layers"
+    print(f"ledger form: {cfg['form']}; policy: {model}; {cfg['repeats']} pairs, AB BA interleaved")
+    for label, key in (("plain GRPOTrainer", "plain_seconds"), (f"with the {cfg['form']}", "ledger_seconds")):
+        print(f"{label:>20} s/run: " + ", ".join(f"{s:.2f}" for s in result[key]))
+    print("  paired ratios: " + ", ".join(f"{r:.3f}" for r in result["paired_ratios"]))
+    q1, _median, q3 = result["paired_ratio_quartiles"]
+    ratios = result["paired_ratios"]
     print(
-        f"median wall-time ratio ledger/plain: {result['median_ratio']:.4f} "
-        f"(median of paired ratios {result['median_of_paired_ratios']:.4f}; target <= 1.03)"
+        f"median of paired wall-time ratios ledger/plain: {result['median_of_paired_ratios']:.4f} "
+        f"(quartiles {q1:.4f} .. {q3:.4f}, range {min(ratios):.4f} .. {max(ratios):.4f}; target <= 1.03); "
+        f"ratio of medians {result['median_ratio']:.4f}; median CPU-time ratio {result['median_cpu_ratio']:.4f}"
     )
+    before = " ".join(f"{x:.2f}" for x in result["load_average_before"])
+    after = " ".join(f"{x:.2f}" for x in result["load_average_after"])
+    print(f"load average (1, 5, 15 min) before: {before}; after: {after}; {result['cpus']} CPUs")
     peak = result["matmul_peak_flops_per_s"]
     for key, label in (("generation_flops_per_s", "generation"), ("update_flops_per_s", "update")):
         print(

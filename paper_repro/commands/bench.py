@@ -47,6 +47,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     b["ledger"].add_argument(
         "--steps", type=positive_int, default=None, help=f"optimizer steps per run {OWN}"
     )
+    b["ledger"].add_argument(
+        "--form", choices=["callback", "subclass"], default=None, help=f"the ledger's form {OWN}"
+    )
+    b["ledger"].add_argument("--policy", default=None, help="a checkpoint folder, e.g. data/models/policy-M")
+    b["ledger"].add_argument(
+        "--hidden", type=positive_int, default=None, help=f"a random policy's hidden size {OWN}"
+    )
+    b["ledger"].add_argument("--threads", type=positive_int, default=None, help=f"torch threads {OWN}")
     for name in ("run", "eval"):
         b[name].add_argument("--sizes", default=None, help=f"policy sizes, comma-separated {OWN}")
     b["run"].add_argument("--cells", default=None, help=f"grid cells, comma-separated {OWN}")
@@ -84,7 +92,15 @@ def run(args: argparse.Namespace) -> int:
     if args.bench == "ledger":
         from paper_repro.bench import ledger
 
-        result = ledger.bench_ledger(ledger.LedgerBench(**_given(repeats=args.repeats, steps=args.steps)))
+        options = _given(
+            repeats=args.repeats,
+            steps=args.steps,
+            form=args.form,
+            policy=args.policy,
+            hidden=args.hidden,
+            threads=args.threads,
+        )
+        result = ledger.bench_ledger(ledger.LedgerBench(**options))
         show = ledger.print_ledger
     elif args.bench == "run":
         from paper_repro.bench import runs

@@ -32,19 +32,22 @@ callback (:mod:`~paper_repro.ledger.watch`):
   ``"ref"`` adapter is active. The work is read from the call's ``attention_mask`` and ``labels``
   (TRL's fused LM head scores the positions whose label is not -100), as
   :func:`~paper_repro.ledger.core.forward_pass_work` counts it.
-* **Other models** (``watch_models=True``, the default): while training runs, a global forward hook
-  (``torch.nn.modules.module.register_module_forward_hook``) sees the top-level calls of every other
-  ``transformers.PreTrainedModel``. A log-prob forward (``fused_lm_head=True``) is the separate
-  reference model of full fine-tuning with ``beta != 0`` (C_learning, ``ref``); any other is a reward
-  model (C_reward), priced by :func:`~paper_repro.ledger.cost_models.reward_model_cost` from the
-  module that runs, one forward over its ``input_ids`` and ``attention_mask``. A reward *function*
-  is invisible to a callback: :meth:`FlopLedgerCallback.attach` wraps the trainer's reward functions
-  that have a ``flop_cost`` (or wrap one with :meth:`FlopLedgerCallback.priced_reward`) so that it is
-  charged; a callback never attached warns at train begin that it cannot see them.
+* **The trainer's other models** (``watch_models=True``, the default): the trainer's public
+  ``ref_model`` (the separate reference model of full fine-tuning with ``beta != 0``) gets the
+  policy's forward hooks (C_learning, ``ref``); each ``nn.Module`` in its ``reward_funcs`` a forward
+  hook (C_reward, priced by :func:`~paper_repro.ledger.cost_models.reward_model_cost` from the module
+  that runs, one forward over its ``input_ids`` and ``attention_mask``). No hook is process-wide: a
+  model outside the trainer is never touched. The trainer is the one given to
+  :meth:`FlopLedgerCallback.attach`, else the one calling ``on_train_begin``
+  (:func:`~paper_repro.ledger.watch.calling_trainer`). A reward *function* is invisible to a
+  callback: :meth:`FlopLedgerCallback.attach` wraps the trainer's reward functions that have a
+  ``flop_cost`` (or wrap one with :meth:`FlopLedgerCallback.priced_reward`) so that it is charged; a
+  callback never attached warns at train begin that it cannot see them.
 
 Each optimizer step is closed in ``on_step_end`` (:meth:`FlopLedger.end_step`, summed over processes
 under ``torch.distributed``); ``on_log`` adds the running totals (:meth:`FlopLedger.metrics`) to the
-logs and to ``state.log_history``; ``state.total_flos`` becomes the useful C_total; the budget stops the
+logs, which reach the ``report_to`` backends (the callback runs ahead of them,
+:func:`~paper_repro.ledger.watch.lead_the_log_readers`), and to ``state.log_history``; ``state.total_flos`` becomes the useful C_total; the budget stops the
 run through ``control.should_training_stop``; ``on_train_end`` logs why the run stopped and writes the
 summary (:meth:`FlopLedgerCallback.summary_path`).
 
@@ -140,8 +143,18 @@ class FlopLedgerCallback(CallbackFields, PassWatcher, TrainerCallback, Exportabl
     with why (:data:`~paper_repro.ledger.callback_fields.CALLBACK_REFUSES`: the down-sampling fields,
     which need :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`, and ``prefix_cache=True``); a TRL
     outside the tested releases is refused unless ``allow_untested_trl``. ``watch_models``: also charge
-    models other than the policy (a separate reference model, reward models), seen by a global forward
-    hook while training runs. After ``train()``, :attr:`ledger` holds the run (a :class:`FlopLedger`)."""
+    models other than the policy (the trainer's separate reference model and its reward models), hooked
+    while training runs. ``callback.attach(trainer)`` adds it to a built trainer (:meth:`attach`). After
+    ``train()``, :attr:`ledger` holds the run (a :class:`FlopLedger`)."""
+
+    def attach(self, trainer: Any) -> FlopLedgerCallback:
+        """Attach the ledger to a built ``trainer`` (TRL's ``GRPOTrainer`` or ``RLOOTrainer``): its
+        reward functions with a ``flop_cost`` are wrapped so that they are charged
+        (:meth:`~paper_repro.ledger.callback_fields.CallbackFields.attach_rewards`), its models are
+        watched when it trains, and the callback is added ahead of the callbacks that report its logs
+        (:meth:`~paper_repro.ledger.watch.PassWatcher.attach`). Returns the callback."""
+        self.attach_rewards(trainer)
+        return PassWatcher.attach(self, trainer)
 
     def __init__(self, config: LedgerConfig | None = None, watch_models: bool = True) -> None:
         if config is not None and not isinstance(config, LedgerConfig):
@@ -239,7 +252,6 @@ class FlopLedgerCallback(CallbackFields, PassWatcher, TrainerCallback, Exportabl
         self._lora_layer = next(
             (m for m in model.modules() if isinstance(getattr(m, "lora_A", None), torch.nn.ModuleDict)), None
         )
-        self._policy_ids = {id(m) for m in model.modules()}
         self._session_steps = 0
         self._round_rows, self._new_round = [], True
         self._flos_at_begin = float(state.total_flos or 0.0)
@@ -341,9 +353,10 @@ class FlopLedgerCallback(CallbackFields, PassWatcher, TrainerCallback, Exportabl
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        """Add the running totals to the logs (cumulative values, as TRL logs ``num_tokens``); the entry
-        Trainer appended to ``state.log_history`` before calling back gets them too. Reporting
-        callbacks that run before this one (``report_to``'s, which Trainer lists first) do not."""
+        """Add the running totals to the logs (cumulative values, as TRL logs ``num_tokens``;
+        :data:`~paper_repro.ledger.core.METRIC_NAMES`): the ``report_to`` backends read them there, as
+        this callback runs ahead of them (moved there in ``on_train_begin``, or by :meth:`attach`); the
+        entry Trainer appended to ``state.log_history`` before calling back gets them too."""
         if self.ledger is None or logs is None or not self.ledger.steps:
             return
         metrics = {**self.ledger.metrics(), **self._utilisation_metrics()}

@@ -151,11 +151,12 @@ class CallbackFields:
         self._prompt_tokens: tuple[int, str] | None = None  # the prompt length the ceiling is priced with
 
     # --- the trainer's reward functions ---------------------------------------------------------
-    def attach(self, trainer: Any) -> Any:
+    def attach_rewards(self, trainer: Any) -> Any:
         """Let the callback see ``trainer``'s reward functions (TRL's ``GRPOTrainer`` or
         ``RLOOTrainer``; a ``TrainerCallback`` is not given them): each one with a ``flop_cost``
         attribute is replaced in ``trainer.reward_funcs`` by :meth:`priced_reward`'s wrapper, and the
-        callback is added to the trainer's callbacks if it is not there yet. Returns ``trainer``."""
+        callback is added to the trainer's callbacks if it is not there yet (part of
+        :meth:`FlopLedgerCallback.attach`). Returns ``trainer``."""
         funcs = getattr(trainer, "reward_funcs", None)
         if not isinstance(funcs, list):
             raise TypeError(

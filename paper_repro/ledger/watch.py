@@ -9,21 +9,30 @@ the work it counts from them (the callback's module docstring says what each pas
   stop reads and resets through :attr:`_new_round`);
 * the forward pre/post hooks on the policy and the pre-hook on its LM head (C_learning: loss,
   old-policy and reference forwards, their useful and executed work from mask and labels);
-* the global forward hooks on every other ``transformers.PreTrainedModel`` (``watch_models``: a
-  separate reference model, reward models, C_reward priced by
-  :func:`~paper_repro.ledger.cost_models.reward_model_cost`);
+* the same hooks on the trainer's separate reference model (C_learning, ``ref``) and forward hooks on
+  its reward models (C_reward, priced by :func:`~paper_repro.ledger.cost_models.reward_model_cost`),
+  both read from the trainer's public ``ref_model`` and ``reward_funcs`` (:func:`trainer_models`);
 * installing and removing all of them (:meth:`_install`, :meth:`_remove_hooks`) and the CUDA sync
   that brackets timed work (:meth:`_sync`).
 
-The host (the callback) sets :attr:`ledger`, :attr:`_policy`, :attr:`_device`, :attr:`_lora_layer` and
-:attr:`_policy_ids` in ``on_train_begin`` and sets :attr:`_busy` while it prices the policy. Like the
-callback, it touches no private TRL name (``paper_repro.ledger.callback.PRIVATE_TRL_NAMES``).
+Every hook sits on one of the trainer's own models, put there in ``on_train_begin`` and taken off in
+``on_train_end``: no process-wide hook, so a model outside the trainer is never touched, and a
+module call outside the watched models costs nothing. The trainer is the one given to
+:meth:`PassWatcher.attach`, else the one whose callback handler calls ``on_train_begin``
+(:func:`calling_trainer`: a callback is never handed its trainer).
+
+The host (the callback) sets :attr:`ledger`, :attr:`_policy`, :attr:`_device` and :attr:`_lora_layer`
+in ``on_train_begin`` and sets :attr:`_busy` while it prices the policy. Like the callback, it touches
+no private TRL name (``paper_repro.ledger.callback.PRIVATE_TRL_NAMES``).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import time
+import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,10 +43,6 @@ from paper_repro.accounting import flops
 from paper_repro.accounting.flops import Work
 from paper_repro.ledger.core import FlopLedger, generation_pass_work, real_rows_work
 from paper_repro.ledger.cost_models import check_priced, reward_model_cost
-
-# what torch passes for the output to an always_call global hook when the forward raised (it then
-# calls the hook as hook(module, args, result), without the kwargs)
-_RAISED = object()
 
 
 @dataclass
@@ -82,34 +87,138 @@ def _first_eos_lengths(completions: torch.Tensor, eos: Any) -> list[int]:
     return first.tolist()
 
 
+def _read_call(args: tuple, kwargs: dict) -> _Call | None:
+    """What a full model forward's pre-hook reads: rows, width, keys, mask, labels; None when the call
+    has neither ``input_ids`` nor ``inputs_embeds`` (nothing to count from)."""
+    ids = _kwarg(args, kwargs, "input_ids", 0)
+    embeds = kwargs.get("inputs_embeds")
+    if isinstance(ids, torch.Tensor):
+        rows, width = ids.shape[:2]
+    elif isinstance(embeds, torch.Tensor):
+        rows, width = embeds.shape[:2]
+    else:
+        return None
+    mask = kwargs.get("attention_mask")
+    if isinstance(mask, torch.Tensor) and mask.dim() in (2, 4):
+        keys = mask.size(-1)
+    else:
+        # no mask (no padding): every cached key ("cache" in transformers 5, "past_key_values" before)
+        mask, past = None, kwargs.get("cache", kwargs.get("past_key_values"))
+        keys = width + (int(past.get_seq_length()) if hasattr(past, "get_seq_length") else 0)
+    labels = kwargs.get("shift_labels")
+    if labels is None and isinstance(kwargs.get("labels"), torch.Tensor):
+        labels = kwargs["labels"][:, 1:]
+    return _Call(
+        rows=int(rows),
+        width=int(width),
+        keys=int(keys),
+        mask=mask if mask is not None and mask.dim() == 2 else None,
+        labels=labels,
+        fused=bool(kwargs.get("fused_lm_head", False)),
+        grad=torch.is_grad_enabled(),
+    )
+
+
+def _unwrap(module: Any) -> Any:
+    """The model inside accelerate's, DDP's or DeepSpeed's wrapper (their ``.module``): the module whose
+    own forward runs, so its hooks see every call through the wrapper."""
+    from transformers import PreTrainedModel
+
+    while not isinstance(module, PreTrainedModel) and isinstance(
+        getattr(module, "module", None), torch.nn.Module
+    ):
+        module = module.module
+    return module
+
+
+def trainer_models(trainer: Any) -> tuple[Any, list[Any]]:
+    """(the separate reference model or None, the reward models) of a TRL ``GRPOTrainer`` or
+    ``RLOOTrainer``, read from its public attributes ``ref_model`` (None with PEFT, whose reference is
+    the policy with its adapters disabled, and with ``beta=0``) and ``reward_funcs`` (the ``nn.Module``
+    entries; the rest are reward functions), each unwrapped (:func:`_unwrap`)."""
+    ref = getattr(trainer, "ref_model", None)
+    rewards = [f for f in getattr(trainer, "reward_funcs", None) or () if isinstance(f, torch.nn.Module)]
+    return (None if ref is None else _unwrap(ref)), [_unwrap(f) for f in rewards]
+
+
+def calling_trainer(callback: Any) -> Any:
+    """The ``transformers.Trainer`` whose callback handler is calling ``callback`` now (the caller's
+    frame whose ``self`` is a Trainer holding it), else None: how a callback given to a trainer's
+    ``callbacks`` (or ``add_callback``) finds it in ``on_train_begin``, as transformers hands a callback
+    the trainer's model, optimizer and data loaders but not the trainer."""
+    from transformers import Trainer
+
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, Trainer) and any(cb is callback for cb in owner.callback_handler.callbacks):
+                return owner
+            frame = frame.f_back
+        return None
+    finally:
+        del frame  # a frame kept alive holds every local of the stack
+
+
+def lead_the_log_readers(callback: Any, handler: Any) -> None:
+    """Move ``callback`` ahead of the first callback in ``handler.callbacks`` (transformers'
+    ``CallbackHandler``) that reads the logs, one with its own ``on_log``: the ``report_to`` backends
+    (TensorBoard, W&B, ...), which Trainer lists before any user callback, and the printers. They then
+    receive the logs with what ``callback.on_log`` adds to them. Moving a callback earlier leaves every
+    later callback at its index, so a handler looping over the list while this runs calls each once."""
+    from transformers import TrainerCallback
+
+    callbacks = handler.callbacks
+    here = next(i for i, cb in enumerate(callbacks) if cb is callback)
+    readers = (i for i, cb in enumerate(callbacks[:here]) if type(cb).on_log is not TrainerCallback.on_log)
+    first = next(readers, None)
+    if first is not None:
+        callbacks.insert(first, callbacks.pop(here))
+
+
 class PassWatcher:
     """The hooks that see a run's passes and charge them to :attr:`ledger` (module docstring)."""
 
     ledger: FlopLedger | None
 
     def _init_watch(self, watch_models: bool) -> None:
-        """The hooks' state, none installed; ``watch_models``: also hook models other than the policy."""
+        """The hooks' state, none installed; ``watch_models``: also hook the trainer's reference and
+        reward models."""
         self.watch_models = watch_models
         self.ledger = None
+        self._trainer: Any = None  # a weak reference to the trainer given to attach(): no cycle through it
         self._handles: list[Any] = []
         self._restore: list[tuple[Any, str, Any]] = []
         self._policy: Any = None
         self._lora_layer: Any = None
         self._call: _Call | None = None
+        self._ref_call: _Call | None = None
         self._in_generate = False
         self._gen_executed = Work()
-        self._foreign: Any = None
+        self._foreign: Any = None  # the reward model whose forward is running
         self._foreign_start = 0.0
-        self._is_model_type: dict[type, bool] = {}
-        self._policy_ids: set[int] = set()
         self._reward_costs: dict[int, Any] = {}
         self._busy = False  # pricing a model (a measurement runs it): its calls are not charged
         self._round_rows: list[tuple[int, int]] = []  # (prompt, completion) tokens of this round's rows
         self._new_round = True
         self._device: torch.device | None = None
 
+    # --- the trainer --------------------------------------------------------------------------
+    def attach(self, trainer: Any) -> Any:
+        """Watch ``trainer``'s models (its policy, its separate reference model and its reward models,
+        :func:`trainer_models`) when it trains, and add this callback to it, ahead of the callbacks that
+        report its logs (:func:`lead_the_log_readers`); returns the callback. A callback given to the
+        trainer's ``callbacks`` instead finds its trainer itself (:func:`calling_trainer`)."""
+        if not any(cb is self for cb in trainer.callback_handler.callbacks):
+            trainer.add_callback(self)
+        lead_the_log_readers(self, trainer.callback_handler)
+        self._trainer = weakref.ref(trainer)
+        return self
+
     # --- installing ----------------------------------------------------------------------------
     def _install(self, model: Any) -> None:
+        """Hooks on ``model`` (the policy) and, with ``watch_models``, on the trainer's other models;
+        this callback moved ahead of the trainer's log readers."""
         base = _base(model)
         self._handles.append(base.register_forward_pre_hook(self._policy_pre, with_kwargs=True))
         self._handles.append(base.register_forward_hook(self._policy_post, always_call=True))
@@ -119,13 +228,32 @@ class PassWatcher:
         for name in ("generate", "generate_batch"):
             if hasattr(base, name):
                 self._wrap_method(base, name)
-        if self.watch_models:
-            from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
-
-            self._handles.append(register_module_forward_pre_hook(self._global_pre))
-            self._handles.append(
-                register_module_forward_hook(self._global_post, with_kwargs=True, always_call=True)
+        trainer = (self._trainer and self._trainer()) or calling_trainer(self)
+        if trainer is not None:
+            lead_the_log_readers(self, trainer.callback_handler)
+        if not self.watch_models:
+            return
+        if trainer is None:
+            warnings.warn(
+                "FlopLedgerCallback found no Trainer calling it: it watches the policy only, and a separate "
+                "reference model or a reward model is not charged; call `callback.attach(trainer)`",
+                stacklevel=4,
             )
+            return
+        ref, rewards = trainer_models(trainer)
+        if ref is not None and ref is not base:
+            self._watch_ref(ref)
+        for reward_model in rewards:
+            self._handles.append(reward_model.register_forward_pre_hook(self._reward_pre))
+            self._handles.append(reward_model.register_forward_hook(self._reward_post, with_kwargs=True))
+
+    def _watch_ref(self, model: Any) -> None:
+        """The policy's hooks on a separate reference model: its log-prob forwards, its LM head."""
+        self._handles.append(model.register_forward_pre_hook(self._ref_pre, with_kwargs=True))
+        self._handles.append(model.register_forward_hook(self._ref_post))
+        head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+        if isinstance(head, torch.nn.Module):
+            self._handles.append(head.register_forward_pre_hook(self._ref_head_pre))
 
     def _wrap_method(self, obj: Any, name: str) -> None:
         original = getattr(obj, name)
@@ -144,7 +272,7 @@ class PassWatcher:
             else:
                 setattr(obj, name, previous)
         self._restore = []
-        self._call = self._foreign = None
+        self._call = self._ref_call = self._foreign = None
         self._in_generate = False
 
     # --- generation ----------------------------------------------------------------------------
@@ -207,33 +335,7 @@ class PassWatcher:
     def _policy_pre(self, module: Any, args: tuple, kwargs: dict) -> None:
         if self._call is not None or self._busy or self.ledger is None or not self._policy.training:
             return
-        ids = _kwarg(args, kwargs, "input_ids", 0)
-        embeds = kwargs.get("inputs_embeds")
-        if isinstance(ids, torch.Tensor):
-            rows, width = ids.shape[:2]
-        elif isinstance(embeds, torch.Tensor):
-            rows, width = embeds.shape[:2]
-        else:
-            return
-        mask = kwargs.get("attention_mask")
-        if isinstance(mask, torch.Tensor) and mask.dim() in (2, 4):
-            keys = mask.size(-1)
-        else:
-            # no mask (no padding): every cached key ("cache" in transformers 5, "past_key_values" before)
-            mask, past = None, kwargs.get("cache", kwargs.get("past_key_values"))
-            keys = width + (int(past.get_seq_length()) if hasattr(past, "get_seq_length") else 0)
-        labels = kwargs.get("shift_labels")
-        if labels is None and isinstance(kwargs.get("labels"), torch.Tensor):
-            labels = kwargs["labels"][:, 1:]
-        self._call = _Call(
-            rows=int(rows),
-            width=int(width),
-            keys=int(keys),
-            mask=mask if mask is not None and mask.dim() == 2 else None,
-            labels=labels,
-            fused=bool(kwargs.get("fused_lm_head", False)),
-            grad=torch.is_grad_enabled(),
-        )
+        self._call = _read_call(args, kwargs)
 
     def _head_pre(self, module: Any, args: tuple) -> None:
         if self._call is not None and args and isinstance(args[0], torch.Tensor):
@@ -301,45 +403,47 @@ class PassWatcher:
             return "ref", False
         return ("ref" if "ref" in layer.active_adapters else "old"), True
 
-    # --- other models (global hooks) -----------------------------------------------------------
-    def _is_model(self, module: Any) -> bool:
-        kind = type(module)
-        known = self._is_model_type.get(kind)
-        if known is None:
-            from transformers import PreTrainedModel
+    # --- the trainer's other models -----------------------------------------------------------
+    def _counting(self) -> bool:
+        """Whether a forward of the reference or a reward model now is charged: in training, outside
+        generation and outside a measurement the ledger runs itself."""
+        return not (self._busy or self._in_generate or self.ledger is None or not self._policy.training)
 
-            known = self._is_model_type[kind] = isinstance(module, PreTrainedModel)
-        return known
+    def _ref_pre(self, module: Any, args: tuple, kwargs: dict) -> None:
+        self._ref_call = _read_call(args, kwargs) if self._counting() else None
 
-    def _global_pre(self, module: Any, args: tuple) -> None:
-        if self._foreign is not None or self._busy or self._in_generate or not self._is_model(module):
+    def _ref_head_pre(self, module: Any, args: tuple) -> None:
+        if self._ref_call is not None and args and isinstance(args[0], torch.Tensor):
+            x = args[0]
+            self._ref_call.head += x.numel() // max(x.size(-1), 1)
+
+    def _ref_post(self, module: Any, args: tuple, output: Any) -> None:
+        """A reference log-prob forward: C_learning's ``ref`` part, read as the policy's forwards are."""
+        call, self._ref_call = self._ref_call, None
+        if call is None or self.ledger is None:
             return
-        if id(module) in self._policy_ids or self.ledger is None or not self._policy.training:
-            return
-        self._foreign = module
-        self._sync()
-        self._foreign_start = time.perf_counter()
+        self.ledger.charge_forward(self._forward_work(call), adapters_active=False, part="ref")
+        self.ledger.count(ref_forward_rows=call.rows)
 
-    def _global_post(self, module: Any, args: tuple, kwargs: Any, output: Any = _RAISED) -> None:
+    def _reward_pre(self, module: Any, args: tuple) -> None:
+        if self._busy:  # the ledger measuring the model inside the forward being charged: leave that be
+            return
+        self._foreign = module if self._counting() else None
+        if self._foreign is not None:
+            self._sync()
+            self._foreign_start = time.perf_counter()
+
+    def _reward_post(self, module: Any, args: tuple, kwargs: dict, output: Any) -> None:
+        """A reward model's forward: C_reward, one forward over its ``input_ids`` and mask."""
         if module is not self._foreign:
             return
         self._foreign = None
-        if output is _RAISED:  # the forward raised: torch calls an always_call hook without its kwargs
-            return
         ids = _kwarg(args, kwargs, "input_ids", 0)
         if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
             return
         mask = kwargs.get("attention_mask")
         mask = mask if isinstance(mask, torch.Tensor) and mask.dim() == 2 else torch.ones_like(ids)
         rows, width = ids.shape
-        if kwargs.get("fused_lm_head"):  # a log-prob forward of another model: the reference model
-            labels = kwargs.get("shift_labels")
-            if labels is None and isinstance(kwargs.get("labels"), torch.Tensor):
-                labels = kwargs["labels"][:, 1:]
-            call = _Call(rows, width, width, mask, labels, fused=True, grad=False)
-            self.ledger.charge_forward(self._forward_work(call), adapters_active=False, part="ref")
-            self.ledger.count(ref_forward_rows=rows)
-            return
         cost = self._reward_cost(module)
         useful = real_rows_work(mask)
         executed = flops.padded_batch_work(rows, width, rows * width)
