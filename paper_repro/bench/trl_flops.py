@@ -79,12 +79,24 @@ def _trainer(cfg: TrlFlopsBench, run: str, workdir: Path, callback) -> Any:
         model.save_pretrained(workdir / "policy")
         model, init = str(workdir / "policy"), {"model_init_kwargs": {"attn_implementation": "eager"}}
     args = GRPOConfig(
-        output_dir=str(workdir / "out"), per_device_train_batch_size=cfg.prompts * cfg.generations,
-        num_generations=cfg.generations, max_completion_length=cfg.max_completion_length,
-        max_steps=cfg.steps, steps_per_generation=cfg.steps_per_generation, beta=cfg.beta,
-        learning_rate=1e-3, report_to="none", logging_steps=1, save_strategy="no", use_cpu=True, seed=0,
-        disable_tqdm=True, log_level="error", activation_checkpointing=checkpointing, **init,
-    )  # fmt: skip
+        output_dir=str(workdir / "out"),
+        per_device_train_batch_size=cfg.prompts * cfg.generations,
+        num_generations=cfg.generations,
+        max_completion_length=cfg.max_completion_length,
+        max_steps=cfg.steps,
+        steps_per_generation=cfg.steps_per_generation,
+        beta=cfg.beta,
+        learning_rate=1e-3,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+        log_level="error",
+        activation_checkpointing=checkpointing,
+        **init,
+    )
     return GRPOTrainer(
         model=model,
         reward_funcs=_length_reward,
@@ -188,33 +200,52 @@ def table_rows(result: dict[str, Any]) -> list[tuple[str, list[str]]]:
     rows += [
         ("FlopCounterMode around `train()`", flops(lambda r: r["profiler"])),
         ("ledger executed C_total / FlopCounterMode", ratio(lambda r: r["executed"]["C_total"])),
-        ("ledger useful C_learning, loss passes only", flops(lambda r: r["learning_parts"]["useful"]["loss"])),
+        (
+            "ledger useful C_learning, loss passes only",
+            flops(lambda r: r["learning_parts"]["useful"]["loss"]),
+        ),
         ("TRL `compute_flops_per_token` x loss tokens", flops(lambda r: r["trl"]["non_causal"])),
         ("the same, `adjusted_mfu`'s causal correction", flops(lambda r: r["trl"]["causal"])),
-        ("TRL / ledger useful loss passes", [
-            f"{r['trl']['non_causal'] / r['learning_parts']['useful']['loss']:.3f}" for r in runs
-        ]),
+        (
+            "TRL / ledger useful loss passes",
+            [f"{r['trl']['non_causal'] / r['learning_parts']['useful']['loss']:.3f}" for r in runs],
+        ),
         ("TRL / FlopCounterMode", ratio(lambda r: r["trl"]["non_causal"])),
         ("transformers `floating_point_ops`, summed", flops(lambda r: r["transformers_floating_point_ops"])),
         ("transformers' 6N x padded loss tokens", flops(lambda r: r["transformers_6n_loss_tokens"])),
         ("6N / FlopCounterMode", ratio(lambda r: r["transformers_6n_loss_tokens"])),
         ("`state.total_flos` with the callback", flops(lambda r: r["total_flos_with_callback"])),
-        ("per real loss token: TRL `compute_flops_per_token`", per_loss_token(lambda r: r["trl"]["non_causal"])),
-        ("per real loss token: ledger useful loss passes", per_loss_token(
-            lambda r: r["learning_parts"]["useful"]["loss"]
-        )),
-        ("per real loss token: 6N", per_loss_token(lambda r: r["transformers_6n_loss_tokens"] * (
-            r["tokens"]["loss_tokens"] / r["tokens"]["loss_executed_tokens"]
-        ))),
-        ("N (non-embedding parameters, LoRA's included)", [f"{r['non_embedding_parameters']:,}" for r in runs]),
-        ("tokens generated (prompt + completion)", [
-            f"{r['tokens']['gen_prompt_tokens'] + r['tokens']['gen_completion_tokens']:.0f}" for r in runs
-        ]),
+        (
+            "per real loss token: TRL `compute_flops_per_token`",
+            per_loss_token(lambda r: r["trl"]["non_causal"]),
+        ),
+        (
+            "per real loss token: ledger useful loss passes",
+            per_loss_token(lambda r: r["learning_parts"]["useful"]["loss"]),
+        ),
+        (
+            "per real loss token: 6N",
+            per_loss_token(
+                lambda r: (
+                    r["transformers_6n_loss_tokens"]
+                    * (r["tokens"]["loss_tokens"] / r["tokens"]["loss_executed_tokens"])
+                )
+            ),
+        ),
+        (
+            "N (non-embedding parameters, LoRA's included)",
+            [f"{r['non_embedding_parameters']:,}" for r in runs],
+        ),
+        (
+            "tokens generated (prompt + completion)",
+            [f"{r['tokens']['gen_prompt_tokens'] + r['tokens']['gen_completion_tokens']:.0f}" for r in runs],
+        ),
         ("TRL's `num_tokens` at the last step", [f"{r['trl_num_tokens']:.0f}" for r in runs]),
-        ("loss-pass tokens, real / padded", [
-            f"{r['tokens']['loss_tokens']:.0f} / {r['tokens']['loss_executed_tokens']:.0f}" for r in runs
-        ]),
-    ]  # fmt: skip
+        (
+            "loss-pass tokens, real / padded",
+            [f"{r['tokens']['loss_tokens']:.0f} / {r['tokens']['loss_executed_tokens']:.0f}" for r in runs],
+        ),
+    ]
     return rows
 
 
