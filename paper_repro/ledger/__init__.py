@@ -52,40 +52,41 @@ What the ledger counts, its two conventions, the budget contract, its outputs an
 ``docs/ledger.md``; how it hooks TRL: ``docs/DESIGN.md`` §3.
 """
 
-import logging
+from paper_repro.common.lazy import lazy_surface
 
-from paper_repro.ledger.callback import FlopLedgerCallback
-from paper_repro.ledger.compat import (
-    ALLOW_UNTESTED_TRL_ENV,
-    HOOKED_METHODS,
-    SUPPORTED_TRL,
-    check_config_places,
-    check_hooked_methods,
-    check_trl,
-)
-from paper_repro.ledger.core import (
-    BUDGET_STOPS,
-    COMPONENTS,
-    METRIC_NAMES,
-    TOKEN_COUNTS,
-    BudgetWarning,
-    Component,
-    FlopLedger,
-    LedgerConfig,
-    as_conventions,
-    forward_pass_work,
-    generation_pass_work,
-    real_rows_work,
-)
-from paper_repro.ledger.downsample import (
-    Downsampling,
-    downsample_batch,
-    group_advantages,
-    max_variance_subset,
-)
-from paper_repro.ledger.kernels import UPDATE_LAYOUTS, KernelDispatch, check_kernel_choice
-from paper_repro.ledger.pricing import RoundPricing
-from paper_repro.ledger.trainer import LedgerGRPOTrainer
+# Each public name and the module that owns it, imported on first use (PEP 562): importing the callback
+# loads neither the subclass nor TRL, and importing the ledger installs no log handler and no hook.
+OWNERS = {
+    "FlopLedgerCallback": ".callback",
+    "ALLOW_UNTESTED_TRL_ENV": ".compat",
+    "HOOKED_METHODS": ".compat",
+    "SUPPORTED_TRL": ".compat",
+    "check_config_places": ".compat",
+    "check_hooked_methods": ".compat",
+    "check_trl": ".compat",
+    "BUDGET_STOPS": ".core",
+    "COMPONENTS": ".core",
+    "METRIC_NAMES": ".core",
+    "TOKEN_COUNTS": ".core",
+    "BudgetWarning": ".core",
+    "Component": ".core",
+    "FlopLedger": ".core",
+    "LedgerConfig": ".core",
+    "as_conventions": ".core",
+    "forward_pass_work": ".core",
+    "generation_pass_work": ".core",
+    "real_rows_work": ".core",
+    "Downsampling": ".downsample",
+    "downsample_batch": ".downsample",
+    "group_advantages": ".downsample",
+    "max_variance_subset": ".downsample",
+    "UPDATE_LAYOUTS": ".kernels",
+    "KernelDispatch": ".kernels",
+    "check_kernel_choice": ".kernels",
+    "RoundPricing": ".pricing",
+    "LedgerGRPOTrainer": ".trainer",
+}
+__getattr__, __dir__ = lazy_surface(__name__, OWNERS)
 
 __all__ = [
     "ALLOW_UNTESTED_TRL_ENV",
@@ -117,16 +118,3 @@ __all__ = [
     "max_variance_subset",
     "real_rows_work",
 ]
-
-
-# The one line a run logs when it stops (rounds, spent / budget, why): shown by default, on stderr, as
-# transformers shows its own logs; `logging.getLogger("paper_repro.ledger").setLevel(logging.WARNING)`
-# silences it.
-_logger = logging.getLogger(__name__)
-if not _logger.handlers:
-    _handler = logging.StreamHandler()
-    _handler.setFormatter(logging.Formatter("%(message)s"))
-    _logger.addHandler(_handler)
-    _logger.propagate = False
-if _logger.level == logging.NOTSET:  # a level set before this import (e.g. to silence it) stays
-    _logger.setLevel(logging.INFO)

@@ -87,6 +87,7 @@ from transformers.trainer_callback import ExportableState
 from paper_repro.accounting import flops
 from paper_repro.accounting.flops import Work
 from paper_repro.ledger.callback_fields import CallbackFields
+from paper_repro.ledger.config import show_run_lines
 from paper_repro.ledger.core import BudgetWarning, FlopLedger, LedgerConfig, as_conventions
 from paper_repro.ledger.cost_models import check_priced, policy_cost
 from paper_repro.ledger.resume import (
@@ -232,6 +233,7 @@ class FlopLedgerCallback(CallbackFields, PassWatcher, TrainerCallback, Exportabl
                 "FlopLedgerCallback needs the trainer's model (the callback's `model` argument)"
             )
         check_not_rebuilt(args, "FlopLedgerCallback")
+        show_run_lines()
         self._remove_hooks()
         checkpointing = bool(
             getattr(args, "activation_checkpointing", getattr(args, "gradient_checkpointing", False))

@@ -5,6 +5,7 @@ was set up so that it could pass, its budget."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -147,3 +148,19 @@ def _check_number(name: str, value: Any, unit: str) -> None:
         raise _field_error(name, value, f"a positive, finite number of {unit}, or None")
     if not math.isfinite(value) or value <= 0:
         raise _field_error(name, value, f"a positive, finite number of {unit}, or None")
+
+
+def show_run_lines() -> None:
+    """Show the one line a run logs when it stops (rounds, spent / budget, why) on stderr, as
+    transformers shows its own logs: a handler on the ``paper_repro.ledger`` logger at INFO, set up
+    when a ledger run starts, not when the ledger is imported (a library installs no handler at
+    import). A handler or a level set before stays:
+    ``logging.getLogger("paper_repro.ledger").setLevel(logging.WARNING)`` silences it."""
+    logger = logging.getLogger("paper_repro.ledger")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)

@@ -53,6 +53,7 @@ from trl import GRPOTrainer
 from paper_repro.accounting import flops
 from paper_repro.ledger.card import utilisation_metrics
 from paper_repro.ledger.compat import check_config_places, check_trl
+from paper_repro.ledger.config import show_run_lines
 from paper_repro.ledger.core import (
     FlopLedger,
     LedgerConfig,
@@ -221,6 +222,7 @@ class LedgerGRPOTrainer(RoundPricing, Downsampling, KernelDispatch, GRPOTrainer)
         A resume whose next step could pass the budget (the run had stopped by its budget there, or
         the budget was lowered) runs no step: it logs why and returns."""
         check_not_rebuilt(self.args, "LedgerGRPOTrainer")
+        show_run_lines()
         folder = resume_from_checkpoint
         if folder is True:
             from transformers.trainer_utils import get_last_checkpoint
