@@ -7,6 +7,7 @@ attention, one generation round in two optimizer steps. Its FLOPs against ``Flop
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -343,3 +344,20 @@ def test_without_a_trainer_only_the_policy_is_watched_and_it_warns(tmp_path):
     assert _hooks(trainer.model) > 0 and _hooks(trainer.ref_model) == 0
     handler.on_train_end(trainer.args, trainer.state, trainer.control)
     assert _hooks(trainer.model) == 0
+
+
+def test_hooks_a_run_left_behind_are_removed_by_the_next_watcher_of_the_model():
+    """A train() that raises never reaches on_train_end, so its callback's hooks stay on the model; the
+    next callback that watches that model removes them (with a warning) before it installs its own,
+    so no pass is charged twice or to the finished run."""
+    model = tiny_lm()
+    left = FlopLedgerCallback()
+    left._claim(model)
+    left._handles.append(model.register_forward_pre_hook(lambda module, args: None))
+    nxt = FlopLedgerCallback()
+    with pytest.warns(UserWarning, match="hooks an earlier run left"):
+        nxt._claim(model)
+    assert not left._handles and not model._forward_pre_hooks
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nxt._claim(model)  # its own claim again: nothing to remove, no warning

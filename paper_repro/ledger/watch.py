@@ -44,6 +44,12 @@ from paper_repro.accounting.flops import Work
 from paper_repro.ledger.core import FlopLedger, generation_pass_work, real_rows_work
 from paper_repro.ledger.cost_models import check_priced, reward_model_cost
 
+# Which watcher holds hooks on which model (weakly: a model or a watcher that is gone drops out). A run
+# whose train() raised (an interrupt, an out-of-memory error) never reaches on_train_end, so its hooks
+# stay on its models; the next watcher of one of those models removes them before it installs its own,
+# so that no pass is charged twice or to a finished run.
+_WATCHED: weakref.WeakKeyDictionary[torch.nn.Module, weakref.ref] = weakref.WeakKeyDictionary()
+
 
 @dataclass
 class _Call:
@@ -220,6 +226,7 @@ class PassWatcher:
         """Hooks on ``model`` (the policy) and, with ``watch_models``, on the trainer's other models;
         this callback moved ahead of the trainer's log readers."""
         base = _base(model)
+        self._claim(base)
         self._handles.append(base.register_forward_pre_hook(self._policy_pre, with_kwargs=True))
         self._handles.append(base.register_forward_hook(self._policy_post, always_call=True))
         head = base.get_output_embeddings() if hasattr(base, "get_output_embeddings") else None
@@ -242,10 +249,26 @@ class PassWatcher:
             return
         ref, rewards = trainer_models(trainer)
         if ref is not None and ref is not base:
+            self._claim(ref)
             self._watch_ref(ref)
         for reward_model in rewards:
+            self._claim(reward_model)
             self._handles.append(reward_model.register_forward_pre_hook(self._reward_pre))
             self._handles.append(reward_model.register_forward_hook(self._reward_post, with_kwargs=True))
+
+    def _claim(self, model: torch.nn.Module) -> None:
+        """Take ``model`` for this watcher: hooks another watcher left on it (a run whose ``train()``
+        raised, so that its ``on_train_end`` never ran) are removed first, with a warning."""
+        holder = _WATCHED.get(model)
+        stale = holder() if holder is not None else None
+        if stale is not None and stale is not self and stale._handles:
+            warnings.warn(
+                "FlopLedgerCallback: removing the hooks an earlier run left on this model (its train() "
+                "ended without on_train_end, e.g. by an exception)",
+                stacklevel=5,
+            )
+            stale._remove_hooks()
+        _WATCHED[model] = weakref.ref(self)
 
     def _watch_ref(self, model: Any) -> None:
         """The policy's hooks on a separate reference model: its log-prob forwards, its LM head."""
