@@ -160,8 +160,8 @@ def ratio_table(tmp: Path) -> list[tuple[str, float, float]]:
                 built, _ = make_trainer(
                     tmp / case.replace(" ", "-"), trainer, lora, checkpointing, callback=core
                 )
-                rows.append((case, 0.0, train_under_profiler(built)))
-                rows[-1] = (case, core_executed(core), rows[-1][2])
+                measured = train_under_profiler(built)
+                rows.append((case, core_executed(core), measured))
     for shape, (trainer, lora, model, kwargs) in RUN_SHAPES.items():
         core = FlopLedgerCoreCallback()
         built, _ = make_trainer(

@@ -46,14 +46,17 @@ from transformers.trainer_callback import ExportableState
 from paper_repro.ledger.trl_core_flops import (
     Training,
     Work,
+    arg,
     base_model,
-    causal_pairs,
     checkpointing_of,
     decoder_shape,
+    first_eos_lengths,
     forward_flops,
+    forward_work,
     generation_work,
     lora_of,
     mask_work,
+    read_call,
     train_flops,
 )
 
@@ -184,70 +187,6 @@ class CoreLedger:
             setattr(self, k, state[k])
         self._open()
         self._round = 0.0
-
-
-def _arg(args: tuple, kwargs: dict, name: str, position: int) -> Any:
-    return kwargs[name] if name in kwargs else (args[position] if len(args) > position else None)
-
-
-def _read_call(args: tuple, kwargs: dict) -> dict[str, Any] | None:
-    """What a forward's pre-hook reads: rows, width, keys, the 2-d mask, the shifted labels, whether
-    TRL's fused head runs and grad is on; None without ``input_ids`` or ``inputs_embeds``."""
-    x = _arg(args, kwargs, "input_ids", 0)
-    x = x if isinstance(x, torch.Tensor) else kwargs.get("inputs_embeds")
-    if not isinstance(x, torch.Tensor):
-        return None
-    rows, width = x.shape[:2]
-    mask = kwargs.get("attention_mask")
-    if isinstance(mask, torch.Tensor) and mask.dim() in (2, 4):
-        keys = mask.size(-1)
-    else:  # no mask: every cached key ("cache" in transformers 5, "past_key_values" before)
-        mask, past = None, kwargs.get("cache", kwargs.get("past_key_values"))
-        keys = width + (int(past.get_seq_length()) if hasattr(past, "get_seq_length") else 0)
-    labels = kwargs.get("shift_labels")
-    if labels is None and isinstance(kwargs.get("labels"), torch.Tensor):
-        labels = kwargs["labels"][:, 1:]
-    return dict(
-        rows=int(rows), width=int(width), keys=int(keys), labels=labels, head=0,
-        mask=mask if mask is not None and mask.dim() == 2 else None,
-        fused=bool(kwargs.get("fused_lm_head", False)), grad=torch.is_grad_enabled(),
-    )  # fmt: skip
-
-
-def forward_work(call: dict[str, Any]) -> dict[str, Work]:
-    """Useful and executed work of a full-sequence forward read by :func:`_read_call`: TRL's fused head
-    scores the labelled positions on CUDA/XPU with Triton, every position but the last elsewhere; a
-    head run as a module, the positions its hook saw (useful: a real position scoring a real token)."""
-    rows, width, mask, labels = call["rows"], call["width"], call["mask"], call["labels"]
-    if call["fused"] and labels is not None:
-        from transformers.utils import is_triton_available
-
-        head_useful = int((labels != -100).sum())
-        compact = labels.device.type in ("cuda", "xpu") and is_triton_available()
-        head_executed = head_useful if compact else rows * (width - 1)
-    else:
-        head_executed = call["head"]
-        per_row = head_executed // rows if rows else 0
-        if mask is not None and 0 < per_row <= width:
-            low = width - per_row
-            head_useful = int((mask[:, low : width - 1] * mask[:, low + 1 :]).sum())
-        else:
-            head_useful = head_executed
-    useful = (
-        mask_work(mask, head_useful)
-        if mask is not None
-        else Work(rows * width, rows * causal_pairs(width), head_useful)
-    )
-    return {"useful": useful, "executed": Work(rows * width, rows * width * call["keys"], head_executed)}
-
-
-def _first_eos_lengths(completions: torch.Tensor, eos: Any) -> list[int]:
-    width = completions.size(1)
-    if eos is None or width == 0:
-        return [width] * completions.size(0)
-    ids = torch.tensor([eos] if isinstance(eos, int) else list(eos), device=completions.device)
-    is_eos = torch.isin(completions, ids)
-    return torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1) + 1, width).tolist()
 
 
 def _unwrap(module: Any) -> Any:
@@ -510,7 +449,7 @@ class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
                 outs = list(out.values()) if isinstance(out, dict) else []
                 p_lens, c_lens = [len(o.prompt_ids) for o in outs], [len(o.generated_tokens) for o in outs]
             else:
-                ids = _arg(args, kwargs, "input_ids", 0)
+                ids = arg(args, kwargs, "input_ids", 0)
                 if not isinstance(ids, torch.Tensor):
                     return out
                 mask, width = kwargs.get("attention_mask"), ids.size(1)
@@ -519,7 +458,7 @@ class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
                     base_model(self._policy), "generation_config", None
                 )
                 sequences = getattr(out, "sequences", out)
-                c_lens = _first_eos_lengths(sequences[:, width:], getattr(config, "eos_token_id", None))
+                c_lens = first_eos_lengths(sequences[:, width:], getattr(config, "eos_token_id", None))
             useful = Work()
             for p, c in zip(p_lens, c_lens, strict=True):
                 useful = useful + generation_work(p, c)
@@ -541,7 +480,7 @@ class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
 
     def _policy_pre(self, module: Any, args: tuple, kwargs: dict) -> None:
         if self._call is None and self._counting():
-            self._call = _read_call(args, kwargs)
+            self._call = read_call(args, kwargs)
 
     def _policy_post(self, module: Any, args: tuple, output: Any) -> None:
         call, self._call = self._call, None
@@ -577,7 +516,7 @@ class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
         self.ledger.count(**{f"{part}_forward_rows": call["rows"]})
 
     def _ref_pre(self, module: Any, args: tuple, kwargs: dict) -> None:
-        self._ref_call = _read_call(args, kwargs) if self._counting() and not self._in_generate else None
+        self._ref_call = read_call(args, kwargs) if self._counting() and not self._in_generate else None
 
     def _ref_post(self, module: Any, args: tuple, output: Any) -> None:
         call, self._ref_call = self._ref_call, None
@@ -591,7 +530,7 @@ class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
     def _reward_post(self, shape: Any) -> Any:
         def hook(module: Any, args: tuple, kwargs: dict, output: Any) -> None:
             """A reward model's forward over its ``input_ids`` and mask: C_reward."""
-            ids = _arg(args, kwargs, "input_ids", 0)
+            ids = arg(args, kwargs, "input_ids", 0)
             if (
                 not self._counting()
                 or self._in_generate

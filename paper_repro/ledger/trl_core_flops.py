@@ -11,6 +11,8 @@ Stdlib and torch only, nothing of this project: a TRL maintainer reads it with t
   autograd runs it: no weight gradient for a frozen base, no input gradient where none is needed, TRL's
   fused LM head recomputing its logits in backward, and activation checkpointing's replay).
 * :func:`checkpointing_of`: the replay a run's ``activation_checkpointing_kwargs`` ask for.
+* :func:`read_call` and :func:`forward_work`: what a forward hook reads of a call, and the useful and
+  executed work of that forward; :func:`first_eos_lengths`: generated lengths up to the first EOS.
 
 Counted against ``FlopCounterMode`` in ``tests/test_ledger_trl_core.py``.
 """
@@ -280,3 +282,67 @@ def checkpointing_of(kwargs: dict[str, Any] | str | None) -> tuple[Recompute, in
     reentrant = torch_kwargs.get("use_reentrant") is None or bool(torch_kwargs["use_reentrant"])
     early = not reentrant and bool(torch_kwargs.get("early_stop", True))
     return ("early_stop" if early else "full"), every
+
+
+def arg(args: tuple, kwargs: dict, name: str, position: int) -> Any:
+    return kwargs[name] if name in kwargs else (args[position] if len(args) > position else None)
+
+
+def read_call(args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    """What a forward's pre-hook reads: rows, width, keys, the 2-d mask, the shifted labels, whether
+    TRL's fused head runs and grad is on; None without ``input_ids`` or ``inputs_embeds``."""
+    x = arg(args, kwargs, "input_ids", 0)
+    x = x if isinstance(x, torch.Tensor) else kwargs.get("inputs_embeds")
+    if not isinstance(x, torch.Tensor):
+        return None
+    rows, width = x.shape[:2]
+    mask = kwargs.get("attention_mask")
+    if isinstance(mask, torch.Tensor) and mask.dim() in (2, 4):
+        keys = mask.size(-1)
+    else:  # no mask: every cached key ("cache" in transformers 5, "past_key_values" before)
+        mask, past = None, kwargs.get("cache", kwargs.get("past_key_values"))
+        keys = width + (int(past.get_seq_length()) if hasattr(past, "get_seq_length") else 0)
+    labels = kwargs.get("shift_labels")
+    if labels is None and isinstance(kwargs.get("labels"), torch.Tensor):
+        labels = kwargs["labels"][:, 1:]
+    return dict(
+        rows=int(rows), width=int(width), keys=int(keys), labels=labels, head=0,
+        mask=mask if mask is not None and mask.dim() == 2 else None,
+        fused=bool(kwargs.get("fused_lm_head", False)), grad=torch.is_grad_enabled(),
+    )  # fmt: skip
+
+
+def forward_work(call: dict[str, Any]) -> dict[str, Work]:
+    """Useful and executed work of a full-sequence forward read by :func:`read_call`: TRL's fused head
+    scores the labelled positions on CUDA/XPU with Triton, every position but the last elsewhere; a
+    head run as a module, the positions its hook saw (useful: a real position scoring a real token)."""
+    rows, width, mask, labels = call["rows"], call["width"], call["mask"], call["labels"]
+    if call["fused"] and labels is not None:
+        from transformers.utils import is_triton_available
+
+        head_useful = int((labels != -100).sum())
+        compact = labels.device.type in ("cuda", "xpu") and is_triton_available()
+        head_executed = head_useful if compact else rows * (width - 1)
+    else:
+        head_executed = call["head"]
+        per_row = head_executed // rows if rows else 0
+        if mask is not None and 0 < per_row <= width:
+            low = width - per_row
+            head_useful = int((mask[:, low : width - 1] * mask[:, low + 1 :]).sum())
+        else:
+            head_useful = head_executed
+    useful = (
+        mask_work(mask, head_useful)
+        if mask is not None
+        else Work(rows * width, rows * causal_pairs(width), head_useful)
+    )
+    return {"useful": useful, "executed": Work(rows * width, rows * width * call["keys"], head_executed)}
+
+
+def first_eos_lengths(completions: torch.Tensor, eos: Any) -> list[int]:
+    width = completions.size(1)
+    if eos is None or width == 0:
+        return [width] * completions.size(0)
+    ids = torch.tensor([eos] if isinstance(eos, int) else list(eos), device=completions.device)
+    is_eos = torch.isin(completions, ids)
+    return torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1) + 1, width).tolist()
