@@ -10,6 +10,7 @@ stop, its ``ExportableState`` resume and its metrics.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,7 +95,11 @@ def test_importing_the_core_loads_no_other_project_module():
         "mods = sorted(m for m in sys.modules if m.startswith('paper_repro'));"
         "print(','.join(mods)); print('trl' in sys.modules, len(logging.getLogger().handlers) - before)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    root = str(Path(__file__).resolve().parents[1])  # this checkout's paper_repro, not an installed one
+    env = {**os.environ, "PYTHONPATH": root}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env
+    ).stdout
     modules, rest = out.strip().splitlines()
     assert set(modules.split(",")) <= {
         "paper_repro",
