@@ -256,17 +256,19 @@ class CallbackFields:
         completion at ``max_completion_length``), priced by
         :func:`~paper_repro.accounting.ceiling.round_ceiling_cost` as LedgerGRPOTrainer prices it."""
         from paper_repro.accounting.ceiling import round_ceiling_cost
+        from paper_repro.ledger.pricing import runs_old_policy_forward
 
         args = self._run.args
         rows = (
             args.per_device_train_batch_size * args.steps_per_generation * self._run.accelerator.num_processes
         )
         g, mu, c = self._run.num_generations, self._run.num_iterations, args.max_completion_length
-        # TRL's rule for the old-policy forward: GRPO's (the steps not aligned with the rounds, or vLLM's
-        # importance sampling); RLOO runs it always
-        old = type(args).__name__.startswith("RLOO") or (
-            args.gradient_accumulation_steps % (args.steps_per_generation * mu) != 0
-            or bool(self._run.use_vllm and getattr(args, "vllm_importance_sampling_correction", False))
+        old = runs_old_policy_forward(
+            args,
+            mu,
+            self._run.use_vllm,
+            getattr(args, "vllm_importance_sampling_correction", False),
+            rloo=type(args).__name__.startswith("RLOO"),
         )
         step = flops.GRPOStep(
             prompts=rows // g,

@@ -26,6 +26,19 @@ from paper_repro.ledger.core import BudgetWarning, as_conventions, forward_pass_
 from paper_repro.ledger.cost_models import unpriced_parts
 
 
+def runs_old_policy_forward(args: Any, mu: int, use_vllm: bool, correction: bool, rloo: bool = False) -> bool:
+    """Whether TRL runs the old-policy forward in each round (so a round's price includes it): always
+    for RLOO (``rloo``); for GRPO when the optimizer steps do not line up with the rounds
+    (``gradient_accumulation_steps`` not a multiple of ``steps_per_generation`` x ``mu``) or under vLLM
+    with its importance-sampling ``correction``. The one statement of TRL 1.16's rule, read by the
+    subclass's pricing and the callback's (``max_prompt_tokens``)."""
+    if rloo:
+        return True
+    return args.gradient_accumulation_steps % (args.steps_per_generation * mu) != 0 or bool(
+        use_vllm and correction
+    )
+
+
 class RoundPricing:
     """Prices the costliest generation round and refuses a budget below one round (a mixin of
     :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`, which sets ``ledger``, ``_kept``,
@@ -151,9 +164,7 @@ class RoundPricing:
             return None
         prompt, prompt_tokens, source = longest
         c = args.max_completion_length
-        old = args.gradient_accumulation_steps % (args.steps_per_generation * mu) != 0 or bool(
-            self.use_vllm and self.vllm_importance_sampling_correction
-        )
+        old = runs_old_policy_forward(args, mu, self.use_vllm, self.vllm_importance_sampling_correction)
         step = GRPOStep(
             prompts=rows // g,
             generations=g,
