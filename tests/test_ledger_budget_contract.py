@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
-from transformers import TrainerCallback
 
 from paper_repro.ledger import BudgetWarning, FlopLedgerCallback, LedgerConfig, LedgerGRPOTrainer
 from paper_repro.ledger.callback import BudgetSpentError
 from paper_repro.ledger.resume import STATE_KEY, STATE_NAME
 from tests.test_ledger_callback import build
+from tests.test_ledger_resume import Interrupted, KillAfterSave
+from tests.test_ledger_trl_style import one_thread  # noqa: F401 (one torch thread while the module runs)
 
 FORMS = ("callback", "subclass")
 # 4 rows a step (1 prompt x G = 4), two steps a round, 6-token completions, a checkpoint every step
@@ -38,27 +38,6 @@ SETTINGS = dict(
 STEPS_PER_ROUND = 2
 # the callback's name in trainer_state.json's stateful_callbacks, per form
 STATE_OWNER = {"callback": "FlopLedgerCallback", "subclass": "_LedgerCallback"}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-class Interrupted(Exception):
-    """Stands for the process being killed right after a checkpoint was written."""
-
-
-class KillAfterSave(TrainerCallback):
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_save(self, args, state, control, **kwargs):
-        if state.global_step == self.step:
-            raise Interrupted(self.step)
 
 
 @dataclass

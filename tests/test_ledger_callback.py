@@ -24,58 +24,18 @@ from paper_repro.ledger import (
 from paper_repro.ledger import callback as callback_module
 from paper_repro.ledger import watch as watch_module
 from paper_repro.testbed import build_tokenizer
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models gain nothing from a second thread, and on a shared machine torch's spinning OpenMP
-    threads make these runs several times slower: one thread while this module runs."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def tiny_lm(model_type: str = "qwen2", seed: int = 0):
-    """A random tiny causal LM (2 layers, hidden 32, GQA) over the testbed tokenizer, eager attention."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    tokenizer = build_tokenizer()
-    config = AutoConfig.for_model(
-        model_type, vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=128,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
-    )  # fmt: skip
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    return model
-
-
-def tiny_reward_model():
-    """A tiny Qwen2 sequence classifier (TRL's nn.Module reward path), eager attention."""
-    from transformers import Qwen2Config, Qwen2ForSequenceClassification
-
-    tokenizer = build_tokenizer()
-    config = Qwen2Config(
-        vocab_size=len(tokenizer), hidden_size=48, intermediate_size=64, num_hidden_layers=1,
-        num_attention_heads=4, num_key_value_heads=2, num_labels=1, pad_token_id=tokenizer.pad_token_id,
-    )  # fmt: skip
-    config._attn_implementation = "eager"
-    torch.manual_seed(1)
-    return Qwen2ForSequenceClassification(config)
+from tests.test_ledger_trl_style import (
+    length_reward,
+    one_thread,  # noqa: F401 (one torch thread while the module runs)
+    prompt_dataset,
+    tiny_reward_model,
+)
+from tests.test_ledger_trl_style import tiny_causal_lm as tiny_lm
 
 
 def prompts(n: int = 32):
-    """Prompts of different lengths: left padding in generation, padding in the loss passes."""
-    from datasets import Dataset
-
-    return Dataset.from_list([{"prompt": f"{i}+{(7 * i) % 1000}="} for i in range(n)])
-
-
-def length_reward(completions, **kwargs):
-    return [float(len(c)) / 10 for c in completions]
+    """32 prompts of different lengths (:func:`tests.test_ledger_trl_style.prompt_dataset`)."""
+    return prompt_dataset(n)
 
 
 def build(tmp_path, trainer="grpo", model="qwen2", lora=True, callback=None, trainer_cls=None, **overrides):

@@ -20,17 +20,9 @@ from paper_repro.ledger.callback_fields import CALLBACK_HONOURS, CALLBACK_REFUSE
 from tests.test_ledger import build_tiny_grpo
 from tests.test_ledger_callback import build, length_reward
 from tests.test_ledger_streaming import Stream
+from tests.test_ledger_trl_style import one_thread  # noqa: F401 (one torch thread while the module runs)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "ledger.md"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread for the tiny runs (as tests/test_ledger_callback.py)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 # --- every field: honoured or refused ----------------------------------------------------------

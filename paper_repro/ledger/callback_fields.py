@@ -254,19 +254,20 @@ class CallbackFields:
     def _price_round(self, prompt_tokens: int, source: str) -> dict[str, Any]:
         """The costliest round at ``prompt_tokens`` (TRL's batch layout from its config, every
         completion at ``max_completion_length``), priced by
-        :func:`~paper_repro.accounting.ceiling.round_ceiling_cost` as LedgerGRPOTrainer prices it."""
-        from paper_repro.accounting.ceiling import round_ceiling_cost
+        :func:`~paper_repro.ledger.pricing.round_price` as LedgerGRPOTrainer prices it."""
+        from paper_repro.ledger.pricing import round_price, runs_old_policy_forward
 
         args = self._run.args
         rows = (
             args.per_device_train_batch_size * args.steps_per_generation * self._run.accelerator.num_processes
         )
         g, mu, c = self._run.num_generations, self._run.num_iterations, args.max_completion_length
-        # TRL's rule for the old-policy forward: GRPO's (the steps not aligned with the rounds, or vLLM's
-        # importance sampling); RLOO runs it always
-        old = type(args).__name__.startswith("RLOO") or (
-            args.gradient_accumulation_steps % (args.steps_per_generation * mu) != 0
-            or bool(self._run.use_vllm and getattr(args, "vllm_importance_sampling_correction", False))
+        old = runs_old_policy_forward(
+            args,
+            mu,
+            self._run.use_vllm,
+            getattr(args, "vllm_importance_sampling_correction", False),
+            rloo=type(args).__name__.startswith("RLOO"),
         )
         step = flops.GRPOStep(
             prompts=rows // g,
@@ -279,14 +280,7 @@ class CallbackFields:
             old_logprobs=old,
             prefix_cache=False,
         )
-        reward = self._reward_ceiling(prompt_tokens, rows)
-        ceiling = round_ceiling_cost(self.ledger.policy, step, self.ledger.train, reward_flops=reward)
-        return {
-            **{key: float(value) for key, value in ceiling.cost.as_dict().items()},
-            "C_loss": float(ceiling.C_loss),
-            **{"P": rows // g, "G": g, "K": g, "mu": mu, "rows": rows},
-            **{"prompt_tokens": prompt_tokens, "completion_tokens": c, "prompt_source": source},
-        }
+        return round_price(self.ledger, step, self._reward_ceiling(prompt_tokens, rows), source)
 
     def _reward_ceiling(self, prompt_tokens: int, rows: int) -> float:
         """Useful FLOPs of the rewards on ``rows`` worst-case completions: each reward model seen so far

@@ -26,6 +26,36 @@ from paper_repro.ledger.core import BudgetWarning, as_conventions, forward_pass_
 from paper_repro.ledger.cost_models import unpriced_parts
 
 
+def runs_old_policy_forward(args: Any, mu: int, use_vllm: bool, correction: bool, rloo: bool = False) -> bool:
+    """Whether TRL runs the old-policy forward in each round (so a round's price includes it): always
+    for RLOO (``rloo``); for GRPO when the optimizer steps do not line up with the rounds
+    (``gradient_accumulation_steps`` not a multiple of ``steps_per_generation`` x ``mu``) or under vLLM
+    with its importance-sampling ``correction``. The one statement of TRL 1.16's rule, read by the
+    subclass's pricing and the callback's (``max_prompt_tokens``)."""
+    if rloo:
+        return True
+    return args.gradient_accumulation_steps % (args.steps_per_generation * mu) != 0 or bool(
+        use_vllm and correction
+    )
+
+
+def round_price(ledger: Any, step: GRPOStep, reward_flops: float, source: str) -> dict[str, Any]:
+    """The costliest round of ``step`` (every completion at its ``completion_tokens``) on ``ledger``'s
+    policy, rewards of ``reward_flops``, priced by :func:`round_ceiling_cost`: its cost split,
+    ``C_loss`` (the loss passes: the part of the round spread over its steps), its layout and where
+    its prompt length came from (``source``). The one shape of a round's price, for the subclass's
+    pricing and the callback's (``max_prompt_tokens``)."""
+    ceiling = round_ceiling_cost(ledger.policy, step, ledger.train, reward_flops=reward_flops)
+    rows = step.prompts * step.generations
+    return {
+        **{key: float(value) for key, value in ceiling.cost.as_dict().items()},
+        "C_loss": float(ceiling.C_loss),
+        **{"P": step.prompts, "G": step.generations, "K": step.kept, "mu": step.epochs, "rows": rows},
+        **{"prompt_tokens": step.prompt_tokens, "completion_tokens": step.completion_tokens},
+        "prompt_source": source,
+    }
+
+
 class RoundPricing:
     """Prices the costliest generation round and refuses a budget below one round (a mixin of
     :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer`, which sets ``ledger``, ``_kept``,
@@ -151,9 +181,7 @@ class RoundPricing:
             return None
         prompt, prompt_tokens, source = longest
         c = args.max_completion_length
-        old = args.gradient_accumulation_steps % (args.steps_per_generation * mu) != 0 or bool(
-            self.use_vllm and self.vllm_importance_sampling_correction
-        )
+        old = runs_old_policy_forward(args, mu, self.use_vllm, self.vllm_importance_sampling_correction)
         step = GRPOStep(
             prompts=rows // g,
             generations=g,
@@ -167,20 +195,7 @@ class RoundPricing:
         )
         # the reward functions and reward modules, priced on a worst-case batch of what they see
         reward = self._reward_ceiling(prompt, prompt_tokens, rows)
-        ceiling = round_ceiling_cost(self.ledger.policy, step, self.ledger.train, reward_flops=reward)
-        cost = ceiling.cost
-        return {
-            **{key: float(value) for key, value in cost.as_dict().items()},
-            "C_loss": float(ceiling.C_loss),  # the loss passes: the part of the round spread over its steps
-            "P": rows // g,
-            "G": g,
-            "K": k,
-            "mu": mu,
-            "rows": rows,
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": c,
-            "prompt_source": source,
-        }
+        return round_price(self.ledger, step, reward, source)
 
     # --- the budget stop ----------------------------------------------------------------------
     def _stops_before_next_step(self, round_complete: bool) -> bool:
