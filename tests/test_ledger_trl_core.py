@@ -73,8 +73,8 @@ def test_core_run_shapes(tmp_path, shape):
 
 
 def test_core_and_full_callback_count_the_same(tmp_path):
-    """Both forms on one trainer: every component, both conventions, equal (one price, two owners
-    today; this fails the day they drift)."""
+    """Both forms on one trainer: every component, both conventions, equal (one price and one set of
+    hooks, two ledgers)."""
     from paper_repro.ledger import FlopLedgerCallback, LedgerConfig
 
     core, full = FlopLedgerCoreCallback(), FlopLedgerCallback(LedgerConfig())
@@ -107,7 +107,11 @@ def test_importing_the_core_loads_no_other_project_module():
         "paper_repro.common.lazy",  # paper_repro.ledger's lazy surface (PEP 562)
         "paper_repro.ledger",
         "paper_repro.ledger.trl_core",
-        "paper_repro.ledger.trl_core_flops",
+        "paper_repro.ledger.trl_core_read",
+        "paper_repro.ledger.trl_core_watch",
+        "paper_repro.accounting",  # the FLOP model the core prices with (stdlib only)
+        "paper_repro.accounting.flops",
+        "paper_repro.accounting.flop_work",
     }
     assert rest == "False 0"  # no TRL, no log handler
 

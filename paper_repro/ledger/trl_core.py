@@ -8,31 +8,29 @@ transformers' ``ExportableState`` (the checkpoint's ``trainer_state.json``).
 ::
 
     ledger = FlopLedgerCoreCallback(budget_flops=3e15)
-    trainer = GRPOTrainer(..., callbacks=[ledger])  # or RLOOTrainer
+    trainer = GRPOTrainer(..., callbacks=[ledger])  # or RLOOTrainer; or ledger.attach(trainer)
     trainer.train()
     ledger.ledger.summary()
 
-Imports stdlib, torch, transformers and :mod:`paper_repro.ledger.trl_core_flops` (the price); nothing at
-import installs a hook or a handler. Hooks sit on the trainer's own models (the policy, a separate
-reference model, reward models) from ``on_train_begin`` to ``on_train_end``:
-
-* the policy's ``generate`` wrapped: C_search, executed from the forwards it runs, useful from its output
-  (real prompt tokens, completion up to its first EOS);
-* any other policy forward in training mode: with grad a loss pass (C_learning ``loss``), without it the
-  old-policy forward, or the reference one with PEFT adapters disabled (``old`` / ``ref``);
-* the reference model's forwards (``ref``) and the reward models' (C_reward).
+The core is four modules: this one (the ledger and the callback), :mod:`~paper_repro.ledger.trl_core_watch`
+(the hooks), :mod:`~paper_repro.ledger.trl_core_read` (what is read of a model, a trainer and a call) and
+the FLOP model they price with, :mod:`paper_repro.accounting.flops` (with
+:mod:`~paper_repro.accounting.flop_work`). They import stdlib, torch and transformers and nothing else of
+the project; nothing at import installs a hook or a handler. The hooks sit on the trainer's own models
+(the policy, a separate reference model, reward models) from ``on_train_begin`` to ``on_train_end``.
 
 Budget: at the end of each generation round the run stops when the next round, priced at the larger of
 ``round_ceiling_flops`` and the dearest round so far, could pass ``budget_flops``; a resume whose next
 round could is refused at train begin (:class:`BudgetSpentError`: Trainer runs a first step whatever a
-callback says). The full :class:`~paper_repro.ledger.callback.FlopLedgerCallback` builds on this with
-measured families, a per-step stop, the card and the project's options.
+callback says). Under ``torch.distributed`` each step's counts are summed over the processes.
+
+The full :class:`~paper_repro.ledger.callback.FlopLedgerCallback` builds on the same hooks and price with
+measured families (any model transformers runs), a per-step stop, the round ceiling priced from
+``max_prompt_tokens``, reward functions' own ``flop_cost``, seconds, MFU and the compute card.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 import uuid
 import warnings
@@ -43,22 +41,17 @@ import torch
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from paper_repro.ledger.trl_core_flops import (
-    Training,
-    Work,
-    arg,
+from paper_repro.accounting.flops import CostModel, TrainSpec, Work, forward_flops, train_flops
+from paper_repro.ledger.trl_core_read import (
+    Call,
+    analytic_shape,
     base_model,
-    checkpointing_of,
-    decoder_shape,
-    first_eos_lengths,
-    forward_flops,
-    forward_work,
-    generation_work,
-    lora_of,
-    mask_work,
-    read_call,
-    train_flops,
+    checkpointing_args,
+    lora_spec_of,
+    train_spec_of,
+    trainer_models,
 )
+from paper_repro.ledger.trl_core_watch import CoreWatcher
 
 CONVENTIONS = ("useful", "executed")
 COMPONENTS = ("search", "learning", "reward")
@@ -102,6 +95,26 @@ class CoreLedger:
     def count(self, **tokens: float) -> None:
         for k, v in tokens.items():
             self._tokens[k] = self._tokens.get(k, 0.0) + v
+
+    def sum_open_step_over_processes(self) -> None:
+        """Sum the open step's counts over the processes of ``torch.distributed`` (each process sees its
+        own share of the batch), in place; nothing in a single process."""
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+            return
+        slots = [(self._flops[c], k) for c in CONVENTIONS for k in COMPONENTS]
+        slots += [(self._parts[c], k) for c in CONVENTIONS for k in PARTS]
+        names = sorted(self._tokens)  # every process counts the same kinds of tokens
+        values = [table[k] for table, k in slots] + [self._tokens[n] for n in names]
+        on_gpu = dist.get_backend() == "nccl"
+        device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
+        summed = torch.tensor(values, dtype=torch.float64, device=device)
+        dist.all_reduce(summed)
+        total = summed.tolist()
+        for (table, k), v in zip(slots, total[: len(slots)], strict=True):
+            table[k] = v
+        self._tokens = dict(zip(names, total[len(slots) :], strict=True))
 
     def end_step(self, step: int, round_complete: bool) -> dict[str, Any]:
         """Close an optimizer step; its record."""
@@ -189,46 +202,15 @@ class CoreLedger:
         self._round = 0.0
 
 
-def _unwrap(module: Any) -> Any:
-    """The model inside accelerate's / DDP's / DeepSpeed's ``.module`` wrapper."""
-    from transformers import PreTrainedModel
-
-    while not isinstance(module, PreTrainedModel) and isinstance(
-        getattr(module, "module", None), torch.nn.Module
-    ):
-        module = module.module
-    return module
+def log_metrics(metrics: dict[str, float], logs: dict[str, Any], state: Any) -> None:
+    """Add ``metrics`` to ``logs`` (what the ``report_to`` backends after the callback read) and to the
+    entry Trainer appended to ``state.log_history`` for this step."""
+    logs.update(metrics)
+    if state.log_history and state.log_history[-1].get("step") == state.global_step:
+        state.log_history[-1].update(metrics)
 
 
-def calling_trainer(callback: Any) -> Any:
-    """The Trainer whose callback handler is calling ``callback`` now, else None (a callback is handed
-    the trainer's model but not the trainer, whose ``ref_model`` and ``reward_funcs`` it needs)."""
-    from transformers import Trainer
-
-    frame = inspect.currentframe()
-    try:
-        while frame is not None:
-            owner = frame.f_locals.get("self")
-            if isinstance(owner, Trainer) and any(cb is callback for cb in owner.callback_handler.callbacks):
-                return owner
-            frame = frame.f_back
-        return None
-    finally:
-        del frame
-
-
-def lead_the_log_readers(callback: Any, handler: Any) -> None:
-    """Move ``callback`` ahead of the first callback in ``handler`` with its own ``on_log`` (the
-    ``report_to`` backends, the printers), so that they log what its ``on_log`` adds."""
-    callbacks = handler.callbacks
-    here = next(i for i, cb in enumerate(callbacks) if cb is callback)
-    readers = (i for i, cb in enumerate(callbacks[:here]) if type(cb).on_log is not TrainerCallback.on_log)
-    first = next(readers, None)
-    if first is not None:
-        callbacks.insert(first, callbacks.pop(here))
-
-
-class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
+class FlopLedgerCoreCallback(CoreWatcher, TrainerCallback, ExportableState):
     """The core ledger as a callback (module docstring). ``budget_flops``: stop before the next round
     could pass it (useful FLOPs); ``round_ceiling_flops``: a bound on one round's useful FLOPs (without
     one the next round is priced as the dearest so far, an estimate). After ``train()``, :attr:`ledger`."""
@@ -240,37 +222,70 @@ class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
             ):
                 raise ValueError(f"{name} must be a positive number of FLOPs or None, got {value!r}")
         self.budget_flops, self.round_ceiling_flops = budget_flops, round_ceiling_flops
-        self.ledger: CoreLedger | None = None
+        self._init_watch()
         self.run_id = uuid.uuid4().hex
-        self._trainer: Any = None
-        self._handles: list[Any] = []
-        self._restore: list[tuple[Any, str, Any]] = []
-        self._policy: Any = None
-        self._call: dict[str, Any] | None = None
-        self._ref_call: dict[str, Any] | None = None
-        self._in_generate, self._gen_executed = False, Work()
         self._trainer_state: Any = None
+        self._costs: dict[int, CostModel] = {}
 
-    def attach(self, trainer: Any) -> FlopLedgerCoreCallback:
-        """Add this callback to a built ``trainer``, ahead of its log readers; returns it."""
-        if not any(cb is self for cb in trainer.callback_handler.callbacks):
-            trainer.add_callback(self)
-        lead_the_log_readers(self, trainer.callback_handler)
-        self._trainer = trainer
-        return self
-
-    # --- pricing: the richer ledger overrides these -----------------------------------------------
-    def price_model(self, model: Any) -> Any:
-        """The shape :func:`~paper_repro.ledger.trl_core_flops.forward_flops` prices ``model`` with;
-        a ValueError for a model outside the analytic families."""
-        shape = decoder_shape(model)
+    # --- pricing: the full ledger measures what this one refuses ----------------------------------
+    def price_model(self, model: Any) -> CostModel:
+        """The cost model a (plain) ``model``'s forwards are priced with; a ValueError for a model
+        outside the FLOP model's families."""
+        shape = analytic_shape(model)
         if shape is None:
             raise ValueError(
-                f"the core FLOP ledger prices {', '.join(('qwen2', 'llama', 'mistral', 'qwen3'))} decoders; "
-                f"{type(base_model(model)).__name__} is not one: use paper_repro.ledger.FlopLedgerCallback, "
+                "the core FLOP ledger prices qwen2, llama, mistral and qwen3 decoders (transformers' own "
+                f"classes); {type(model).__name__} is not one: use paper_repro.ledger.FlopLedgerCallback, "
                 "which measures other models"
             )
         return shape
+
+    def price_policy(self, model: Any, args: Any) -> tuple[CostModel, TrainSpec]:
+        """The policy's cost model and how it trains (LoRA read from the model, the run's checkpointing)."""
+        shape = self.price_model(base_model(model))
+        on, kwargs = checkpointing_args(args)
+        return shape, train_spec_of(lora_spec_of(model, shape.num_layers), on, kwargs)
+
+    def _cost_of(self, module: Any) -> CostModel:
+        cost = self._costs.get(id(module))
+        if cost is None:
+            cost = self._costs[id(module)] = self.price_model(module)
+        return cost
+
+    # --- the charge points ------------------------------------------------------------------------
+    def _charge_rollouts(self, p_lens, c_lens, work, seconds):
+        lora = self._train.lora if self._adapters_active() else None
+        self.ledger.charge("search", {c: forward_flops(self._cost, w, lora) for c, w in work.items()})
+        self.ledger.count(
+            gen_rows=len(p_lens), gen_prompt_tokens=sum(p_lens), gen_completion_tokens=sum(c_lens)
+        )
+
+    def _charge_loss(self, call: Call, work: dict[str, Work]) -> None:
+        # a head run as a module (TRL < 1.14) keeps its logits: no recompute in what executes
+        executed = self._train if call.fused else replace(self._train, head_recompute=False)
+        trains = {"useful": self._train, "executed": executed}
+        self.ledger.charge(
+            "learning", {c: train_flops(self._cost, work[c], trains[c]) for c in CONVENTIONS}, "loss"
+        )
+        self.ledger.count(loss_rows=call.rows, loss_tokens=work["useful"].tokens)
+
+    def _charge_no_grad(self, call: Call, work: dict[str, Work], part: str, adapters: bool) -> None:
+        lora = self._train.lora if adapters else None
+        self.ledger.charge(
+            "learning", {c: forward_flops(self._cost, work[c], lora) for c in CONVENTIONS}, part
+        )
+        self.ledger.count(**{f"{part}_forward_rows": call.rows})
+
+    def _charge_ref(self, module: Any, call: Call, work: dict[str, Work]) -> None:
+        cost = self._cost_of(module)
+        self.ledger.charge("learning", {c: forward_flops(cost, work[c]) for c in CONVENTIONS}, "ref")
+        self.ledger.count(ref_forward_rows=call.rows)
+
+    def _charge_reward(self, module: Any, useful: Work, executed: Work, seconds: float) -> None:
+        cost = self._cost_of(module)
+        work = {"useful": useful, "executed": executed}
+        self.ledger.charge("reward", {c: forward_flops(cost, w) for c, w in work.items()})
+        self.ledger.count(reward_tokens=useful.tokens)
 
     # --- the events -------------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, model=None, **kwargs):
@@ -282,13 +297,7 @@ class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
                 "would replace it with a new callback detached from the run: leave it False (the default)"
             )
         self._remove_hooks()
-        self._shape = self.price_model(model)
-        on = bool(getattr(args, "activation_checkpointing", getattr(args, "gradient_checkpointing", False)))
-        ckpt = getattr(
-            args, "activation_checkpointing_kwargs", getattr(args, "gradient_checkpointing_kwargs", None)
-        )
-        recompute, every = checkpointing_of(ckpt)
-        self._train = Training(lora_of(model, self._shape.layers), on, recompute, every)
+        self._cost, self._train = self.price_policy(model, args)
         self._lora_layer = next(
             (m for m in model.modules() if isinstance(getattr(m, "lora_A", None), torch.nn.ModuleDict)), None
         )
@@ -299,6 +308,11 @@ class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
             self._resume(state)
         state.stateful_callbacks.setdefault(type(self).__name__, self.state())
         self._install(model)
+        trainer = self.watched_trainer()
+        if trainer is not None and self.watch_models:  # a model outside the families: refused before a step
+            ref, rewards = trainer_models(trainer)
+            for other in ([ref] if ref is not None and ref is not base_model(model) else []) + rewards:
+                self._cost_of(other)
 
     def _resume(self, state: Any) -> None:
         """Restore the ledger from the ``TrainerState`` of the checkpoint the run resumed from, if it is
@@ -353,6 +367,7 @@ class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
         accumulation = max(int(getattr(args, "gradient_accumulation_steps", 1) or 1), 1)
         per_round = accumulation if spg is None else int(spg) * int(getattr(args, "num_iterations", 1) or 1)
         round_complete = (self._session_steps * accumulation) % max(per_round, 1) == 0
+        self.ledger.sum_open_step_over_processes()
         self.ledger.end_step(state.global_step, round_complete)
         state.total_flos = self._flos_at_begin + self.ledger.total("useful")
         if round_complete and self.ledger.stops_before_next_round():
@@ -362,189 +377,8 @@ class FlopLedgerCoreCallback(TrainerCallback, ExportableState):
     def on_log(self, args, state, control, logs=None, **kwargs):
         """Add the running totals to the logs (read by the ``report_to`` backends, which this callback
         runs ahead of) and to the entry Trainer appended to ``state.log_history``."""
-        if self.ledger is None or logs is None or not self.ledger.steps:
-            return
-        metrics = self.ledger.metrics()
-        logs.update(metrics)
-        if state.log_history and state.log_history[-1].get("step") == state.global_step:
-            state.log_history[-1].update(metrics)
+        if self.ledger is not None and logs is not None and self.ledger.steps:
+            log_metrics(self.ledger.metrics(), logs, state)
 
     def on_train_end(self, args, state, control, **kwargs):
         self._remove_hooks()
-
-    # --- hooks ------------------------------------------------------------------------------------
-    def _install(self, model: Any) -> None:
-        base = base_model(model)
-        self._hook_forwards(base, self._policy_pre, self._policy_post, "_call")
-        for name in ("generate", "generate_batch"):
-            if hasattr(base, name):
-                original, had_own = getattr(base, name), name in vars(base)
-                setattr(base, name, self._generate_wrapper(original, name == "generate_batch"))
-                self._restore.append((base, name, original if had_own else None))
-        trainer = self._trainer or calling_trainer(self)
-        if trainer is None:
-            warnings.warn(
-                "FlopLedgerCoreCallback found no Trainer calling it: a separate reference model or a reward "
-                "model is not charged; call `callback.attach(trainer)`",
-                stacklevel=4,
-            )
-            return
-        lead_the_log_readers(self, trainer.callback_handler)
-        ref = getattr(trainer, "ref_model", None)
-        if ref is not None and _unwrap(ref) is not base:
-            self._ref_shape = self.price_model(_unwrap(ref))
-            self._hook_forwards(_unwrap(ref), self._ref_pre, self._ref_post, "_ref_call")
-        for f in getattr(trainer, "reward_funcs", None) or ():
-            if isinstance(f, torch.nn.Module):
-                reward = _unwrap(f)
-                shape = self.price_model(reward)
-                self._handles.append(reward.register_forward_hook(self._reward_post(shape), with_kwargs=True))
-
-    def _hook_forwards(self, model: Any, pre: Any, post: Any, slot: str) -> None:
-        """``pre`` / ``post`` on ``model``'s forward, and a pre-hook on its output head that counts the
-        positions it scores into the call in ``slot``."""
-        self._handles.append(model.register_forward_pre_hook(pre, with_kwargs=True))
-        self._handles.append(model.register_forward_hook(post, always_call=True))
-        head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-
-        def head_pre(module: Any, args: tuple) -> None:
-            call = getattr(self, slot)
-            if call is not None and args and isinstance(args[0], torch.Tensor):
-                call["head"] += args[0].numel() // max(args[0].size(-1), 1)
-
-        if isinstance(head, torch.nn.Module):
-            self._handles.append(head.register_forward_pre_hook(head_pre))
-
-    def _remove_hooks(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        for obj, name, previous in reversed(self._restore):
-            if previous is None:
-                vars(obj).pop(name, None)
-            else:
-                setattr(obj, name, previous)
-        self._handles, self._restore = [], []
-        self._call = self._ref_call = None
-        self._in_generate = False
-
-    def _counting(self) -> bool:
-        return self.ledger is not None and self._policy is not None and self._policy.training
-
-    def _adapters(self) -> Any:
-        """The LoRA adapters active now (None: none, or disabled)."""
-        layer = self._lora_layer
-        return self._train.lora if layer is not None and not layer.disable_adapters else None
-
-    def _generate_wrapper(self, original: Any, batched: bool) -> Any:
-        @functools.wraps(original)
-        def generate(*args: Any, **kwargs: Any) -> Any:
-            if self._in_generate or not self._counting():
-                return original(*args, **kwargs)
-            self._in_generate, self._gen_executed = True, Work()
-            try:
-                out = original(*args, **kwargs)
-            finally:
-                self._in_generate = False
-            if batched:  # continuous batching: no padded batch; useful = executed, from token counts
-                outs = list(out.values()) if isinstance(out, dict) else []
-                p_lens, c_lens = [len(o.prompt_ids) for o in outs], [len(o.generated_tokens) for o in outs]
-            else:
-                ids = arg(args, kwargs, "input_ids", 0)
-                if not isinstance(ids, torch.Tensor):
-                    return out
-                mask, width = kwargs.get("attention_mask"), ids.size(1)
-                p_lens = mask.sum(dim=1).tolist() if mask is not None else [width] * ids.size(0)
-                config = kwargs.get("generation_config") or getattr(
-                    base_model(self._policy), "generation_config", None
-                )
-                sequences = getattr(out, "sequences", out)
-                c_lens = first_eos_lengths(sequences[:, width:], getattr(config, "eos_token_id", None))
-            useful = Work()
-            for p, c in zip(p_lens, c_lens, strict=True):
-                useful = useful + generation_work(p, c)
-            executed = useful if batched else self._gen_executed
-            lora = self._adapters()
-            self.ledger.charge(
-                "search",
-                {
-                    k: forward_flops(self._shape, w, lora)
-                    for k, w in (("useful", useful), ("executed", executed))
-                },
-            )
-            self.ledger.count(
-                gen_rows=len(p_lens), gen_prompt_tokens=sum(p_lens), gen_completion_tokens=sum(c_lens)
-            )
-            return out
-
-        return generate
-
-    def _policy_pre(self, module: Any, args: tuple, kwargs: dict) -> None:
-        if self._call is None and self._counting():
-            self._call = read_call(args, kwargs)
-
-    def _policy_post(self, module: Any, args: tuple, output: Any) -> None:
-        call, self._call = self._call, None
-        if call is None or self.ledger is None:
-            return
-        if self._in_generate:
-            rows, width = call["rows"], call["width"]
-            self._gen_executed = self._gen_executed + Work(
-                rows * width, rows * width * call["keys"], call["head"]
-            )
-            return
-        work = forward_work(call)
-        if call["grad"]:  # a loss pass; a head run as a module (TRL < 1.14) recomputes nothing
-            trains = {
-                "useful": self._train,
-                "executed": self._train if call["fused"] else replace(self._train, head_recompute=False),
-            }
-            self.ledger.charge(
-                "learning", {c: train_flops(self._shape, work[c], trains[c]) for c in CONVENTIONS}, "loss"
-            )
-            self.ledger.count(loss_rows=call["rows"], loss_tokens=work["useful"].tokens)
-            return
-        layer = (
-            self._lora_layer
-        )  # no grad: the old-policy forward, or the reference one (adapters off / "ref")
-        if layer is None:
-            part = "old"
-        else:
-            part = "ref" if layer.disable_adapters or "ref" in layer.active_adapters else "old"
-        self.ledger.charge(
-            "learning", {c: forward_flops(self._shape, work[c], self._adapters()) for c in CONVENTIONS}, part
-        )
-        self.ledger.count(**{f"{part}_forward_rows": call["rows"]})
-
-    def _ref_pre(self, module: Any, args: tuple, kwargs: dict) -> None:
-        self._ref_call = read_call(args, kwargs) if self._counting() and not self._in_generate else None
-
-    def _ref_post(self, module: Any, args: tuple, output: Any) -> None:
-        call, self._ref_call = self._ref_call, None
-        if call is not None and self.ledger is not None:
-            work = forward_work(call)
-            self.ledger.charge(
-                "learning", {c: forward_flops(self._ref_shape, work[c]) for c in CONVENTIONS}, "ref"
-            )
-            self.ledger.count(ref_forward_rows=call["rows"])
-
-    def _reward_post(self, shape: Any) -> Any:
-        def hook(module: Any, args: tuple, kwargs: dict, output: Any) -> None:
-            """A reward model's forward over its ``input_ids`` and mask: C_reward."""
-            ids = arg(args, kwargs, "input_ids", 0)
-            if (
-                not self._counting()
-                or self._in_generate
-                or not isinstance(ids, torch.Tensor)
-                or ids.dim() != 2
-            ):
-                return
-            mask = kwargs.get("attention_mask")
-            mask = mask if isinstance(mask, torch.Tensor) and mask.dim() == 2 else torch.ones_like(ids)
-            rows, width = ids.shape
-            useful, executed = mask_work(mask), Work(rows * width, rows * width * width, rows * width)
-            self.ledger.charge(
-                "reward", {"useful": forward_flops(shape, useful), "executed": forward_flops(shape, executed)}
-            )
-            self.ledger.count(reward_tokens=useful.tokens)
-
-        return hook
