@@ -28,6 +28,20 @@ from tests.test_ledger_trl_style import (
     train_under_profiler,
 )
 
+# Every project module importing the core may load: itself and the FLOP model it prices with.
+CORE_CLOSURE = {
+    "paper_repro",
+    "paper_repro.common",
+    "paper_repro.common.lazy",  # paper_repro.ledger's lazy surface (PEP 562)
+    "paper_repro.ledger",
+    "paper_repro.ledger.trl_core",
+    "paper_repro.ledger.trl_core_read",
+    "paper_repro.ledger.trl_core_watch",
+    "paper_repro.accounting",  # the FLOP model the core prices with (stdlib only)
+    "paper_repro.accounting.flops",
+    "paper_repro.accounting.flop_work",
+}
+
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
@@ -101,19 +115,42 @@ def test_importing_the_core_loads_no_other_project_module():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env
     ).stdout
     modules, rest = out.strip().splitlines()
-    assert set(modules.split(",")) <= {
-        "paper_repro",
-        "paper_repro.common",
-        "paper_repro.common.lazy",  # paper_repro.ledger's lazy surface (PEP 562)
-        "paper_repro.ledger",
-        "paper_repro.ledger.trl_core",
-        "paper_repro.ledger.trl_core_read",
-        "paper_repro.ledger.trl_core_watch",
-        "paper_repro.accounting",  # the FLOP model the core prices with (stdlib only)
-        "paper_repro.accounting.flops",
-        "paper_repro.accounting.flop_work",
-    }
+    assert set(modules.split(",")) <= CORE_CLOSURE
     assert rest == "False 0"  # no TRL, no log handler
+
+
+def closure_code_lines() -> dict[str, int]:
+    """Code lines (lines holding code: no blank line, comment or docstring) of each module importing
+    the core loads, by file."""
+    import ast
+    import importlib
+    import io
+    import tokenize
+
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+    sizes = {}
+    for name in sorted(CORE_CLOSURE):
+        path = Path(importlib.import_module(name).__file__)
+        source = path.read_text()
+        docs = set()
+        for node in ast.walk(ast.parse(source)):
+            body = getattr(node, "body", None)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+                first = body[0]
+                if isinstance(first, ast.Expr) and isinstance(getattr(first.value, "value", None), str):
+                    docs.update(range(first.lineno, first.end_lineno + 1))
+        lines = set()
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type not in skip and token.type != tokenize.ENDMARKER:
+                lines.update(n for n in range(token.start[0], token.end[0] + 1) if n not in docs)
+        sizes[str(path.relative_to(Path(__file__).resolve().parents[1]))] = len(lines)
+    return sizes
+
+
+def test_the_core_is_pull_request_sized():
+    """The core's whole import closure within ~1,300 code lines, as the issue that asked for it set."""
+    sizes = closure_code_lines()
+    assert 0 < sum(sizes.values()) <= 1300, sizes
 
 
 def test_budget_stops_before_a_round_and_a_spent_resume_is_refused(tmp_path):
@@ -183,6 +220,13 @@ def ratio_table(tmp: Path) -> list[tuple[str, float, float]]:
 
 if __name__ == "__main__":
     import tempfile
+
+    if "--size" in sys.argv:
+        sizes = closure_code_lines()
+        print("| module | code lines |\n|---|--:|")
+        print("\n".join(f"| `{path}` | {n} |" for path, n in sizes.items()))
+        print(f"| the core's import closure | {sum(sizes.values())} |")
+        raise SystemExit(0)
 
     from transformers.utils import logging as hf_logging
 

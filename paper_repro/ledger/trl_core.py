@@ -61,7 +61,8 @@ STATE_VERSION = 1
 
 
 class BudgetSpentError(RuntimeError):
-    """A resume whose next round could pass the budget, refused at train begin."""
+    """A resume whose next round (the full ledger: its next step) could pass the budget, refused at train
+    begin: Trainer runs a first step whatever a callback says."""
 
 
 def _zeros(keys: tuple[str, ...]) -> dict[str, dict[str, float]]:

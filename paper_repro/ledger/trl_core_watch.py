@@ -163,10 +163,14 @@ class CoreWatcher:
 
     def _claim(self, model: torch.nn.Module) -> None:
         """Take ``model`` for this watcher: hooks another watcher left on it (a run whose ``train()``
-        raised, so that its ``on_train_end`` never ran) are removed first, with a warning."""
+        raised, so that its ``on_train_end`` never ran) are removed first, with a warning. Another
+        callback of the same trainer is not stale: it watches this run too (each callback of a trainer
+        is called at its train begin, which reinstalls its hooks)."""
         holder = _WATCHED.get(model)
         stale = holder() if holder is not None else None
-        if stale is not None and stale is not self and stale._handles:
+        trainer = self.watched_trainer()
+        together = trainer is not None and any(cb is stale for cb in trainer.callback_handler.callbacks)
+        if stale is not None and stale is not self and stale._handles and not together:
             warnings.warn(
                 f"{type(self).__name__}: removing the hooks an earlier run left on this model (its train() "
                 "ended without on_train_end, e.g. by an exception)",
