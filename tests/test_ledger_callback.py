@@ -203,11 +203,13 @@ def _global_hooks() -> int:
     return len(torch_module._global_forward_hooks) + len(torch_module._global_forward_pre_hooks)
 
 
+@pytest.mark.parametrize("form", ["full", "core"])
 @pytest.mark.parametrize("route", ["callbacks", "attach"])
-def test_a_model_outside_the_trainer_is_never_touched(tmp_path, route):
+def test_a_model_outside_the_trainer_is_never_touched(tmp_path, route, form):
     """A causal LM run in the same process while training runs (here from inside a reward function) gets
-    no hook and no charge, whichever way the callback reached the trainer; the trainer's reference and
-    reward models are charged; after training no hook is left on any of the models, nor process-wide."""
+    no hook and no charge, whichever way the callback reached the trainer, in both forms (the full
+    callback and the core, whose hooks they share); the trainer's reference and reward models are
+    charged; after training no hook is left on any of the models, nor process-wide."""
     outside = tiny_lm("llama", seed=3)
     seen = []
 
@@ -217,7 +219,9 @@ def test_a_model_outside_the_trainer_is_never_touched(tmp_path, route):
             outside(input_ids=torch.ones(len(completions), 6, dtype=torch.long))
         return [0.0] * len(completions)
 
-    callback = FlopLedgerCallback(LedgerConfig())
+    from paper_repro.ledger.trl_core import FlopLedgerCoreCallback
+
+    callback = FlopLedgerCallback(LedgerConfig()) if form == "full" else FlopLedgerCoreCallback()
     rm = tiny_reward_model()
     trainer = build(
         tmp_path, "grpo", "path", False, callback if route == "callbacks" else None, beta=0.05,

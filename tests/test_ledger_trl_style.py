@@ -76,14 +76,22 @@ def length_reward(completions, **kwargs):
 
 
 def make_trainer(
-    tmp_path: Path, trainer: str, lora: bool, checkpointing: str = "off", model="qwen2", **kwargs
+    tmp_path: Path,
+    trainer: str,
+    lora: bool,
+    checkpointing: str = "off",
+    model="qwen2",
+    callback=None,
+    **kwargs,
 ):
     """TRL's ``trainer`` ("GRPO" or "RLOO") with a fresh :class:`FlopLedgerCallback`: 8 rows a micro-batch
     (2 prompts x 4 generations), 8-token completions, one generation round over ``steps_per_generation``
     (2) optimizer steps, so the old-policy forward runs. ``model``: a family built in memory, or "path"
     (a tiny Qwen2 saved under ``tmp_path``: TRL loads the reference model of a full fine-tune with
     ``beta != 0`` from the policy's path). ``kwargs``: ``reward_funcs``, ``reward_processing_classes``
-    or config fields. Returns the trainer and the callback."""
+    or config fields. ``callback``: the ledger callback to train with (default a fresh
+    ``FlopLedgerCallback``; ``tests/test_ledger_trl_core.py`` passes the core's). Returns the trainer and
+    the callback."""
     import trl
     from peft import LoraConfig
 
@@ -101,7 +109,7 @@ def make_trainer(
         model, args["model_init_kwargs"] = str(tmp_path / "policy"), {"attn_implementation": "eager"}
     else:
         model = tiny_causal_lm(model)
-    callback = FlopLedgerCallback(LedgerConfig())
+    callback = callback if callback is not None else FlopLedgerCallback(LedgerConfig())
     built = getattr(trl, f"{trainer}Trainer")(
         model=model,
         reward_funcs=trainer_kwargs.pop("reward_funcs", length_reward),

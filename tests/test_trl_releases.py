@@ -1,4 +1,4 @@
-"""``FlopLedgerCallback`` across TRL releases: for each TRL release from 1.13 on, a scratch venv with that
+"""``FlopLedgerCallback`` and the core's ``FlopLedgerCoreCallback`` across TRL releases: for each TRL release from 1.13 on, a scratch venv with that
 TRL beside this environment's torch, transformers, peft, accelerate, datasets and tokenizers (the
 package itself installed with ``--no-deps``: its requirements hold TRL to 1.16), where a short GRPO and
 RLOO run, with LoRA and with full fine-tuning, must each count FLOPs, and their executed search +
@@ -58,6 +58,7 @@ from datasets import Dataset
 from peft import LoraConfig
 from paper_repro.ledger.callback import FlopLedgerCallback
 from paper_repro.ledger.core import LedgerConfig
+from paper_repro.ledger.trl_core import FlopLedgerCoreCallback
 from paper_repro.accounting.profiling import flop_counter
 from paper_repro.testbed import build_tokenizer, random_model
 
@@ -84,29 +85,30 @@ def trainer(name, lora, callbacks):
     )
 
 
-for name in ("GRPO", "RLOO"):
-    for lora in (True, False):
-        out = {"trl": trl.__version__, "trainer": name, "lora": lora}
-        callback = FlopLedgerCallback(LedgerConfig())
-        counter = flop_counter()
-        try:
-            with counter:
-                trainer(name, lora, [callback]).train()
-        except Exception:
-            failure = traceback.format_exc(limit=-3)
-            try:  # does TRL train this without the callback?
-                trainer(name, lora, []).train()
-            except Exception as err:
-                print(json.dumps({**out, "trl_fails": f"{type(err).__name__}: {err}"}))
-                continue
-            raise RuntimeError(f"trains without the callback, fails with it: {failure}") from None
-        summary = callback.ledger.summary()
-        print(json.dumps({
-            **out, "measured": counter.get_total_flops(),
-            "useful": summary["useful"]["C_total"], "executed": summary["executed"]["C_total"],
-            "executed_search_learning": summary["executed"]["C_search"] + summary["executed"]["C_learning"],
-            "tokens": summary["tokens"],
-        }))
+RUNS = [(n, lora, f) for n in ("GRPO", "RLOO") for lora in (True, False) for f in ("full", "core")]
+for name, lora, form in RUNS:
+    out = {"trl": trl.__version__, "trainer": name, "lora": lora, "form": form}
+    callback = FlopLedgerCallback(LedgerConfig()) if form == "full" else FlopLedgerCoreCallback()
+    counter = flop_counter()
+    try:
+        built = trainer(name, lora, [callback])  # built outside the counter: what train() runs is counted
+        with counter:
+            built.train()
+    except Exception:
+        failure = traceback.format_exc(limit=-3)
+        try:  # does TRL train this without the callback?
+            trainer(name, lora, []).train()
+        except Exception as err:
+            print(json.dumps({**out, "trl_fails": f"{type(err).__name__}: {err}"}))
+            continue
+        raise RuntimeError(f"trains without the callback, fails with it: {failure}") from None
+    summary = callback.ledger.summary()
+    print(json.dumps({
+        **out, "measured": counter.get_total_flops(),
+        "useful": summary["useful"]["C_total"], "executed": summary["executed"]["C_total"],
+        "executed_search_learning": summary["executed"]["C_search"] + summary["executed"]["C_learning"],
+        "tokens": summary["tokens"],
+    }))
 """
 
 
@@ -193,11 +195,11 @@ def test_the_callback_counts_what_the_profiler_counts_under_each_trl_release(tmp
     assert done.returncode == 0, done.stderr[-4000:]
     # one JSON line per run (Trainer prints its logs as Python dicts, '{' then a single quote)
     results = [json.loads(x) for x in done.stdout.splitlines() if x.startswith('{"')]
-    assert [(r["trainer"], r["lora"]) for r in results] == [
-        ("GRPO", True),
-        ("GRPO", False),
-        ("RLOO", True),
-        ("RLOO", False),
+    assert [(r["trainer"], r["lora"], r["form"]) for r in results] == [
+        (trainer, lora, form)
+        for trainer in ("GRPO", "RLOO")
+        for lora in (True, False)
+        for form in ("full", "core")
     ]
     for r in results:
         assert r["trl"] == release
@@ -206,7 +208,9 @@ def test_the_callback_counts_what_the_profiler_counts_under_each_trl_release(tmp
         assert 0 < r["useful"] <= r["executed"], r
         assert r["executed_search_learning"] == pytest.approx(r["measured"], rel=1e-6), r
     failing = {
-        f"{r['trainer']}{' LoRA' if r['lora'] else ''}": r["trl_fails"] for r in results if "trl_fails" in r
+        f"{r['trainer']}{' LoRA' if r['lora'] else ''} ({r['form']})": r["trl_fails"]
+        for r in results
+        if "trl_fails" in r
     }
     if failing:
         pytest.skip(f"trl=={release} cannot train here without the callback either: {failing}")

@@ -23,6 +23,11 @@ One module per job; every name below is importable from ``paper_repro.ledger`` i
 * :mod:`~paper_repro.ledger.trainer`: :class:`LedgerGRPOTrainer`, ``GRPOTrainer`` with hooks that
   charge the ledger, a callback that closes each optimizer step (log line, metrics, budget stop),
   ``state.total_flos``, the compute card and the line that says why a run stopped;
+* :mod:`~paper_repro.ledger.trl_core`: :class:`FlopLedgerCoreCallback`, the pull-request-sized core
+  (counting, metrics, ``total_flos``, the round budget stop and ``ExportableState`` resume, analytic
+  families only), with its hooks in :mod:`~paper_repro.ledger.trl_core_watch` and what it reads of a
+  model, a trainer and a call in :mod:`~paper_repro.ledger.trl_core_read`, priced by
+  :mod:`paper_repro.accounting.flops`; the full callback runs the same hooks;
 * :mod:`~paper_repro.ledger.callback`: :class:`FlopLedgerCallback`, the ledger as a ``TrainerCallback``
   for TRL's ``GRPOTrainer`` and ``RLOOTrainer`` without subclassing (no private TRL names), with the
   hooks on the models that see each pass in :mod:`~paper_repro.ledger.watch`, and what it does with
@@ -58,6 +63,9 @@ from paper_repro.common.lazy import lazy_surface
 # loads neither the subclass nor TRL, and importing the ledger installs no log handler and no hook.
 OWNERS = {
     "FlopLedgerCallback": ".callback",
+    "BudgetSpentError": ".trl_core",
+    "CoreLedger": ".trl_core",
+    "FlopLedgerCoreCallback": ".trl_core",
     "ALLOW_UNTESTED_TRL_ENV": ".compat",
     "HOOKED_METHODS": ".compat",
     "SUPPORTED_TRL": ".compat",
@@ -75,7 +83,7 @@ OWNERS = {
     "as_conventions": ".core",
     "forward_pass_work": ".core",
     "generation_pass_work": ".core",
-    "real_rows_work": ".core",
+    "real_rows_work": ".trl_core_read",
     "Downsampling": ".downsample",
     "downsample_batch": ".downsample",
     "group_advantages": ".downsample",
@@ -97,11 +105,14 @@ __all__ = [
     "SUPPORTED_TRL",
     "TOKEN_COUNTS",
     "UPDATE_LAYOUTS",
+    "BudgetSpentError",
     "BudgetWarning",
     "Component",
+    "CoreLedger",
     "Downsampling",
     "FlopLedger",
     "FlopLedgerCallback",
+    "FlopLedgerCoreCallback",
     "KernelDispatch",
     "LedgerConfig",
     "LedgerGRPOTrainer",

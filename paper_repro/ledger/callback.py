@@ -16,8 +16,9 @@ Where :class:`~paper_repro.ledger.trainer.LedgerGRPOTrainer` overrides private `
 this callback watches the models instead, with hooks installed in ``on_train_begin`` (on the policy it
 finds in the callback's ``model`` argument) and removed in ``on_train_end``, and prices every pass that
 runs from its shapes, with the policy's cost model (:func:`~paper_repro.ledger.cost_models.policy_cost`);
-the hooks and the work they count are :class:`~paper_repro.ledger.watch.PassWatcher`'s, a mixin of the
-callback (:mod:`~paper_repro.ledger.watch`):
+the hooks and the work they count are the ledger's core's (:class:`~paper_repro.ledger.trl_core_watch.CoreWatcher`,
+the same hooks :class:`~paper_repro.ledger.trl_core.FlopLedgerCoreCallback` runs), charged to the full
+ledger by :class:`~paper_repro.ledger.watch.PassWatcher`, a mixin of the callback:
 
 * **C_search**: the policy's ``generate`` (and ``generate_batch``, transformers' continuous batching) is
   wrapped on the model instance. Inside it, a forward pre-hook on the policy sees every prefill and
@@ -39,7 +40,7 @@ callback (:mod:`~paper_repro.ledger.watch`):
   that runs, one forward over its ``input_ids`` and ``attention_mask``). No hook is process-wide: a
   model outside the trainer is never touched. The trainer is the one given to
   :meth:`FlopLedgerCallback.attach`, else the one calling ``on_train_begin``
-  (:func:`~paper_repro.ledger.watch.calling_trainer`). A reward *function* is invisible to a
+  (:func:`~paper_repro.ledger.trl_core_read.calling_trainer`). A reward *function* is invisible to a
   callback: :meth:`FlopLedgerCallback.attach` wraps the trainer's reward functions that have a
   ``flop_cost`` (or wrap one with :meth:`FlopLedgerCallback.priced_reward`) so that it is charged; a
   callback never attached warns at train begin that it cannot see them.
@@ -47,7 +48,7 @@ callback (:mod:`~paper_repro.ledger.watch`):
 Each optimizer step is closed in ``on_step_end`` (:meth:`FlopLedger.end_step`, summed over processes
 under ``torch.distributed``); ``on_log`` adds the running totals (:meth:`FlopLedger.metrics`) to the
 logs, which reach the ``report_to`` backends (the callback runs ahead of them,
-:func:`~paper_repro.ledger.watch.lead_the_log_readers`), and to ``state.log_history``; ``state.total_flos`` becomes the useful C_total; the budget stops the
+:func:`~paper_repro.ledger.trl_core_read.lead_the_log_readers`), and to ``state.log_history``; ``state.total_flos`` becomes the useful C_total; the budget stops the
 run through ``control.should_training_stop``; ``on_train_end`` logs why the run stopped and writes the
 summary (:meth:`FlopLedgerCallback.summary_path`).
 
@@ -101,6 +102,7 @@ from paper_repro.ledger.resume import (
     saved_state,
     state_beside,
 )
+from paper_repro.ledger.trl_core import BudgetSpentError, log_metrics
 from paper_repro.ledger.watch import PassWatcher
 
 logger = logging.getLogger("paper_repro.ledger")
@@ -130,11 +132,6 @@ TRL_CONVENTIONS: dict[str, str] = {
     "(GRPOConfig / RLOOConfig fields), per_device_train_batch_size rows each",
     "eval": "evaluation runs with the policy in eval mode (not charged)",
 }
-
-
-class BudgetSpentError(RuntimeError):
-    """A run resumed with a ``FlopLedgerCallback`` whose next step could pass its budget: Trainer runs a
-    first step whatever a callback says, so the callback refuses the resume at train begin."""
 
 
 class FlopLedgerCallback(CallbackFields, PassWatcher, TrainerCallback, ExportableState):
@@ -361,10 +358,7 @@ class FlopLedgerCallback(CallbackFields, PassWatcher, TrainerCallback, Exportabl
         entry Trainer appended to ``state.log_history`` before calling back gets them too."""
         if self.ledger is None or logs is None or not self.ledger.steps:
             return
-        metrics = {**self.ledger.metrics(), **self._utilisation_metrics()}
-        logs.update(metrics)
-        if state.log_history and state.log_history[-1].get("step") == state.global_step:
-            state.log_history[-1].update(metrics)
+        log_metrics({**self.ledger.metrics(), **self._utilisation_metrics()}, logs, state)
 
     def on_train_end(self, args, state, control, **kwargs):
         ledger = self.ledger

@@ -42,6 +42,7 @@ import torch
 from paper_repro.accounting import flops
 from paper_repro.accounting.flops import CONVENTIONS, ModelShape, TrainSpec, Work
 from paper_repro.ledger.config import BUDGET_STOPS, BudgetWarning, LedgerConfig  # noqa: F401 (re-exported)
+from paper_repro.ledger.trl_core_read import real_rows_work
 
 Component = Literal["search", "learning", "reward"]
 COMPONENTS: tuple[Component, ...] = ("search", "learning", "reward")
@@ -85,16 +86,6 @@ def check_flop_cost(cost: dict[str, float], source: str) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------
 # Work counted from masks
 # ---------------------------------------------------------------------------------------------
-
-
-def real_rows_work(mask: torch.Tensor, head_tokens: int | None = None) -> Work:
-    """Useful work of a forward over padded rows whose real tokens are contiguous: each row's real
-    tokens attend causally; ``head_tokens`` defaults to every real position."""
-    lengths = mask.sum(dim=1).tolist()
-    tokens = sum(lengths)
-    return Work(
-        tokens, sum(flops.causal_pairs(n) for n in lengths), tokens if head_tokens is None else head_tokens
-    )
 
 
 def forward_pass_work(

@@ -37,9 +37,7 @@ FLOPs; the ledger charges every pass through :func:`paper_repro.accounting.flops
 from __future__ import annotations
 
 import functools
-import json
 import warnings
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -49,8 +47,17 @@ import torch
 import torch.utils.checkpoint
 
 from paper_repro.accounting import flops
-from paper_repro.accounting.flops import CostModel, ModelShape, TrainSpec, Work
+from paper_repro.accounting.flops import CostModel, TrainSpec, Work
 from paper_repro.accounting.profiling import count_flops
+from paper_repro.ledger.trl_core_read import (  # noqa: F401 (re-exported: the model readers' old home)
+    analytic_shape,
+    base_model,
+    checkpointing_of,
+    head_of,
+    lora_ranks,
+    lora_spec_of,
+    train_spec_of,
+)
 
 # One row at each width: the first three solve cost = call + token x width + pair x width^2, the last
 # checks it.
@@ -156,37 +163,16 @@ def policy_cost(
     """The policy's cost model and training spec (TRL's fused LM head recomputes its logits in
     backward; under activation checkpointing, the recompute ``checkpointing_kwargs`` ask for, see
     :func:`checkpointing_of`): analytic where it knows the model and its LoRA, else measured."""
-    recompute, every_n_layers = checkpointing_of(checkpointing_kwargs)
-    spec: dict[str, Any] = dict(gradient_checkpointing=gradient_checkpointing, head_recompute=True)
-    if gradient_checkpointing:
-        spec.update(recompute=recompute, checkpoint_every_n_layers=every_n_layers)
-    shape = analytic_shape(_base(model))
+    shape = analytic_shape(base_model(model))
     if shape is not None:
         try:
-            return shape, TrainSpec(lora=lora_spec_of(model, shape.num_layers), **spec)
+            lora = lora_spec_of(model, shape.num_layers)
+            return shape, train_spec_of(lora, gradient_checkpointing, checkpointing_kwargs)
         except ValueError:  # LoRA the analytic model cannot describe: measured
             pass
+    recompute, every_n_layers = checkpointing_of(checkpointing_kwargs)
     measured = measure_policy(model, recompute if gradient_checkpointing else None, every_n_layers)
-    return measured, TrainSpec(lora=adapters_of(model), **spec)
-
-
-def checkpointing_of(kwargs: dict[str, Any] | str | None) -> tuple[flops.Recompute, int]:
-    """What a run's ``activation_checkpointing_kwargs`` make transformers 5 and torch 2 run: the
-    recompute (:attr:`paper_repro.accounting.flops.TrainSpec.recompute`) and every how many decoder layers one is
-    checkpointed. As ``Trainer`` reads them: ``every_n_layers`` and ``offload`` (no FLOPs) are its own,
-    the rest go to ``torch.utils.checkpoint.checkpoint``, and none left means ``use_reentrant=False``;
-    torch's ``use_reentrant`` unset means reentrant, and non-reentrant stops early unless
-    ``early_stop=False``. (``torch.utils.checkpoint.set_checkpoint_early_stop(False)`` around the
-    training is not seen here.)"""
-    if isinstance(kwargs, str):
-        kwargs = json.loads(kwargs)
-    torch_kwargs = dict(kwargs or {})
-    every_n_layers = int(torch_kwargs.pop("every_n_layers", 1))
-    torch_kwargs.pop("offload", None)
-    torch_kwargs = torch_kwargs or {"use_reentrant": False}
-    reentrant = torch_kwargs.get("use_reentrant") is None or bool(torch_kwargs["use_reentrant"])
-    early_stop = not reentrant and bool(torch_kwargs.get("early_stop", True))
-    return ("early_stop" if early_stop else "full"), every_n_layers
+    return measured, train_spec_of(adapters_of(model), gradient_checkpointing, checkpointing_kwargs)
 
 
 def reward_model_cost(module: Any) -> CostModel:
@@ -198,72 +184,9 @@ def reward_model_cost(module: Any) -> CostModel:
     return measure_reward_model(module)
 
 
-def analytic_shape(model: Any) -> ModelShape | None:
-    """The analytic shape of a plain (not PEFT-wrapped) HF model, with its output head read from the
-    module; None outside the families the analytic model knows, or for a backbone that is not
-    transformers' own class for its model type."""
-    config = getattr(model, "config", None)
-    try:
-        shape = ModelShape.from_config(config)
-    except (ValueError, KeyError, AttributeError, TypeError):
-        return None
-    backbone = getattr(model, "base_model", model)
-    model_type = shape.model_type
-    if (
-        backbone is model
-        or type(backbone).__module__ != f"transformers.models.{model_type}.modeling_{model_type}"
-    ):
-        return None
-    head = head_of(model, backbone)
-    return replace(shape, head=head) if head else None
-
-
-def head_of(model: torch.nn.Module, backbone: torch.nn.Module) -> tuple[tuple[int, int], ...]:
-    """(in, out) of the linear layers a model has outside its backbone, in order: its output head
-    (``lm_head``; a classifier's ``score``; a PRM's ``score`` MLP)."""
-    inside = {id(m) for m in backbone.modules()}
-    return tuple(
-        (m.in_features, m.out_features)
-        for m in model.modules()
-        if isinstance(m, torch.nn.Linear) and id(m) not in inside
-    )
-
-
-def _lora_ranks(model: Any) -> tuple[dict[str, set[int]], dict[str, int]]:
-    """The active adapters' ranks and how many adapted modules carry them, per module name (a PEFT
-    wrapper of a wrapper, as on each of an experts module's parameters, under the wrapped module's)."""
-    ranks: dict[str, set[int]] = defaultdict(set)
-    counts: dict[str, int] = defaultdict(int)
-    for name, module in model.named_modules():
-        lora_a = getattr(module, "lora_A", None)
-        if isinstance(lora_a, torch.nn.ModuleDict) and len(lora_a):
-            short = name.replace(".base_layer", "").rsplit(".", 1)[-1]
-            counts[short] += 1
-            for adapter in module.active_adapters:
-                if adapter in lora_a:
-                    ranks[short].add(module.r[adapter])
-    return ranks, counts
-
-
-def lora_spec_of(model: Any, num_layers: int) -> flops.LoRASpec | None:
-    """The active LoRA adapters of a PEFT model as a LoRASpec (None for a plain model: full
-    training), read from the adapted modules themselves; a ValueError for adapters the analytic model
-    cannot describe (several ranks, modules not in every layer or not among its linear modules)."""
-    ranks, counts = _lora_ranks(model)
-    if not ranks:
-        return None
-    all_ranks = set().union(*ranks.values())
-    if len(all_ranks) != 1 or any(n != num_layers for n in counts.values()):
-        raise ValueError(
-            "the analytic FLOP model supports one LoRA rank on the same modules of every layer; "
-            f"found ranks {sorted(all_ranks)} on {dict(counts)} (of {num_layers} layers)"
-        )
-    return flops.LoRASpec(rank=all_ranks.pop(), target_modules=tuple(sorted(ranks)))
-
-
 def adapters_of(model: Any) -> Adapters | None:
     """The active LoRA adapters of a measured model (None: none, full training)."""
-    ranks, _ = _lora_ranks(model)
+    ranks, _ = lora_ranks(model)
     if not ranks:
         return None
     all_ranks = sorted(set().union(*ranks.values()))
@@ -283,7 +206,7 @@ def measure_policy(
     ``recompute`` is None) with every ``every_n_layers``-th decoder layer checkpointed, replayed as
     ``recompute`` says (default: as transformers' default checkpointing runs); its output head's
     forward and forward-and-backward per position. Unpriced, with the reason, when it cannot run."""
-    base = _base(model)
+    base = base_model(model)
     try:
         backbone, head = base.base_model, base.get_output_embeddings()
         if backbone is base or head is None:
@@ -447,10 +370,6 @@ def _checkpointing(model: Any, torch_kwargs: dict[str, Any], every_n_layers: int
                     setattr(m, a, v)
                 elif a in m.__dict__:
                     delattr(m, a)
-
-
-def _base(model: Any) -> Any:
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
 def _identity(model: Any) -> dict[str, Any]:
