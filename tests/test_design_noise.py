@@ -98,7 +98,9 @@ def _plain_study(layout: Layout, truth, noise: Noise, rng: np.random.Generator) 
     for setting, cells in layout.cells.items():
         names, rho, n = [c for c, _ in cells], np.array([r for _, r in cells]), layout.seeds
         mean = np.stack([np.repeat(truth(setting, t, rho), n) for t in METRICS], axis=1).ravel()
-        y = rng.multivariate_normal(mean, _covariance(len(names), n, setting, noise)).reshape(-1, len(METRICS))
+        y = rng.multivariate_normal(mean, _covariance(len(names), n, setting, noise)).reshape(
+            -1, len(METRICS)
+        )
         frame = pd.DataFrame(y, columns=list(METRICS))
         frame.insert(0, "rho", np.repeat(rho, n))
         frame.insert(0, "seed", np.tile(np.arange(n), len(names)))

@@ -16,7 +16,7 @@ import pandas as pd
 from paper_repro.analysis.stats.contrasts import Grid
 from paper_repro.analysis.stats.mixed import recipe_reml
 from paper_repro.common.results import METRICS
-from paper_repro.run.design_cost import EVAL_PROBLEMS
+from paper_repro.run.cost_model import EVAL_PROBLEMS
 
 # EVAL_PROBLEMS: the problems per evaluation set at which the evaluation noise is stated (eval_noise.csv)
 # the targets scored on the held-out and gsm sets, whose size a design chooses: their evaluation noise
