@@ -64,7 +64,8 @@ class Candidate:
     and gsm set (math stays at 300), stage A's budget as a multiple of C, the pilots' fractions and
     seeds, whether the profile's second recipes (``grid.recipes``) are run, and the settings it runs
     beside the profile's (``more_settings``: (policy, reward system) pairs, each a distinct setting
-    named ``reward@policy``, its cells the planner's at its own rho cap: :func:`more_settings`)."""
+    named ``reward@policy``, its cells the planner's at its own rho cap, run as a grid alone, with no
+    RACE pilots or fresh seeds: :func:`more_settings`)."""
 
     name: str
     targets: tuple[float, ...]
@@ -201,11 +202,18 @@ def jobs(candidate: Candidate, base: Profile) -> list[Job]:
 
     profile = candidate.profile(base)
     out = []
-    for s in [*distinct_settings(profile), *more_settings(candidate)]:
+    for s in distinct_settings(profile):
         grid = distinct_cells(setting_specs(profile, s, seeds=[0]))
         out += [_job(spec, "grid", candidate.seeds) for spec in grid]
         out += [_job(spec, "pilot") for spec in distinct_cells(pilot_specs(profile, s))]
         out += [_job(spec, "fresh") for spec in _fresh_specs(profile, s, grid)]
+    for s in more_settings(
+        candidate
+    ):  # the frontier claims' settings: their grid, no RACE pilots or fresh seeds
+        out += [
+            _job(spec, "grid", candidate.seeds)
+            for spec in distinct_cells(setting_specs(profile, s, seeds=[0]))
+        ]
     return out
 
 
