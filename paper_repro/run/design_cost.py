@@ -6,16 +6,14 @@ characteristics: :mod:`paper_repro.analysis.design.candidates`). Not the allocat
 Each **candidate** (its grid targets, seeds per cell, evaluation size, stage A's budget, pilots,
 second recipes) is priced in wall minutes on the cpu-tiny machine:
 
-- **the cost model** (:class:`CostModel`), measured from the committed runs (the ``ok`` rows of the
-  design's current generation in ``runs.csv``; :func:`committed_rows`), per policy and reward class
-  (rule-based, or PRM-charged: the reward pays the PRM's forward): a run's training seconds
-  ``a + b x its budget`` (least squares over the full-budget runs and the pilots: each run pays about
-  half a second whatever its budget, so one seconds-per-FLOP ratio cannot price both: the full runs'
-  median ratio prices a pilot at C/8 at under half its measured seconds; the median ratio over all
-  the class's rows is reported beside the fit), its evaluation seconds per
-  problem decoded (``seconds_eval`` over the problems a full evaluation decodes: held-out, gsm and
-  math, ``eval.limit`` each; the ladder points of ``curves.csv`` too, where it has rows), and its setup
-  (``seconds_total`` less both);
+- **the cost model** (:class:`~paper_repro.run.cost_model.CostModel`, :mod:`paper_repro.run.cost_model`),
+  measured from the committed runs (the ``ok`` rows of the design's current generation in
+  ``runs.csv``; :func:`~paper_repro.run.cost_model.committed_rows`), per setting (policy, reward
+  system; a reward never run on a policy at the policy's rule-based rate times the reward's ratio to
+  the rule-based ones where it ran): a run's training seconds ``a + b x its budget`` (least squares
+  over the full-budget runs and the pilots: each run pays about half a second whatever its budget),
+  its evaluation seconds per problem decoded (its final evaluation and its ladder points' in
+  ``curves.csv``), and its setup (``seconds_total`` less training and every evaluation);
 - **a candidate's runs** (:func:`jobs`), through the planner and the run specs of the profile with the
   candidate's values (:meth:`Candidate.profile`; :func:`paper_repro.run.spec.setting_specs`,
   :func:`~paper_repro.run.spec.pilot_specs`, :func:`~paper_repro.run.spec.default_cell_spec`), per distinct
@@ -27,8 +25,9 @@ second recipes) is priced in wall minutes on the cpu-tiny machine:
   evaluation decodes the held-out and gsm sets (the candidate's problems each) and math (300); a
   ``native`` ladder point the held-out set alone. The base policy's evaluation (once per setting,
   cached) and a ladder point the budget cannot reach (not evaluated) are left out;
-- **minutes**: the runs' job-seconds / 2 (two jobs at a time on two cores) / 60, plus a fixed
-  ``overhead`` (default 6 minutes for the notebooks and the analysis: a parameter, not measured);
+- **minutes**: the runs' job-seconds / the job-seconds per wall second the committed runs made (two
+  jobs at a time on two cores, less the waits: 1.85 on the registered study) / 60, plus a fixed
+  ``overhead`` (default 2.5 minutes for the notebooks and the analysis, measured on the registered study);
 - **the candidates** (:func:`candidates`): the profile's design (``chosen``); at the minutes limit,
   the profile's targets with the seeds the limit buys, fewer and more cells (evenly spaced over the
   profile's range) with the seeds the limit buys, the same at the other evaluation size (900 problems
@@ -36,7 +35,8 @@ second recipes) is priced in wall minutes on the cpu-tiny machine:
   budgets (C, 2C, 4C: at the profile's seeds, and for 2C and 4C with the seeds the limit buys), the
   design without its second recipes, and (where the profile has more than one pilot fraction) the
   pilots at the largest fraction only (at the profile's seeds, with the seeds the limit buys, and
-  with stage A at C).
+  with stage A at C); the PRM-arm candidates (:func:`prm_arm_candidates`): PRM-style rewards on
+  every policy and more recipes in the claims' windows.
 """
 
 from __future__ import annotations
