@@ -299,11 +299,13 @@ def row_jobs(rows: pd.DataFrame, curves: pd.DataFrame | None = None) -> list[Job
     points = pd.DataFrame(columns=["run_id", "evaluation"])
     if curves is not None and not curves.empty:
         points = curves[(curves["status"] == "ok") & (curves["final"].astype(str) != "True")]
-    counts = points.groupby(["run_id", "evaluation"]).size()
+    native_points = points["evaluation"] == "native"
+    natives = points[native_points].groupby("run_id").size()
+    fulls = points[~native_points].groupby("run_id").size()
     out = []
     for row in rows.itertuples():
-        native = int(counts.get((row.run_id, "native"), 0))
-        full = 1 + sum(int(n) for (r, e), n in counts.items() if r == row.run_id and e != "native")
+        native = int(natives.get(row.run_id, 0))
+        full = 1 + int(fulls.get(row.run_id, 0))
         out.append(
             Job(
                 row.role,
