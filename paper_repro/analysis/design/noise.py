@@ -285,9 +285,10 @@ class SeedBlocks:
 def seed_blocks(rows: pd.DataFrame, target: str) -> SeedBlocks | None:
     """The variance components of one setting's ``rows`` on ``target`` by the two-way ANOVA without
     interaction (the model the allocation claim's pairwise test uses): residual = the residual mean
-    square, ``(k - 1)(n - 1)`` df; seed = (seed mean square - residual) / k, at least 0 (the REML
-    estimate of a balanced layout); raw = the within-cell mean square. None with under two cells or
-    seeds run by every cell."""
+    square, ``(k - 1)(n - 1)`` df; seed = (seed mean square - residual) / k; where the seed mean square
+    is the smaller, seed = 0 and the residual pools both (the REML estimate of a balanced layout, at
+    its boundary); raw = the within-cell mean square (the raw = seed + residual of the old model).
+    None with under two cells or seeds run by every cell."""
     grid = Grid.of(rows, target)
     count = grid.count
     full = (count > 0).all(axis=1)
@@ -297,10 +298,12 @@ def seed_blocks(rows: pd.DataFrame, target: str) -> SeedBlocks | None:
         return None
     seed_means, cell_means, grand = y.mean(axis=1), y.mean(axis=0), y.mean()
     resid = y - seed_means[:, None] - cell_means[None, :] + grand
-    ms_resid = float(np.sum(resid**2)) / ((k - 1) * (n - 1))
-    ms_seed = k * float(np.sum((seed_means - grand) ** 2)) / (n - 1)
+    ss_resid, ss_seed = float(np.sum(resid**2)), k * float(np.sum((seed_means - grand) ** 2))
+    ms_resid, ms_seed = ss_resid / ((k - 1) * (n - 1)), ss_seed / (n - 1)
     raw = float(np.sum((y - cell_means[None, :]) ** 2)) / (k * (n - 1))
-    return SeedBlocks(max((ms_seed - ms_resid) / k, 0.0), ms_resid, raw, k, n)
+    if ms_seed <= ms_resid:  # REML's boundary: no seed effect, the seeds' df join the residual's
+        return SeedBlocks(0.0, (ss_resid + ss_seed) / ((k - 1) * (n - 1) + n - 1), raw, k, n)
+    return SeedBlocks((ms_seed - ms_resid) / k, ms_resid, raw, k, n)
 
 
 def residual_correlation(rows: pd.DataFrame, names: Sequence[str]) -> tuple[tuple[float, ...], ...] | None:
