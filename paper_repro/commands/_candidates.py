@@ -55,6 +55,13 @@ def add_options(d: argparse.ArgumentParser) -> None:
         "(default: %(default)s; those two take --replicates)",
     )
     d.add_argument(
+        "--coverage-replicates",
+        type=int,
+        default=None,
+        help="with --candidates: simulated studies whose rho* intervals are bootstrapped, for today's and the "
+        "profile's design (default: the simulator's; 0: none, a faster comparison)",
+    )
+    d.add_argument(
         "--minutes",
         type=float,
         default=MINUTES,
@@ -119,6 +126,7 @@ def run(args: argparse.Namespace, profile, variants: dict[str, tuple[int, float]
         overrides=(args.recipe_sd, args.seed_sd, args.amplitude),
         candidate_list=[dc.Candidate.from_profile(profile)] if args.registered else None,
         family=args.family,
+        **({} if args.coverage_replicates is None else {"coverage_replicates": args.coverage_replicates}),
     )
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60):
         print("\ncost model (per run: train s = a + b x budget; evaluation per problem decoded):")
