@@ -175,6 +175,7 @@ def _rate_rows(seconds_train, seconds_eval, setup=0.1):
 
 
 def test_the_cost_model_turns_known_seconds_into_known_minutes():
+    from paper_repro.run import cost_model as cm
     from paper_repro.run import design_cost as dc
 
     rows = _rate_rows(lambda b: 0.5 + 1e-10 * b, seconds_eval=1.8)
@@ -194,7 +195,7 @@ def test_the_cost_model_turns_known_seconds_into_known_minutes():
     bigger = dc.cost(dataclasses.replace(candidate, eval_problems=900), model, [job], overhead=0.0)
     assert bigger.minutes == pytest.approx(4 * (10.6 + 0.002 * 6900) / 2 / 60)
     # a committed run's full evaluation: held-out and gsm at its limit, math at its 300 at most
-    assert dc._limits({"eval_limit": 300}) == (300, 600) and dc._limits({"eval_limit": 900}) == (900, 1200)
+    assert cm._limits({"eval_limit": 300}) == (300, 600) and cm._limits({"eval_limit": 900}) == (900, 1200)
     # one budget only: no per-run part to identify, the plain ratio
     flat = dc.CostModel.from_runs(_rate_rows(lambda b: 2e-10 * b, 1.8).assign(budget_flops=1e11))
     assert flat.rate("M", "rule").intercept == 0.0

@@ -12,7 +12,8 @@ from paper_repro.commands._options import positive_int
 def add_options(d: argparse.ArgumentParser) -> None:
     """The ``design`` command's options for ``--candidates``; their defaults are the pre-run cost
     model's (:mod:`paper_repro.run.design_cost`)."""
-    from paper_repro.run.design_cost import CANDIDATE_REPLICATES, MINUTES, OVERHEAD_MINUTES
+    from paper_repro.run.cost_model import OVERHEAD_MINUTES
+    from paper_repro.run.design_cost import CANDIDATE_REPLICATES, MINUTES
 
     d.add_argument(
         "--candidates",
@@ -20,6 +21,20 @@ def add_options(d: argparse.ArgumentParser) -> None:
         help="compare candidate designs at their cost (the profile's, equal-cost alternatives trading cells, "
         "seeds and evaluation size, stage A's budget): design_choices.csv, and design.csv for today's and "
         "the profile's design",
+    )
+    d.add_argument(
+        "--family",
+        choices=("all", "prm-arm"),
+        default="all",
+        help="with --candidates: which candidates (all: the trades of cells, seeds, evaluation size, stage A and "
+        "pilots; prm-arm: the designs that could decide the PRM-style arm, PRM-style rewards on every policy "
+        "and more window recipes) (default: %(default)s)",
+    )
+    d.add_argument(
+        "--choices",
+        default="design_choices.csv",
+        help="with --candidates: the file the choices table is written to, beside runs.csv (default: "
+        "%(default)s, the registered study's pick; another name keeps it)",
     )
     d.add_argument(
         "--price-only",
@@ -38,6 +53,13 @@ def add_options(d: argparse.ArgumentParser) -> None:
         default=CANDIDATE_REPLICATES,
         help="study pairs per truth for each candidate other than today's and the profile's "
         "(default: %(default)s; those two take --replicates)",
+    )
+    d.add_argument(
+        "--coverage-replicates",
+        type=int,
+        default=None,
+        help="with --candidates: simulated studies whose rho* intervals are bootstrapped, for today's and the "
+        "profile's design (default: the simulator's; 0: none, a faster comparison)",
     )
     d.add_argument(
         "--minutes",
@@ -103,20 +125,28 @@ def run(args: argparse.Namespace, profile, variants: dict[str, tuple[int, float]
         simulate=not args.price_only,
         overrides=(args.recipe_sd, args.seed_sd, args.amplitude),
         candidate_list=[dc.Candidate.from_profile(profile)] if args.registered else None,
+        family=args.family,
+        **({} if args.coverage_replicates is None else {"coverage_replicates": args.coverage_replicates}),
     )
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60):
         print("\ncost model (per run: train s = a + b x budget; evaluation per problem decoded):")
         print(result.cost_model.table().round(4).to_string(index=False))
+        print(
+            "\nthe cost model on the committed runs (job-seconds; fitted on all, and leaving each setting out):"
+        )
+        print(result.cost_check.round(3).to_string(index=False))
         for note in result.notes:
             print(note)
         print(
-            f"\nminutes: job-seconds / {dc.JOBS} / 60 + {args.overhead_minutes:g} min overhead (notebooks, "
-            "analysis: a parameter, not measured)"
+            f"\nminutes: job-seconds / {result.cost_model.parallel:.2f} (job-seconds per wall second, measured) / 60 "
+            f"+ {args.overhead_minutes:g} min overhead (notebooks, analysis)"
         )
         print(_candidate_summary(result.choices).to_string(index=False))
-    write_table(root / ("design_registered.csv" if args.registered else "design_choices.csv"), result.choices)
+    choices_name = "design_registered.csv" if args.registered else args.choices
+    write_table(root / choices_name, result.choices)
+    write_table(root / "design_cost.csv", result.cost_check)
     if args.price_only:
-        print(f"design_choices.csv (priced only) in {repo_relative(root)}")
+        print(f"{choices_name} (priced only) and design_cost.csv in {repo_relative(root)}")
         return 0
     from paper_repro.analysis.pipeline import keep_post_hoc, registered_after_runs
 
@@ -130,7 +160,7 @@ def run(args: argparse.Namespace, profile, variants: dict[str, tuple[int, float]
     _print_pick(result, args.minutes)
     print(
         f"design.csv ({len(result.design)} rows: today as 'committed', the profile's as 'chosen') and "
-        f"{'design_registered' if args.registered else 'design_choices'}.csv ({len(result.choices)} rows) in "
+        f"{choices_name} ({len(result.choices)} rows) and design_cost.csv in "
         f"{repo_relative(root)}"
     )
     return 0

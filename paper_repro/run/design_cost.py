@@ -6,16 +6,14 @@ characteristics: :mod:`paper_repro.analysis.design.candidates`). Not the allocat
 Each **candidate** (its grid targets, seeds per cell, evaluation size, stage A's budget, pilots,
 second recipes) is priced in wall minutes on the cpu-tiny machine:
 
-- **the cost model** (:class:`CostModel`), measured from the committed runs (the ``ok`` rows of the
-  design's current generation in ``runs.csv``; :func:`committed_rows`), per policy and reward class
-  (rule-based, or PRM-charged: the reward pays the PRM's forward): a run's training seconds
-  ``a + b x its budget`` (least squares over the full-budget runs and the pilots: each run pays about
-  half a second whatever its budget, so one seconds-per-FLOP ratio cannot price both: the full runs'
-  median ratio prices a pilot at C/8 at under half its measured seconds; the median ratio over all
-  the class's rows is reported beside the fit), its evaluation seconds per
-  problem decoded (``seconds_eval`` over the problems a full evaluation decodes: held-out, gsm and
-  math, ``eval.limit`` each; the ladder points of ``curves.csv`` too, where it has rows), and its setup
-  (``seconds_total`` less both);
+- **the cost model** (:class:`~paper_repro.run.cost_model.CostModel`, :mod:`paper_repro.run.cost_model`),
+  measured from the committed runs (the ``ok`` rows of the design's current generation in
+  ``runs.csv``; :func:`~paper_repro.run.cost_model.committed_rows`), per setting (policy, reward
+  system; a reward never run on a policy at the policy's rule-based rate times the reward's ratio to
+  the rule-based ones where it ran): a run's training seconds ``a + b x its budget`` (least squares
+  over the full-budget runs and the pilots: each run pays about half a second whatever its budget),
+  its evaluation seconds per problem decoded (its final evaluation and its ladder points' in
+  ``curves.csv``), and its setup (``seconds_total`` less training and every evaluation);
 - **a candidate's runs** (:func:`jobs`), through the planner and the run specs of the profile with the
   candidate's values (:meth:`Candidate.profile`; :func:`paper_repro.run.spec.setting_specs`,
   :func:`~paper_repro.run.spec.pilot_specs`, :func:`~paper_repro.run.spec.default_cell_spec`), per distinct
@@ -27,8 +25,9 @@ second recipes) is priced in wall minutes on the cpu-tiny machine:
   evaluation decodes the held-out and gsm sets (the candidate's problems each) and math (300); a
   ``native`` ladder point the held-out set alone. The base policy's evaluation (once per setting,
   cached) and a ladder point the budget cannot reach (not evaluated) are left out;
-- **minutes**: the runs' job-seconds / 2 (two jobs at a time on two cores) / 60, plus a fixed
-  ``overhead`` (default 6 minutes for the notebooks and the analysis: a parameter, not measured);
+- **minutes**: the runs' job-seconds / the job-seconds per wall second the committed runs made (two
+  jobs at a time on two cores, less the waits: 1.85 on the registered study) / 60, plus a fixed
+  ``overhead`` (default 2.5 minutes for the notebooks and the analysis, measured on the registered study);
 - **the candidates** (:func:`candidates`): the profile's design (``chosen``); at the minutes limit,
   the profile's targets with the seeds the limit buys, fewer and more cells (evenly spaced over the
   profile's range) with the seeds the limit buys, the same at the other evaluation size (900 problems
@@ -36,249 +35,37 @@ second recipes) is priced in wall minutes on the cpu-tiny machine:
   budgets (C, 2C, 4C: at the profile's seeds, and for 2C and 4C with the seeds the limit buys), the
   design without its second recipes, and (where the profile has more than one pilot fraction) the
   pilots at the largest fraction only (at the profile's seeds, with the seeds the limit buys, and
-  with stage A at C).
+  with stage A at C); the PRM-arm candidates (:func:`prm_arm_candidates`): PRM-style rewards on
+  every policy and more recipes in the claims' windows.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from paper_repro import rewards
-from paper_repro.config import Profile
+from paper_repro.config import Profile, Setting
+from paper_repro.run.cost_model import EVAL_PROBLEMS, JOBS, OVERHEAD_MINUTES, CostModel, Job, _job
 
-EVAL_PROBLEMS = 300  # problems per held-out and gsm set of an evaluation, where a profile names none
-OVERHEAD_MINUTES = 6.0  # notebooks and the analysis, on top of the runs (a parameter, not measured)
 MINUTES = 75.0  # the study's wall-time limit the rule picks under
 CANDIDATE_REPLICATES = 60  # study pairs per truth for a candidate (a 5% rate to about +-2 points)
-JOBS = 2  # runs at a time on the cpu-tiny machine's two cores
 MORE_PROBLEMS = 900  # the other evaluation size the candidates try (300 where the profile's is 900)
-MATH_PROBLEMS = 300  # the math set's problems (math_tiny holds 300: an evaluation decodes no more)
 PICKS = 2  # RACE's and RACE+'s picks, run on every fresh seed beside TRL's default
-
-
-def reward_class(reward_system: str) -> str:
-    """``prm`` for a reward that pays the PRM's forward, else ``rule``."""
-    return "prm" if rewards.is_prm_based(reward_system) else "rule"
-
-
-# ---------------------------------------------------------------------------------------- the cost model
-
-
-def committed_rows(path: str | Path, profile: Profile) -> pd.DataFrame:
-    """The ``ok`` rows of ``runs.csv`` of the design's current generation: computed with ``profile``'s
-    weights, training recipe, data and evaluation (:func:`paper_repro.run.study_design.design_key`), at any budget
-    and seed; a (policy, reward) that has none keeps its newest generation's (the design key of its
-    newest row). Adds ``policy``, ``reward_class``, ``problems`` (decoded by its full evaluation) and
-    ``heldout`` (by a ``native`` one)."""
-    from paper_repro.run.study_design import Design, design_key
-
-    runs = pd.read_csv(path, low_memory=False)
-    runs = runs[runs["status"] == "ok"].copy()
-    if runs.empty:
-        return runs
-    specs = [_json(s) for s in runs["spec"]]
-    runs["policy"] = [s.get("policy", m) for s, m in zip(specs, runs["model"], strict=True)]
-    keys = [json.dumps(design_key(s), sort_keys=True) if s else "" for s in specs]
-    runs["_key"] = keys
-    wanted = {pr: json.dumps(k, sort_keys=True) for pr, k in Design(profile).keys.items()}
-    keep = []
-    for (policy, reward), rows in runs.groupby(["policy", "reward_system"]):
-        key = wanted.get((policy, reward))
-        if key is None or not (rows["_key"] == key).any():
-            key = rows.sort_values("created_at")["_key"].iloc[-1]
-        keep.append(rows[rows["_key"] == key])
-    out = pd.concat(keep).sort_index().drop(columns="_key")
-    limit = [_limits(s) for s in (_json(s) for s in out["spec"])]
-    out["heldout"] = [h for h, _ in limit]
-    out["problems"] = [h + n for h, n in limit]
-    out["reward_class"] = [reward_class(r) for r in out["reward_system"]]
-    for column in ("budget_flops", "C_total", "seconds_train", "seconds_eval", "seconds_total", "seed"):
-        out[column] = pd.to_numeric(out[column], errors="coerce")
-    return out
-
-
-def _json(text) -> dict:
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return {}
-
-
-def _limits(spec: dict) -> tuple[int, int]:
-    """(held-out problems, gsm and math problems together) a run's full evaluation decodes: ``eval_limit``
-    each, the math set's 300 at most."""
-    limit = int(spec.get("eval_limit") or EVAL_PROBLEMS)
-    return int(spec.get("eval_heldout_limit") or limit), limit + min(limit, MATH_PROBLEMS)
-
-
-@dataclass(frozen=True)
-class Rate:
-    """One (policy, reward class)'s measured seconds: training ``intercept + per_flop x budget``, evaluation
-    per problem decoded, setup per run; ``median_per_flop`` the plain median of seconds_train / C_total."""
-
-    intercept: float  # s per run
-    per_flop: float  # s per FLOP of budget
-    per_problem: float  # evaluation s per problem decoded
-    setup: float  # s per run beside training and evaluation
-    median_per_flop: float
-    rows: int
-
-    def train(self, budget_flops: float) -> float:
-        return self.intercept + self.per_flop * budget_flops
-
-
-@dataclass(frozen=True)
-class CostModel:
-    """Seconds per run by (policy, reward class), measured (:meth:`from_runs`)."""
-
-    rates: dict[tuple[str, str], Rate]
-    source: str = "the committed runs"
-
-    @classmethod
-    def from_runs(cls, rows: pd.DataFrame, curves: pd.DataFrame | None = None, source: str = "") -> CostModel:
-        """The rates of ``rows`` (:func:`committed_rows`: ``policy``, ``reward_class``, ``budget_flops``,
-        ``C_total``, ``seconds_train``, ``seconds_eval``, ``seconds_total``, ``problems``), pooled
-        over the policy's classes where a class has none. ``curves``: ``curves.csv`` rows (with
-        ``run_id``, ``final``, ``evaluation``, ``seconds_eval``), whose ladder points add evaluations."""
-        if rows.empty:
-            raise ValueError("no committed ok runs to measure the cost model from")
-        extra = _ladder_evaluations(rows, curves)
-        rates = {}
-        for (policy, kind), g in rows.groupby(["policy", "reward_class"]):
-            rates[(str(policy), str(kind))] = _rate(
-                g, extra[(extra["policy"] == policy) & (extra["reward_class"] == kind)]
-            )
-        for policy in rows["policy"].unique():
-            rates[(str(policy), "*")] = _rate(
-                rows[rows["policy"] == policy], extra[extra["policy"] == policy]
-            )
-        rates[("*", "*")] = _rate(rows, extra)
-        return cls(rates, source or "the committed runs")
-
-    def rate(self, policy: str, kind: str) -> Rate:
-        for key in ((policy, kind), (policy, "*"), ("*", "*")):
-            if key in self.rates:
-                return self.rates[key]
-        raise KeyError(policy)
-
-    def seconds(self, job: Job, heldout: int, gsm: int, math: int = MATH_PROBLEMS) -> float:
-        """A job's seconds, its full evaluations decoding ``heldout + gsm + math`` problems and its
-        ``native`` ones ``heldout``."""
-        rate = self.rate(job.policy, job.reward_class)
-        decoded = job.full_evals * (heldout + gsm + math) + job.native_evals * heldout
-        return rate.train(job.budget_flops) + rate.per_problem * decoded + rate.setup
-
-    def table(self) -> pd.DataFrame:
-        """The rates, one row per measured (policy, reward class)."""
-        return pd.DataFrame(
-            [
-                {
-                    "policy": p,
-                    "reward_class": k,
-                    "rows": r.rows,
-                    "train_s_per_run": r.intercept,
-                    "train_s_per_GFLOP": r.per_flop * 1e9,
-                    "median_train_s_per_GFLOP": r.median_per_flop * 1e9,
-                    "eval_ms_per_problem": r.per_problem * 1e3,
-                    "setup_s_per_run": r.setup,
-                }
-                for (p, k), r in self.rates.items()
-                if "*" not in (p, k)
-            ]
-        )
-
-
-def _rate(rows: pd.DataFrame, ladder: pd.DataFrame) -> Rate:
-    budget, train = rows["budget_flops"].to_numpy(float), rows["seconds_train"].to_numpy(float)
-    ratio = float(np.median(train / rows["C_total"].to_numpy(float)))
-    intercept, slope = 0.0, float(np.median(train / budget))
-    if np.nanmax(budget) > 1.5 * np.nanmin(budget):  # two budgets or more: the per-run part is identified
-        slope, intercept = (float(v) for v in np.polyfit(budget, train, 1))
-        if intercept < 0 or slope <= 0:
-            intercept, slope = 0.0, float(np.sum(train * budget) / np.sum(budget**2))
-    evals = pd.concat(
-        [
-            pd.DataFrame({"seconds": rows["seconds_eval"], "problems": rows["problems"]}),
-            ladder[["seconds", "problems"]],
-        ]
-    )
-    evals = evals[(evals["problems"] > 0) & evals["seconds"].notna()]
-    per_problem = (
-        float(np.median(evals["seconds"] / evals["problems"])) if len(evals) else np.nan
-    )  # unmeasured
-    setup = rows["seconds_total"] - rows["seconds_train"] - rows["seconds_eval"]
-    return Rate(intercept, slope, per_problem, float(max(np.nanmedian(setup), 0.0)), ratio, len(rows))
-
-
-def _ladder_evaluations(rows: pd.DataFrame, curves: pd.DataFrame | None) -> pd.DataFrame:
-    """The ladder points' evaluations (not a run's last, which its row holds): policy, reward class,
-    seconds, problems decoded."""
-    columns = ["policy", "reward_class", "seconds", "problems"]
-    if curves is None or curves.empty:
-        return pd.DataFrame(columns=columns)
-    points = curves[(curves["status"] == "ok") & (curves["final"].astype(str) != "True")]
-    points = points.merge(rows[["run_id", "policy", "reward_class", "problems", "heldout"]], on="run_id")
-    native = points["evaluation"] == "native"
-    return pd.DataFrame(
-        {
-            "policy": points["policy"],
-            "reward_class": points["reward_class"],
-            "seconds": pd.to_numeric(points["seconds_eval"], errors="coerce"),
-            "problems": np.where(native, points["heldout"], points["problems"]),
-        }
-    )
-
-
-def measured_minutes(rows: pd.DataFrame, overhead: float = OVERHEAD_MINUTES) -> float:
-    """What ``rows`` (the committed runs) took: their ``seconds_total`` / :data:`JOBS` / 60 + ``overhead``."""
-    return float(rows["seconds_total"].sum()) / JOBS / 60 + overhead
-
-
-def predicted_minutes(rows: pd.DataFrame, model: CostModel) -> float:
-    """The cost model's minutes of runs (no overhead) for the committed ``rows``, as they were run."""
-    seconds = 0.0
-    for row in rows.itertuples():
-        rate = model.rate(row.policy, row.reward_class)
-        seconds += rate.train(row.budget_flops) + rate.per_problem * row.problems + rate.setup
-    return seconds / JOBS / 60
-
-
-def wall_span_minutes(rows: pd.DataFrame) -> float:
-    """The wall time the committed rows were written over (the first run's start, taken as its end less
-    its seconds, to the last run's end): a check on the model's two jobs at a time."""
-    end = pd.to_datetime(rows["created_at"], utc=True)
-    start = end - pd.to_timedelta(rows["seconds_total"], unit="s")
-    return float((end.max() - start.min()).total_seconds()) / 60
 
 
 # ---------------------------------------------------------------------------------------- candidates
 
 
 @dataclass(frozen=True)
-class Job:
-    """Runs alike in cost: ``count`` runs of one policy and reward class at ``budget_flops``, each
-    evaluated on every set ``full_evals`` times and on the held-out set alone ``native_evals`` times."""
-
-    role: str  # grid, pilot, fresh
-    policy: str
-    reward_class: str
-    budget_flops: float
-    full_evals: int
-    native_evals: int
-    count: float = 1.0
-
-
-@dataclass(frozen=True)
 class Candidate:
     """A design the simulator compares: its grid targets, seeds per grid cell, problems per held-out
     and gsm set (math stays at 300), stage A's budget as a multiple of C, the pilots' fractions and
-    seeds, and whether the profile's second recipes (``grid.recipes``) are run."""
+    seeds, whether the profile's second recipes (``grid.recipes``) are run, and the settings it runs
+    beside the profile's (``more_settings``: (policy, reward system) pairs, each a distinct setting
+    named ``reward@policy``, its cells the planner's at its own rho cap, run as a grid alone, with no
+    RACE pilots or fresh seeds: :func:`more_settings`)."""
 
     name: str
     targets: tuple[float, ...]
@@ -290,6 +77,7 @@ class Candidate:
     recipes: bool = True
     second_at: tuple[float, ...] = ()  # grid targets every distinct setting also runs by a second recipe
     note: str = ""
+    more_settings: tuple[tuple[str, str], ...] = ()  # (policy, reward system) run beside the profile's
 
     @classmethod
     def from_profile(cls, profile: Profile, name: str = "chosen", **overrides) -> Candidate:
@@ -315,8 +103,16 @@ class Candidate:
         for policy, reward, targets in grid.recipes if self.recipes else ():
             near = tuple(dict.fromkeys(min(self.targets, key=lambda t, x=x: abs(t - x)) for x in targets))
             kept.append((policy, reward, near))
+        # a setting of more_settings runs the second recipes its reward system runs on the profile's policy
+        kept += [
+            (policy, reward, next(t for p, r, t in kept if r == reward))
+            for policy, reward in self.more_settings
+            if any(r == reward for _, r, _ in kept)
+        ]
         if self.second_at:  # every distinct setting: a second recipe at each of these targets it can reach
-            pairs = dict.fromkeys((s.policy, s.reward_system) for s in base.all_settings())
+            pairs = dict.fromkeys(
+                [*((s.policy, s.reward_system) for s in base.all_settings()), *self.more_settings]
+            )
             at = tuple(t for t in self.targets if any(abs(t - x) < 1e-9 for x in self.second_at))
             kept = [(policy, reward, at) for policy, reward in pairs]
         changes["recipes"] = tuple(kept)
@@ -350,7 +146,28 @@ class Candidate:
                 if self.second_at
                 else self.recipes
             ),
+            "more_settings": " ".join(s.name for s in more_settings(self)),
         }
+
+
+def more_settings(candidate: Candidate) -> list[Setting]:
+    """The settings ``candidate`` runs beside its profile's (``reward@policy``; stage B's, so at C like
+    the reward systems' settings), each planned like any other (:func:`paper_repro.run.allocation.plan_setting`:
+    a PRM-charged one's cells stop at its policy's rho cap)."""
+    return [Setting("B", f"{reward}@{policy}", policy, reward) for policy, reward in candidate.more_settings]
+
+
+def distinct_cells(cells: Sequence) -> list:
+    """``cells`` (the planner's, or run specs) less any whose (P, G, K, mu) an earlier one has: two
+    targets a tolerance apart can plan one shape, which is one experiment (a spec's seed and budget
+    apart)."""
+    seen, out = set(), []
+    for c in cells:
+        key = (c.P, c.G, c.K, c.mu, getattr(c, "seed", None), c.budget_flops)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
 
 
 def eval_size(profile: Profile) -> int:
@@ -379,20 +196,6 @@ def distinct_settings(profile: Profile) -> list:
     return [s for s in profile.all_settings() if s.name not in shared]
 
 
-def _job(spec, role: str, count: float = 1.0) -> Job:
-    unit = spec.ladder_unit or spec.budget_flops
-    below = [e for m, e in spec.ladder if m * unit < spec.budget_flops * (1 - 1e-9)]
-    return Job(
-        role,
-        spec.policy,
-        reward_class(spec.reward_system),
-        spec.budget_flops,
-        full_evals=1 + below.count("all"),
-        native_evals=below.count("native"),
-        count=count,
-    )
-
-
 def jobs(candidate: Candidate, base: Profile) -> list[Job]:
     """Every run of ``candidate`` (see the module's docstring), through the run specs of its profile."""
     from paper_repro.run.spec import pilot_specs, setting_specs
@@ -400,10 +203,17 @@ def jobs(candidate: Candidate, base: Profile) -> list[Job]:
     profile = candidate.profile(base)
     out = []
     for s in distinct_settings(profile):
-        grid = setting_specs(profile, s, seeds=[0])
+        grid = distinct_cells(setting_specs(profile, s, seeds=[0]))
         out += [_job(spec, "grid", candidate.seeds) for spec in grid]
-        out += [_job(spec, "pilot") for spec in pilot_specs(profile, s)]
+        out += [_job(spec, "pilot") for spec in distinct_cells(pilot_specs(profile, s))]
         out += [_job(spec, "fresh") for spec in _fresh_specs(profile, s, grid)]
+    for s in more_settings(
+        candidate
+    ):  # the frontier claims' settings: their grid, no RACE pilots or fresh seeds
+        out += [
+            _job(spec, "grid", candidate.seeds)
+            for spec in distinct_cells(setting_specs(profile, s, seeds=[0]))
+        ]
     return out
 
 
@@ -428,10 +238,15 @@ class Cost:
     job_seconds: float
     by_role: dict[str, float] = field(default_factory=dict)  # job-seconds by grid / pilot / fresh
     overhead: float = OVERHEAD_MINUTES
+    parallel: float = JOBS  # job-seconds per wall second (CostModel.parallel)
 
     @property
     def minutes(self) -> float:
-        return self.job_seconds / JOBS / 60 + self.overhead
+        return self.job_seconds / self.parallel / 60 + self.overhead
+
+    def role_minutes(self) -> dict[str, float]:
+        """Wall minutes by role (grid, pilot, fresh), the overhead apart."""
+        return {k: v / self.parallel / 60 for k, v in self.by_role.items()}
 
 
 def cost(
@@ -442,7 +257,7 @@ def cost(
     by_role: dict[str, float] = {}
     for job in job_list:
         by_role[job.role] = by_role.get(job.role, 0.0) + job.count * model.seconds(job, n, n)
-    return Cost(sum(j.count for j in job_list), sum(by_role.values()), by_role, overhead)
+    return Cost(sum(j.count for j in job_list), sum(by_role.values()), by_role, overhead, model.parallel)
 
 
 class Pricer:
@@ -454,7 +269,15 @@ class Pricer:
         self._jobs: dict[tuple, list[Job]] = {}
 
     def jobs(self, c: Candidate) -> list[Job]:
-        key = (c.targets, c.stage_a_multiple, c.pilot_fractions, c.pilot_seeds, c.recipes, c.second_at)
+        key = (
+            c.targets,
+            c.stage_a_multiple,
+            c.pilot_fractions,
+            c.pilot_seeds,
+            c.recipes,
+            c.second_at,
+            c.more_settings,
+        )
         if key not in self._jobs:
             self._jobs[key] = jobs(replace(c, seeds=1), self.base)
         return [replace(j, count=c.seeds) if j.role == "grid" else j for j in self._jobs[key]]
@@ -553,6 +376,51 @@ def candidates(
             c.pilot_seeds,
             c.recipes,
             c.second_at,
+            c.more_settings,
         )
         unique.setdefault(key, c)
     return list(unique.values())
+
+
+# the PRM-style settings across policy sizes a PRM-arm candidate adds beside the profile's (on the
+# profile's other policies: the committed ones are on the middle policy)
+PRM_REWARDS = ("proxy_prm", "prm")
+# grid targets with more recipes inside the claims' windows (0.445 +- 0.10, 0.72 +- 0.10): four first
+# recipes in each, every one also by a second where the planner realises one
+WINDOW_TARGETS = (0.15, 0.35, 0.40, 0.45, 0.50, 0.62, 0.66, 0.72, 0.78, 0.90)
+
+
+def prm_arm_candidates(
+    profile: Profile, pricer: Pricer, minutes: float = MINUTES, window: Sequence[float] = ()
+) -> list[Candidate]:
+    """The candidates that could decide the PRM-style arm (``paper-repro design --candidates --family
+    prm-arm``), each with the seeds ``minutes`` buys: the profile's design; its PRM-style rewards
+    (:data:`PRM_REWARDS`) also on every other policy of the profile, their cells the planner's up to
+    each policy's rho cap; more recipes in the windows (:data:`WINDOW_TARGETS`, second recipes at
+    every window target: ``window`` says which targets are in the windows); and both."""
+    chosen = Candidate.from_profile(profile, "chosen", note="the profile as written")
+    systems = {s.reward_system for s in profile.all_settings()}
+    rewards_run = [r for r in PRM_REWARDS if r in systems]
+    have = {(s.policy, s.reward_system) for s in profile.all_settings()}
+    more = tuple(
+        (policy, reward)
+        for reward in rewards_run
+        for policy in profile.policies
+        if (policy, reward) not in have
+    )
+    at = tuple(t for t in WINDOW_TARGETS if any(abs(t - x) < 1e-9 for x in window))
+    wide = replace(chosen, targets=WINDOW_TARGETS, second_at=at)
+    sizes = "PRM-style rewards on every policy"
+    out = [
+        chosen,
+        replace(pricer.fill(chosen, minutes), name="profile's targets, seeds to the limit"),
+        replace(
+            pricer.fill(replace(chosen, more_settings=more), minutes), name=f"{sizes}, seeds to the limit"
+        ),
+        replace(pricer.fill(wide, minutes), name="more window recipes, seeds to the limit"),
+        replace(
+            pricer.fill(replace(wide, more_settings=more), minutes),
+            name=f"{sizes}, more window recipes, seeds to the limit",
+        ),
+    ]
+    return out

@@ -7,8 +7,12 @@ there are any, else the grid's targets) and ``n`` seeds per cell. A run's score 
 
     truth(setting, target, rho of its cell) + recipe effect of the cell + seed noise,
 
-- the **seed noise**: Gaussian, with each (setting, cell, target)'s SD over the committed seeds
-  (or one SD given on the command line);
+- the **seed noise**, in two Gaussian parts: the **seed block**, one draw per (setting, seed,
+  target) shared by every cell of the setting (a seed fixes the data order and sampling all its
+  cells see), and the run's own **residual**; per (setting, target) each SD is the two-way ANOVA's
+  of the committed runs (cells x seeds, :func:`~paper_repro.analysis.design.noise.seed_blocks`), or
+  one SD given on the command line (no blocks). The targets' draws (blocks, residuals and recipe
+  effects) are correlated as the committed residuals are (:func:`~paper_repro.analysis.design.noise.residual_correlation`);
 - the **recipe effect**: one Gaussian draw per (setting, cell, target) with SD ``tau``, shared by
   every seed of the cell. Cells differ in P, G, K and mu, not only in rho, and that shows in the
   committed data as cells scattered about a smooth frontier beyond their seeds' noise: per target,
@@ -56,7 +60,8 @@ The package's parts: :mod:`~paper_repro.analysis.design.noise` (the layout and t
 :mod:`~paper_repro.analysis.design.studies` (the truths and a simulated study),
 :mod:`~paper_repro.analysis.design.characteristics` (the claims' own decisions on simulated studies:
 ``design.csv`` and the power column), :mod:`~paper_repro.analysis.design.candidates` (candidate
-designs compared at their cost). Their names are read from here, each imported on first use.
+designs compared at their cost), :mod:`~paper_repro.analysis.design.cost_check` (the cost model
+checked on the runs it was measured on: ``design_cost.csv``). Their names are read from here, each imported on first use.
 """
 
 from __future__ import annotations
@@ -79,6 +84,9 @@ _OWNERS = {
             "eval_variance_arg",
             "read_eval_variance",
             "recipe_sds",
+            "residual_correlation",
+            "SeedBlocks",
+            "seed_blocks",
         ),
         ".noise",
     ),
@@ -137,6 +145,7 @@ _OWNERS = {
         ),
         ".candidates",
     ),
+    **dict.fromkeys(("cost_check", "candidate_errors"), ".cost_check"),
 }
 __all__ = sorted(_OWNERS)
 

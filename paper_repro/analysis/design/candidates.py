@@ -31,20 +31,23 @@ from paper_repro.analysis.claims.registry import design_targets
 from paper_repro.analysis.design import characteristics as oc
 from paper_repro.analysis.design.noise import EvalVariance, Layout
 from paper_repro.config import Profile
-from paper_repro.run.design_cost import (
-    CANDIDATE_REPLICATES,
-    JOBS,
-    MINUTES,
+from paper_repro.run.cost_model import (
     OVERHEAD_MINUTES,
-    Candidate,
     CostModel,
-    Pricer,
-    candidates,
     committed_rows,
     measured_minutes,
     predicted_minutes,
-    shared_settings,
     wall_span_minutes,
+)
+from paper_repro.run.design_cost import (
+    CANDIDATE_REPLICATES,
+    MINUTES,
+    Candidate,
+    Pricer,
+    candidates,
+    distinct_cells,
+    more_settings,
+    shared_settings,
 )
 
 WRONG_LIMIT = 0.05  # a candidate's every claim: largest wrong share over the truths at most this
@@ -63,12 +66,31 @@ TARGETS = {
 }
 
 
-def window_targets(profile: Profile) -> tuple[float, ...]:
-    """The grid targets inside the paper's update-heavy or search-heavy window (the regime claims')."""
+def window_targets(profile: Profile, targets: Sequence[float] | None = None) -> tuple[float, ...]:
+    """The grid targets (``targets``, default the profile's) inside the paper's update-heavy or
+    search-heavy window (the regime claims')."""
     from paper_repro.analysis.claims.regimes import windows
 
     spans = windows(profile.margins)
-    return tuple(t for t in profile.grid.targets if any(lo - 1e-9 <= t <= hi + 1e-9 for lo, hi in spans))
+    grid = profile.grid.targets if targets is None else targets
+    return tuple(t for t in grid if any(lo - 1e-9 <= t <= hi + 1e-9 for lo, hi in spans))
+
+
+FAMILIES = ("all", "prm-arm")  # the candidate lists --family names
+
+
+def listed_candidates(
+    profile: Profile, pricer: Pricer, minutes: float, family: str = "all"
+) -> list[Candidate]:
+    """The candidates of ``family``: ``all`` (:func:`paper_repro.run.design_cost.candidates`) or
+    ``prm-arm`` (:func:`paper_repro.run.design_cost.prm_arm_candidates`)."""
+    from paper_repro.run.design_cost import WINDOW_TARGETS, prm_arm_candidates
+
+    if family == "all":
+        return candidates(profile, pricer, minutes, window_targets(profile))
+    if family == "prm-arm":
+        return prm_arm_candidates(profile, pricer, minutes, window_targets(profile, WINDOW_TARGETS))
+    raise ValueError(f"unknown candidate family {family!r}: {', '.join(FAMILIES)}")
 
 
 def target_misses(choices: pd.DataFrame, name: str) -> list[str]:
@@ -107,13 +129,40 @@ def layout_of(candidate: Candidate, base: Profile, names: Sequence[str]) -> Layo
     from paper_repro.run.allocation import plan_setting
 
     profile = candidate.profile(base)
+    settings = [*(profile.setting(n) for n in names), *more_settings(candidate)]
     cells = {}
-    for name in names:
-        planned = plan_setting(profile, profile.setting(name))
-        cells[name] = tuple(
-            sorted(((c.label, float(c.predicted_rho)) for c in planned.cells), key=lambda x: x[1])
+    for setting in settings:
+        planned = distinct_cells(plan_setting(profile, setting).cells)
+        cells[setting.name] = tuple(
+            sorted(((c.label, float(c.predicted_rho)) for c in planned), key=lambda x: x[1])
         )
     return Layout(cells, candidate.seeds)
+
+
+def classes_of(candidate: Candidate, classes: Any) -> Any:
+    """``classes`` with ``candidate``'s more settings in their classes (PRM-style where the reward pays
+    a PRM; a process reward where it reads the steps), none of them on the middle policy's claims."""
+    from dataclasses import replace as swap
+
+    from paper_repro import rewards
+
+    extra = more_settings(candidate)
+    prm = tuple(s.name for s in extra if rewards.is_prm_based(s.reward_system))
+    rule = tuple(s.name for s in extra if s.name not in prm)
+    process = tuple(s.name for s in extra if rewards.get(s.reward_system).reads != "answer")
+    return swap(
+        classes,
+        rule_based=(*classes.rule_based, *rule),
+        prm_style=(*classes.prm_style, *prm),
+        process=(*classes.process, *process),
+    )
+
+
+def noise_of(candidate: Candidate, noise: Any) -> Any:
+    """``noise`` with each of ``candidate``'s more settings given the seed blocks and residual SDs of
+    the committed setting of its reward system (the reward's noise, not the policy's: the committed
+    PRM-style settings are all on one policy)."""
+    return noise.borrowed({s.name: s.reward_system for s in more_settings(candidate)})
 
 
 def choice_rows(table: pd.DataFrame, params: dict) -> pd.DataFrame:
@@ -226,6 +275,7 @@ class Comparison:
     cost_model: CostModel
     recommended: Candidate | None
     notes: list[str]
+    cost_check: pd.DataFrame | None = None
 
 
 def compare(
@@ -244,6 +294,7 @@ def compare(
     progress: Callable[[str], None] | None = None,
     simulate: bool = True,
     overrides: tuple[float | None, float | None, float | None] | None = None,
+    family: str = "all",
 ) -> Comparison:
     """Today's design (the committed runs' layout and seeds, at ``replicates``) and the candidates
     (:func:`candidates`, or ``candidate_list``; the profile's design ``chosen`` at ``replicates``, the
@@ -252,13 +303,16 @@ def compare(
     size needs the evaluation noise when there is none is priced, not simulated (its note says why).
     ``simulate`` False: priced only (the choices table without operating characteristics).
     ``overrides``: (recipe SD, seed SD, amplitude), each replacing the committed runs' where given (a
-    sensitivity: what the candidates would show were the effects taller or the recipes quieter)."""
+    sensitivity: what the candidates would show were the effects taller or the recipes quieter).
+    ``family``: which candidates (:func:`listed_candidates`)."""
     from paper_repro.analysis.claims.study import Classes
+    from paper_repro.analysis.design.cost_check import cost_check
     from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, setting_rows
 
     rows = committed_rows(runs_path, profile)
     curves = _curves(curves_path)
     model = CostModel.from_runs(rows, curves)
+    check = cost_check(rows, curves, overhead)
     shared = shared_settings(profile)
     classes = Classes.of(profile, shared)
     names = [*classes.rule_based, *classes.prm_style]
@@ -278,18 +332,19 @@ def compare(
     listed = (
         list(candidate_list)
         if candidate_list is not None
-        else candidates(profile, pricer, minutes, window_targets(profile))
+        else listed_candidates(profile, pricer, minutes, family)
     )
     say = progress or (lambda _: None)
-    measured = measured_minutes(rows, overhead)
-    notes = _notes(noise_model, overrides, rows, model, measured, overhead)
-    priced = _priced(listed, pricer, profile, names, overhead, say)
+    measured = measured_minutes(rows, overhead, model.parallel)
+    notes = _notes(noise_model, overrides, rows, model, measured, overhead, curves)
+    setting_names = {(s.policy, s.reward_system): s.name for s in profile.all_settings() if s.name in names}
+    priced = _priced(listed, pricer, profile, names, overhead, say, check, setting_names)
 
     today_params = _today_params(today, problems, len(rows), measured, overhead)
     if not simulate:
         frames = [pd.DataFrame([{**p, "replicates": 0} for p in [today_params, *(p for *_, p in priced)]])]
         choices = pd.concat(frames, ignore_index=True)
-        return Comparison(pd.DataFrame(), choices, listed, model, None, notes)
+        return Comparison(pd.DataFrame(), choices, listed, model, None, notes, check)
 
     today_table = oc.design_table(
         today, noise_model, classes, profile.margins, variants, replicates, coverage_replicates, progress
@@ -319,7 +374,9 @@ def compare(
     pick = recommend(choices, minutes)
     recommended = next((c for c in listed if pick is not None and c.name == pick.name), None)
     choices["recommended"] = choices["name"] == (recommended.name if recommended else None)
-    return Comparison(pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes)
+    return Comparison(
+        pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes, check
+    )
 
 
 def _notes(
@@ -329,6 +386,7 @@ def _notes(
     model: CostModel,
     measured: float,
     overhead: float,
+    curves: pd.DataFrame | None = None,
 ) -> list[str]:
     """The comparison's first notes: the noise model it simulates with (and what was given in its
     place), and today's committed runs' minutes as measured and as the cost model prices them."""
@@ -341,8 +399,8 @@ def _notes(
         f"noise model: recipe SD {noise_model.noise.recipe_sd:.4f}, median seed SD {noise_model.noise.default:.4f}, "
         f"truths' height {noise_model.amplitude:.4f}" + (f" ({', '.join(given)} given)" if given else ""),
         f"today's {len(rows)} committed runs: {measured - overhead:.1f} min of runs as measured (seconds_total / "
-        f"{JOBS} / 60), {predicted_minutes(rows, model):.1f} as the cost model prices them, written over "
-        f"{wall_span_minutes(rows):.1f} min of wall time",
+        f"{model.parallel:.2f} job-seconds per wall second / 60), {predicted_minutes(rows, model, curves):.1f} as "
+        f"the cost model prices them, written over {wall_span_minutes(rows):.1f} min of wall time",
     ]
 
 
@@ -353,12 +411,22 @@ def _priced(
     names: list[str],
     overhead: float,
     say: Callable[[str], None],
+    check: pd.DataFrame | None = None,
+    setting_names: dict[tuple[str, str], str] | None = None,
 ) -> list[tuple[Candidate, Layout, dict[str, Any]]]:
     """Each candidate with its layout and its row of the choices table as priced (runs, minutes in
-    all and by role, the overhead)."""
+    all and by role, the overhead, and the cost model's expected error of those minutes:
+    :func:`paper_repro.analysis.design.cost_check.candidate_errors` on ``check``)."""
+    from paper_repro.analysis.design.cost_check import candidate_errors
+
     priced = []
     for c in listed:
         price, layout = pricer(c), layout_of(c, profile, names)
+        errors = (
+            candidate_errors(pricer.jobs(c), pricer.model, check, setting_names or {}, c.eval_problems)
+            if check is not None
+            else {}
+        )
         params = {
             "name": c.name,
             "candidate": True,
@@ -366,8 +434,9 @@ def _priced(
             "cells": sum(len(v) for v in layout.cells.values()),
             "runs": price.runs,
             "minutes": price.minutes,
+            **errors,
             "overhead_minutes": overhead,
-            **{f"minutes_{k}": v / JOBS / 60 for k, v in price.by_role.items()},
+            **{f"minutes_{k}": v for k, v in price.role_minutes().items()},
         }
         say(f"priced {c.name}: {price.runs:.0f} runs, {price.minutes:.1f} min")
         priced.append((c, layout, params))
@@ -431,9 +500,10 @@ def _simulate(
             reps = replicates if c.name == "chosen" else candidate_replicates
             say(f"simulating {c.name}: {layout.seeds} seeds, {params['cells']} cells, {reps} replicates")
             cover = coverage_replicates if c.name == "chosen" else 0
+            mine, groups = noise_of(c, noise), classes_of(c, classes)
             sims[key] = (
                 oc.simulated(
-                    layout, noise, noise_model, classes, profile.margins, c.name, reps, cover, progress
+                    layout, mine, noise_model, groups, profile.margins, c.name, reps, cover, progress
                 ),
                 reps,
             )

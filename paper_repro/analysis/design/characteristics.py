@@ -156,6 +156,7 @@ def operating_characteristics(
                     "cells_per_setting": int(np.median([len(c) for c in layout.cells.values()])),
                     "recipe_sd": noise.recipe_sd,
                     "seed_sd_median": noise.default,
+                    "seed_block_sd_median": noise.block_median,
                     "studies": len(flat),
                     "eval_problems": noise.problems,
                 }

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from paper_repro.analysis.stats.contrasts import Grid
 from paper_repro.analysis.stats.mixed import recipe_reml
 from paper_repro.common.results import METRICS
-from paper_repro.run.design_cost import EVAL_PROBLEMS
+from paper_repro.run.cost_model import EVAL_PROBLEMS
 
 # EVAL_PROBLEMS: the problems per evaluation set at which the evaluation noise is stated (eval_noise.csv)
 # the targets scored on the held-out and gsm sets, whose size a design chooses: their evaluation noise
@@ -23,7 +24,7 @@ from paper_repro.run.design_cost import EVAL_PROBLEMS
 # completions, so it would shrink too; it does where the evaluation noise has a judge_score row, and
 # keeps its noise (a conservative reading of its claims) where it has none
 EVAL_TARGETS = ("native_reward", "gsm_pass1")
-SEED_FLOOR = 0.25  # a larger evaluation keeps at least this share of a run's seed variance (training's)
+SEED_FLOOR = 0.25  # a larger evaluation keeps at least this share of a run's residual variance (training's)
 EvalVariance = dict[str, tuple[float, float]]  # target -> (v_run, v_shared) at EVAL_PROBLEMS problems
 
 
@@ -50,9 +51,14 @@ class Layout:
 
 @dataclass(frozen=True)
 class Noise:
-    """Seed SD per (setting, cell, target) (where the table has none: the setting's median over its
-    cells for that target, else ``default``) and the recipe SD (``recipe_by_target`` where a target's
-    differs). ``shrink``: per target, the seed variance a larger evaluation removes (:meth:`at_problems`)."""
+    """A run's noise around its cell's mean, in two parts: the **seed block** (the seed effect: one draw
+    per (setting, seed, target), shared by every cell of the setting that ran the seed: its data order
+    and sampling) with SD ``block_sd[(setting, target)]``, and the **residual** (the run's own, after
+    its cell and its seed) with SD per (setting, cell, target) in ``seed_sd`` (a cell given its own),
+    else its setting's in ``setting_sd``, else ``default``. The recipe SD (``recipe_by_target`` where a
+    target's differs) is the cell's draw. ``correlation``: the targets' correlation (in
+    :data:`~paper_repro.common.results.METRICS`' order) every part is drawn with (None: independent).
+    ``shrink``: per target, the residual variance a larger evaluation removes (:meth:`at_problems`)."""
 
     recipe_sd: float
     default: float
@@ -61,6 +67,8 @@ class Noise:
     recipe_by_target: dict[str, float] = field(default_factory=dict)
     shrink: dict[str, float] = field(default_factory=dict)
     problems: int = EVAL_PROBLEMS  # held-out and gsm problems per evaluation of the runs it was measured on
+    block_sd: dict[tuple[str, str], float] = field(default_factory=dict)
+    correlation: tuple[tuple[float, ...], ...] | None = None
 
     @classmethod
     def from_runs(
@@ -70,28 +78,58 @@ class Noise:
         recipe_sd: float | None = None,
         problems: int = EVAL_PROBLEMS,
     ) -> Noise:
-        """The seed SDs and the recipe SD of ``runs`` (each evaluated on ``problems`` held-out and gsm
-        problems per set)."""
-        sd = runs[runs["setting"].isin(list(names))].groupby(["setting", "cell"])[list(METRICS)].std(ddof=1)
-        table = {
-            (s, c, t): float(v) for (s, c), row in sd.iterrows() for t, v in row.items() if np.isfinite(v)
-        }
-        by_setting: dict[tuple[str, str], list[float]] = {}
-        for (s, _, t), v in table.items():
-            by_setting.setdefault((s, t), []).append(v)
-        default = float(np.median(list(table.values()))) if table else 0.05
+        """The seed blocks, the residual SDs and the recipe SD of ``runs`` (each evaluated on ``problems``
+        held-out and gsm problems per set): per (setting, target), the additive cell + seed model's
+        components (:func:`seed_blocks`), the targets' correlation of its residuals
+        (:func:`residual_correlation`), and the REML recipe SD per target."""
+        rows = runs[runs["setting"].isin(list(names))]
+        block, residual = {}, {}
+        for name in names:
+            part = rows[rows["setting"] == name]
+            for t in METRICS:
+                parts = seed_blocks(part, t) if t in part else None
+                if parts is not None:
+                    block[(name, t)] = float(np.sqrt(parts.seed))
+                    residual[(name, t)] = float(np.sqrt(parts.residual))
+        default = float(np.median(list(residual.values()))) if residual else 0.05
         by_target = {} if recipe_sd is not None else recipe_sds(runs, names)
         tau = by_target.get("native_reward", 0.0) if recipe_sd is None else recipe_sd
         return cls(
             tau,
             default,
-            table,
-            {k: float(np.median(v)) for k, v in by_setting.items()},
+            {},
+            residual,
             recipe_by_target=by_target,
             problems=problems,
+            block_sd=block,
+            correlation=residual_correlation(rows, names),
         )
 
+    @property
+    def block_median(self) -> float:
+        """The median seed-block SD over (setting, target) (0 without blocks)."""
+        return float(np.median(list(self.block_sd.values()))) if self.block_sd else 0.0
+
+    def block(self, setting: str, target: str) -> float:
+        """The SD of ``setting``'s seed effect on ``target`` (0 where none was measured)."""
+        return self.block_sd.get((setting, target), 0.0)
+
+    def borrowed(self, aliases: dict[str, str]) -> Noise:
+        """This noise with each new setting of ``aliases`` (new -> measured) given the measured one's
+        seed block and residual SDs (a candidate's setting the committed study never ran)."""
+        per = {k: v for k, v in self.setting_sd.items()}
+        block = dict(self.block_sd)
+        for new, old in aliases.items():
+            for (s, t), v in self.setting_sd.items():
+                if s == old:
+                    per[(new, t)] = v
+            for (s, t), v in self.block_sd.items():
+                if s == old:
+                    block[(new, t)] = v
+        return replace(self, setting_sd=per, block_sd=block)
+
     def sd(self, setting: str, cell: str, target: str) -> float:
+        """The residual SD of a run of ``setting``'s ``cell`` on ``target`` (the seed block's apart)."""
         base = self.seed_sd.get((setting, cell, target), self.setting_sd.get((setting, target), self.default))
         cut = self.shrink.get(target, 0.0)
         return float(np.sqrt(max(base**2 - cut, SEED_FLOOR * base**2))) if cut else base
@@ -228,3 +266,70 @@ def recipe_sds(
         tau = recipe_reml(rows, t, interval=False).tau
         out[t] = float(tau) if np.isfinite(tau) else 0.0
     return out
+
+
+@dataclass(frozen=True)
+class SeedBlocks:
+    """One setting's variance components on one target (the additive cell + seed model, on the seeds
+    every cell ran): ``seed`` the seed effect's, ``residual`` the run's own, ``raw`` the plain
+    within-cell variance over seeds (what the simulator drew before the blocks), with the cells and
+    seeds they come from."""
+
+    seed: float
+    residual: float
+    raw: float
+    cells: int
+    seeds: int
+
+
+def seed_blocks(rows: pd.DataFrame, target: str) -> SeedBlocks | None:
+    """The variance components of one setting's ``rows`` on ``target`` by the two-way ANOVA without
+    interaction (the model the allocation claim's pairwise test uses): residual = the residual mean
+    square, ``(k - 1)(n - 1)`` df; seed = (seed mean square - residual) / k; where the seed mean square
+    is the smaller, seed = 0 and the residual pools both (the REML estimate of a balanced layout, at
+    its boundary); raw = the within-cell mean square (the raw = seed + residual of the old model).
+    None with under two cells or seeds run by every cell."""
+    grid = Grid.of(rows, target)
+    count = grid.count
+    full = (count > 0).all(axis=1)
+    y = grid.total[full] / count[full] if full.any() else np.empty((0, 0))
+    n, k = y.shape
+    if n < 2 or k < 2:
+        return None
+    seed_means, cell_means, grand = y.mean(axis=1), y.mean(axis=0), y.mean()
+    resid = y - seed_means[:, None] - cell_means[None, :] + grand
+    ss_resid, ss_seed = float(np.sum(resid**2)), k * float(np.sum((seed_means - grand) ** 2))
+    ms_resid, ms_seed = ss_resid / ((k - 1) * (n - 1)), ss_seed / (n - 1)
+    raw = float(np.sum((y - cell_means[None, :]) ** 2)) / (k * (n - 1))
+    if ms_seed <= ms_resid:  # REML's boundary: no seed effect, the seeds' df join the residual's
+        return SeedBlocks(0.0, (ss_resid + ss_seed) / ((k - 1) * (n - 1) + n - 1), raw, k, n)
+    return SeedBlocks((ms_seed - ms_resid) / k, ms_resid, raw, k, n)
+
+
+def residual_correlation(rows: pd.DataFrame, names: Sequence[str]) -> tuple[tuple[float, ...], ...] | None:
+    """The targets' correlation (:data:`METRICS`' order) of the additive model's residuals, pooled over
+    the settings ``names`` (each setting's residuals standardised by its own SD, so a noisy setting
+    does not set it); None when some target has no residuals."""
+    columns = []
+    for t in METRICS:
+        parts = []
+        for name in names:
+            part = rows[rows["setting"] == name]
+            grid = Grid.of(part, t) if t in part else None
+            if grid is None or grid.count.size == 0:
+                continue
+            full = (grid.count > 0).all(axis=1)
+            y = grid.total[full] / grid.count[full]
+            if y.shape[0] < 2 or y.shape[1] < 2:
+                continue
+            r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0) + y.mean()
+            sd = float(np.sqrt(np.mean(r**2)))
+            parts.append((r / sd).ravel() if sd > 0 else np.zeros(r.size))
+        columns.append(np.concatenate(parts) if parts else np.empty(0))
+    sizes = {len(c) for c in columns}
+    if len(sizes) != 1 or 0 in sizes:
+        return None
+    matrix = np.corrcoef(np.vstack(columns))
+    if not np.all(np.isfinite(matrix)):
+        return None
+    return tuple(tuple(round(float(v), 6) for v in row) for row in matrix)

@@ -93,14 +93,25 @@ def fitted_truth(runs: pd.DataFrame, names: Sequence[str]) -> Truth:
 # ---------------------------------------------------------------------------------------- studies
 
 
+def _normals(noise: Noise, rng: np.random.Generator, rows: int) -> np.ndarray:
+    """``rows`` standard normal draws per target (columns in :data:`METRICS`' order), correlated across
+    the targets as ``noise.correlation`` says (independent where it says nothing)."""
+    z = rng.standard_normal((rows, len(METRICS)))
+    if noise.correlation is None:
+        return z
+    return z @ np.linalg.cholesky(np.asarray(noise.correlation, float)).T
+
+
 def recipe_draw(layout: Layout, noise: Noise, rng: np.random.Generator) -> dict[tuple[str, str, str], float]:
-    """One draw of every (setting, cell, target)'s recipe effect."""
-    return {
-        (s, c, t): float(rng.normal(0.0, tau)) if (tau := noise.tau(t)) > 0 else 0.0
-        for s, cells in layout.cells.items()
-        for c, _ in cells
-        for t in METRICS
-    }
+    """One draw of every (setting, cell, target)'s recipe effect (a cell's targets correlated as the
+    noise's)."""
+    tau = np.array([noise.tau(t) for t in METRICS])
+    out = {}
+    for s, cells in layout.cells.items():
+        z = _normals(noise, rng, len(cells)) * tau
+        for i, (c, _) in enumerate(cells):
+            out.update({(s, c, t): float(z[i, j]) for j, t in enumerate(METRICS)})
+    return out
 
 
 def simulate(
@@ -110,7 +121,9 @@ def simulate(
     rng: np.random.Generator,
     recipe: dict[tuple[str, str, str], float] | None = None,
 ) -> pd.DataFrame:
-    """One simulated study: a runs table (run_id, setting, cell, seed, rho and every target)."""
+    """One simulated study: a runs table (run_id, setting, cell, seed, rho and every target). A run's
+    score is its cell's truth and recipe effect, its seed's block (one draw per setting and seed,
+    shared by the setting's cells) and its own residual (:class:`Noise`)."""
     recipe = recipe or {}
     frames = []
     for setting, cells in layout.cells.items():
@@ -124,12 +137,15 @@ def simulate(
             "seed": np.tile(np.arange(n), len(names)),
             "rho": np.repeat(rho, n),
         }
-        for target in METRICS:
+        blocks = _normals(noise, rng, n)  # per seed, shared by every cell
+        own = _normals(noise, rng, n * len(names))  # per run
+        for j, target in enumerate(METRICS):
             mean = truth(setting, target, rho) + np.array(
                 [recipe.get((setting, c, target), 0.0) for c in names]
             )
             sd = np.array([noise.sd(setting, c, target) for c in names])
-            frame[target] = np.repeat(mean, n) + rng.normal(size=n * len(names)) * np.repeat(sd, n)
+            block = np.tile(blocks[:, j], len(names)) * noise.block(setting, target)
+            frame[target] = np.repeat(mean, n) + block + own[:, j] * np.repeat(sd, n)
         frames.append(pd.DataFrame(frame))
     return pd.concat(frames, ignore_index=True)
 
