@@ -300,7 +300,18 @@ def registered(id: str, decide: Callable[..., Result], **declaration) -> Iterato
 
 # the modules of declarations, in the claims table's order; a claim declared elsewhere (a user's, a
 # test's) comes after them, in the order declared
-FAMILIES = ("regimes", "frontier", "race", "tables", "additions", "curves", "sizes", "recipes", "conventions")
+FAMILIES = (
+    "regimes",
+    "frontier",
+    "race",
+    "tables",
+    "additions",
+    "curves",
+    "sizes",
+    "recipes",
+    "conventions",
+    "targets",
+)
 _PACKAGE = "paper_repro.analysis.claims"
 
 

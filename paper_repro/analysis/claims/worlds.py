@@ -38,6 +38,7 @@ Frontier = dict[str, dict[str, float]]  # setting -> cell -> mean
 Decide = Callable[[Study], Result]
 REPLICATES = 100  # simulated studies per world: a 5% rate to about +-2 points
 RNG_SEED = 53
+EXACT = 1e-9  # a noiseless contrast this close to 0 is 0 (the cells' weights sum to 0 only up to rounding)
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,8 @@ _COUNTS = ("held", "not held", "wrong", "truth held", "held if true", "truth not
 
 def _count(tally: dict, verdict: str, truth: Result) -> None:
     """Add one simulated study's verdict, scored against its truth, to ``tally``."""
+    if truth.also and abs(truth.value) < EXACT:  # a flat world's contrast, 0 up to rounding
+        truth = replace(truth, verdict="not held", also="")  # every rule here says not held at 0
     held = truth.verdict == "held" and not truth.also  # a grey-zone truth counts for neither power
     refuted = truth.verdict == "not held" and not truth.also
     tally["held"] += verdict == "held"
