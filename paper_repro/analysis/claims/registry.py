@@ -311,6 +311,7 @@ FAMILIES = (
     "recipes",
     "conventions",
     "targets",
+    "knobs",
 )
 _PACKAGE = "paper_repro.analysis.claims"
 
