@@ -312,6 +312,7 @@ FAMILIES = (
     "conventions",
     "targets",
     "knobs",
+    "race_null",
 )
 _PACKAGE = "paper_repro.analysis.claims"
 
