@@ -181,3 +181,15 @@ def test_a_flat_worlds_rounding_is_scored_as_a_zero_contrast():
     tally = dict.fromkeys(worlds._COUNTS, 0)
     worlds._count(tally, "not held", Result(1e-17, 1e-17, 1e-17, "held", also="not held"))
     assert tally["truth not held"] == 1 and tally["not held if false"] == 1 and tally["wrong"] == 0
+
+
+def test_the_left_out_residuals_equal_refitting_without_each_cell():
+    rng = np.random.default_rng(0)
+    for x in (rng.normal(size=9), np.array([8.0, 8, 8, 8, 16, 8, 8, 8, 8]), np.ones(7)):
+        y = rng.normal(size=len(x))
+        errors = []
+        for i in range(len(y)):
+            keep = np.arange(len(y)) != i
+            slope = np.polyfit(x[keep], y[keep], 1)[0] if np.ptp(x[keep]) > 0 else 0.0
+            errors.append(y[i] - (y[keep].mean() + slope * (x[i] - x[keep].mean())))
+        assert knobs.loco_rmse(y, x) == pytest.approx(np.sqrt(np.mean(np.square(errors))), rel=1e-9)

@@ -56,6 +56,8 @@ def view(study: Study, convention: str) -> Study:
         cache[convention] = (
             study if column == "rho" else replace(study, grid_rows=rows.assign(rho=rows[column]))
         )
+        if (layout := worlds.layout_of(study)) is not None:  # simulated: only its scores were drawn
+            cache[convention].__dict__["cell_rho"] = view(layout, convention).cell_rho
     return cache[convention]
 
 

@@ -49,7 +49,7 @@ TARGET = "native_reward"
 ALPHA = 0.05
 KNOBS = ("log rounds", "log optimizer steps", "G", "K/G", "mu", "intercept only")
 REPLICATES = 400  # simulated studies per world of the equal-rho pairs (a 5% rate to about +-1 point)
-DESCRIBE_REPLICATES = 100  # per world of rho against the knobs (each refits every knob per cell)
+DESCRIBE_REPLICATES = 60  # per world of rho against the knobs (each refits every knob per cell)
 RNG_SEED = 53
 
 # ---------------------------------------------------------------------------------------- rho vs knobs
@@ -76,13 +76,20 @@ def cell_table(study: Study) -> pd.DataFrame:
 
 def loco_rmse(y: np.ndarray, x: np.ndarray) -> float:
     """The root mean square error of predicting each of ``y`` by a line in ``x`` through the others
-    (a constant where ``x`` is constant among them)."""
-    errors = []
-    for i in range(len(y)):
-        keep = np.arange(len(y)) != i
-        xs, ys = x[keep], y[keep]
-        slope = np.polyfit(xs, ys, 1)[0] if np.ptp(xs) > 0 else 0.0
-        errors.append(y[i] - (ys.mean() + slope * (x[i] - xs.mean())))
+    (the mean of the others where ``x`` is constant among them). A left-out residual is the full
+    fit's residual over ``1 - h_ii`` (the hat matrix's diagonal), the same number as refitting."""
+    y, x = np.asarray(y, float), np.asarray(x, float)
+    n = len(y)
+    if np.ptp(x) == 0:
+        return float(np.sqrt(np.mean(np.square((y - y.mean()) * n / (n - 1)))))
+    design = np.column_stack([np.ones(n), x])
+    hat = design @ np.linalg.pinv(design)
+    h = np.diag(hat)
+    resid = y - hat @ y
+    alone = np.isclose(h, 1.0)  # the others share one x: the line through them is their mean
+    errors = np.where(alone, 0.0, resid / np.where(alone, 1.0, 1.0 - h))
+    others = (y.sum() - y) / (n - 1)
+    errors = np.where(alone, y - others, errors)
     return float(np.sqrt(np.mean(np.square(errors))))
 
 
@@ -221,32 +228,50 @@ def pair_tests(study: Study) -> list[PairTest]:
 
 
 def holm(p: np.ndarray) -> np.ndarray:
-    """Holm's adjusted p values (step-down, monotone, capped at 1)."""
-    order = np.argsort(p)
-    adjusted = np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order])
+    """Holm's adjusted p values along the last axis (step-down, monotone, capped at 1)."""
+    p = np.asarray(p, float)
+    order = np.argsort(p, axis=-1)
+    ranked = np.take_along_axis(p, order, axis=-1)
+    adjusted = np.minimum(
+        np.maximum.accumulate((p.shape[-1] - np.arange(p.shape[-1])) * ranked, axis=-1), 1.0
+    )
     out = np.empty_like(p)
-    out[order] = np.minimum(adjusted, 1.0)
+    np.put_along_axis(out, order, adjusted, axis=-1)
     return out
+
+
+VERDICTS = np.array(["held", "not held", "inconclusive"])
+
+
+def equal_rho_codes(d: np.ndarray, se: np.ndarray, df: np.ndarray, mine: np.ndarray, margin: float):
+    """The per-setting rule on studies x pairs arrays (``d``, ``se``; ``df`` per pair), every pair the
+    Holm family: per study, the index in :data:`VERDICTS` of the verdict of the pairs ``mine`` (a
+    boolean mask), and the pairs' Holm-adjusted p values."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(se > 0, 2 * stats.t.sf(np.abs(d) / se, df), (d == 0).astype(float))
+    adjusted = holm(p)
+    q = stats.t.ppf(0.95, df) * se
+    matters = (adjusted[:, mine] < ALPHA).any(axis=1)
+    same = ((np.abs(d) + q)[:, mine] < margin).all(axis=1)
+    return np.where(matters, 1, np.where(same, 0, 2)), adjusted
 
 
 def equal_rho_verdict(tests: list[PairTest], setting: str, margin: float) -> Result:
     """The per-setting rule (see the module) on every pair of the study (the Holm family)."""
-    mine = [i for i, t in enumerate(tests) if t.setting == setting]
-    if not mine:
+    mine = np.array([t.setting == setting for t in tests])
+    if not mine.any():
         return Result(note=f"{setting} has no pair of recipes of one rho")
-    adjusted = holm(np.array([t.p for t in tests]))
-    q90 = [tests[i].interval(0.90) for i in mine]
-    matters = [tests[i] for i in mine if adjusted[i] < ALPHA]
-    same = all(-margin < lo and hi < margin for lo, hi in q90)
-    verdict = "not held" if matters else "held" if same else "inconclusive"
-    top = max(mine, key=lambda i: abs(tests[i].d))
+    d, se = np.array([[t.d for t in tests]]), np.array([[t.se for t in tests]])
+    codes, adjusted = equal_rho_codes(d, se, np.array([t.df for t in tests]), mine, margin)
+    top = max(np.flatnonzero(mine), key=lambda i: abs(tests[i].d))
     lo, hi = tests[top].interval(0.90)
     note = "; ".join(
-        f"{tests[i].second} - {tests[i].first}: {tests[i].d:+.3f} (se {tests[i].se:.3f}, {tests[i].df:.0f} df, Holm p "
-        f"{adjusted[i]:.3f} over {len(tests)} pairs)"
-        for i in mine
+        f"{t.second} - {t.first}: {t.d:+.3f} (se {t.se:.3f}, {t.df:.0f} df, Holm p {adjusted[0, i]:.3f} over "
+        f"{len(tests)} pairs)"
+        for i, t in enumerate(tests)
+        if mine[i]
     )
-    return Result(tests[top].d, lo, hi, verdict, note)
+    return Result(tests[top].d, lo, hi, str(VERDICTS[codes[0]]), note)
 
 
 def equal_rho_operating(study: Study, setting: str) -> dict:
@@ -258,32 +283,29 @@ def equal_rho_operating(study: Study, setting: str) -> dict:
 
 
 def _equal_rho_shares(study: Study) -> dict[str, dict[str, dict]]:
+    """Per world, per setting, the shares of its verdicts: each study draws every pair's difference
+    about the world's and each setting's residual variance from its chi-square (shared by its pairs)."""
     tests, margin = pair_tests(study), study.margins.recipe
+    if not tests:
+        return {}
     rng = np.random.default_rng(RNG_SEED)
     observed = np.array([t.d for t in tests])
+    se, df = np.array([t.se for t in tests]), np.array([t.df for t in tests])
+    where = np.array([t.setting for t in tests])
+    settings = list(dict.fromkeys(where))
     signs = np.where(np.arange(len(tests)) % 2 == 0, 1.0, -1.0)
     worlds = {"identical recipes": 0 * observed, "observed": observed, "twice the margin": 2 * margin * signs}
-    settings = list(dict.fromkeys(t.setting for t in tests))
     out = {}
     for name, delta in worlds.items():
-        verdicts = {s: [] for s in settings}
-        for _ in range(REPLICATES):
-            scale = {s: rng.chisquare(t.df) / t.df for s, t in {t.setting: t for t in tests}.items()}
-            drawn = [
-                PairTest(
-                    t.setting, t.first, t.second, rng.normal(d, t.se), t.se * np.sqrt(scale[t.setting]), t.df
-                )
-                for t, d in zip(tests, delta, strict=True)
-            ]
-            for s in settings:
-                verdicts[s].append(equal_rho_verdict(drawn, s, margin).verdict)
-        out[name] = {
-            s: _score(
-                verdicts[s],
-                _truth(max(abs(d) for t, d in zip(tests, delta, strict=True) if t.setting == s), margin),
+        d = delta + rng.normal(size=(REPLICATES, len(tests))) * se
+        scale = {s: rng.chisquare(df[where == s][0], REPLICATES) / df[where == s][0] for s in settings}
+        drawn_se = se * np.sqrt(np.column_stack([scale[s] for s in where]))
+        out[name] = {}
+        for s in settings:
+            codes, _ = equal_rho_codes(d, drawn_se, df, where == s, margin)
+            out[name][s] = _score(
+                list(VERDICTS[codes]), _truth(float(np.abs(delta[where == s]).max()), margin)
             )
-            for s in settings
-        }
     return out
 
 

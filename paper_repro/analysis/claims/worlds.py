@@ -36,7 +36,7 @@ from paper_repro.analysis.stats.verdict import NAN, Result
 
 Frontier = dict[str, dict[str, float]]  # setting -> cell -> mean
 Decide = Callable[[Study], Result]
-REPLICATES = 100  # simulated studies per world: a 5% rate to about +-2 points
+REPLICATES = 60  # simulated studies per world: a 5% rate to about +-3 points
 RNG_SEED = 53
 EXACT = 1e-9  # a noiseless contrast this close to 0 is 0 (the cells' weights sum to 0 only up to rounding)
 
@@ -119,7 +119,25 @@ def _draw(rows: pd.DataFrame, columns: Mapping[str, tuple[Frontier, SeedNoise, f
 
 
 def _noiseless(study: Study, rows: pd.DataFrame) -> Study:
-    return replace(study, grid_rows=rows, margins=replace(study.margins, recipe_sd=0.0), estimate=False)
+    return _laid_out(
+        study, replace(study, grid_rows=rows, margins=replace(study.margins, recipe_sd=0.0), estimate=False)
+    )
+
+
+_LAYOUT = "_layout"
+
+
+def _laid_out(study: Study, drawn: Study) -> Study:
+    """``drawn`` (a study simulated on ``study``'s layout) marked as such, its cells' rho taken from
+    ``study`` (the runs' rho are the committed ones: only the scores are drawn)."""
+    drawn.__dict__["cell_rho"] = study.cell_rho
+    drawn.__dict__[_LAYOUT] = study
+    return drawn
+
+
+def layout_of(study: Study) -> Study | None:
+    """The study whose layout ``study`` was simulated on (:func:`simulate`), or None for a real one."""
+    return study.__dict__.get(_LAYOUT)
 
 
 def _is_wrong(verdict: str, truth: Result) -> bool:
@@ -153,7 +171,7 @@ def simulate(
         tally = {i: dict.fromkeys(_COUNTS, 0) for i in decides}
         for _ in range(replicates):
             drawn, means = _draw(rows, spec, rng, noisy=True)
-            sim = replace(study, grid_rows=drawn, estimate=False)
+            sim = _laid_out(study, replace(study, grid_rows=drawn, estimate=False))
             these = _noiseless(study, rows.assign(**means))
             for i, (decide, cells) in decides.items():
                 _count(tally[i], decide(sim).verdict, decide(these) if cells else fixed[i])
