@@ -26,6 +26,8 @@ when false ``P(not held | flat)``.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -135,6 +137,19 @@ def same_regime(study: Study, fraction: float) -> Result:
         f"(P(<= {same}) {np.mean(paper <= same):.2f}); {_ratio(null, paper, same)}"
     )
     return Result(float(same), NAN, NAN, verdict, note)
+
+
+NOTE = re.compile(
+    r"(?P<same>\d+) of (?P<settings>\d+) settings' pilots name the full grid's regime; uninformative pilots give "
+    r"(?P<null>[\d.]+) on average \(90% of draws [\d.]+ to [\d.]+; P\(>= \d+\) (?P<null_tail>[\d.]+)\), a flat world "
+    r"[\d.]+, the paper's world (?P<paper>[\d.]+)"
+)
+
+
+def read_note(note: str) -> dict[str, str]:
+    """The numbers :func:`same_regime`'s note states (by name), or {} for another note."""
+    m = NOTE.match(note)
+    return m.groupdict() if m else {}
 
 
 def _ratio(null: np.ndarray, paper: np.ndarray, same: int) -> str:

@@ -62,8 +62,8 @@ def convention_finding(claims: pd.DataFrame) -> str:
                 f"counting {COUNTS[c]} {SAID[r['verdict']]}, {_interval(r)}" for c, r in others.items()
             )
             said.append(
-                f"for {words}, counting useful FLOPs (the paper's count) says {SAID[useful['verdict']]} "
-                f"({_interval(useful)}); {each}"
+                f"for {words}, counting useful FLOPs (the paper's count) says {SAID[useful['verdict']]}, "
+                f"{_interval(useful)}; {each}"
             )
     head = "**How compute is counted can reverse a verdict.**" if said else "**How compute is counted.**"
     verdict = {
@@ -105,3 +105,27 @@ def target_finding(claims: pd.DataFrame) -> str:
         + f" ({power_words(paper)})."
     )
     return first + second
+
+
+def race_finding(claims: pd.DataFrame) -> str:
+    """RACE's same-regime count read against uninformative pilots' and the paper's world's counts."""
+    from paper_repro.analysis.claims.race_null import read_note
+
+    rows = claims[claims["id"].astype(str).str.startswith("race.same_regime")] if "id" in claims else claims
+    if rows.empty:
+        return ""
+    r = rows.iloc[0]
+    n = read_note(str(r["note"]))
+    if not n:
+        return ""
+    verdict = {
+        "held": "more than pilots that know nothing would: the pilots carry information",
+        "not held": "fewer than RACE as the paper reports it would give",
+        "inconclusive": "a count that neither pilots that know nothing nor the paper's RACE make unlikely",
+    }[r["verdict"]]
+    return (
+        f"**RACE's pilots.** In {n['same']} of {n['settings']} settings the cheap pilots name the regime the full "
+        f"grid names: {verdict}. Pilots that know nothing, with this study's noise and its own full grids, give "
+        f"{n['null']} on average ({percent(float(n['null_tail']))} of simulated studies reach {n['same']} or more); RACE as the paper "
+        f"reports it would give {n['paper']} (`race.same_regime`; {power_words(r)})."
+    )

@@ -226,6 +226,7 @@ def plain_answer(
         checks_sentence(claims),
         findings.convention_finding(claims),
         findings.target_finding(claims),
+        findings.race_finding(claims),
         *_meaning(claims, profile, conventions),
     ]
     tail = [part for s in paragraphs if s for part in (s, "")]
