@@ -30,6 +30,15 @@ def _interval(r: pd.Series) -> str:
     return f"{r['our_value']:+.3f} (90% interval {r['ci_low']:+.3f} to {r['ci_high']:+.3f})"
 
 
+def _registered(r: pd.Series) -> str:
+    """ " (exploratory: ...)" where the row's rule was fixed after the study's runs."""
+    return (
+        "; its rule was fixed after these runs, so it is *exploratory*"
+        if r.get("registration") == "exploratory"
+        else ""
+    )
+
+
 def power_words(r: pd.Series) -> str:
     """How often a study like this one decides the claim right, from its ``oc_*`` columns."""
     parts = []
@@ -41,7 +50,8 @@ def power_words(r: pd.Series) -> str:
         parts.append(f"no in {percent(r['oc_not_held_when_false'])} of those where it is no")
     if finite(r.get("oc_wrong_max")):
         parts.append(f"is wrong in at most {percent(r['oc_wrong_max'])}")
-    return "a study like this one " + ", ".join(parts) if parts else "its power is not simulated"
+    said = "a study like this one " + ", ".join(parts) if parts else "its power is not simulated"
+    return said + _registered(r)
 
 
 def convention_finding(claims: pd.DataFrame) -> str:
