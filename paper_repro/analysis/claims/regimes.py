@@ -87,10 +87,11 @@ def regime(
     level: str = ANY,
     sign: float = 1.0,
     target: str = TARGET,
+    confidence: float = CONFIDENCE,
 ) -> Result:
     """The contrast "update-heavy minus search-heavy" of ``target`` (a column of the grid runs) over
     the settings ``plus`` (minus that over ``minus``: the interaction), times ``sign`` (the paper's
-    direction positive), decided at ``level`` by the module's rule."""
+    direction positive), decided at ``level`` by the module's rule (``confidence``: its interval's)."""
     m = study.margins
     weights, missing = setting_weights(study.cell_rho, plus, m, sign)
     if minus:
@@ -104,7 +105,7 @@ def regime(
     est = contrast(study.grids(target), target, weights, tau, tau_df)[level]
     if not np.isfinite(est.value):
         return Result(note="a setting lacks seeds in a window's cells")
-    verdict, low, high = directional_verdict(est, m.regime, CONFIDENCE)
+    verdict, low, high = directional_verdict(est, m.regime, confidence)
     note = (
         f"{level}: {est.value:+.3f} (se {est.se:.3f}, {est.df:.1f} df, {'paired by seed' if est.paired else 'unpaired'}"
         f"{f', recipe SD {tau:.3f}' if level == ANY else ''}) over {', '.join(weights)}"

@@ -10,10 +10,10 @@ of the difference). It is the first target's update-heavy advantage minus the se
 within a run pairs the targets (they correlate 0.85-0.92 within a run), so the seed noise they share
 cancels.
 
-**"The targets disagree"** is two-sided: **held** when the 90% interval excludes 0 (each side a
-one-sided test at 5%: the targets prefer different windows by some amount), **not held** when it lies
-inside ``+-margins.regime`` (any disagreement is smaller than a window contrast the study calls an
-advantage), **inconclusive** otherwise.
+**"The targets disagree"** is two-sided: **held** when the 95% interval excludes 0 (2.5% a side:
+the targets prefer different windows by some amount), **not held** when the 90% interval lies inside
+``+-margins.regime`` (two one-sided tests at 5%: any disagreement is smaller than a window contrast
+the study calls an advantage), **inconclusive** otherwise.
 
 **The paper's form** (``targets.pass1_high_judge_mid.<level>``): "for dense and PRM rewards, pass@1
 prefers a high-update cell and the judge a mid-update one", asked as the gsm pass@1 minus judge
@@ -57,6 +57,7 @@ CLASSES = {
     "pooled": "every setting",
 }
 LEVELS = {ANY: "any", THESE: "these"}
+HELD_CONFIDENCE = 0.95  # "the targets disagree" is two-sided: 2.5% a side
 PAPER_FORM = "gsm_judge"  # the paper's "pass@1 high-update, judge mid-update"
 
 
@@ -87,24 +88,24 @@ def settings(study: Study, of: str) -> tuple[str, ...]:
 
 
 def disagree(study: Study, pair: str, of: str, level: str) -> Result:
-    """The two-sided rule on the pair's regime contrast over the class ``of``."""
+    """The two-sided rule on the pair's regime contrast over the class ``of``: held when its 95%
+    interval excludes 0 (5% in all, as a two-sided claim needs), not held when its 90% interval lies
+    inside ``+-margins.regime`` (two one-sided tests at 5%), inconclusive otherwise; the row's interval
+    is the 90% one."""
     m = study.margins
-    base = regime(differences(study), settings(study, of), level=level, target=column(pair))
+    view, names, target = differences(study), settings(study, of), column(pair)
+    base = regime(view, names, level=level, target=target)
     if not np.isfinite(base.value):
         return base
-    # the regime rule's interval is the 90% two-sided one: re-read it two-sidedly
+    wide = regime(view, names, level=level, target=target, confidence=HELD_CONFIDENCE)
     low, high = base.low, base.high
-    verdict = (
-        "held"
-        if low > 0 or high < 0
-        else "not held"
-        if -m.regime < low and high < m.regime
-        else "inconclusive"
-    )
+    apart = wide.low > 0 or wide.high < 0
+    verdict = "held" if apart else "not held" if -m.regime < low and high < m.regime else "inconclusive"
     # a difference between 0 and the margin: held (it is not 0) and not held (it is small) are both right
     grey = 0 < abs(base.value) < m.regime and verdict in ("held", "not held")
     also = ("not held" if verdict == "held" else "held") if grey else ""
-    return Result(base.value, low, high, verdict, base.note, also=also)
+    note = f"{base.note}; 95% interval {wide.low:+.3f} to {wide.high:+.3f}"
+    return Result(base.value, low, high, verdict, note, also=also)
 
 
 def paper_form(study: Study, level: str) -> Result:
@@ -171,8 +172,8 @@ def disagree_words(study: Study, pair: str, of: str, level: str) -> str:
     m = study.margins
     return (
         f"per run, {PAIRS[pair][2]}; its regime contrast (update-heavy window minus search-heavy, per setting, "
-        f"paired by seed) over {CLASSES[of]} [{level}]: held if the {CONFIDENCE:.0%} interval excludes 0 (the "
-        f"targets prefer different windows), not held if it lies inside +-{m.regime:g}, inconclusive otherwise "
+        f"paired by seed) over {CLASSES[of]} [{level}]: held if the {HELD_CONFIDENCE:.0%} interval excludes 0 (the "
+        f"targets prefer different windows), not held if the {CONFIDENCE:.0%} interval lies inside +-{m.regime:g}, inconclusive otherwise "
         "(our_value: the first target's update-heavy advantage minus the second's)"
     )
 
