@@ -261,7 +261,10 @@ def _near_claim(names: str, key: str, target: str):
 
 
 for _suffix, _target in CLAIM_TARGETS:
-    _kind = "paper claim" if _target == "native_reward" else "our addition"
+    # the rho* windows never hold at this design (P(held | true) 0 by construction: the best sets
+    # span both windows), so they are descriptions, not counted among the decided claims; the
+    # paper's optima are decided as the regime contrasts (regimes.py)
+    _kind = "description"
     _sim = Simulated(target=_target)
 
     for _class, _words in (("rule_based", "rule-based rewards"), ("prm_style", "PRM-style rewards")):

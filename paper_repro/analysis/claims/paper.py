@@ -41,3 +41,21 @@ PAPER: dict[str, PaperValue] = {
 
 # the paper's reported optima by reward class (the figures' reference lines, the simulator's world)
 PAPER_RHO: dict[str, float] = {"rule-based": RULE_BASED_RHO, "PRM-style": PRM_STYLE_RHO}
+
+# the paper's world as a shape of each target over (useful-FLOP) rho, 0 to 1: native reward peaks at
+# its class's optimum, pass@1 rises with the update share, the judge peaks mid-update (its "a100"
+# against pass@1's "a180"); the claims' own simulations read it (paper_world), scaled to a height
+PAPER_WIDTH = 0.2  # the SD of the peaks, in rho
+JUDGE_RHO = 0.5  # where the paper's judge prefers its allocation (mid-update)
+
+
+def paper_world(reward_class: str, target: str, rho) -> object:
+    """The paper's world's shape of ``target`` at ``rho`` (an array, 0 to 1) for a setting of
+    ``reward_class`` (a key of :data:`PAPER_RHO`)."""
+    import numpy as np
+
+    rho = np.asarray(rho, float)
+    if target in ("gsm_pass1", "math_pass1"):
+        return (rho - 0.15) / 0.7
+    centre = JUDGE_RHO if target == "judge_score" else PAPER_RHO[reward_class]
+    return np.exp(-0.5 * ((rho - centre) / PAPER_WIDTH) ** 2)

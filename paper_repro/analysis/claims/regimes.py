@@ -81,11 +81,17 @@ def setting_weights(
 
 
 def regime(
-    study: Study, plus: Sequence[str], minus: Sequence[str] = (), level: str = ANY, sign: float = 1.0
+    study: Study,
+    plus: Sequence[str],
+    minus: Sequence[str] = (),
+    level: str = ANY,
+    sign: float = 1.0,
+    target: str = TARGET,
+    confidence: float = CONFIDENCE,
 ) -> Result:
-    """The contrast "update-heavy minus search-heavy" over the settings ``plus`` (minus that over
-    ``minus``: the interaction), times ``sign`` (the paper's direction positive), decided at
-    ``level`` by the module's rule."""
+    """The contrast "update-heavy minus search-heavy" of ``target`` (a column of the grid runs) over
+    the settings ``plus`` (minus that over ``minus``: the interaction), times ``sign`` (the paper's
+    direction positive), decided at ``level`` by the module's rule (``confidence``: its interval's)."""
     m = study.margins
     weights, missing = setting_weights(study.cell_rho, plus, m, sign)
     if minus:
@@ -95,11 +101,11 @@ def regime(
             weights = {}
     if not weights:
         return Result(note=f"no setting has cells in both windows ({', '.join(missing) or 'no settings'})")
-    tau, tau_df = study.grid.recipe_sd(m, TARGET), study.grid.recipe_df(m, TARGET)
-    est = contrast(study.grids(TARGET), TARGET, weights, tau, tau_df)[level]
+    tau, tau_df = study.grid.recipe_sd(m, target), study.grid.recipe_df(m, target)
+    est = contrast(study.grids(target), target, weights, tau, tau_df)[level]
     if not np.isfinite(est.value):
         return Result(note="a setting lacks seeds in a window's cells")
-    verdict, low, high = directional_verdict(est, m.regime, CONFIDENCE)
+    verdict, low, high = directional_verdict(est, m.regime, confidence)
     note = (
         f"{level}: {est.value:+.3f} (se {est.se:.3f}, {est.df:.1f} df, {'paired by seed' if est.paired else 'unpaired'}"
         f"{f', recipe SD {tau:.3f}' if level == ANY else ''}) over {', '.join(weights)}"

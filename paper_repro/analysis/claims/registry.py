@@ -51,8 +51,10 @@ if TYPE_CHECKING:
     from paper_repro.analysis.claims.study import Study
     from paper_repro.analysis.stats.verdict import Result
 
-Kind = Literal["paper claim", "our addition", "consistency check"]
-KINDS: tuple[str, ...] = ("paper claim", "our addition", "consistency check")
+Kind = Literal["paper claim", "our addition", "consistency check", "description"]
+# a description: a row the table keeps to say where something lies (the rho* windows), whose test
+# cannot hold at the study's design, so it is not counted among the decided claims (docs/CHOICES.md)
+KINDS: tuple[str, ...] = ("paper claim", "our addition", "consistency check", "description")
 # the study's tables a claim may read: the full-budget grid runs, their per-cell frontier table, the
 # RACE table (pilots), the fresh seeds' RACE picks and defaults, the grid's compute curves, the
 # reward-hacking table, the run's step logs (the 6N convention's rho)
@@ -300,7 +302,20 @@ def registered(id: str, decide: Callable[..., Result], **declaration) -> Iterato
 
 # the modules of declarations, in the claims table's order; a claim declared elsewhere (a user's, a
 # test's) comes after them, in the order declared
-FAMILIES = ("regimes", "frontier", "race", "tables", "additions", "curves", "sizes", "recipes")
+FAMILIES = (
+    "regimes",
+    "frontier",
+    "race",
+    "tables",
+    "additions",
+    "curves",
+    "sizes",
+    "recipes",
+    "conventions",
+    "targets",
+    "knobs",
+    "race_null",
+)
 _PACKAGE = "paper_repro.analysis.claims"
 
 

@@ -15,7 +15,7 @@ import re
 
 import pandas as pd
 
-from paper_repro.analysis.report import meaning
+from paper_repro.analysis.report import findings, meaning
 from paper_repro.analysis.wording import finite, percent
 from paper_repro.config import Profile
 
@@ -224,6 +224,9 @@ def plain_answer(
         _reasons(asked),
         optimum_sentence(claims),
         checks_sentence(claims),
+        findings.convention_finding(claims),
+        findings.target_finding(claims),
+        findings.race_finding(claims),
         *_meaning(claims, profile, conventions),
     ]
     tail = [part for s in paragraphs if s for part in (s, "")]

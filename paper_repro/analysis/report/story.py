@@ -79,6 +79,8 @@ def source_sentence(row: pd.Series) -> str:
             if value == "qualitative"
             else f"The paper reports {value}."
         )
+    if row["kind"] == "description":
+        return f"A description, not counted among the decided claims; the paper's value: {value}."
     kind = "A consistency check" if row["kind"] == "consistency check" else "Our addition"
     if value in ("qualitative", "") or value.startswith("not "):
         return f"{kind}{', ' + value if value.startswith('not ') else ''}."

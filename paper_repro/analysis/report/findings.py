@@ -1,0 +1,141 @@
+"""Two findings of the plain answer in words, from ``claims.csv``: how the FLOP convention moves the
+regime verdicts (the ``convention.*`` rows, :mod:`paper_repro.analysis.claims.conventions`) and
+whether the targets disagree (the ``targets.*`` rows, :mod:`paper_repro.analysis.claims.targets`),
+each with how often a study like this one decides it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from paper_repro.analysis.wording import finite, percent
+
+REGIMES = {
+    "rule_based": "rule-based rewards",
+    "prm_style": "PRM-style rewards",
+    "interaction": "the interaction",
+}
+COUNTS = {"executed": "executed FLOPs (padding included)", "6N": "6N per token", "wall_time": "wall time"}
+SAID = {"held": "yes", "not held": "no", "inconclusive": "cannot tell"}
+
+
+def _row(claims: pd.DataFrame, claim_id: str) -> pd.Series | None:
+    rows = claims[claims["id"] == claim_id]
+    return rows.iloc[0] if len(rows) else None
+
+
+def _interval(r: pd.Series) -> str:
+    if not finite(r["ci_low"]):
+        return f"{r['our_value']:+.3f}" if finite(r["our_value"]) else "not computable"
+    return f"{r['our_value']:+.3f} (90% interval {r['ci_low']:+.3f} to {r['ci_high']:+.3f})"
+
+
+def _registered(r: pd.Series) -> str:
+    """ " (exploratory: ...)" where the row's rule was fixed after the study's runs."""
+    return (
+        "; its rule was fixed after these runs, so it is *exploratory*"
+        if r.get("registration") == "exploratory"
+        else ""
+    )
+
+
+def power_words(r: pd.Series) -> str:
+    """How often a study like this one decides the claim right, from its ``oc_*`` columns."""
+    parts = []
+    if finite(r.get("oc_held_when_true")):
+        parts.append(
+            f"says yes in {percent(r['oc_held_when_true'])} of simulated studies where the answer is yes"
+        )
+    if finite(r.get("oc_not_held_when_false")):
+        parts.append(f"no in {percent(r['oc_not_held_when_false'])} of those where it is no")
+    if finite(r.get("oc_wrong_max")):
+        parts.append(f"is wrong in at most {percent(r['oc_wrong_max'])}")
+    said = "a study like this one " + ", ".join(parts) if parts else "its power is not simulated"
+    return said + _registered(r)
+
+
+def convention_finding(claims: pd.DataFrame) -> str:
+    """Which regime verdicts a change of FLOP count reverses, and the agreement claim's verdict."""
+    agree = _row(claims, "convention.regimes_agree")
+    if agree is None:
+        return ""
+    said = []
+    for claim, words in REGIMES.items():
+        useful = _row(claims, f"regime.{claim}.any")
+        others = {c: _row(claims, f"convention.{claim}.any.{c}") for c in COUNTS}
+        others = {c: r for c, r in others.items() if r is not None and finite(r["our_value"])}
+        if useful is None or not others:
+            continue
+        verdicts = {useful["verdict"], *(r["verdict"] for r in others.values())}
+        if {"held", "not held"} <= verdicts:
+            each = "; ".join(
+                f"counting {COUNTS[c]} {SAID[r['verdict']]}, {_interval(r)}" for c, r in others.items()
+            )
+            said.append(
+                f"for {words}, counting useful FLOPs (the paper's count) says {SAID[useful['verdict']]}, "
+                f"{_interval(useful)}; {each}"
+            )
+    head = "**How compute is counted can reverse a verdict.**" if said else "**How compute is counted.**"
+    verdict = {
+        "held": "the regime verdicts are the same under every count",
+        "not held": "the regime verdicts are not the same under every count",
+        "inconclusive": "whether the regime verdicts are the same under every count cannot be told",
+    }[agree["verdict"]]
+    return (
+        f"{head} The same runs, with each allocation's update share counted another way: "
+        + ("; ".join(said) + ". So " if said else "")
+        + f"{verdict} (`convention.regimes_agree`; {power_words(agree)}). A window of rho means different "
+        "allocations under different counts: compare a verdict with another study's only under the same count."
+    )
+
+
+def target_finding(claims: pd.DataFrame) -> str:
+    """Whether the targets prefer different windows (pooled gsm pass@1 minus the judge) and the
+    paper's own form of it."""
+    pooled, paper = (
+        _row(claims, "targets.gsm_judge.pooled.any"),
+        _row(claims, "targets.pass1_high_judge_mid.any"),
+    )
+    if pooled is None or paper is None:
+        return ""
+    which = "less" if pooled["our_value"] < 0 else "more"
+    first = (
+        f"**Do the scores disagree on where to spend?** Over every setting, pass@1 (gsm) favours the update-heavy "
+        f"allocations {which} than the common judge does, by {_interval(pooled)} (each run scored both ways, "
+        f"so the comparison is paired): *{SAID[pooled['verdict']]}*, they disagree ({power_words(pooled)})."
+    )
+    second = (
+        " The paper's own form, that for dense and PRM rewards pass@1 prefers a high-update allocation and the "
+        f"judge a mid-update one, reads {_interval(paper)}: *{SAID[paper['verdict']]}*"
+        + (
+            ", the disagreement runs the other way"
+            if paper["verdict"] == "not held" and paper["our_value"] < 0
+            else ""
+        )
+        + f" ({power_words(paper)})."
+    )
+    return first + second
+
+
+def race_finding(claims: pd.DataFrame) -> str:
+    """RACE's same-regime count read against uninformative pilots' and the paper's world's counts."""
+    from paper_repro.analysis.claims.race_null import read_note
+
+    rows = claims[claims["id"].astype(str).str.startswith("race.same_regime")] if "id" in claims else claims
+    if rows.empty:
+        return ""
+    r = rows.iloc[0]
+    n = read_note(str(r["note"]))
+    if not n:
+        return ""
+    verdict = {
+        "held": "more than pilots that know nothing would: the pilots carry information",
+        "not held": "fewer than RACE as the paper reports it would give",
+        "inconclusive": "a count that neither pilots that know nothing nor the paper's RACE make unlikely",
+    }[r["verdict"]]
+    return (
+        f"**RACE's pilots.** In {n['same']} of {n['settings']} settings the cheap pilots name the regime the full "
+        f"grid names: {verdict}. Pilots that know nothing, with this study's noise and its own full grids, give "
+        f"{n['null']} on average ({percent(float(n['null_tail']))} of simulated studies reach {n['same']} or more); RACE as the paper "
+        f"reports it would give {n['paper']} (`race.same_regime`; {power_words(r)})."
+    )
