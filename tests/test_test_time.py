@@ -160,6 +160,7 @@ def test_each_arms_flops_match_the_profiler_on_one_problem(one_problem):
     )
 
 
+@pytest.mark.slow  # its fixture samples the M policy and loads the PRM
 def test_sampled_problems_carry_what_the_arms_read(one_problem):
     _, _, example, sampled = one_problem
     samples = sampled["samples"]
