@@ -169,3 +169,39 @@ def test_sampled_problems_carry_what_the_arms_read(one_problem):
     # a sample's vote is its final answer: right exactly when it equals the problem's answer
     for answer, right in zip(samples.answers, samples.correct, strict=True):
         assert right == (answer == str(example.answer))
+
+
+def test_the_envelope_mixes_points_and_drops_those_below_a_mix():
+    from paper_repro.analysis.tables.test_time import at_budget, budget_for, envelope
+
+    # (2, 0.3) lies below the mix of (1, 0.4) and (3, 0.6): dropped; (4, 0.5) reaches less than (3, 0.6)
+    hull = envelope([(1.0, 0.4), (2.0, 0.3), (3.0, 0.6), (4.0, 0.5)])
+    assert hull == [(0.0, 0.0), (1.0, 0.4), (3.0, 0.6)]
+    assert at_budget(hull, 2.0) == pytest.approx(0.5)  # half the queries each way
+    assert at_budget(hull, 0.5) == pytest.approx(0.2)  # half the queries unanswered
+    assert at_budget(hull, 10.0) == pytest.approx(0.6)
+    assert budget_for(hull, 0.5) == pytest.approx(2.0) and budget_for(hull, 0.7) == float("inf")
+
+
+def test_break_even_queries_pay_back_the_training_flops():
+    from paper_repro.analysis.tables.test_time import break_even, envelope
+
+    hull = envelope([(1.0, 0.4), (3.0, 0.6)])
+    # RL: 0.5 at 1 FLOP a query after 100 training FLOPs; the base needs 2 a query for 0.5: it
+    # gets 100 / Q + 1 at equal totals, enough until Q = 100 / (2 - 1)
+    assert break_even(100.0, 1.0, 0.5, hull) == pytest.approx(100.0)
+    assert break_even(100.0, 1.0, 0.7, hull) == 0.0  # the base never reaches 0.7: RL wins at any Q
+    assert break_even(100.0, 2.5, 0.5, hull) == float("inf")  # the base reaches it for less than RL pays
+
+
+def test_a_claims_rule_says_held_only_beyond_noise():
+    from paper_repro.analysis.tables.test_time_claims import interval, operating, verdict
+
+    rng = np.random.default_rng(1)
+    flat = rng.normal(0.0, 0.3, (3, 200))
+    shifted = flat + 0.3
+    assert verdict(*interval(shifted, rng)[1:], 1) == "held"
+    assert verdict(*interval(-shifted, rng)[1:], 1) == "not held"
+    assert verdict(*interval(shifted, rng)[1:], -1) == "not held"
+    oc = operating(flat, 1)
+    assert oc["false_held"] <= 0.1 and oc["power"] >= 0.5  # 5 points on 600 paired draws: seen

@@ -135,7 +135,7 @@ def run_stage_e(
     return table.frame()
 
 
-def _sampling(spec: RunSpec, design: StageE):
+def sampling_config(spec: RunSpec, design: StageE):
     from paper_repro.evaluation.evaluate import SampleConfig
 
     return SampleConfig(
@@ -165,7 +165,7 @@ def _sample_policy(
         report(f"stage E: sampling {policy_id} on {name}")
         examples = list(getattr(parts.eval_sets, name))[: design.problems]
         sampled = test_time.sample_policy(
-            model, parts.tokenizer, examples, parts.grader, scorer, "min", _sampling(spec, design)
+            model, parts.tokenizer, examples, parts.grader, scorer, "min", sampling_config(spec, design)
         )
         frames.append(pd.DataFrame(test_time.problem_rows(sampled, shape, scorer.shape)).assign(set=name))
     folder = root / "test_time"

@@ -131,13 +131,16 @@ def arm_envelope(arms: pd.DataFrame, arm: str) -> list[tuple[float, float]]:
 
 
 def _interval(values: list[float]) -> tuple[float, float, float]:
-    """Geometric mean of positive finite ``values`` and its 95% t-interval over seeds (NaN where
-    there are fewer than two, or any is 0 or inf)."""
+    """The seeds' Q* in one number and its 95% t-interval over seeds on log10: the geometric mean
+    when every Q* is finite and positive (the interval NaN with one seed), else their median (0 and
+    inf included) with no interval."""
     from scipy import stats
 
     v = np.array(values, dtype=float)
-    if len(v) == 0 or not np.all(np.isfinite(v)) or np.any(v <= 0):
+    if len(v) == 0:
         return float("nan"), float("nan"), float("nan")
+    if not np.all(np.isfinite(v)) or np.any(v <= 0):
+        return float(np.median(v)), float("nan"), float("nan")
     logs = np.log10(v)
     mid = 10 ** logs.mean()
     if len(v) < 2:
@@ -148,8 +151,9 @@ def _interval(values: list[float]) -> tuple[float, float, float]:
 
 def breakeven_table(arms: pd.DataFrame) -> pd.DataFrame:
     """One row a size, set and arm: Q* per RL seed (``q_star_seeds``), their geometric mean
-    (``q_star``) with a 95% t-interval over seeds on log10 (``q_star_low``/``high``), how many seeds
-    have a finite positive Q*, and the Q -> inf winner per FLOP per query: the RL policy's envelope
+    (``q_star``) with a 95% t-interval over seeds on log10 (``q_star_low``/``high``; where some
+    seed's Q* is 0 or inf, the median with no interval), how many seeds' Q* is 0 (RL wins
+    at every Q) or inf (never), and the Q -> inf winner per FLOP per query: the RL policy's envelope
     against the base's at RL's greedy FLOPs per query (``winner_at_greedy``) and at the base's k = max
     cost of the arm (``winner_at_kmax``), with the accuracies compared."""
     out = []
