@@ -57,7 +57,9 @@ class StageE:
     batches of ``batch_size`` sequences (the fused decoder's), on the grid's seeds (None: all)."""
 
     n: int = 64
-    problems: int = 300
+    # 100 of each set (200 a policy): 12 policies x 200 x 64 samples fit stage E's 10 minutes on 2
+    # cores; the evaluation noise of 100 problems is what the claims' bootstrap and power read
+    problems: int = 100
     batch_size: int = 4096
     seeds: int | None = None
 
@@ -118,6 +120,7 @@ def run_stage_e(
         torch.set_num_threads(threads)
     table = ResultTable(root / "test_time_policies.csv", POLICY_COLUMNS, key="policy_id")
     done = table.keys()
+    _check_same_design(table, design)
     committed = pd.read_csv(root / "runs.csv").set_index("run_id")
     for size, cell in best_cells(root, prof).items():
         specs = setting_specs(prof, size, seed_list(prof, design.seeds), "full", [cell])
@@ -133,6 +136,18 @@ def run_stage_e(
             if spec.run_id not in done:
                 table.append(_sample_rl(spec, root, design, prof.prm, committed.loc[spec.run_id]))
     return table.frame()
+
+
+def _check_same_design(table: ResultTable, design: StageE) -> None:
+    """Refuse to add policies sampled under another design to a folder's stage-E rows: the arms of
+    two designs are not comparable."""
+    rows = table.rows()
+    other = {(r["n"], r["problems"]) for r in rows} - {(str(design.n), str(design.problems))}
+    if other:
+        raise ValueError(
+            f"{table.path} holds policies sampled with (n, problems) {sorted(other)}, not this design's "
+            f"({design.n}, {design.problems}): pass those (-p n ... -p problems ...) or another results_root"
+        )
 
 
 def sampling_config(spec: RunSpec, design: StageE):
@@ -288,3 +303,24 @@ def write_stage_e(
         figures.breakeven_figure(tables["test_time_breakeven.csv"], order), out, "test_time_breakeven"
     )
     return tables
+
+
+FIGURES = (*(f"test_time_{kind}_{s}" for s in SETS for kind in ("passk", "frontier")), "test_time_breakeven")
+
+
+def figure_paths(
+    profile: str | Profile, quick: bool = False, results_root=None, figures_dir=None
+) -> list[Path]:
+    """The PNGs :func:`write_stage_e` wrote, in the order the notebook shows them."""
+    from paper_repro.analysis.pipeline import figures_folder
+
+    prof = prepare(profile, quick)
+    out = figures_folder(prof, results_root_for(profile, quick, results_root), figures_dir)
+    return [out / f"{name}.png" for name in FIGURES]
+
+
+def stage_e_sentences(tables: dict[str, pd.DataFrame]) -> str:
+    """Stage E in words (:func:`paper_repro.analysis.report.test_time.stage_e_words`)."""
+    from paper_repro.analysis.report.test_time import stage_e_words
+
+    return stage_e_words(tables)

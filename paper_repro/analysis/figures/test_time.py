@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.figures.style import colors, setup
-from paper_repro.analysis.tables.test_time import arm_envelope
 
 ARM_STYLES = {"pass": ":", "majority": "-", "prm": "--"}
 ARM_WORDS = {"pass": "pass@k (oracle)", "majority": "majority vote", "prm": "PRM best-of-k"}
@@ -56,37 +55,45 @@ def passk_curves(arms: pd.DataFrame, set_name: str, order: list[str]):
 
 
 def equal_flop_frontier(arms: pd.DataFrame, set_name: str, order: list[str], arm: str = "majority"):
-    """A panel per size: accuracy against FLOPs per query (log) of the base's envelope (greedy and
-    ``arm`` at every k, mixed) and RL's, RL's shifted by its training FLOPs / Q at each of :data:`QUERIES`
-    and at Q -> inf (mean over seeds)."""
+    """A panel per size: accuracy against FLOPs per query (log) of each policy's greedy answer (a
+    star) and ``arm`` at k = 1, 2, 4, ... (a line), base grey, RL in the size's colour, RL's shifted
+    right by its training FLOPs / Q at each of :data:`QUERIES` (fainter) besides Q -> inf (mean over
+    seeds). The break-even Q reads the envelope of these points (mixing two of them)."""
+    from matplotlib.ticker import NullFormatter
+
     plt, _ = setup()
     mean = _mean_over_seeds(arms[arms.set == set_name])
     fig, axes = plt.subplots(1, len(order), figsize=(4.2 * len(order), 3.6), sharey=True, squeeze=False)
     palette = colors(order)
     for ax, size in zip(axes[0], order, strict=True):
         g = mean[mean["size"] == size]
-        base = arm_envelope(g[g.kind == "base"], arm)[1:]  # without the origin: a log axis
-        ax.plot(*zip(*base, strict=True), color="0.45", marker="o", ms=3, label="base, test-time only")
-        rl = g[g.kind == "rl"]
-        hull = arm_envelope(rl, arm)[1:]
-        train = float(rl.train_flops.iloc[0])
-        for q, alpha in ((math.inf, 1.0), *((q, a) for q, a in zip(QUERIES, (0.45, 0.7), strict=True))):
-            shift = 0.0 if math.isinf(q) else train / q
-            xs = [x + shift for x, _ in hull]
-            label = "RL, Q -> inf" if math.isinf(q) else f"RL + training / Q, Q = {q:.0e}"
-            ax.plot(xs, [y for _, y in hull], color=palette[size], alpha=alpha, marker="o", ms=3, label=label)
+        curves = [("base", "0.45", 0.0, 1.0, "base, test time only")]
+        train = float(g[g.kind == "rl"].train_flops.iloc[0])
+        curves.append(("rl", palette[size], 0.0, 1.0, "RL, Q -> inf"))
+        curves += [("rl", palette[size], train / q, a, f"RL + training / Q, Q = {q:.0e}") for q, a in zip(QUERIES, (0.35, 0.6), strict=True)]  # fmt: skip
+        for kind, color, shift, alpha, label in curves:
+            p = g[(g.kind == kind) & (g.arm == arm)].sort_values("k")
+            greedy = g[(g.kind == kind) & (g.arm == "greedy")]
+            ax.plot(
+                p.flops_per_query + shift, p.accuracy, color=color, alpha=alpha, marker="o", ms=3, label=label
+            )
+            ax.scatter(
+                greedy.flops_per_query + shift, greedy.accuracy, marker="*", s=80, color=color, alpha=alpha
+            )
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(f"policy {size}")
         ax.set_xlabel("FLOPs per query")
-    axes[0][0].set_ylabel(f"{set_name}: share right ({ARM_WORDS[arm]})")
+    axes[0][0].set_ylabel(f"{set_name}: share right ({ARM_WORDS[arm]}; star: greedy)")
     axes[0][-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"Stage E: equal-FLOP frontier, greedy + {ARM_WORDS[arm]} ({set_name})", y=1.02)
+    fig.suptitle(f"Stage E: accuracy against FLOPs per query, {ARM_WORDS[arm]} ({set_name})", y=1.02)
     return fig
 
 
 def breakeven_figure(breakeven: pd.DataFrame, order: list[str]):
-    """Q* per size (x) for each deployable arm and set, with its interval over RL seeds; a Q* of 0
-    (RL wins at every Q) drawn at the axis' floor, inf (RL never wins) at its ceiling."""
+    """Q* per size (x) for each deployable arm and set: each seed's a dot, their geometric mean a
+    diamond with its 95% interval over seeds; a Q* of 0 (RL wins at every Q) drawn on the dotted
+    floor, inf (RL never wins) on the dotted ceiling."""
     plt, _ = setup()
     rows = breakeven[breakeven.deployable.astype(bool)]
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -103,19 +110,27 @@ def breakeven_figure(breakeven: pd.DataFrame, order: list[str]):
             r = r.iloc[0]
             seeds = [float(v) for v in str(r.q_star_seeds).split()]
             shown = [min(max(v, floor), ceiling) for v in seeds]
-            ax.scatter([j + offset] * len(shown), shown, s=12, color=f"C{i}", alpha=0.5)
-            if np.isfinite(r.q_star):
-                err = (
-                    [[r.q_star - r.q_star_low], [r.q_star_high - r.q_star]]
-                    if np.isfinite(r.q_star_low)
-                    else None
-                )
-                label = f"{set_name}, {ARM_WORDS[arm]}" if j == 0 else None
-                ax.errorbar(j + offset, r.q_star, yerr=err, fmt="o", color=f"C{i}", capsize=3, label=label)
+            label = f"{set_name}, {ARM_WORDS[arm]} (dots: seeds)" if j == 0 else None
+            ax.scatter([j + offset] * len(shown), shown, s=14, color=f"C{i}", alpha=0.6, label=label)
+            if np.isfinite(r.q_star) and r.q_star > 0:
+                finite = np.isfinite(r.q_star_low)
+                err = [[r.q_star - r.q_star_low], [r.q_star_high - r.q_star]] if finite else None
+                ax.errorbar(j + offset, r.q_star, yerr=err, fmt="D", color=f"C{i}", capsize=3)
+    for y, words in ((floor, "0: RL wins at every Q"), (ceiling, "inf: RL never wins")):
+        ax.axhline(y, color="0.6", lw=0.8, ls=":")
+        ax.annotate(
+            words,
+            (0.99, y),
+            xycoords=("axes fraction", "data"),
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color="0.4",
+        )
     ax.set_yscale("log")
     ax.set_ylim(floor / 2, ceiling * 2)
     ax.set_xticks(range(len(order)), [f"policy {s}" for s in order])
     ax.set_ylabel("break-even queries Q*")
     ax.set_title("Stage E: queries beyond which RL beats test-time sampling at equal FLOPs", fontsize=10)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center right")
     return fig
