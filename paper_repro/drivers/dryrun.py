@@ -35,7 +35,8 @@ from paper_repro.run.launch import batch_layout
 from paper_repro.run.preflight import hub_refs
 from paper_repro.run.spec import RunSpec
 
-STAGE_ORDER: tuple[str, ...] = (*STAGES, "race")  # the study steps that run cells
+# the study steps that run cells or sample policies (stage E: test_time, priced by stage_e_estimate)
+STAGE_ORDER: tuple[str, ...] = (*STAGES, "race", "test_time")
 
 
 @dataclass
@@ -245,6 +246,8 @@ def dry_run(
             note = _unnamed_picks_note(profile, unnamed)
             if note:
                 est.notes.append(note)
+        if stage == "test_time":
+            est = stage_e_estimate(profile, seeds)
         estimates.append(est)
     hub = hub_status()
     problems = [] if hub else check_hub_ids(refs)
@@ -259,6 +262,43 @@ def dry_run(
         "jobs": submitted,
         "hours_range": span,
     }
+
+
+def stage_e_estimate(profile: Profile, seeds: int | None = None) -> StageEstimate:
+    """Stage E priced (:mod:`paper_repro.drivers.test_time`): per stage-A size, its base policy and
+    each grid seed's RL policy sample ``n`` answers to ``problems`` of each of the two sets with vLLM
+    (the profile's vLLM generation MFU), the PRM reading each once; each RL policy is its best cell's
+    full-budget run trained again (the study keeps no adapters), priced as the setting's first grid
+    cell (the best is known only after the study; every cell spends the same budget)."""
+    from paper_repro.drivers.test_time import SETS, StageE
+    from paper_repro.run.spec import seed_list, setting_specs
+
+    design = StageE()
+    est = StageEstimate("test_time")
+    peak = profile.estimate.peak_tflops * 1e12
+    prm = models.shape(profile.prm)
+    for setting in profile.settings("A"):
+        specs = setting_specs(profile, setting, seed_list(profile, seeds or design.seeds), "full")
+        first = [s for s in specs if s.cell == specs[0].cell]
+        lengths = profile.lengths_for(setting)[0]
+        answer = flops.generation_work(lengths["prompt"], lengths["completion"])
+        read = flops.sequence_work(lengths["prompt"] + lengths["completion"])
+        samples = (1 + len(first)) * len(SETS) * design.problems * design.n
+        sample_flops = samples * (
+            flops.forward_flops(models.shape(first[0].model), answer) + flops.forward_flops(prm, read)
+        )
+        est.gpu_hours_eval += sample_flops / (peak * profile.estimate.mfu_generate("vllm")) / 3600
+        for spec in first:
+            train, evaluation = run_gpu_hours(profile, spec)
+            est.runs += 1
+            est.train_flops += spec.budget_flops
+            est.gpu_hours_train += train + evaluation
+    est.wall_hours = est.gpu_hours  # one GPU each, one after another
+    est.notes.append(
+        f"stage E: {design.n} vLLM samples x {design.problems} problems x {len(SETS)} sets per policy, the "
+        "PRM reading each; its RL policies retrained (their runs are in runs.csv, not re-appended)"
+    )
+    return est
 
 
 def _job_layout(job: NotebookJob, spec: RunSpec):

@@ -114,8 +114,11 @@ def study_jobs(
                 picks = pick_candidates(run_profile, s) if unknown and size.gpus else []
                 resources = job_resources(size, [*specs, *picks])
                 jobs.append(NotebookJob(step, book, params, out, tuple(specs), root, resources, unknown))
-        elif step == "test_time":
-            jobs.append(NotebookJob(step, book, dict(common), out_dir / f"{book}.ipynb", (), root))
+        elif step == "test_time":  # samples and retrains every size's policies: the largest's resources
+            sizes = run_profile.settings("A")
+            size = profile.resources_for(sizes[-1].policy) if sizes else None
+            out = out_dir / f"{book}.ipynb"
+            jobs.append(NotebookJob(step, book, dict(common), out, (), root, *([size] if size else [])))
         else:
             params = dict(common)
             if quick:  # a smoke run decides nothing: no power simulation

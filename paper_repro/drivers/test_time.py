@@ -86,19 +86,19 @@ def stage_e_design(quick: bool = False, n=None, problems=None, seeds=None, threa
 
 def best_cells(root: Path, profile: Profile) -> dict[str, str]:
     """Each stage-A setting's best cell by native reward (``optima.csv``, the analysis's pick), else
-    the cell of the best mean native reward in ``runs.csv`` (a quick folder before its analysis)."""
-    optima = root / "optima.csv"
-    sizes = [s.name for s in profile.settings("A")]
-    if optima.exists():
-        o = pd.read_csv(optima)
-        o = o[(o.stage == "A") & (o.target == "native_reward")]
-        picked = dict(zip(o.setting, o.best_cell, strict=True))
-        if all(s in picked for s in sizes):
-            return {s: picked[s] for s in sizes}
+    the cell of the best mean native reward in ``runs.csv`` (a folder before its analysis); a setting
+    with no full-budget run in the folder is left out (an exploration of one size)."""
     runs = pd.read_csv(root / "runs.csv")
     runs = runs[(runs.stage == "A") & (runs.budget_kind == "full") & (runs.status == "ok")]
+    sizes = [s.name for s in profile.settings("A") if s.name in set(runs.setting)]
+    picked: dict[str, str] = {}
+    if (root / "optima.csv").exists():
+        o = pd.read_csv(root / "optima.csv")
+        o = o[(o.stage == "A") & (o.target == "native_reward")]
+        picked = dict(zip(o.setting, o.best_cell, strict=True))
     means = runs.groupby(["setting", "cell"]).native_reward.mean().reset_index()
-    return {s: means[means.setting == s].sort_values("native_reward").cell.iloc[-1] for s in sizes}
+    best = lambda s: means[means.setting == s].sort_values("native_reward").cell.iloc[-1]  # noqa: E731
+    return {s: picked.get(s) or best(s) for s in sizes}
 
 
 def run_stage_e(
