@@ -10,21 +10,26 @@ import pandas as pd
 ARM_WORDS = {"pass": "pass@k (the checker's oracle)", "majority": "majority vote", "prm": "PRM best-of-k"}
 
 
-def queries(q: float) -> str:
-    """A break-even deployment in words: ``0`` and ``inf`` have their meaning spelled out."""
+def beats(arm: str, row) -> str:
+    """Where RL beats ``arm`` at equal total FLOPs, from a row of ``test_time_breakeven.csv``."""
+    q = row.q_star
+    seeds = f"Q* per seed {row.q_star_seeds}"
     if q == 0:
-        return "any number of queries (the base never reaches RL's greedy accuracy)"
+        return f"RL beats {ARM_WORDS[arm]} at every deployment size (the base's samples never reach RL's greedy accuracy; {seeds})"
     if math.isinf(q):
-        return "no number of queries (the base matches RL at RL's own per-query FLOPs)"
-    if math.isnan(q):
-        return "an undetermined number of queries (the seeds disagree: some 0 or inf)"
-    return f"{q:.3g} queries"
-
-
-def _interval(row) -> str:
+        return f"RL never beats {ARM_WORDS[arm]} at equal FLOPs (the base reaches RL's greedy accuracy at RL's own per-query FLOPs; {seeds})"
     if math.isnan(row.q_star_low):
-        return f"per seed {row.q_star_seeds}"
-    return f"95% interval over {row.seeds} seeds {row.q_star_low:.3g} to {row.q_star_high:.3g}"
+        return f"RL beats {ARM_WORDS[arm]} at equal FLOPs beyond about {q:.3g} queries ({seeds})"
+    return (
+        f"RL beats {ARM_WORDS[arm]} at equal FLOPs beyond {q:.3g} queries (95% interval over "
+        f"{row.seeds} seeds {row.q_star_low:.3g} to {row.q_star_high:.3g})"
+    )
+
+
+def _order(arms: pd.DataFrame) -> list[str]:
+    """The sizes, smallest first (by the base's greedy FLOPs per query)."""
+    greedy = arms[(arms.kind == "base") & (arms.arm == "greedy")]
+    return list(greedy.groupby("size").flops_per_query.mean().sort_values().index)
 
 
 def size_lines(tables: dict[str, pd.DataFrame], set_name: str) -> list[str]:
@@ -35,7 +40,7 @@ def size_lines(tables: dict[str, pd.DataFrame], set_name: str) -> list[str]:
     breakeven = tables["test_time_breakeven.csv"]
     gap = tables["test_time_gap.csv"]
     lines = []
-    for size in dict.fromkeys(arms["size"]):
+    for size in _order(arms):
         a = arms[(arms["size"] == size) & (arms.arm.isin(["pass", "greedy"]))]
         mean = a.groupby(["kind", "arm", "k"]).accuracy.mean()
         kmax = int(a.k.max())
@@ -50,8 +55,9 @@ def size_lines(tables: dict[str, pd.DataFrame], set_name: str) -> list[str]:
         for arm in ("majority", "prm"):
             r = be.loc[arm]
             parts.append(
-                f"RL beats {ARM_WORDS[arm]} at equal FLOPs beyond {queries(r.q_star)} ({_interval(r)}); "
-                f"at Q -> inf, per FLOP per query, {r.winner_at_greedy} leads at RL's greedy cost"
+                f"{beats(arm, r)}; once training is amortised, at RL's greedy FLOPs per query "
+                f"{'RL' if r.winner_at_greedy == 'rl' else 'the base'} leads ({r.rl_greedy:.3f} vs "
+                f"{r.base_at_rl_greedy_cost:.3f})"
             )
         parts.append(
             f"the base's pass@k overtakes RL's at k = {int(over)} (gap {g.gap.loc[int(over)]:+.3f}, "
@@ -72,8 +78,13 @@ def sizes_lines(tables: dict[str, pd.DataFrame], set_name: str) -> list[str]:
     for _, r in sizes[(sizes.set == set_name) & (sizes.arm == "majority")].iterrows():
         out.append(
             f"At {r.large}'s greedy FLOPs per query ({r.flop_ratio:.2f}x {r.small}'s), {r.small} after RL "
-            f"(greedy and majority vote, mixed) scores {r.small_rl:.3f} ({r.small_rl_low:.3f} to "
-            f"{r.small_rl_high:.3f}) against {r.large} without RL's greedy {r.large_base_greedy:.3f}."
+            f"(greedy and majority vote, mixed) scores {r.small_rl:.3f}"
+            + (
+                ""
+                if math.isnan(r.small_rl_low)
+                else f" ({r.small_rl_low:.3f} to {r.small_rl_high:.3f} over seeds)"
+            )
+            + f" against {r.large} without RL's greedy {r.large_base_greedy:.3f}."
         )
     return out
 
@@ -87,15 +98,22 @@ def stage_e_words(tables: dict[str, pd.DataFrame]) -> str:
     return "\n\n".join(blocks)
 
 
-def answer_sentence(tables: dict[str, pd.DataFrame], set_name: str = "gsm") -> str:
-    """The answer's one plain sentence on RL against test-time sampling (``set_name``, majority vote,
-    the deployable arm without a verifier)."""
-    be = tables["test_time_breakeven.csv"]
-    be = be[(be.set == set_name) & (be.arm == "majority")]
-    said = ", ".join(f"{r['size']} {queries(r.q_star).split(' (')[0]}" for _, r in be.iterrows())
-    winners = sorted(set(be.winner_at_greedy))
+def answer_sentence(breakeven: pd.DataFrame, set_name: str = "gsm") -> str:
+    """The answer's one plain sentence on RL against test-time sampling, from
+    ``test_time_breakeven.csv`` (``set_name``; majority vote, the arm that needs no verifier)."""
+    be = breakeven[(breakeven.set == set_name) & (breakeven.arm == "majority")]
+
+    def said(r) -> str:
+        if r.q_star == 0:
+            return f"{r['size']} at every deployment size"
+        if math.isinf(r.q_star):
+            return f"{r['size']} never"
+        return f"{r['size']} beyond about {r.q_star:.2g} queries"
+
+    ahead = [r["size"] for _, r in be.iterrows() if r.winner_at_greedy == "rl"]
     return (
-        f"Spent at test time instead (majority vote over samples, {set_name}), the same FLOPs match RL "
-        f"only for small deployments: RL's training pays for itself beyond {said}, and per query "
-        f"{' or '.join(winners)} {'is' if len(winners) == 1 else 'are'} ahead once training is amortised."
+        f"**RL or more thinking?** Given the same total FLOPs as test-time sampling (majority vote over "
+        f"the base policy's samples, {set_name}), RL's training pays for itself: "
+        f"{'; '.join(said(r) for _, r in be.iterrows())}; per query, once training is amortised, RL is "
+        f"ahead for {', '.join(ahead) if ahead else 'no size'} (stage E, notebook 60)."
     )
