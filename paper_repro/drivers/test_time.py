@@ -285,6 +285,7 @@ def write_stage_e(
     root = results_dir(prof.name, redirected)
     order = [s.name for s in prof.settings("A")]
     tables = stage_e_tables(root, order)
+    order = [s for s in order if s in set(tables["test_time_arms.csv"]["size"])]
     for name, table in tables.items():
         table.to_csv(root / name, index=False, float_format="%.6g")
     out = figures_folder(prof, redirected, figures_dir)
