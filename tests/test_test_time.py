@@ -205,3 +205,23 @@ def test_a_claims_rule_says_held_only_beyond_noise():
     assert verdict(*interval(shifted, rng)[1:], -1) == "not held"
     oc = operating(flat, 1)
     assert oc["false_held"] <= 0.1 and oc["power"] >= 0.5  # 5 points on 600 paired draws: seen
+
+
+def test_the_notebooks_design_is_validated_and_never_mixed(tmp_path):
+    from paper_repro.common.results import ResultTable
+    from paper_repro.drivers.test_time import (
+        POLICY_COLUMNS,
+        QUICK,
+        StageE,
+        _check_same_design,
+        stage_e_design,
+    )
+
+    assert stage_e_design(quick=True, n=4) == StageE(n=4, problems=QUICK.problems, seeds=QUICK.seeds)
+    with pytest.raises(TypeError, match="problems: expected a positive integer"):
+        stage_e_design(problems="100")
+    table = ResultTable(tmp_path / "test_time_policies.csv", POLICY_COLUMNS, key="policy_id")
+    table.append({"policy_id": "base-M", "n": 64, "problems": 100, "status": "ok"})
+    _check_same_design(table, StageE(n=64, problems=100))  # the same design: more policies may join
+    with pytest.raises(ValueError, match=r"\(n, problems\)"):
+        _check_same_design(table, StageE(n=16, problems=100))
