@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+LEADER = {"rl": "RL leads", "base": "the base leads", "tie": "neither leads"}
 ARM_WORDS = {"pass": "pass@k (the checker's oracle)", "majority": "majority vote", "prm": "PRM best-of-k"}
 
 
@@ -56,14 +57,14 @@ def size_lines(tables: dict[str, pd.DataFrame], set_name: str) -> list[str]:
             r = be.loc[arm]
             parts.append(
                 f"{beats(arm, r)}; once training is amortised, at RL's greedy FLOPs per query "
-                f"{'RL' if r.winner_at_greedy == 'rl' else 'the base'} leads ({r.rl_greedy:.3f} vs "
+                f"{LEADER[r.winner_at_greedy]} ({r.rl_greedy:.3f} vs "
                 f"{r.base_at_rl_greedy_cost:.3f})"
             )
         parts.append(
             f"the base's pass@k overtakes RL's at k = {int(over)} (gap {g.gap.loc[int(over)]:+.3f}, "
             f"{g.gap_low.loc[int(over)]:+.3f} to {g.gap_high.loc[int(over)]:+.3f})"
             if not math.isnan(over)
-            else f"RL's pass@k stays above the base's up to k = {kmax} (gap at k = {kmax}: "
+            else f"the base's pass@k does not overtake RL's up to k = {kmax} (gap at k = {kmax}: "
             f"{g.gap.loc[kmax]:+.3f}, {g.gap_low.loc[kmax]:+.3f} to {g.gap_high.loc[kmax]:+.3f})"
         )
         lines.append("; ".join(parts) + ".")
@@ -75,6 +76,8 @@ def sizes_lines(tables: dict[str, pd.DataFrame], set_name: str) -> list[str]:
     greedy FLOPs per query."""
     sizes = tables["test_time_sizes.csv"]
     out = []
+    if sizes.empty:  # one size sampled: no pair to compare
+        return out
     for _, r in sizes[(sizes.set == set_name) & (sizes.arm == "majority")].iterrows():
         out.append(
             f"At {r.large}'s greedy FLOPs per query ({r.flop_ratio:.2f}x {r.small}'s), {r.small} after RL "

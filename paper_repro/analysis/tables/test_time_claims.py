@@ -92,16 +92,17 @@ def _mixed(
 ) -> np.ndarray:
     """Per problem, the envelope's mix of its two points around ``budget`` (``points``: (cost,
     accuracy) -> that point's per-problem values; the origin answers nothing)."""
+    none = np.zeros(len(problem_rows))  # the origin: the query left unanswered
+    value = lambda point: points.get(point, none)  # noqa: E731
     xs = [x for x, _ in hull]
     j = int(np.searchsorted(xs, budget))
     if j >= len(hull):
-        return points[hull[-1]]
+        return value(hull[-1])
     if j == 0 or xs[j] == budget:
-        return points[hull[j]] if hull[j] in points else np.zeros(len(problem_rows))
+        return value(hull[j])
     (x0, _), (x1, _) = hull[j - 1], hull[j]
     w = (budget - x0) / (x1 - x0)
-    lo = points.get(hull[j - 1], np.zeros(len(problem_rows)))
-    return (1 - w) * lo + w * points[hull[j]]
+    return (1 - w) * value(hull[j - 1]) + w * value(hull[j])
 
 
 def envelope_per_problem(g: pd.DataFrame, arm: str, budget: float) -> np.ndarray:
