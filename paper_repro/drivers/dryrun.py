@@ -327,12 +327,12 @@ def format_report(result: dict) -> str:
         f"{est.mfu_train:.0%}, generation {est.mfu_generate(profile.train.generation):.0%} "
         f"({profile.train.generation}); evaluation of {est.eval_problems} greedy answers per run"
     )
-    header = f"  {'stage':<6} {'runs':>5} {'new':>5} {'train FLOPs':>12} {'GPU-h train':>12} {'GPU-h eval':>11} {'GPU-h':>9} {'wall h':>8}"
+    header = f"  {'stage':<9} {'runs':>5} {'new':>5} {'train FLOPs':>12} {'GPU-h train':>12} {'GPU-h eval':>11} {'GPU-h':>9} {'wall h':>8}"
     lines.append(header)
     total = StageEstimate("total")
     for s in result["stages"]:
         lines.append(
-            f"  {s.stage:<6} {s.runs:>5} {s.new_runs:>5} {s.train_flops:>12.3e} {s.gpu_hours_train:>12.1f} "
+            f"  {s.stage:<9} {s.runs:>5} {s.new_runs:>5} {s.train_flops:>12.3e} {s.gpu_hours_train:>12.1f} "
             f"{s.gpu_hours_eval:>11.1f} {s.gpu_hours:>9.1f} {s.wall_hours:>8.1f}"
         )
         total.runs += s.runs
@@ -342,7 +342,7 @@ def format_report(result: dict) -> str:
         total.gpu_hours_eval += s.gpu_hours_eval
         total.wall_hours += s.wall_hours
     lines.append(
-        f"  {'total':<6} {total.runs:>5} {total.new_runs:>5} {total.train_flops:>12.3e} "
+        f"  {'total':<9} {total.runs:>5} {total.new_runs:>5} {total.train_flops:>12.3e} "
         f"{total.gpu_hours_train:>12.1f} {total.gpu_hours_eval:>11.1f} {total.gpu_hours:>9.1f} {total.wall_hours:>8.1f}"
     )
     lines.append("  (new: runs not already counted in an earlier stage; wall h: one run after another)")
