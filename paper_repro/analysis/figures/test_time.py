@@ -132,5 +132,5 @@ def breakeven_figure(breakeven: pd.DataFrame, order: list[str]):
     ax.set_xticks(range(len(order)), [f"policy {s}" for s in order])
     ax.set_ylabel("break-even queries Q*")
     ax.set_title("Stage E: queries beyond which RL beats test-time sampling at equal FLOPs", fontsize=10)
-    ax.legend(fontsize=7, loc="center right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the seeds, not over them
     return fig
