@@ -103,20 +103,30 @@ def stage_e_words(tables: dict[str, pd.DataFrame]) -> str:
 
 def answer_sentence(breakeven: pd.DataFrame, set_name: str = "gsm") -> str:
     """The answer's one plain sentence on RL against test-time sampling, from
-    ``test_time_breakeven.csv`` (``set_name``; majority vote, the arm that needs no verifier)."""
-    be = breakeven[(breakeven.set == set_name) & (breakeven.arm == "majority")]
+    ``test_time_breakeven.csv`` (``set_name``): where RL's training pays for itself against majority
+    vote (no verifier) and against best-of-k by the learned PRM, size by size."""
+    be = breakeven[breakeven.set == set_name].set_index(["arm", "size"])
+    sizes = [s for s in ("S", "M", "L") if ("majority", s) in be.index]
+    sizes += sorted({s for _, s in be.index} - set(sizes))
 
-    def said(r) -> str:
-        if r.q_star == 0:
-            return f"{r['size']} at every deployment size"
-        if math.isinf(r.q_star):
-            return f"{r['size']} never"
-        return f"{r['size']} beyond about {r.q_star:.2g} queries"
+    def said(arm: str) -> str:
+        parts = []
+        for size in sizes:
+            q = be.loc[(arm, size)].q_star
+            parts.append(
+                f"{size} at any number of queries"
+                if q == 0
+                else f"{size} never"
+                if math.isinf(q)
+                else f"{size} beyond about {float(f'{q:.2g}'):.0f} queries"
+            )
+        return ", ".join(parts)
 
-    ahead = [r["size"] for _, r in be.iterrows() if r.winner_at_greedy == "rl"]
+    ahead = [s for s in sizes if be.loc[("majority", s)].winner_at_greedy == "rl"]
     return (
-        f"**RL or more thinking?** Given the same total FLOPs as test-time sampling (majority vote over "
-        f"the base policy's samples, {set_name}), RL's training pays for itself: "
-        f"{'; '.join(said(r) for _, r in be.iterrows())}; per query, once training is amortised, RL is "
-        f"ahead for {', '.join(ahead) if ahead else 'no size'} (stage E, notebook 60)."
+        f"**RL or more thinking?** At equal total FLOPs (training paid once, sampling on every query; "
+        f"{set_name}), RL's greedy answer beats majority vote over the base policy's samples for "
+        f"{said('majority')}, and best-of-k by the learned PRM for {said('prm')}; once training is "
+        f"amortised, RL leads per FLOP per query for {', '.join(ahead) if ahead else 'no size'} "
+        f"(stage E, [notebook 60](notebooks/executed/cpu-tiny/60_stage_E_test_time.ipynb))."
     )
