@@ -148,12 +148,12 @@ def test_dry_run_validates_every_gpu_paper_spec_and_estimates_gpu_hours(capsys, 
     rows = {
         line.split()[0]: line.split()
         for line in out.splitlines()
-        if line.startswith("  ") and line.split()[0] in ("A", "B", "D", "race", "total")
+        if line.startswith("  ") and line.split()[0] in ("A", "B", "D", "race", "test_time", "total")
     }
-    assert set(rows) == {"A", "B", "D", "race", "total"}
+    assert set(rows) == {"A", "B", "D", "race", "test_time", "total"}
     # stage A: 3 sizes x 5 cells x 3 seeds at 2.5e16 FLOPs each
     assert rows["A"][1] == "45" and float(rows["A"][3]) == pytest.approx(45 * 2.5e16)
-    gpu_hours = [float(rows[s][6]) for s in ("A", "B", "D", "race")]
+    gpu_hours = [float(rows[s][6]) for s in ("A", "B", "D", "race", "test_time")]
     assert all(h > 0 for h in gpu_hours) and float(rows["total"][6]) == pytest.approx(
         sum(gpu_hours), abs=0.15
     )

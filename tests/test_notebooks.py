@@ -247,6 +247,30 @@ def check_ledger_example(tmp_path: Path) -> None:
     assert "budget_stop" in json.dumps(budget.outputs)
 
 
+def check_test_time(study: dict, tmp_path: Path) -> None:
+    """60 on the stage notebooks' rows, at its fewest samples: the base and the retrained RL policy
+    of each size the study ran (stage A's M) sampled, the retrained run the committed one (its greedy
+    metrics and FLOPs equal its row's), runs.csv left as it was, and every table and figure written."""
+    assert all(e["error"] is None for e in study["executions"]), "an earlier notebook failed"
+    src = Path(study["results"])
+    results = tmp_path / "results"
+    results.mkdir()
+    for name in ("runs.csv", "base_metrics.csv"):
+        if (src / name).exists():
+            (results / name).write_bytes((src / name).read_bytes())
+    before = (results / "runs.csv").read_bytes()
+    params = dict(profile=study["profile"], quick=True, results_root=str(results), threads=1, n=4, problems=3)
+    copy = execute("60_stage_E_test_time", tmp_path / "60_stage_E_test_time.ipynb", params)
+    errors, _ = outputs(copy)
+    assert not errors, errors
+    assert (results / "runs.csv").read_bytes() == before
+    policies = pd.read_csv(results / "test_time_policies.csv")
+    assert set(policies.kind) == {"base", "rl"} and policies.loc[policies.kind == "rl", "reproduced"].all()
+    for name in ("arms", "breakeven", "gap", "claims"):
+        assert len(pd.read_csv(results / f"test_time_{name}.csv")), name
+    assert (results / "figures" / "test_time_breakeven.png").exists()
+
+
 # ------------------------------------------------------------------------------------------ tests
 
 
@@ -259,6 +283,8 @@ def smoke(notebook: str, request, tmp_path: Path) -> None:
         return check_analysis(request.getfixturevalue("study"), tmp_path)
     if notebook == "50_ledger_example":
         return check_ledger_example(tmp_path)
+    if notebook == "60_stage_E_test_time":
+        return check_test_time(request.getfixturevalue("study"), tmp_path)
     pytest.fail(f"notebooks/{notebook}.ipynb has no smoke run: give it its smallest parameters here")
 
 

@@ -70,7 +70,10 @@ def test_notebooks_sharing_runs_wait_for_the_earlier_stage(tmp_path):
     assert index[("A", "M")] in deps[index[("B", "sparse")]]
     assert index[("race", "A_M")] in deps[index[("race", "B_sparse")]]  # the same pilots
     assert deps[index[("B", "structured")]] == set() and deps[index[("A", "S")]] == set()
-    assert deps[index[("analysis", "40_final_analysis")]] == set(range(len(jobs) - 1))
+    analysis = index[("analysis", "40_final_analysis")]
+    assert deps[analysis] == set(range(analysis))
+    # stage E reads the analysis's best cells and retrains their runs: it waits for every notebook
+    assert deps[index[("test_time", "60_stage_E_test_time")]] == set(range(len(jobs) - 1))
     for i, later in enumerate(jobs):  # every shared run has its earlier notebook as a dependency
         for k, earlier in enumerate(jobs[:i]):
             if {s.run_id for s in earlier.specs} & {s.run_id for s in later.specs}:

@@ -24,6 +24,7 @@ BENCHES = {
     "ladder": ("ladder", "what the budget ladder adds to a full-budget run"),
     "eval-noise": ("eval_noise", "how noisy a run's evaluation on 300 problems is"),
     "trl-flops": ("trl_flops", "the ledger's FLOPs beside TRL's, transformers' and the profiler's"),
+    "test-time": ("test_time", "stage E's sampling: n samples of each of 300 problems from one policy"),
 }
 OWN = "(default: the bench's own)"  # an option left unset takes the bench function's default
 
@@ -70,6 +71,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     n.add_argument("--cell", default=None, help=f"the grid cell {OWN}")
     n.add_argument("--threads", type=positive_int, default=None, help=f"torch threads {OWN}")
     n.add_argument("--out", default=None, help="the CSV (default: data/results/cpu-tiny/eval_noise.csv)")
+    tt = b["test-time"]
+    tt.add_argument("--policy", default=None, help=f"the base policy's size {OWN}")
+    tt.add_argument("--n", type=positive_int, default=None, help=f"samples per problem {OWN}")
+    tt.add_argument("--problems", type=positive_int, default=None, help=f"gsm problems {OWN}")
+    tt.add_argument("--threads", default=None, help=f"torch thread counts, comma-separated {OWN}")
+    tt.add_argument("--repeats", type=positive_int, default=None, help=f"timed repeats {OWN}")
     for parser in b.values():
         parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     return p
@@ -132,6 +139,19 @@ def run(args: argparse.Namespace) -> int:
 
         result = ladder.bench_ladder(**_given(cells=_split(args.cells), repeats=args.repeats))
         show = ladder.print_ladder
+    elif args.bench == "test-time":
+        from paper_repro.bench import test_time
+
+        result = test_time.bench_test_time(
+            **_given(
+                policy=args.policy,
+                n=args.n,
+                problems=args.problems,
+                threads=_split(args.threads, int),
+                repeats=args.repeats,
+            )
+        )
+        show = test_time.print_test_time
     else:
         return _eval_noise(args)
     _show(result, show, args.json)

@@ -35,7 +35,8 @@ from paper_repro.run.launch import batch_layout
 from paper_repro.run.preflight import hub_refs
 from paper_repro.run.spec import RunSpec
 
-STAGE_ORDER: tuple[str, ...] = (*STAGES, "race")  # the study steps that run cells
+# the study steps that run cells or sample policies (stage E: test_time, priced by stage_e_estimate)
+STAGE_ORDER: tuple[str, ...] = (*STAGES, "race", "test_time")
 
 
 @dataclass
@@ -245,6 +246,8 @@ def dry_run(
             note = _unnamed_picks_note(profile, unnamed)
             if note:
                 est.notes.append(note)
+        if stage == "test_time":
+            est = stage_e_estimate(profile, seeds)
         estimates.append(est)
     hub = hub_status()
     problems = [] if hub else check_hub_ids(refs)
@@ -259,6 +262,43 @@ def dry_run(
         "jobs": submitted,
         "hours_range": span,
     }
+
+
+def stage_e_estimate(profile: Profile, seeds: int | None = None) -> StageEstimate:
+    """Stage E priced (:mod:`paper_repro.drivers.test_time`): per stage-A size, its base policy and
+    each grid seed's RL policy sample ``n`` answers to ``problems`` of each of the two sets with vLLM
+    (the profile's vLLM generation MFU), the PRM reading each once; each RL policy is its best cell's
+    full-budget run trained again (the study keeps no adapters), priced as the setting's first grid
+    cell (the best is known only after the study; every cell spends the same budget)."""
+    from paper_repro.drivers.test_time import SETS, StageE
+    from paper_repro.run.spec import seed_list, setting_specs
+
+    design = StageE()
+    est = StageEstimate("test_time")
+    peak = profile.estimate.peak_tflops * 1e12
+    prm = models.shape(profile.prm)
+    for setting in profile.settings("A"):
+        specs = setting_specs(profile, setting, seed_list(profile, seeds or design.seeds), "full")
+        first = [s for s in specs if s.cell == specs[0].cell]
+        lengths = profile.lengths_for(setting)[0]
+        answer = flops.generation_work(lengths["prompt"], lengths["completion"])
+        read = flops.sequence_work(lengths["prompt"] + lengths["completion"])
+        samples = (1 + len(first)) * len(SETS) * design.problems * design.n
+        sample_flops = samples * (
+            flops.forward_flops(models.shape(first[0].model), answer) + flops.forward_flops(prm, read)
+        )
+        est.gpu_hours_eval += sample_flops / (peak * profile.estimate.mfu_generate("vllm")) / 3600
+        for spec in first:
+            train, evaluation = run_gpu_hours(profile, spec)
+            est.runs += 1
+            est.train_flops += spec.budget_flops
+            est.gpu_hours_train += train + evaluation
+    est.wall_hours = est.gpu_hours  # one GPU each, one after another
+    est.notes.append(
+        f"stage E: {design.n} vLLM samples x {design.problems} problems x {len(SETS)} sets per policy, the "
+        "PRM reading each; its RL policies retrained (their runs are in runs.csv, not re-appended)"
+    )
+    return est
 
 
 def _job_layout(job: NotebookJob, spec: RunSpec):
@@ -287,12 +327,12 @@ def format_report(result: dict) -> str:
         f"{est.mfu_train:.0%}, generation {est.mfu_generate(profile.train.generation):.0%} "
         f"({profile.train.generation}); evaluation of {est.eval_problems} greedy answers per run"
     )
-    header = f"  {'stage':<6} {'runs':>5} {'new':>5} {'train FLOPs':>12} {'GPU-h train':>12} {'GPU-h eval':>11} {'GPU-h':>9} {'wall h':>8}"
+    header = f"  {'stage':<9} {'runs':>5} {'new':>5} {'train FLOPs':>12} {'GPU-h train':>12} {'GPU-h eval':>11} {'GPU-h':>9} {'wall h':>8}"
     lines.append(header)
     total = StageEstimate("total")
     for s in result["stages"]:
         lines.append(
-            f"  {s.stage:<6} {s.runs:>5} {s.new_runs:>5} {s.train_flops:>12.3e} {s.gpu_hours_train:>12.1f} "
+            f"  {s.stage:<9} {s.runs:>5} {s.new_runs:>5} {s.train_flops:>12.3e} {s.gpu_hours_train:>12.1f} "
             f"{s.gpu_hours_eval:>11.1f} {s.gpu_hours:>9.1f} {s.wall_hours:>8.1f}"
         )
         total.runs += s.runs
@@ -302,7 +342,7 @@ def format_report(result: dict) -> str:
         total.gpu_hours_eval += s.gpu_hours_eval
         total.wall_hours += s.wall_hours
     lines.append(
-        f"  {'total':<6} {total.runs:>5} {total.new_runs:>5} {total.train_flops:>12.3e} "
+        f"  {'total':<9} {total.runs:>5} {total.new_runs:>5} {total.train_flops:>12.3e} "
         f"{total.gpu_hours_train:>12.1f} {total.gpu_hours_eval:>11.1f} {total.gpu_hours:>9.1f} {total.wall_hours:>8.1f}"
     )
     lines.append("  (new: runs not already counted in an earlier stage; wall h: one run after another)")

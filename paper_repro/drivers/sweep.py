@@ -28,8 +28,9 @@ from paper_repro.run.spec import RunSpec, setting_specs
 # The study: notebooks executed with papermill (`paper-repro run`)
 # --------------------------------------------------------------------------------------------
 
-# The study's steps, in order: the testbed, one step per stage, the RACE pilots, the analysis.
-STUDY_STEPS: tuple[str, ...] = ("testbed", *STAGES, "race", "analysis")
+# The study's steps, in order: the testbed, one step per stage, the RACE pilots, the analysis, then
+# stage E (test-time sampling beside RL: it reads the analysis's best cells).
+STUDY_STEPS: tuple[str, ...] = ("testbed", *STAGES, "race", "analysis", "test_time")
 NOTEBOOKS = {
     "testbed": "00_embedded_models",
     "A": "10_stage_A_model_size",
@@ -37,7 +38,11 @@ NOTEBOOKS = {
     "D": "20_stage_BD_reward_systems",
     "race": "30_race_pilots",
     "analysis": "40_final_analysis",
+    "test_time": "60_stage_E_test_time",
 }
+# the steps that read every run before them (and so wait for every earlier notebook); each is never
+# "done": it is cheap to rerun once its own work is in its tables (stage E skips the policies it sampled)
+READERS = ("analysis", "test_time")
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,11 @@ def study_jobs(
                 picks = pick_candidates(run_profile, s) if unknown and size.gpus else []
                 resources = job_resources(size, [*specs, *picks])
                 jobs.append(NotebookJob(step, book, params, out, tuple(specs), root, resources, unknown))
+        elif step == "test_time":  # samples and retrains every size's policies: the largest's resources
+            sizes = run_profile.settings("A")
+            size = profile.resources_for(sizes[-1].policy) if sizes else None
+            out = out_dir / f"{book}.ipynb"
+            jobs.append(NotebookJob(step, book, dict(common), out, (), root, *([size] if size else [])))
         else:
             params = dict(common)
             if quick:  # a smoke run decides nothing: no power simulation
@@ -169,7 +179,7 @@ def testbed_built(profile: Profile) -> bool:
 def job_done(job: NotebookJob) -> bool:
     """A run notebook is done when its executed copy exists and none of its runs is missing; the
     analysis notebook is never done (it is cheap and reads whatever is there)."""
-    if job.stage == "analysis":
+    if job.stage in READERS:
         return False
     if job.stage == "testbed":
         return job.output.exists()
@@ -362,7 +372,7 @@ def dependencies(jobs: Sequence[NotebookJob]) -> dict[int, set[int]]:
     deps: dict[int, set[int]] = {i: set() for i in range(len(jobs))}
     for i, later in enumerate(jobs):
         for k, earlier in enumerate(jobs[:i]):
-            if earlier.stage == "testbed" or later.stage == "analysis" or runs[k] & runs[i]:
+            if earlier.stage == "testbed" or later.stage in READERS or runs[k] & runs[i]:
                 deps[i].add(k)
     return deps
 

@@ -48,6 +48,14 @@ class SampleConfig:
 
 def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> list[list[str]]:
     """``config.n`` completions for each prompt, as decoded text without special tokens."""
+    return sample_with_lengths(model, tokenizer, prompts, config)[0]
+
+
+def sample_with_lengths(
+    model, tokenizer, prompts: Sequence[str], config: SampleConfig
+) -> tuple[list[list[str]], list[list[int]]]:
+    """:func:`sample`'s completions and, beside each, the tokens it generated (up to and including its
+    EOS, or ``max_new_tokens``): what its decoding cost (:mod:`paper_repro.evaluation.test_time`)."""
     import torch
 
     from paper_repro.sampler import lean_generate, unsupported
@@ -55,6 +63,7 @@ def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> li
 
     rows = [p for p in prompts for _ in range(config.n)]
     texts: list[str] = []
+    lengths: list[int] = []
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(config.seed)
     tokenizer.padding_side = "left"
@@ -88,6 +97,7 @@ def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> li
                         trim=fused,
                     )
                     texts.extend(tokenizer.batch_decode(completion_ids, skip_special_tokens=True))
+                    lengths.extend(len(c) for c in completion_ids)
                     continue
                 batch = tokenizer(
                     rows[start : start + config.batch_size],
@@ -107,9 +117,22 @@ def sample(model, tokenizer, prompts: Sequence[str], config: SampleConfig) -> li
                 )
                 completion_ids = out[:, batch["input_ids"].shape[1] :]
                 texts.extend(tokenizer.batch_decode(completion_ids, skip_special_tokens=True))
+                lengths.extend(_generated(completion_ids, tokenizer.eos_token_id))
     finally:
         torch.random.set_rng_state(generator_state)
-    return [texts[i * config.n : (i + 1) * config.n] for i in range(len(prompts))]
+    per = lambda values: [values[i * config.n : (i + 1) * config.n] for i in range(len(prompts))]  # noqa: E731
+    return per(texts), per(lengths)
+
+
+def _generated(completion_ids, eos) -> list[int]:
+    """Tokens each row of HF ``generate``'s output generated: up to and including its first EOS (the
+    padding after it was never decoded), else all of them."""
+    eos_ids = set(eos if isinstance(eos, list) else [eos])
+    out = []
+    for row in completion_ids.tolist():
+        ends = [i for i, t in enumerate(row) if t in eos_ids]
+        out.append(ends[0] + 1 if ends else len(row))
+    return out
 
 
 def pass_at_k(correct: np.ndarray, k: int) -> float:
@@ -117,12 +140,16 @@ def pass_at_k(correct: np.ndarray, k: int) -> float:
     correct = np.asarray(correct, dtype=bool)
     if correct.ndim != 2 or correct.shape[0] == 0:
         return float("nan")
-    n = correct.shape[1]
+    return float(np.mean(pass_at_k_per_problem(correct.sum(axis=1), correct.shape[1], k)))
+
+
+def pass_at_k_per_problem(correct_counts: Sequence[int], n: int, k: int) -> np.ndarray:
+    """Each problem's unbiased pass@k, ``1 - C(n-c, k) / C(n, k)``, from its ``c`` right of ``n``."""
     if not 1 <= k <= n:
         raise ValueError(f"pass@{k} needs at least {k} samples per problem, got {n}")
-    c = correct.sum(axis=1)
-    per_problem = [1.0 if n - ci < k else 1.0 - math.comb(n - ci, k) / math.comb(n, k) for ci in c]
-    return float(np.mean(per_problem))
+    return np.array(
+        [1.0 if n - c < k else 1.0 - math.comb(n - c, k) / math.comb(n, k) for c in correct_counts]
+    )
 
 
 def score_matrix(

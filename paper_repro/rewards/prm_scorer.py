@@ -154,6 +154,10 @@ class PRMScorer:
         # keep the first max_length tokens: the prompt and the first steps of a runaway completion
         return [row[: self.max_length] for row in ids]
 
+    def lengths(self, prompts: Sequence[str], steps: Sequence[Sequence[str]]) -> list[int]:
+        """The tokens the PRM reads for each solution (what :meth:`step_scores` runs it over)."""
+        return [len(r) for r in self._encode(prompts, steps)]
+
     def step_scores(self, prompts: Sequence[str], steps: Sequence[Sequence[str]]) -> list[list[float]]:
         """P(step right) at each separator of each solution; [] for a solution without steps."""
         import torch
@@ -182,7 +186,7 @@ class PRMScorer:
     def flop_cost(self, prompts: Sequence[str], steps: Sequence[Sequence[str]]) -> dict[str, float]:
         """FLOPs of :meth:`step_scores` on these inputs: ``useful`` over real tokens (causal),
         ``executed`` over the padded batches it runs."""
-        lengths = [len(r) for r in self._encode(prompts, steps)]
+        lengths = self.lengths(prompts, steps)
         useful = sum((flops.sequence_work(n) for n in lengths), flops.Work())
         executed = flops.Work()
         for start in range(0, len(lengths), self.batch_size):

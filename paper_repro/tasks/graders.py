@@ -34,6 +34,11 @@ class ArithGrader:
     def is_correct(self, completion: str, row: Mapping[str, Any]) -> bool:
         return arith.is_correct(completion, row["answer"])
 
+    def final_answer(self, completion: str) -> str | None:
+        """The completion's final answer as a vote (majority voting compares these), or None."""
+        answer = arith.extract_answer(completion)
+        return None if answer is None else str(answer)
+
     def steps(self, completion: str) -> list[str]:
         return list(arith.parse_solution(completion).step_texts)
 
@@ -65,6 +70,17 @@ class MathGrader:
         from paper_repro.tasks.hub import is_equivalent
 
         return is_equivalent(completion, str(row["answer"]))
+
+    def final_answer(self, completion: str) -> str | None:
+        """The completion's final answer as ``math-verify`` parses it (its first reading), or None;
+        never raises (unparseable gives None, as :func:`~paper_repro.tasks.hub.is_equivalent` does)."""
+        from math_verify import parse
+
+        try:
+            parsed = parse(completion)
+        except Exception:  # math-verify raises on some malformed LaTeX: no vote
+            return None
+        return str(parsed[0]) if parsed else None
 
     def steps(self, completion: str) -> list[str]:
         # Qwen2.5-Math-PRM's convention: one step per paragraph.

@@ -235,6 +235,7 @@ def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
             _profile(profile),
             pd.read_csv(conventions) if conventions.exists() else None,
         ),
+        *_stage_e_lines(results),
         "",
         f"Every verdict with its interval and power: [the answer in detail]({RESULTS}#the-answer-in-detail), "
         f"[every claim]({RESULTS}#every-claim) and [notebook 40](notebooks/executed/{profile}/40_final_analysis.ipynb); "
@@ -245,6 +246,15 @@ def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
         SUMMARY_END,
     ]
     return "\n".join(lines)
+
+
+def _stage_e_lines(results: Path) -> list[str]:
+    """Stage E's plain sentence (:func:`paper_repro.analysis.report.test_time.answer_sentence`), once
+    its break-even table exists; nothing before."""
+    from paper_repro.analysis.report.test_time import answer_sentence
+
+    table = results / "test_time_breakeven.csv"
+    return ["", answer_sentence(pd.read_csv(table))] if table.exists() else []
 
 
 def detail_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
