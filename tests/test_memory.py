@@ -4,6 +4,7 @@ depth it scales with, and the knob it names when a layout does not fit."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,42 @@ def test_device_memory_names_the_table_when_unknown():
     assert memory.device_memory_gib("H100 SXM") == 79.2
     with pytest.raises(ValueError, match="DEVICE_MEMORY_GIB"):
         memory.device_memory_gib("TPU v5")
+
+
+def _profile_with(tmp_path, **resources):
+    import yaml
+
+    from paper_repro.config import load_profile
+
+    raw = yaml.safe_load(Path(load_profile("gpu-paper-1gpu").source).read_text())
+    base = yaml.safe_load(Path(load_profile("gpu-paper").source).read_text())
+    raw = {**base, **{k: v for k, v in raw.items() if k != "extends"}}
+    raw["resources"]["7B"].update(resources)
+    path = tmp_path / "variant.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return load_profile(path)
+
+
+def test_the_dry_run_prints_each_stage_and_gpu_count_beside_the_gpus_memory(tmp_path, monkeypatch):
+    from paper_repro.drivers import dryrun
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    result = dryrun.dry_run(_profile_with(tmp_path), ["A"])
+    text = dryrun.format_report(result)
+    table = text.split("memory per GPU")[1].split("SLURM jobs")[0]
+    rows = [line.split() for line in table.splitlines() if line.startswith("  A ")]
+    assert [(r[1], r[2]) for r in rows] == [("1.5B", "1"), ("3B", "1"), ("7B", "1")]
+    assert all(r[-1] == "fits" for r in rows) and "GPU 79.2 GiB" in text
+
+
+def test_the_dry_run_refuses_the_7b_on_one_gpu_without_checkpointing(tmp_path, monkeypatch):
+    """The number that does not fit, the device's, and the knob that would."""
+    from paper_repro.drivers import dryrun, fit
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    profile = _profile_with(tmp_path, gradient_checkpointing=False, micro_batch=16)
+    with pytest.raises(
+        fit.DoesNotFit, match=r"7B on 1 GPU.*phase loss needs [0-9.]+ GiB on a 79.2 GiB GPU"
+    ) as err:
+        dryrun.dry_run(profile, ["A"])
+    assert "would fit with: gradient_checkpointing: true" in str(err.value)
