@@ -13,9 +13,10 @@ colocated PRM, vLLM's reservation) plus what the phase itself holds at its large
 
 What it follows, read from the code the runs execute (TRL 1.16, PEFT, transformers 5):
 
-* Weights at the run's dtype; LoRA adapters in fp32 (PEFT's ``autocast_adapter_dtype``), their
-  gradients in fp32 and Adam's two moments in fp32; ZeRO-2 shards the gradients and moments over the
-  processes, DDP keeps a second copy of the gradients in its buckets.
+* Weights at the run's dtype; LoRA adapters in fp32 (PEFT's ``autocast_adapter_dtype``) and Adam's
+  two moments in fp32, resident; LoRA's fp32 gradients during the loss pass only (the Trainer sets
+  them to None after each step); ZeRO-2 shards the gradients and moments over the processes, DDP
+  keeps a copy of the gradients in its buckets.
 * Log-probs through TRL's fused LM head (``add_fused_lm_head``): the logits are never whole; its
   forward fills a tile of at most 4096 scored tokens x 32768 vocabulary columns in the compute dtype
   (on a GPU a Triton kernel folds it in place; elsewhere torch ops make fp32 copies of the tile), and
@@ -153,6 +154,8 @@ def head_workspace(scored_tokens: int, shape: ModelShape, precision: Precision, 
     gathered = scored_tokens * shape.hidden_size * precision.compute
     tile = tile_cells * (precision.compute + 4 * precision.fused_head_copies)
     grad = scored_tokens * shape.hidden_size * 4 if backward else 0
+    if backward and precision.fused_head_copies:  # off CUDA, TRL's fp32 accumulation upcasts each
+        grad += shape.hidden_size * min(vocab, HEAD_VOCAB_CHUNK) * 4  # vocabulary chunk of the weight
     return gathered + tile + grad
 
 
@@ -213,7 +216,7 @@ class RunMemory:
         parts = {
             "policy weights": weight_bytes(self.policy, self.precision),
             "LoRA weights": lora * self.precision.adapter,
-            "LoRA grads + Adam": lora * 4 * (1 + ADAM_MOMENTS) / shard,
+            "Adam moments": lora * 4 * ADAM_MOMENTS / shard,
         }
         if self.processes > 1 and self.zero_stage == 0:
             parts["DDP grad buckets"] = lora * 4
@@ -275,7 +278,10 @@ def _loss(run: RunMemory) -> dict[str, float]:
     else:
         saved = {"saved activations": tokens * shape.num_layers * (residual + layer)}
     scored = run.micro_rows * run.completion_tokens
+    shard = run.processes if run.zero_stage >= 2 else 1
     return {
+        # fp32, freed after each optimizer step (the Trainer zeroes them to None); ZeRO-2 keeps a shard
+        "LoRA grads": lora_parameters(shape, run.lora_rank) * 4 / shard,
         **saved,
         "backward grads (hidden, MLP)": tokens
         * (3 * shape.hidden_size + 2 * shape.intermediate_size)
