@@ -351,19 +351,30 @@ def extrapolate(points: dict[int, float], layers: int) -> float:
     return b1 + (b2 - b1) / (d2 - d1) * (layers - d1)
 
 
-def rehearse(sizes=SIZES, depths=DEPTHS, shapes: Shapes = Shapes(), echo=print) -> dict[str, Any]:
+def rehearse(
+    sizes=SIZES, depths=DEPTHS, shapes: Shapes = Shapes(), echo=print, keep: Path | None = None
+) -> dict[str, Any]:
     """Every size at every depth, one process each, one after the other; per size and phase, the
     memory model beside the measured peak at each depth, the measured line through the two shallowest
     depths read at the deepest (its check) and at full depth (beside the memory model there), and the
-    memory model at the profile's full scale; the FLOP check of every pass. Returns the whole result."""
+    memory model at the profile's full scale; the FLOP check of every pass. Returns the whole result.
+    ``keep``: a folder where each (size, depth)'s measurement is written as it finishes and read back
+    by a rerun at the same shapes, so a killed rehearsal finishes only what is missing."""
     from paper_repro.drivers.fit import run_memory
 
     runs = []
     for size in sizes:
         for layers in depths:
+            kept = keep / f"{size}-{layers}.json" if keep else None
+            if kept and kept.is_file() and json.loads(kept.read_text())["shapes"] == asdict(shapes):
+                runs.append(json.loads(kept.read_text()))
+                continue
             echo(f"rehearsing {size} at {layers} layer(s) ...", flush=True)
             # the FLOP model is per layer: checked at the shallowest depth, where the head weighs most
             runs.append(_measure_in_child(size, layers, shapes, flop_check=layers == min(depths)))
+            if kept:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(json.dumps(runs[-1]))
     summary: dict[str, Any] = {"shapes": asdict(shapes), "depths": list(depths), "sizes": {}}
     for size in sizes:
         mine = {r["layers"]: r for r in runs if r["size"] == size}
@@ -475,11 +486,12 @@ def format_rehearsal(summary: dict[str, Any]) -> str:
 
 
 def main(out: str | Path = "gpu_rehearsal", sizes=SIZES, depths=DEPTHS) -> int:
-    """``make gpu-rehearsal``: rehearse, write ``rehearsal.json`` and ``rehearsal.txt`` under ``out``,
-    print the report; 0 when every check passed, 1 otherwise."""
-    summary = rehearse(sizes, depths)
-    text = format_rehearsal(summary)
+    """``make gpu-rehearsal``: rehearse (each measurement kept under ``out/runs/``: a rerun finishes
+    only what is missing), write ``rehearsal.json`` and ``rehearsal.txt`` under ``out``, print the
+    report; 0 when every check passed, 1 otherwise."""
     folder = Path(out)
+    summary = rehearse(sizes, depths, keep=folder / "runs")
+    text = format_rehearsal(summary)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "rehearsal.json").write_text(json.dumps(summary, indent=1, default=str))
     (folder / "rehearsal.txt").write_text(text + "\n")
