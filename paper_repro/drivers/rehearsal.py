@@ -425,12 +425,7 @@ def checks(summary: dict[str, Any]) -> dict[str, bool]:
     phase, the depth line within :data:`EXTRAPOLATION_TOLERANCE`, the ledger's FLOPs within
     :data:`FLOP_TOLERANCE` of the profiler's."""
     sizes = summary["sizes"].values()
-    flop_errors = [
-        abs(c["ledger"] / c["profiler"] - 1)
-        for s in sizes
-        for by_pass in s["flops"].values()
-        for c in by_pass.values()
-    ]
+    flop_errors = [abs(c["ledger"] / c["profiler"] - 1) for s in sizes for c in s["flops"].values()]
     return {
         "memory": all(
             p["worst_model_error"] <= MEMORY_TOLERANCE for s in sizes for p in s["phases"].values()
