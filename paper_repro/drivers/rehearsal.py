@@ -98,6 +98,7 @@ def _policy(name: str, layers: int):
     config = AutoConfig.for_model(raw.pop("model_type"), **raw)
     with no_init_weights():
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
+    model.tie_weights()  # no_init_weights skips init_weights, which ties 1.5B's and 3B's head to the embeddings
     _fill(model, seed=0)
     add_fused_lm_head(model)  # as GRPOTrainer does before wrapping the model with PEFT
     return model
