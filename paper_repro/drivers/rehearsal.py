@@ -382,9 +382,10 @@ def rehearse(
         profile, spec = cell_spec(size, prm_reward=False)
         full = run_memory(profile, spec, max(spec.runtime.gpus, 1))
         full_depth = full.policy.num_layers
-        at_shapes_full_depth = {
-            p.phase: p.total for p in memory.phases(model_at(profile, spec, shapes, None))
-        }
+        # the line grows the PRM with the policy (both cut to the same depth): read the model the same
+        # way, both at the policy's full depth (3B has 36 layers, the PRM 28), for a like-for-like check
+        both_full = model_at(profile, spec, shapes, full_depth)
+        at_shapes_full_depth = {p.phase: p.total for p in memory.phases(both_full)}
         phases = {}
         for phase in memory.PHASES:
             measured = {d: mine[d]["measured"][phase] for d in depths}
