@@ -16,7 +16,7 @@ QUICK ?=
 JOBS ?= 2
 RUN_FLAGS := --jobs $(JOBS) $(if $(QUICK),--quick,)
 
-.PHONY: install test test-slow lint bench reproduce validate models gpu-smoke clean
+.PHONY: install test test-slow lint bench reproduce validate models gpu-smoke gpu-rehearsal clean
 
 CONSTRAINTS := constraints.txt
 
@@ -92,6 +92,13 @@ models: install
 # installed (pip install -c constraints.txt -e ".[gpu]"); under 5 minutes; log and summary in gpu_smoke/.
 gpu-smoke: $(STAMP)
 	$(BIN)/paper-repro smoke --out gpu_smoke
+
+# Before renting a GPU, on the CPU: Qwen2.5-1.5B/3B/7B and the PRM at their real widths, depth cut to 1, 2
+# and 4 layers, one GRPO round of a gpu-paper cell per size, each phase's peak memory measured against the
+# memory model and each pass's FLOPs against the ledger (docs/gpu-paper.md, "The rehearsal"); results in
+# gpu_rehearsal/. After `make gpu-smoke` on a GPU: paper-repro rehearse --compare gpu_smoke/gpu_smoke.json
+gpu-rehearsal: $(STAMP)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/paper-repro rehearse --out gpu_rehearsal
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -18,7 +18,7 @@ from paper_repro.common.paths import repo_root
 # every user-facing action of the project
 COMMANDS = {
     *("flops", "plan", "cells", "run", "analyse", "design", "split-history", "reproduce", "recheck"),
-    *("report", "draws", "bench", "validate", "smoke", "reward-comparison", "task-data"),
+    *("report", "draws", "bench", "validate", "smoke", "reward-comparison", "task-data", "rehearse"),
 }
 
 

@@ -147,7 +147,7 @@ def test_dry_run_validates_every_gpu_paper_spec_and_estimates_gpu_hours(capsys, 
     assert out.count("HF_HUB_OFFLINE=1") == 1  # the unreachable hub is said once
     rows = {
         line.split()[0]: line.split()
-        for line in out.splitlines()
+        for line in out.split("memory per GPU")[0].splitlines()  # the GPU-hours table, not the memory one
         if line.startswith("  ") and line.split()[0] in ("A", "B", "D", "race", "test_time", "total")
     }
     assert set(rows) == {"A", "B", "D", "race", "test_time", "total"}

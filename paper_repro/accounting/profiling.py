@@ -48,3 +48,69 @@ def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any,
     with counter:
         result = fn(*args, **kwargs)
     return result, int(counter.get_total_flops())
+
+
+class LiveBytes:
+    """Bytes of tensor storage allocated by torch ops while it is entered, live and at their peak: on
+    the CPU, the analogue of ``torch.cuda.max_memory_allocated`` (what the memory model predicts),
+    without the process's Python heap, the BLAS threads' buffers or what glibc keeps, which the RSS
+    includes. Storages that exist before entering (the weights) are not counted; a storage is counted
+    once however many tensors view it, from the op that makes it until it is freed. Scratch a kernel
+    allocates and frees inside one op is not seen (on a GPU: kernels' workspace).
+
+    ``with LiveBytes() as live: ...`` then ``live.peak`` (bytes); :meth:`phase` restarts the peak at
+    the bytes live now, for the next phase's peak above them."""
+
+    def __init__(self) -> None:
+        import weakref
+
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        tracker = self
+        self._weakref = weakref
+        self._sizes: dict[int, int] = {}
+        self.live = 0
+        self.peak = 0
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                tracker._see(out, (args, kwargs))
+                return out
+
+        self._mode = _Mode()
+
+    def _see(self, out: Any, inputs: Any) -> None:
+        """Count the storages ``out`` holds that no input holds (a view or an in-place result is its
+        input's storage, made before or counted already)."""
+        from torch.utils._pytree import tree_flatten
+
+        held = {
+            t.untyped_storage().data_ptr() for t in tree_flatten(inputs)[0] if isinstance(t, torch.Tensor)
+        }
+        for t in tree_flatten(out)[0]:
+            if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+                continue
+            storage = t.untyped_storage()
+            key, size = storage.data_ptr(), storage.nbytes()
+            if not size or key in self._sizes or key in held:
+                continue
+            self._sizes[key] = size
+            self.live += size
+            self.peak = max(self.peak, self.live)
+            self._weakref.finalize(storage, self._free, key)
+
+    def _free(self, key: int) -> None:
+        self.live -= self._sizes.pop(key, 0)
+
+    def phase(self) -> int:
+        """Start a new phase: its peak counts from the bytes live now; returns them."""
+        self.peak = self.live
+        return self.live
+
+    def __enter__(self) -> LiveBytes:
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from paper_repro import models
 from paper_repro.accounting import flops
 from paper_repro.config import STAGES, Profile
-from paper_repro.drivers import sweep
+from paper_repro.drivers import fit, sweep
 from paper_repro.drivers.sweep import NotebookJob
 from paper_repro.run.launch import batch_layout
 from paper_repro.run.preflight import hub_refs
@@ -209,12 +209,14 @@ def dry_run(
     """Validate and price every run of ``stages``, and list each notebook job with the submitit
     parameters ``--executor slurm`` would submit it with (``n_jobs`` at a time, on ``partition``);
     raises ValueError on the first spec that cannot run (an unrealisable cell, a layout that does not
-    fit, an unknown model)."""
+    fit, an unknown model), and :class:`~paper_repro.drivers.fit.DoesNotFit` when the memory model says a
+    layout passes its GPU's memory (each such one with its phase, its GiB and the knob that would fit)."""
     jobs = stage_jobs(profile, stages, seeds, quick)
     unnamed = {j.parameters["setting"]: j.unknown_runs for j in jobs if j.unknown_runs}  # picks not yet named
     if quick:
         profile = profile.quick_variant()
     seen: set[str] = set()
+    placed: list[tuple[str, int, RunSpec]] = []  # (stage, GPUs its layout uses, spec): the memory check's
     estimates = []
     refs: dict[str, str] = {}
     for stage in stages:
@@ -226,6 +228,7 @@ def dry_run(
             if spec.prm:
                 models.shape(spec.prm)
             layout = _job_layout(job, spec)
+            placed.append((stage, layout.processes if job.resources.gpus and spec.runtime.gpus else 0, spec))
             if layout.note:
                 note = (
                     f"{spec.setting} ({spec.policy}) {spec.budget_kind} {spec.cell}: {layout.note}; its job "
@@ -249,6 +252,15 @@ def dry_run(
         if stage == "test_time":
             est = stage_e_estimate(profile, seeds)
         estimates.append(est)
+    memory = fit.fit_report(profile, placed)
+    refused = [row.refusal() for row in memory if not row.fits]
+    if refused:
+        raise fit.DoesNotFit(
+            "the memory model says these layouts cannot fit their GPU:\n  "
+            + "\n  ".join(refused)
+            + "\n"
+            + "\n".join(fit.format_fit(memory))
+        )
     hub = hub_status()
     problems = [] if hub else check_hub_ids(refs)
     submitted = [(job, sweep.slurm_parameters(job.resources, n_jobs, partition)) for job in jobs]
@@ -261,6 +273,7 @@ def dry_run(
         "pins": pins(refs),
         "jobs": submitted,
         "hours_range": span,
+        "memory": memory,
     }
 
 
@@ -350,6 +363,7 @@ def format_report(result: dict) -> str:
     for s in result["stages"]:
         for note in s.notes:
             lines.append(f"  note, stage {s.stage}: {note}")
+    lines += fit.format_fit(result.get("memory", []))
     lines += _job_lines(result.get("jobs", []))
     return "\n".join(lines)
 

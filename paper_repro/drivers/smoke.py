@@ -7,7 +7,9 @@
    which the ledger prices from token counts with each prompt prefilled once.
 
 Each check's row goes to ``<out>/results/`` (never the committed tables); ``<out>/gpu_smoke.json``
-holds each check's status, seconds, FLOPs, rho and metrics, and ``<out>/gpu_smoke.log`` the log.
+holds each check's status, seconds, FLOPs, rho and metrics, and on a GPU its peak allocated and
+reserved bytes (``paper-repro rehearse --compare`` sets them beside the memory model), and
+``<out>/gpu_smoke.log`` the log.
 Without a GPU it stops with a clear message, unless ``--allow-cpu`` (how the tests run it).
 
     paper-repro smoke --out gpu_smoke [--allow-cpu] [--budget-scale 0.25]
@@ -55,9 +57,13 @@ def _single_process_env() -> None:
 
 
 def run_check(name: str, backend: str, dtype: str, budget_scale: float, out: Path, log) -> dict:
+    import torch
+
     from paper_repro.run import train
 
     started = time.perf_counter()
+    if torch.cuda.is_available():  # the run's own peak, for the memory model (paper-repro rehearse --compare)
+        torch.cuda.reset_peak_memory_stats()
     try:
         spec = _cell(backend, dtype, budget_scale)
         log.info(
@@ -85,7 +91,11 @@ def run_check(name: str, backend: str, dtype: str, budget_scale: float, out: Pat
             "seconds_train",
             "seconds_eval",
         )
-        result = {"check": name, **{k: row.get(k) for k in keys}}
+        result = {"check": name, **{k: row.get(k) for k in keys}, "P": spec.P, "G": spec.G, "K": spec.K}
+        result.update(mu=spec.mu, backend=backend, dtype=dtype)
+        if torch.cuda.is_available():
+            result["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
+            result["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
         if not row["C_total"] <= spec.budget_flops:
             result["status"] = f"failed: C_total {row['C_total']:.4g} above the budget"
     except Exception as err:
@@ -130,7 +140,9 @@ def check(out: str | Path = "gpu_smoke", allow_cpu: bool = False, budget_scale: 
     else:
         _single_process_env()
         results.append(run_check("vllm-colocate", "vllm", "bfloat16", budget_scale, out, log))
-    summary = {"device": device, "torch": torch.__version__, "checks": results}
+    summary = {"device": device, "torch": torch.__version__, "checks": results, "budget_scale": budget_scale}
+    if cuda:
+        summary["device_total_bytes"] = torch.cuda.get_device_properties(0).total_memory
     (out / "gpu_smoke.json").write_text(json.dumps(summary, indent=2, default=str))
     failed = [r for r in results if str(r["status"]).startswith("failed")]
     log.info("%d check(s), %d failed; summary in %s", len(results), len(failed), out / "gpu_smoke.json")

