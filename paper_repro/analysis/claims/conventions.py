@@ -131,7 +131,7 @@ def operating(study: Study, claim_id: str) -> dict:
 
 
 def _replicates(study: Study) -> int:
-    return study.replicates or worlds.REPLICATES
+    return worlds.replicates_of(study)
 
 
 TRUTHS = (
