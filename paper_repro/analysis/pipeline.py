@@ -218,7 +218,6 @@ def _build(
         fresh_default=rows["fresh_default"],
         curves=grid_curves(curves, full_rows),
         thresholds=thresholds,
-        replicates=power_replicates,  # 0: the claims' own simulations are not run either
     )
     m = SimpleNamespace(study=study, shared=shared, sizes=classes.sizes, folder=folder)
     distinct, tau, margins = study.distinct, study.tau, profile.margins

@@ -131,7 +131,7 @@ def operating(study: Study, claim_id: str) -> dict:
 
 
 def _replicates(study: Study) -> int:
-    return worlds.replicates_of(study)
+    return study.replicates or worlds.REPLICATES
 
 
 TRUTHS = (

@@ -165,8 +165,6 @@ def _fitted(cells: pd.DataFrame, x: str, degree: int) -> np.ndarray:
 
 
 def describes_operating(study: Study) -> dict:
-    if study.replicates == 0:  # no simulated study asked for
-        return _columns({}, "", "", 0)
     cells = cell_table(study)
     resid = _residual(study)
     sd = np.sqrt([resid.get(s, (0.0, 1.0))[0] for s in cells["setting"]] / cells["n"].to_numpy(float))
@@ -277,8 +275,6 @@ def equal_rho_verdict(tests: list[PairTest], setting: str, margin: float) -> Res
 
 
 def equal_rho_operating(study: Study, setting: str) -> dict:
-    if study.replicates == 0:  # no simulated study asked for
-        return _columns({}, "", "", 0)
     cache = study.__dict__.setdefault("_own", {})
     if "equal rho" not in cache:
         cache["equal rho"] = _equal_rho_shares(study)
@@ -341,9 +337,7 @@ def _columns(shares: dict[str, dict], observed: str, about: str, replicates: int
     if not shares:
         return {
             **NO_OC,
-            "oc_note": "not simulated: no pair"
-            if replicates
-            else "not simulated: no simulated study asked for",
+            "oc_note": "not simulated: no pair",
             "power_now": NAN,
             "seeds_for_80pct_power": NAN,
             "power_note": "",

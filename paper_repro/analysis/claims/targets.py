@@ -156,7 +156,7 @@ def operating(study: Study, claim_id: str) -> dict:
         _shares(study)[claim_id],
         "observed",
         "observed, no disagreement, the paper's",
-        worlds.replicates_of(study),
+        study.replicates or worlds.REPLICATES,
     )
 
 

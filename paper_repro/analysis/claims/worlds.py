@@ -140,12 +140,6 @@ def layout_of(study: Study) -> Study | None:
     return study.__dict__.get(_LAYOUT)
 
 
-def replicates_of(study: Study) -> int:
-    """Simulated studies per world of the claims' own simulations: the study's (0: none), else
-    :data:`REPLICATES`."""
-    return REPLICATES if study.replicates is None else study.replicates
-
-
 def _is_wrong(verdict: str, truth: Result) -> bool:
     decided = verdict in ("held", "not held") and truth.verdict in ("held", "not held")
     return decided and verdict not in (truth.verdict, truth.also)
@@ -162,9 +156,7 @@ def simulate(
     the truth's verdict(s). Returns id -> world -> {"held", "not held", "wrong", "truth held",
     "held if true", "truth not held", "not held if false"} (shares; NaN where no study's truth was so)."""
     rng = np.random.default_rng(RNG_SEED)
-    replicates = replicates_of(study) if replicates is None else replicates
-    if replicates == 0:  # asked for none: every claim "not simulated"
-        return {i: {} for i in decides}
+    replicates = replicates or study.replicates or REPLICATES
     rows = study.distinct
     noise = {
         c: (SeedNoise.of(study, c), study.grid.recipe_sd(study.margins, c))
@@ -225,9 +217,7 @@ def columns(claim_id: str, shares: Mapping[str, dict], observed: str, about: str
     if not shares:
         return {
             **NO_OC,
-            "oc_note": "not simulated: no world"
-            if replicates
-            else "not simulated: no simulated study asked for",
+            "oc_note": "not simulated: no world",
             "power_now": NAN,
             "seeds_for_80pct_power": NAN,
             "power_note": "not simulated",
