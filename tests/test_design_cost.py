@@ -91,6 +91,7 @@ def test_the_check_leaves_each_setting_out():
     assert check.loc[("sparse@S", "grid"), "left_out_error"] != pytest.approx(0.0, abs=0.01)
 
 
+@pytest.mark.slow  # the candidates' simulation: about four minutes
 def test_prm_arm_candidates_plan_prm_settings_to_each_policys_rho_cap():
     from paper_repro.analysis.design.candidates import layout_of
 

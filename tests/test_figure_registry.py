@@ -37,7 +37,10 @@ def test_every_committed_figure_has_its_reading():
     committed tables (a figure drawn with no reading under it fails here)."""
     names = {*TABLES.names(), "curves"} & {p.stem for p in COMMITTED.glob("*.csv")}
     readings = figure_readings({name: pd.read_csv(COMMITTED / f"{name}.csv") for name in names})
-    drawn = {p.stem for p in (ROOT / "figures" / "cpu-tiny").glob("*.png")}
+    # stage E's figures (test_time_*) are notebook 60's, read there from its own tables
+    drawn = {
+        p.stem for p in (ROOT / "figures" / "cpu-tiny").glob("*.png") if not p.stem.startswith("test_time_")
+    }
     assert drawn and drawn <= set(readings)
     assert all(line.endswith(".") and len(line) > 40 for line in readings.values())
     assert "held" in readings["regime_contrasts"] and "RACE:" in readings["race_pilot_vs_full_rho_star"]

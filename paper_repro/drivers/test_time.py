@@ -272,13 +272,13 @@ def write_stage_e(
     results_root: str | Path | None = None,
     figures_dir: str | Path | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Stage E's tables (:func:`paper_repro.analysis.tables.test_time.stage_e_tables`) written beside its
+    """Stage E's tables (:func:`paper_repro.analysis.tables.test_time_claims.stage_e_tables`) written beside its
     rows, and its figures (:mod:`paper_repro.analysis.figures.test_time`) into the profile's figures
     folder (:func:`paper_repro.analysis.pipeline.figures_folder`); returns the tables by file name."""
     from paper_repro.analysis.figures import test_time as figures
     from paper_repro.analysis.figures.style import save_figure
     from paper_repro.analysis.pipeline import figures_folder
-    from paper_repro.analysis.tables.test_time import stage_e_tables
+    from paper_repro.analysis.tables.test_time_claims import stage_e_tables
 
     prof = prepare(profile, quick)
     redirected = results_root_for(profile, quick, results_root)

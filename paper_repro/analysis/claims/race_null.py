@@ -99,7 +99,9 @@ def counts(
 
 def _observed(study: Study, fraction: float) -> tuple[int, int]:
     race = study.race
-    race = distinct_rows(race[race["pilot_fraction"] == fraction]) if len(race) else race
+    if not len(race) or "setting" not in race:  # no pilots: nothing to count
+        return 0, 0
+    race = distinct_rows(race[race["pilot_fraction"] == fraction])
     race = race[race["setting"].isin(list(layouts(study, fraction)))]
     return int(race["same_best_regime"].astype(bool).sum()), len(race)
 

@@ -43,6 +43,7 @@ from paper_repro.analysis.claims.regimes import CONFIDENCE, regime
 from paper_repro.analysis.claims.registry import OwnSimulation, register_claim
 from paper_repro.analysis.claims.study import Study
 from paper_repro.analysis.stats.contrasts import ANY, THESE
+from paper_repro.analysis.stats.mixed import DIGITS
 from paper_repro.analysis.stats.verdict import Result
 
 REGISTERED = "2026-12-05T08:00:00+00:00"  # when these rules were fixed (after the study's runs)
@@ -105,12 +106,27 @@ def disagree(study: Study, pair: str, of: str, level: str) -> Result:
     grey = 0 < abs(base.value) < m.regime and verdict in ("held", "not held")
     also = ("not held" if verdict == "held" else "held") if grey else ""
     note = f"{base.note}; 95% interval {wide.low:+.3f} to {wide.high:+.3f}"
-    return Result(base.value, low, high, verdict, note, also=also)
+    return _same_bytes(Result(base.value, low, high, verdict, note, also=also))
+
+
+def _same_bytes(result: Result) -> Result:
+    """``result`` with its estimate and interval rounded to :data:`~paper_repro.analysis.stats.mixed.DIGITS`
+    decimals, as the REML fit rounds its recipe SD: a difference of two targets has a recipe SD near 0,
+    where two CPUs' kernels move the any-recipe interval in its eighth digit (measured:
+    ``tests/test_determinism.py``); rounded, every CPU writes the same bytes."""
+    return replace(
+        result,
+        value=round(result.value, DIGITS),
+        low=round(result.low, DIGITS),
+        high=round(result.high, DIGITS),
+    )
 
 
 def paper_form(study: Study, level: str) -> Result:
     """The paper's "pass@1 high-update, judge mid-update" over the process-reward settings."""
-    return regime(differences(study), settings(study, "process"), level=level, target=column(PAPER_FORM))
+    return _same_bytes(
+        regime(differences(study), settings(study, "process"), level=level, target=column(PAPER_FORM))
+    )
 
 
 # ---------------------------------------------------------------------------------------- simulation

@@ -70,7 +70,10 @@ def equal_flop_frontier(arms: pd.DataFrame, set_name: str, order: list[str], arm
         curves = [("base", "0.45", 0.0, 1.0, "base, test time only")]
         train = float(g[g.kind == "rl"].train_flops.iloc[0])
         curves.append(("rl", palette[size], 0.0, 1.0, "RL, Q -> inf"))
-        curves += [("rl", palette[size], train / q, a, f"RL + training / Q, Q = {q:.0e}") for q, a in zip(QUERIES, (0.35, 0.6), strict=True)]  # fmt: skip
+        curves += [
+            ("rl", palette[size], train / q, a, f"RL + training / Q, Q = {q:.0e}")
+            for q, a in zip(QUERIES, (0.35, 0.6), strict=True)
+        ]
         for kind, color, shift, alpha, label in curves:
             p = g[(g.kind == kind) & (g.arm == arm)].sort_values("k")
             greedy = g[(g.kind == kind) & (g.arm == "greedy")]

@@ -77,9 +77,9 @@ def convention_finding(claims: pd.DataFrame) -> str:
             )
     head = "**How compute is counted can reverse a verdict.**" if said else "**How compute is counted.**"
     verdict = {
-        "held": "the regime verdicts are the same under every count",
-        "not held": "the regime verdicts are not the same under every count",
-        "inconclusive": "whether the regime verdicts are the same under every count cannot be told",
+        "held": "the *regime* verdicts are the same under every count",
+        "not held": "the *regime* verdicts are not the same under every count",
+        "inconclusive": "whether the *regime* verdicts are the same under every count cannot be told",
     }[agree["verdict"]]
     return (
         f"{head} The same runs, with each allocation's update share counted another way: "
@@ -100,8 +100,8 @@ def target_finding(claims: pd.DataFrame) -> str:
         return ""
     which = "less" if pooled["our_value"] < 0 else "more"
     first = (
-        f"**Do the scores disagree on where to spend?** Over every setting, pass@1 (gsm) favours the update-heavy "
-        f"allocations {which} than the common judge does, by {_interval(pooled)} (each run scored both ways, "
+        f"**Do the scores disagree on where to spend?** Over every setting, pass@1 (gsm) favours the *update-heavy* "
+        f"allocations {which} than the common *judge* does, by {_interval(pooled)} (each run scored both ways, "
         f"so the comparison is paired): *{SAID[pooled['verdict']]}*, they disagree ({power_words(pooled)})."
     )
     second = (
@@ -134,7 +134,7 @@ def race_finding(claims: pd.DataFrame) -> str:
         "inconclusive": "a count that neither pilots that know nothing nor the paper's RACE make unlikely",
     }[r["verdict"]]
     return (
-        f"**RACE's pilots.** In {n['same']} of {n['settings']} settings the cheap pilots name the regime the full "
+        f"**The pilots of *RACE*.** In {n['same']} of {n['settings']} settings the cheap pilots name the regime the full "
         f"grid names: {verdict}. Pilots that know nothing, with this study's noise and its own full grids, give "
         f"{n['null']} on average ({percent(float(n['null_tail']))} of simulated studies reach {n['same']} or more); RACE as the paper "
         f"reports it would give {n['paper']} (`race.same_regime`; {power_words(r)})."

@@ -126,7 +126,7 @@ def _convention_verdict(claims: pd.DataFrame) -> str:
         )
         if "id" in claims and (claims["id"].astype(str) == "convention.regimes_agree").any():
             # the regime contrasts under each count are decided (the answer's paragraph on the count)
-            return f"Where the best update share lies (the rho* windows) stays undecided under every count: {why}."
+            return f"Where the best update share lies, the rho* windows (the ranges of update share the paper names as best), stays undecided under every count: {why}."
         return f"Whether the verdicts survive a change of count is not decided: {why}."
     return (
         f"The convention claim is {r['verdict']}: the verdicts under {num(float(r['our_value']) * 100, 3)}% "

@@ -286,20 +286,3 @@ def sizes_table(arms: pd.DataFrame, order: list[str]) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(out)
-
-
-def stage_e_tables(root: Path, order: list[str], simulate: bool = True) -> dict[str, pd.DataFrame]:
-    """Every stage-E table from the rows in ``root``, by file name: the claims' with their simulated
-    operating characteristics unless ``simulate`` is False."""
-    from paper_repro.analysis.tables.test_time_claims import claims_table
-
-    rows = problems(root)
-    order = [s for s in order if s in set(rows["size"])]  # the sizes sampled (a folder may hold some)
-    arms = arms_table(rows)
-    return {
-        "test_time_arms.csv": arms,
-        "test_time_breakeven.csv": breakeven_table(arms),
-        "test_time_gap.csv": gap_table(rows),
-        "test_time_sizes.csv": sizes_table(arms, order),
-        "test_time_claims.csv": claims_table(rows, order, simulate),
-    }

@@ -25,11 +25,22 @@ held or not held where neither is true) and of +-:data:`EFFECT` (power).
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.tables.test_time import BOOTSTRAP, LEVEL, arm_envelope, arms_table, ks
+from paper_repro.analysis.tables.test_time import (
+    BOOTSTRAP,
+    LEVEL,
+    arm_envelope,
+    arms_table,
+    breakeven_table,
+    gap_table,
+    ks,
+    problems,
+    sizes_table,
+)
 
 REGISTERED = "2026-12-05T07:55:00+00:00"  # the rules above, fixed before stage E's first real run
 EFFECT = 0.05  # the true difference the power is quoted at (5 points of accuracy)
@@ -134,8 +145,24 @@ def differences(rows: pd.DataFrame, order: list[str]) -> list[dict]:
                 beats.append(r.greedy.to_numpy() - envelope_per_problem(base, "majority", cost))
                 big = r[f"pass@{kmax}"].to_numpy() - base[f"pass@{kmax}"].to_numpy()
                 narrows.append(big - (r["pass@1"].to_numpy() - base["pass@1"].to_numpy()))
-            out.append({"id": "test_time.rl_beats_sampling", "where": size, "set": set_name, "diff": np.stack(beats), "direction": 1})  # fmt: skip
-            out.append({"id": "test_time.rl_narrows_passk", "where": size, "set": set_name, "diff": np.stack(narrows), "direction": -1})  # fmt: skip
+            out.append(
+                {
+                    "id": "test_time.rl_beats_sampling",
+                    "where": size,
+                    "set": set_name,
+                    "diff": np.stack(beats),
+                    "direction": 1,
+                }
+            )
+            out.append(
+                {
+                    "id": "test_time.rl_narrows_passk",
+                    "where": size,
+                    "set": set_name,
+                    "diff": np.stack(narrows),
+                    "direction": -1,
+                }
+            )
         for small, large in itertools.pairwise(order):
             big = s[(s["size"] == large) & (s.kind == "base")].sort_values("problem")
             rl = s[(s["size"] == small) & (s.kind == "rl")]
@@ -144,7 +171,15 @@ def differences(rows: pd.DataFrame, order: list[str]) -> list[dict]:
                 envelope_per_problem(r, "majority", cost) - big.greedy.to_numpy()
                 for _, r in rl.groupby("seed")
             ]
-            out.append({"id": "test_time.small_rl_beats_large", "where": f"{small}<{large}", "set": set_name, "diff": np.stack(diff), "direction": 1})  # fmt: skip
+            out.append(
+                {
+                    "id": "test_time.small_rl_beats_large",
+                    "where": f"{small}<{large}",
+                    "set": set_name,
+                    "diff": np.stack(diff),
+                    "direction": 1,
+                }
+            )
     return out
 
 
@@ -172,3 +207,18 @@ def claims_table(rows: pd.DataFrame, order: list[str], simulate: bool = True) ->
             row.update(operating(d["diff"], d["direction"]))
         out.append(row)
     return pd.DataFrame(out)
+
+
+def stage_e_tables(root: Path, order: list[str], simulate: bool = True) -> dict[str, pd.DataFrame]:
+    """Every stage-E table from the rows in ``root``, by file name: the claims' with their simulated
+    operating characteristics unless ``simulate`` is False."""
+    rows = problems(root)
+    order = [s for s in order if s in set(rows["size"])]  # the sizes sampled (a folder may hold some)
+    arms = arms_table(rows)
+    return {
+        "test_time_arms.csv": arms,
+        "test_time_breakeven.csv": breakeven_table(arms),
+        "test_time_gap.csv": gap_table(rows),
+        "test_time_sizes.csv": sizes_table(arms, order),
+        "test_time_claims.csv": claims_table(rows, order, simulate),
+    }
