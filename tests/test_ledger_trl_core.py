@@ -23,6 +23,7 @@ from tests.test_ledger_trl_style import (
     CHECKPOINTING,
     REL,
     RUN_SHAPES,
+    assert_one_round_counted,
     make_trainer,
     run_shape_kwargs,
     train_under_profiler,
@@ -63,14 +64,7 @@ def test_core_executed_flops_are_the_profilers(tmp_path, trainer, lora, checkpoi
     measured = train_under_profiler(built)
     summary = callback.ledger.summary()
     assert core_executed(callback) == pytest.approx(measured, rel=REL)
-    tokens = summary["tokens"]
-    assert tokens["gen_rows"] == tokens["loss_rows"] == tokens["old_forward_rows"] == 16
-    for component in ("C_search", "C_learning"):
-        assert 0 < summary["useful"][component] <= summary["executed"][component]
-    assert (summary["steps"], summary["rounds"]) == (2, 1)
-    assert built.state.total_flos == pytest.approx(summary["useful"]["C_total"])
-    base = built.model.get_base_model() if lora else built.model
-    assert "generate" not in vars(base) and not base._forward_pre_hooks
+    assert_one_round_counted(summary, built, lora)
 
 
 @pytest.mark.parametrize("shape", list(RUN_SHAPES))

@@ -123,6 +123,21 @@ def make_trainer(
     return built, callback
 
 
+def assert_one_round_counted(summary: dict, built, lora: bool) -> None:
+    """What :func:`make_trainer`'s run of one round of 16 rows over 2 steps leaves in a ledger's summary
+    (either form): each row generated, through the old-policy forward and the loss passes; useful
+    within executed; ``total_flos`` the useful total; and no hook left on the policy after training (a
+    later forward or generate is not charged)."""
+    tokens = summary["tokens"]
+    assert tokens["gen_rows"] == tokens["loss_rows"] == tokens["old_forward_rows"] == 16
+    for component in ("C_search", "C_learning"):
+        assert 0 < summary["useful"][component] <= summary["executed"][component]
+    assert (summary["steps"], summary["rounds"]) == (2, 1)
+    assert built.state.total_flos == pytest.approx(summary["useful"]["C_total"])
+    base = built.model.get_base_model() if lora else built.model
+    assert "generate" not in vars(base) and not base._forward_pre_hooks
+
+
 def train_under_profiler(trainer) -> float:
     """``trainer.train()`` under ``FlopCounterMode`` with ``addmm_`` counted; the FLOPs it counted."""
     counter = flop_counter()
@@ -176,17 +191,8 @@ class TestFlopLedgerCallback:
         measured = train_under_profiler(built)
         summary = callback.ledger.summary()
         assert executed(callback) == pytest.approx(measured, rel=REL)
-        # one round of 16 rows: generated, through the old-policy forward and the loss passes
-        tokens = summary["tokens"]
-        assert tokens["gen_rows"] == tokens["loss_rows"] == tokens["old_forward_rows"] == 16
         assert summary["executed"]["C_reward"] == summary["useful"]["C_reward"] == 0  # a reward function
-        for component in ("C_search", "C_learning"):
-            assert 0 < summary["useful"][component] <= summary["executed"][component]
-        assert (summary["steps"], summary["rounds"]) == (2, 1)
-        assert built.state.total_flos == pytest.approx(summary["useful"]["C_total"])
-        # the hooks are gone after training: a later forward or generate is not charged
-        base = built.model.get_base_model() if lora else built.model
-        assert "generate" not in vars(base) and not base._forward_pre_hooks
+        assert_one_round_counted(summary, built, lora)
 
     @pytest.mark.parametrize("shape", list(RUN_SHAPES))
     def test_run_shapes(self, tmp_path, shape):
