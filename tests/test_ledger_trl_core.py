@@ -24,7 +24,9 @@ from tests.test_ledger_trl_style import (
     REL,
     RUN_SHAPES,
     assert_one_round_counted,
+    executed,
     make_trainer,
+    ratio_table,
     run_shape_kwargs,
     train_under_profiler,
 )
@@ -52,10 +54,6 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def core_executed(callback: FlopLedgerCoreCallback) -> float:
-    return callback.ledger.summary()["executed"]["C_total"]
-
-
 @pytest.mark.parametrize("trainer", ["GRPO", "RLOO"])
 @pytest.mark.parametrize("lora", [True, False], ids=["lora", "full"])
 @pytest.mark.parametrize("checkpointing", list(CHECKPOINTING))
@@ -63,7 +61,7 @@ def test_core_executed_flops_are_the_profilers(tmp_path, trainer, lora, checkpoi
     built, callback = make_trainer(tmp_path, trainer, lora, checkpointing, callback=FlopLedgerCoreCallback())
     measured = train_under_profiler(built)
     summary = callback.ledger.summary()
-    assert core_executed(callback) == pytest.approx(measured, rel=REL)
+    assert executed(callback) == pytest.approx(measured, rel=REL)
     assert_one_round_counted(summary, built, lora)
 
 
@@ -74,7 +72,7 @@ def test_core_run_shapes(tmp_path, shape):
     built, _ = make_trainer(tmp_path, trainer, lora, model=model, callback=core, **run_shape_kwargs(kwargs))
     measured = train_under_profiler(built)
     summary = core.ledger.summary()
-    assert core_executed(core) == pytest.approx(measured, rel=REL)
+    assert executed(core) == pytest.approx(measured, rel=REL)
     assert (summary["executed"]["C_reward"] > 0) == (kwargs.get("reward_funcs") == "model")
     if kwargs.get("beta"):
         assert summary["learning_parts"]["executed"]["ref"] > 0
@@ -190,28 +188,6 @@ def test_resume_restores_the_checkpoints_state_and_metrics_reach_the_logs(tmp_pa
     assert logged and logged[-1]["flops/total"] == pytest.approx(second.ledger.total())
 
 
-def ratio_table(tmp: Path) -> list[tuple[str, float, float]]:
-    rows = []
-    for checkpointing in CHECKPOINTING:
-        for lora in (True, False):
-            for trainer in ("GRPO", "RLOO"):
-                case = f"{trainer} {'LoRA' if lora else 'full'} checkpointing {checkpointing}"
-                core = FlopLedgerCoreCallback()
-                built, _ = make_trainer(
-                    tmp / case.replace(" ", "-"), trainer, lora, checkpointing, callback=core
-                )
-                measured = train_under_profiler(built)
-                rows.append((case, core_executed(core), measured))
-    for shape, (trainer, lora, model, kwargs) in RUN_SHAPES.items():
-        core = FlopLedgerCoreCallback()
-        built, _ = make_trainer(
-            tmp / shape, trainer, lora, model=model, callback=core, **run_shape_kwargs(kwargs)
-        )
-        measured = train_under_profiler(built)
-        rows.append((shape, core_executed(core), measured))
-    return rows
-
-
 if __name__ == "__main__":
     import tempfile
 
@@ -228,5 +204,5 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         print("| case | core executed | FlopCounterMode | core / profiler |\n|---|--:|--:|--:|")
-        for case, ours, measured in ratio_table(Path(tmp)):
+        for case, ours, measured in ratio_table(Path(tmp), FlopLedgerCoreCallback):
             print(f"| {case} | {ours:,.0f} | {measured:,.0f} | {ours / measured:.9f} |")

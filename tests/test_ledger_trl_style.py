@@ -212,20 +212,33 @@ class TestFlopLedgerCallback:
             assert summary["learning_parts"]["executed"]["ref"] > 0
 
 
-def ratio_table(tmp: Path) -> list[tuple[str, float, float]]:
-    """Every case of this module: (case, the callback's executed FLOPs, the profiler's)."""
+def ratio_table(tmp: Path, new_callback=lambda: None) -> list[tuple[str, float, float]]:
+    """Every case of this module: (case, the callback's executed FLOPs, the profiler's). ``new_callback``
+    builds each case's ledger callback (``None``: a ``FlopLedgerCallback``; ``tests/test_ledger_trl_core.py``
+    passes the core's)."""
+    cases = [
+        (
+            f"{trainer} {'LoRA' if lora else 'full'} checkpointing {checkpointing}",
+            trainer,
+            lora,
+            checkpointing,
+            {},
+        )
+        for checkpointing in CHECKPOINTING
+        for lora in (True, False)
+        for trainer in ("GRPO", "RLOO")
+    ]
+    cases += [
+        (shape, trainer, lora, "off", dict(model=model, **run_shape_kwargs(kwargs)))
+        for shape, (trainer, lora, model, kwargs) in RUN_SHAPES.items()
+    ]
     rows = []
-    for checkpointing in CHECKPOINTING:
-        for lora in (True, False):
-            for trainer in ("GRPO", "RLOO"):
-                case = f"{trainer} {'LoRA' if lora else 'full'} checkpointing {checkpointing}"
-                built, callback = make_trainer(tmp / case.replace(" ", "-"), trainer, lora, checkpointing)
-                measured = train_under_profiler(built)
-                rows.append((case, executed(callback), measured))
-    for shape, (trainer, lora, model, kwargs) in RUN_SHAPES.items():
-        built, callback = make_trainer(tmp / shape, trainer, lora, model=model, **run_shape_kwargs(kwargs))
+    for case, trainer, lora, checkpointing, kwargs in cases:
+        built, callback = make_trainer(
+            tmp / case.replace(" ", "-"), trainer, lora, checkpointing, callback=new_callback(), **kwargs
+        )
         measured = train_under_profiler(built)
-        rows.append((shape, executed(callback), measured))
+        rows.append((case, executed(callback), measured))
     return rows
 
 
