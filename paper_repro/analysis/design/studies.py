@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.claims.paper import PAPER_RHO
+from paper_repro.analysis.claims.paper import paper_world
 from paper_repro.analysis.design.noise import Layout, Noise
 from paper_repro.analysis.stats.optima import Cells, unimodal
 from paper_repro.common.results import METRICS
@@ -50,20 +50,14 @@ def truths(prm_style: Sequence[str], amplitude: float, base: float = 0.5) -> dic
     }
 
     def paper(setting: str, target: str, rho: np.ndarray) -> np.ndarray:
-        rho = np.asarray(rho, float)
-        if target in ("gsm_pass1", "math_pass1"):
-            shape = SHAPES["monotone rising"](rho)
-        elif target == "judge_score":
-            shape = _bump(rho, 0.5, 0.2, 0.2)
-        else:
-            shape = _bump(rho, PAPER_RHO["PRM-style" if setting in prm_style else "rule-based"], 0.2, 0.2)
-        return base + amplitude * shape
+        kind = "PRM-style" if setting in prm_style else "rule-based"
+        return base + amplitude * paper_world(kind, target, rho)
 
     def reversed_world(setting: str, target: str, rho: np.ndarray) -> np.ndarray:
         if target != "native_reward":
             return paper(setting, target, rho)
-        centre = PAPER_RHO["rule-based" if setting in prm_style else "PRM-style"]
-        return base + amplitude * _bump(np.asarray(rho, float), centre, 0.2, 0.2)
+        other = "rule-based" if setting in prm_style else "PRM-style"  # the other class's optimum
+        return base + amplitude * paper_world(other, target, rho)
 
     out["the paper's world"] = paper
     out["the paper's world, reversed"] = reversed_world
