@@ -79,6 +79,21 @@ class Candidate:
     note: str = ""
     more_settings: tuple[tuple[str, str], ...] = ()  # (policy, reward system) run beside the profile's
 
+    @property
+    def runs_key(self) -> tuple:
+        """What sets which runs the candidate enumerates, its seeds and evaluation size apart (the
+        pricer enumerates once per key and scales the grid by the seeds; two candidates that also
+        share their seeds and evaluation size are one design)."""
+        return (
+            self.targets,
+            self.stage_a_multiple,
+            self.pilot_fractions,
+            self.pilot_seeds,
+            self.recipes,
+            self.second_at,
+            self.more_settings,
+        )
+
     @classmethod
     def from_profile(cls, profile: Profile, name: str = "chosen", **overrides) -> Candidate:
         stage_a = profile.curves.stage_budgets.get("A", 1.0)
@@ -269,15 +284,7 @@ class Pricer:
         self._jobs: dict[tuple, list[Job]] = {}
 
     def jobs(self, c: Candidate) -> list[Job]:
-        key = (
-            c.targets,
-            c.stage_a_multiple,
-            c.pilot_fractions,
-            c.pilot_seeds,
-            c.recipes,
-            c.second_at,
-            c.more_settings,
-        )
+        key = c.runs_key
         if key not in self._jobs:
             self._jobs[key] = jobs(replace(c, seeds=1), self.base)
         return [replace(j, count=c.seeds) if j.role == "grid" else j for j in self._jobs[key]]
@@ -367,18 +374,7 @@ def candidates(
             out.append(replace(fill(other), name=name))
     unique: dict[tuple, Candidate] = {}
     for c in out:
-        key = (
-            c.targets,
-            c.seeds,
-            c.eval_problems,
-            c.stage_a_multiple,
-            c.pilot_fractions,
-            c.pilot_seeds,
-            c.recipes,
-            c.second_at,
-            c.more_settings,
-        )
-        unique.setdefault(key, c)
+        unique.setdefault((*c.runs_key, c.seeds, c.eval_problems), c)
     return list(unique.values())
 
 
