@@ -32,7 +32,6 @@ median range).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -194,27 +193,35 @@ def disagree_words(study: Study, pair: str, of: str, level: str) -> str:
     )
 
 
-for _pair in PAIRS:
+def _register(claim_id: str, sentence: str, paper: str, unit: str, words, decide) -> None:
+    """Declare one of the module's claims: a paper claim on the grid runs, simulated by
+    :func:`operating` in :data:`TRUTHS`, its rule fixed at :data:`REGISTERED`; ``decide(study)``."""
+    register_claim(
+        claim_id,
+        sentence=sentence,
+        kind="paper claim",
+        paper=paper,
+        reads=("grid",),
+        margins=("rho", "regime", "recipe_sd"),
+        unit=unit,
+        simulation=OwnSimulation(lambda s: operating(s, claim_id), TRUTHS),
+        registered=REGISTERED,
+        words=words,
+    )(decide)
+
+
+for _pair, (_, _, _what) in PAIRS.items():
     for _of in CLASSES:
         for _level, _suffix in LEVELS.items():
-            _id = f"targets.{_pair}.{_of}.{_suffix}"
-
-            @register_claim(
-                _id,
-                sentence=f"the targets disagree: {PAIRS[_pair][2]} prefer different windows over {CLASSES[_of]} "
-                f"[{_level}]",
-                kind="paper claim",
-                paper="targets_disagree",
-                reads=("grid",),
-                margins=("rho", "regime", "recipe_sd"),
-                unit=f"{PAIRS[_pair][2]}: the regime contrast (update-heavy minus search-heavy window) of the "
-                "per-run difference, mean over the settings",
-                simulation=OwnSimulation(lambda s, i=_id: operating(s, i), TRUTHS),
-                registered=REGISTERED,
-                words=lambda s, p=_pair, o=_of, lv=_level: disagree_words(s, p, o, lv),
+            _register(
+                f"targets.{_pair}.{_of}.{_suffix}",
+                f"the targets disagree: {_what} prefer different windows over {CLASSES[_of]} [{_level}]",
+                "targets_disagree",
+                f"{_what}: the regime contrast (update-heavy minus search-heavy window) of the per-run difference, "
+                "mean over the settings",
+                lambda s, p=_pair, o=_of, lv=_level: disagree_words(s, p, o, lv),
+                lambda study, p=_pair, o=_of, lv=_level: disagree(study, p, o, lv),
             )
-            def _disagree(study: Study, pair: str = _pair, of: str = _of, level: str = _level) -> Result:
-                return disagree(study, pair, of, level)
 
 
 def _paper_words(study: Study, level: str) -> str:
@@ -226,27 +233,13 @@ def _paper_words(study: Study, level: str) -> str:
     )
 
 
-def _paper_ids(levels: Sequence[tuple[str, str]]) -> None:
-    for level, suffix in levels:
-
-        @register_claim(
-            f"targets.pass1_high_judge_mid.{suffix}",
-            sentence=f"for dense and PRM rewards, pass@1 prefers a high-update allocation and the judge a mid-update "
-            f"one [{level}]",
-            kind="paper claim",
-            paper="pass1_vs_judge",
-            reads=("grid",),
-            margins=("rho", "regime", "recipe_sd"),
-            unit="gsm pass@1 minus the judge: the regime contrast of the per-run difference over dense and the "
-            "PRM-style settings (the paper's direction positive)",
-            simulation=OwnSimulation(
-                lambda s, i=f"targets.pass1_high_judge_mid.{suffix}": operating(s, i), TRUTHS
-            ),
-            registered=REGISTERED,
-            words=lambda s, lv=level: _paper_words(s, lv),
-        )
-        def _paper(study: Study, level: str = level) -> Result:
-            return paper_form(study, level)
-
-
-_paper_ids(tuple(LEVELS.items()))
+for _level, _suffix in LEVELS.items():
+    _register(
+        f"targets.pass1_high_judge_mid.{_suffix}",
+        f"for dense and PRM rewards, pass@1 prefers a high-update allocation and the judge a mid-update one [{_level}]",
+        "pass1_vs_judge",
+        "gsm pass@1 minus the judge: the regime contrast of the per-run difference over dense and the PRM-style "
+        "settings (the paper's direction positive)",
+        lambda s, lv=_level: _paper_words(s, lv),
+        lambda study, lv=_level: paper_form(study, lv),
+    )
