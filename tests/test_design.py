@@ -459,3 +459,39 @@ def test_the_readme_says_the_registered_design_and_what_would_meet_the_targets(t
         "regime.rule_based.any: held where true at most 100%, not held where false at most 87.5%; "
         "regime.prm_style.any: held where true at most 40%, not held where false at most 20%."
     )
+
+
+def _next(name, minutes, runs, held, refuted, wrong=0.0, claim="regime.prm_style.any"):
+    return {
+        "name": name, "candidate": True, "minutes": minutes, "runs": runs, "seeds": 3, "replicates": 30,
+        "claim_id": claim, "wrong_max": wrong, "agreement_min": 0.9, "held_when_true": held,
+        "not_held_when_false": refuted,
+    }  # fmt: skip
+
+
+def test_an_open_question_names_the_cheapest_design_that_decides_it_or_the_closest(tmp_path):
+    from paper_repro.analysis.report.simulated import open_question_designs
+
+    def said(where, rows, verdict="inconclusive"):
+        where.mkdir()
+        pd.DataFrame(rows).to_csv(where / "design_next_120.csv", index=False)
+        claims = pd.DataFrame({"id": ["regime.prm_style.any"], "verdict": [verdict]})
+        return list(open_question_designs(where, claims, ["regime.prm_style.any"]).values())
+
+    def folder(name):
+        return tmp_path / name
+
+    deciding = [
+        _next("costly", 110.0, 900, 0.95, 0.9),
+        _next("cheap", 80.0, 700, 0.85, 0.82),
+        _next("wrong too often", 60.0, 500, 0.99, 0.99, wrong=0.08),
+        _next("too weak", 50.0, 400, 0.95, 0.6),
+    ]
+    (text,) = said(folder("decides"), deciding)
+    assert (
+        "*cheap* (700 runs, 80 min" in text and "would decide it" in text and "`design_next_120.csv`" in text
+    )
+    (text,) = said(folder("closest"), deciding[2:])
+    assert "no design priced up to 120 minutes decides it" in text and "*too weak* (400 runs" in text
+    assert "no in 60% of those where it is no" in text
+    assert said(folder("decided"), deciding, verdict="not held") == []  # a decided question needs none

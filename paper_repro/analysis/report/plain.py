@@ -29,6 +29,11 @@ VERDICT_WORDS = {
 UNSIMULATED = "its error rates are not simulated for this design"
 
 
+def question_ids() -> list[str]:
+    """The claim ids of the paper's questions the answer asks, in its order."""
+    return list(_asked("question"))
+
+
 def _asked(kind: str) -> dict[str, str]:
     """The claims the answer names as ``kind`` (a headline of their declarations:
     :data:`paper_repro.analysis.claims.registry.HEADLINES`), by id, each with its plain-words question."""
@@ -118,9 +123,9 @@ def _reasons(rows: pd.DataFrame) -> str:
     return f"No estimate: {'; '.join(said)}." if said else ""
 
 
-def regime_sentences(claims: pd.DataFrame) -> list[str]:
+def regime_sentences(claims: pd.DataFrame, designs: dict[str, str] | None = None) -> list[str]:
     """Per regime question: decided (the answer, the estimate and how sure) or not (why, and what
-    would decide it)."""
+    would decide it: more seeds, and ``designs``' sentence for its claim id where given)."""
     by_id = claims.set_index("id") if "id" in claims else pd.DataFrame()
     decided, undecided = [], []
     for claim_id, asked in _asked("question").items():
@@ -133,7 +138,10 @@ def regime_sentences(claims: pd.DataFrame) -> list[str]:
                 f"*{asked}* **{answer.capitalize()}**: {_estimate(r)}; {_sureness(r)}{_fragility(r)}."
             )
         else:
-            undecided.append(f"*{asked}* **Cannot tell**: {_estimate(r)}; {_why_open(r)}{_fragility(r)}.")
+            design = f"; {designs[claim_id]}" if designs and claim_id in designs else ""
+            undecided.append(
+                f"*{asked}* **Cannot tell**: {_estimate(r)}; {_why_open(r)}{design}{_fragility(r)}."
+            )
     return [*decided, *undecided]
 
 
@@ -199,11 +207,15 @@ def _meaning(claims: pd.DataFrame, profile: Profile | None, conventions: pd.Data
 
 
 def plain_answer(
-    claims: pd.DataFrame, profile: Profile | None = None, conventions: pd.DataFrame | None = None
+    claims: pd.DataFrame,
+    profile: Profile | None = None,
+    conventions: pd.DataFrame | None = None,
+    designs: dict[str, str] | None = None,
 ) -> list[str]:
     """The plain-words answer as Markdown paragraphs, from ``claims.csv``, then what its words mean
     (``profile``: the profile whose margins and models they name, None: the margin named, not valued,
-    and no models' size; ``conventions``: ``conventions.csv``, which rho* each FLOP convention gives)."""
+    and no models' size; ``conventions``: ``conventions.csv``, which rho* each FLOP convention gives;
+    ``designs``: per open question's claim id, the design that would decide it, in words)."""
     if claims.empty:
         return ["**In short:** nothing is tested yet (`claims.csv` is empty)."]
     head = (
@@ -213,7 +225,7 @@ def plain_answer(
         "allocations near those two values, each scored on held-out problems by its *setting*'s own reward (a "
         "setting is a policy with a reward system; its own reward is its *native reward*)"
     )
-    bullets = [f"- {s}" for s in regime_sentences(claims)]
+    bullets = [f"- {s}" for s in regime_sentences(claims, designs)]
     registered = set(
         claims.loc[claims["id"].isin(list(_asked("question"))), "registration"].dropna().astype(str)
     )

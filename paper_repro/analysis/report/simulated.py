@@ -7,8 +7,10 @@ registered targets (``design_choices.csv``, ``design_registered.csv``), what wou
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.claims import registry
@@ -186,3 +188,74 @@ def _claim_powers(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     key = "claim_id" if "claim_id" in rows else "claim"
     both = [powers(g) for _, g in rows.groupby(key, sort=False)]
     return pd.Series([h for h, _ in both]).dropna(), pd.Series([r for _, r in both]).dropna()
+
+
+NEXT_DESIGNS = (
+    "design_next_*.csv"  # paper-repro design --candidates --family prm-arm --choices design_next_<N>.csv
+)
+
+
+def _limit(path: Path, table: pd.DataFrame) -> float:
+    """The minutes a candidates table was filled to: the N of its name ``design_next_<N>.csv`` (the
+    ``--minutes`` it was written with, docs/usage.md), else its costliest candidate's minutes."""
+    number = path.stem.rpartition("_")[2]
+    return float(number) if number.isdigit() else float(table["minutes"].max())
+
+
+def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str]) -> dict[str, str]:
+    """What design would decide each regime question of ``ids`` the study leaves open (neither held nor
+    not held in ``claims``), from the committed candidate tables (:data:`NEXT_DESIGNS`): the cheapest
+    candidate whose row for the claim meets the registered targets
+    (:data:`paper_repro.analysis.design.candidates.TARGETS`), else that no candidate priced does and the
+    closest (wrong at most 5% first, then the largest smaller power, then fewer minutes) with its two
+    powers. A sentence per open question (by claim id); none where no table is committed."""
+    from paper_repro.analysis.design.candidates import TARGETS
+
+    paths = sorted(results.glob(NEXT_DESIGNS))
+    if not paths or "id" not in claims:
+        return {}
+    frames = []
+    for path in paths:
+        table = pd.read_csv(path)
+        frames.append(
+            table[table["candidate"].astype(bool)].assign(file=path.name, limit=_limit(path, table))
+        )
+    rows = pd.concat(frames, ignore_index=True)
+    decided = claims.set_index("id")["verdict"].isin(["held", "not held"])
+    said = {}
+    for claim_id in ids:
+        mine = rows[rows["claim_id"] == claim_id]
+        if claim_id not in decided.index or decided[claim_id] or mine.empty:
+            continue
+        meets = np.ones(len(mine), bool)
+        for column, (bound, kind) in TARGETS.items():
+            meets &= (mine[column] <= bound if kind == "max" else mine[column] >= bound).to_numpy()
+        if meets.any():
+            pick = mine[meets].sort_values("minutes").iloc[0]
+            said[claim_id] = f"{_design_words(pick)} would decide it: it {_powers_words(pick)}"
+            continue
+        closest = mine.assign(
+            right=mine["wrong_max"] <= TARGETS["wrong_max"][0],
+            power=mine[["held_when_true", "not_held_when_false"]].min(axis=1),
+        ).sort_values(["right", "power", "minutes"], ascending=[False, False, True])
+        pick = closest.iloc[0]
+        said[claim_id] = (
+            f"no design priced up to {rows['limit'].max():g} minutes decides it (both powers at least 80%, wrong at "
+            f"most 5%): the closest, {_design_words(pick)}, {_powers_words(pick)}"
+        )
+    return said
+
+
+def _design_words(row: pd.Series) -> str:
+    return (
+        f"*{row['name']}* ({int(row['runs'])} runs, {_fmt(float(row['minutes']))} min by the cost model, "
+        f"{int(row['seeds'])} seeds per allocation; `{row['file']}`, {2 * int(row['replicates'])} simulated studies "
+        "per truth)"
+    )
+
+
+def _powers_words(row: pd.Series) -> str:
+    return (
+        f"says yes in {percent(row['held_when_true'])} of simulated studies where the answer is yes and no in "
+        f"{percent(row['not_held_when_false'])} of those where it is no, wrong in at most {percent(row['wrong_max'])}"
+    )
