@@ -31,6 +31,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="print where make reproduce recomputes the study; compare nothing",
     )
     p.add_argument(
+        "--part",
+        action="store_true",
+        help="the recomputed folder holds a part of the study (runs rerun by paper-repro cells): compare "
+        "the committed runs it holds, and the claims only where it has a claims table",
+    )
+    p.add_argument(
         "--simulate",
         type=positive_int,
         default=None,
@@ -55,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.simulate:
         return _simulate(args)
     new_dir = Path(args.results) if args.results else reproduced_dir(args.profile)
-    result = compare(args.profile, new_dir, args.committed)
+    result = compare(args.profile, new_dir, args.committed, part=args.part)
     print(words(result, repo_relative(new_dir), repo_relative(results_dir(args.profile, args.committed))))
     return 0 if result.reproduces else 1
 

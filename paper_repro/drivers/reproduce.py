@@ -109,9 +109,15 @@ def compare_runs(
 
 
 def compare(
-    profile: str, recomputed_dir: str | Path | None = None, committed_dir: str | Path | None = None
+    profile: str,
+    recomputed_dir: str | Path | None = None,
+    committed_dir: str | Path | None = None,
+    part: bool = False,
 ) -> Comparison:
-    """Compare the recomputed study in ``recomputed_dir`` with the committed one."""
+    """Compare the recomputed study in ``recomputed_dir`` with the committed one. ``part``: the
+    recomputed folder holds a part of the study (runs rerun by ``paper-repro cells``): only the
+    committed runs it holds are compared, and the claims where it has a claims table (the seed spread
+    is the whole committed study's)."""
     new_dir = Path(recomputed_dir) if recomputed_dir is not None else reproduced_dir(profile)
     old_dir = results_dir(profile, committed_dir)
     tables = {}
@@ -128,8 +134,12 @@ def compare(
             )
         # a table of the previous schema (an older checkout's) is read with its budget_multiple derived
         tables[name] = ResultTable(path, RUN_COLUMNS, full_budget=full_budget_of).frame()
-    missing, extra, changed, columns = compare_runs(tables["committed"], tables["recomputed"])
     spread = noise.seed_spread(tables["committed"])
+    if part:
+        tables["committed"] = tables["committed"][
+            tables["committed"]["run_id"].isin(tables["recomputed"]["run_id"])
+        ]
+    missing, extra, changed, columns = compare_runs(tables["committed"], tables["recomputed"])
     return Comparison(
         committed=len(tables["committed"]),
         recomputed=len(tables["recomputed"]),
@@ -137,7 +147,7 @@ def compare(
         extra=extra,
         status_changed=changed,
         columns=columns,
-        claims=noise.read_claims(old_dir, new_dir),
+        claims=noise.read_claims(old_dir, new_dir, required=not part),
         noise=noise.noise_checks(tables["committed"], tables["recomputed"], spread),
         tables=noise.table_checks(old_dir, new_dir),
     )

@@ -146,15 +146,16 @@ def claim_checks(committed: pd.DataFrame, recomputed: pd.DataFrame, table: str) 
     return both[list(CLAIM_COLUMNS)]
 
 
-def read_claims(old_dir: Path, new_dir: Path) -> pd.DataFrame:
-    """:func:`claim_checks` of every table of :data:`CLAIM_TABLES` both folders hold; ``claims.csv``
-    missing on either side is one row that moved (the study's claims cannot be compared)."""
+def read_claims(old_dir: Path, new_dir: Path, required: bool = True) -> pd.DataFrame:
+    """:func:`claim_checks` of every table of :data:`CLAIM_TABLES` both folders hold; where
+    ``required``, ``claims.csv`` missing on either side is one row that moved (the study's claims
+    cannot be compared)."""
     parts = []
     for name in CLAIM_TABLES:
         old, new = old_dir / name, new_dir / name
         if old.exists() and new.exists():
             parts.append(claim_checks(pd.read_csv(old), pd.read_csv(new), name))
-        elif name == "claims.csv":
+        elif required and name == "claims.csv":
             lacking = ", ".join(repo_relative(p) for p in (old, new) if not p.exists())
             parts.append(
                 pd.DataFrame(
@@ -166,7 +167,7 @@ def read_claims(old_dir: Path, new_dir: Path) -> pd.DataFrame:
                     | {"verdict_recomputed": ["absent"], "moved": [True], "outside": [False]}
                 )
             )
-    return pd.concat(parts, ignore_index=True)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(CLAIM_COLUMNS))
 
 
 def table_checks(old_dir: Path, new_dir: Path) -> pd.DataFrame:
