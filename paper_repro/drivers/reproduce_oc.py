@@ -11,8 +11,12 @@ truth is known (``paper-repro reproduce --simulate N``):
   false alarm rate's complement;
 - **effect moved**: the share reseeded as above, and every run of one setting (drawn each time) shifted
   by ``shift`` x its seed SD in every metric, claims untouched: the truth is an effect that moved, and how
-  often the rule says *does not reproduce* is its power where no verdict flips. (A verdict flipped or an
-  estimate moved outside its interval is *does not reproduce* by the rule's definition, every time.)
+  often the rule says *does not reproduce* is its power where no verdict flips;
+- **reseeds shifted**: the reseeded runs alone also shifted by ``shift`` seed SDs, all one way (a
+  kernel that biases the runs it makes diverge): the same power where few runs differ.
+
+A verdict flipped or an estimate moved outside its interval is *does not reproduce* by the rule's
+definition, every time.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ SCENARIOS = (
     ("effect moved", 0.016, 0.25),
     ("effect moved", 0.016, 0.5),
     ("effect moved", 0.016, 1.0),
+    ("reseeds shifted", 0.05, 1.0),  # the differing runs alone moved, all one way
+    ("reseeds shifted", 0.05, 2.0),
 )
 
 
@@ -49,15 +55,21 @@ def perturb(
     rng: np.random.Generator,
     share: float,
     shift: float = 0.0,
+    scenario: str = "effect moved",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A copy of the committed ``runs`` and ``claims`` (``claims.csv``) with ``share`` of the ok runs
-    reseeded and, where ``shift`` is not 0, one setting's runs shifted by ``shift`` seed SDs (the
-    module's scenarios); ``spread``: :func:`paper_repro.drivers.reproduce_noise.seed_spread`."""
+    reseeded and, where ``shift`` is not 0, shifted by ``shift`` seed SDs: one setting's runs
+    (``scenario`` "effect moved") or the reseeded runs alone (else); the module's scenarios.
+    ``spread``: :func:`paper_repro.drivers.reproduce_noise.seed_spread`."""
     runs, claims = runs.copy(), claims.copy()
     ok = np.flatnonzero(runs["status"].to_numpy() == "ok")
     picked = rng.choice(ok, size=round(share * len(ok)), replace=False)
     sd = spread.reindex(runs["setting"]).fillna(spread.loc["*"])
-    moved = (runs["setting"] == rng.choice(runs["setting"].unique())).to_numpy() if shift else None
+    moved = None
+    if shift and scenario == "effect moved":
+        moved = (runs["setting"] == rng.choice(runs["setting"].unique())).to_numpy()
+    elif shift:
+        moved = picked
     for m in METRICS:
         sigma = sd[m].to_numpy(float)
         values = runs[m].to_numpy(float).copy()
@@ -101,7 +113,7 @@ def simulate(runs: pd.DataFrame, claims: pd.DataFrame, replicates: int, seed: in
     for scenario, share, shift in SCENARIOS:
         said = pd.DataFrame(
             [
-                judge(runs, claims, *perturb(runs, claims, spread, rng, share, shift), spread)
+                judge(runs, claims, *perturb(runs, claims, spread, rng, share, shift, scenario), spread)
                 for _ in range(replicates)
             ],
             columns=["outcome", "beyond"],
