@@ -21,7 +21,7 @@ difference there reproduces within noise when stage E's claims keep their verdic
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -114,7 +114,7 @@ def noise_checks(
                 bool(lost or min(shift, scale) < level),
             )
         )
-    return pd.DataFrame([c.__dict__ for c in out])
+    return pd.DataFrame([asdict(c) for c in out])
 
 
 def _wilcoxon(d: np.ndarray) -> float:
