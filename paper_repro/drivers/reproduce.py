@@ -216,6 +216,8 @@ def _few(ids: tuple[str, ...], most: int = 3) -> str:
 
 
 if __name__ == "__main__":  # an alias of `paper-repro reproduce` (paper_repro/commands/reproduce.py)
-    from paper_repro.aliases import run_command
+    import sys
 
-    run_command("reproduce")
+    from paper_repro import cli
+
+    sys.exit(cli.main(["reproduce", *sys.argv[1:]]))
