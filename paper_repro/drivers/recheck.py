@@ -82,11 +82,3 @@ def words(table: pd.DataFrame) -> str:
         f"{int(counts.get('within tolerance', 0))} within tolerance (metrics within "
         f"{TOLERANCE[METRICS[0]]:g}, FLOPs, rounds and steps equal), {int(counts.get('differs', 0))} differ"
     )
-
-
-if __name__ == "__main__":  # an alias of `paper-repro recheck` (paper_repro/commands/recheck.py)
-    import sys
-
-    from paper_repro import cli
-
-    sys.exit(cli.main(["recheck", *sys.argv[1:]]))

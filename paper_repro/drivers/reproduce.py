@@ -213,11 +213,3 @@ def _few(ids: tuple[str, ...], most: int = 3) -> str:
         return ""
     shown = ", ".join(ids[:most])
     return f" ({shown}{', ...' if len(ids) > most else ''})"
-
-
-if __name__ == "__main__":  # an alias of `paper-repro reproduce` (paper_repro/commands/reproduce.py)
-    import sys
-
-    from paper_repro import cli
-
-    sys.exit(cli.main(["reproduce", *sys.argv[1:]]))
