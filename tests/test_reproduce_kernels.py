@@ -2,8 +2,9 @@
 reward is the float-sensitive one) rerun by the project's run command with ATen's kernels of another
 CPU capability (``ATEN_CPU_CAPABILITY``) and another thread count, then compared with the committed
 runs by ``paper-repro reproduce --part``. Its outcome must be one of the two that exit 0 (bit for bit,
-or within noise: runs may differ where a float rounding flips a sampled token). Slow (about two
-minutes on two cores): CI's slow tier runs it (.ci/run)."""
+or within noise: runs may differ where a float rounding flips a sampled token). Slow: on the
+project's 2 cores shared with other work (load average 6-12) it took 37 min wall and 792 s of user
+CPU, two threads a run contending for the cores (docs/MEASUREMENTS.md); CI's slow tier runs it (.ci/run)."""
 
 from __future__ import annotations
 
