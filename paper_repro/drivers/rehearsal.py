@@ -88,7 +88,9 @@ def _fill(model, seed: int):
     return model
 
 
-def _policy(name: str, layers: int):
+def _policy(name: str, layers: int, fused_head: bool = True):
+    """``name``'s architecture at ``layers`` layers, random bf16 weights (tied as its config says);
+    with ``fused_head`` TRL's fused LM head added, as ``GRPOTrainer`` adds it."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.initialization import no_init_weights
@@ -100,7 +102,8 @@ def _policy(name: str, layers: int):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
     model.tie_weights()  # no_init_weights skips init_weights, which ties 1.5B's and 3B's head to the embeddings
     _fill(model, seed=0)
-    add_fused_lm_head(model)  # as GRPOTrainer does before wrapping the model with PEFT
+    if fused_head:
+        add_fused_lm_head(model)  # as GRPOTrainer does before wrapping the model with PEFT
     return model
 
 
