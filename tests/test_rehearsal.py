@@ -43,32 +43,60 @@ def test_the_depth_line_reads_the_two_shallowest_depths():
     assert rehearsal.extrapolate({1: 10.0, 2: 13.0, 4: 99.0}, 28) == pytest.approx(10 + 3 * 27)
 
 
-def test_the_smoke_comparison_says_what_differs(tmp_path):
-    """A smoke summary whose peak is far from the memory model's is flagged; one without GPU numbers
-    (a CPU run) says there is nothing to compare; the GPU-only list is always printed."""
+def test_the_smoke_comparison_reads_what_gpu_smoke_writes(tmp_path, monkeypatch):
+    """gpu_smoke.json as `make gpu-smoke` writes it (drivers/smoke.py's own check(), on a faked CUDA
+    device and a faked run): a check whose peak is near the memory model's agrees, one far from it
+    is flagged, the GPU-only list is always printed; a change of the smoke output's format fails here."""
+    from types import SimpleNamespace
+
+    from paper_repro.drivers import smoke
+    from paper_repro.run import train
+
     modelled = smoke_compare.smoke_model({"backend": "hf", "dtype": "bfloat16"}, 0.25, 80 * 2**30).total
-    summary = {
-        "device": "NVIDIA H100 80GB HBM3",
-        "torch": "2.13.0",
-        "budget_scale": 0.25,
-        "device_total_bytes": 80 * 2**30,
-        "checks": [
-            {"check": "cuda-bf16", "status": "ok", "backend": "hf", "dtype": "bfloat16",
-             "peak_allocated_bytes": int(modelled * 1.02), "peak_reserved_bytes": int(modelled * 1.3)},
-            {"check": "vllm-colocate", "status": "ok", "backend": "hf", "dtype": "bfloat16",
-             "peak_allocated_bytes": int(modelled * 3), "peak_reserved_bytes": int(modelled * 3)},
-            {"check": "cpu-bf16", "status": "ok"},
-        ],
-    }  # fmt: skip
-    path = tmp_path / "gpu_smoke.json"
-    path.write_text(json.dumps(summary))
-    lines = smoke_compare.compare(path, tmp_path / "no-rehearsal")
+    allocated = iter([int(modelled * 1.02), int(modelled * 3)])  # cuda-bf16 agrees, vllm-colocate does not
+    find_spec = smoke.importlib.util.find_spec
+    fakes = {
+        "is_available": lambda: True,
+        "reset_peak_memory_stats": lambda *a: None,
+        "max_memory_allocated": lambda *a: next(allocated),
+        "max_memory_reserved": lambda *a: int(modelled * 3.5),
+        "get_device_name": lambda *a: "NVIDIA H100 80GB HBM3",
+        "get_device_properties": lambda *a: SimpleNamespace(total_memory=80 * 2**30),
+    }
+    for name, fake in fakes.items():
+        monkeypatch.setattr(torch.cuda, name, fake)
+    monkeypatch.setattr(
+        smoke.importlib.util, "find_spec", lambda n: object() if n == "vllm" else find_spec(n)
+    )
+    monkeypatch.setattr(smoke, "_single_process_env", lambda: None)
+    monkeypatch.setattr(
+        train,
+        "run_cell",
+        lambda spec, root, raise_errors: {
+            "status": "ok",
+            "C_total": spec.budget_flops / 2,
+            "seconds_train": 1.0,
+        },
+    )
+    out = tmp_path / "gpu_smoke"
+    assert smoke.check(out) == 0
+    lines = smoke_compare.compare(out / "gpu_smoke.json", tmp_path / "no-rehearsal")
     text = "\n".join(lines)
-    assert "cuda-bf16" in text and "agrees" in lines[1]
+    assert "NVIDIA H100" in lines[0]
+    assert "agrees" in next(line for line in lines if line.startswith("  cuda-bf16"))
     assert "DIFFERS" in next(line for line in lines if line.startswith("  vllm-colocate"))
-    assert "no GPU memory recorded" in text and "run `make gpu-rehearsal` first" in text
+    assert "run `make gpu-rehearsal` first" in text
     assert all(item in text for item in smoke_compare.GPU_ONLY)
-    assert smoke_compare.compare_smoke(path, tmp_path) == 1
+    assert smoke_compare.compare_smoke(out / "gpu_smoke.json", tmp_path) == 1
+
+
+def test_a_smoke_check_without_gpu_memory_has_nothing_to_compare(tmp_path):
+    path = tmp_path / "gpu_smoke.json"
+    checks = [{"check": "cpu-bf16", "status": "ok"}]
+    path.write_text(
+        json.dumps({"device": "cpu", "torch": torch.__version__, "budget_scale": 0.25, "checks": checks})
+    )
+    assert "no GPU memory recorded" in "\n".join(smoke_compare.compare(path, tmp_path))
 
 
 @pytest.mark.slow
