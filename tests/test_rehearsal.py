@@ -43,6 +43,49 @@ def test_the_depth_line_reads_the_two_shallowest_depths():
     assert rehearsal.extrapolate({1: 10.0, 2: 13.0, 4: 99.0}, 28) == pytest.approx(10 + 3 * 27)
 
 
+def _cpu_round(layers: int, micro_rows: int = 2):
+    from dataclasses import replace
+
+    from paper_repro.accounting import memory
+
+    shape = replace(models.shape("Qwen/Qwen2.5-1.5B-Instruct"), num_layers=layers)
+    return memory.RunMemory(
+        shape, memory.Precision.of("bfloat16", "cpu"), prompt_tokens=182, completion_tokens=8, rows=2,
+        micro_rows=micro_rows, old_pass=True,
+    )  # fmt: skip
+
+
+def test_off_triton_the_fused_head_projects_every_position():
+    """TRL gathers the scored positions only under Triton; torch's ops project every position but
+    each row's last (measured: the tile of a 2 x (16 + 8) batch has 46 rows)."""
+    from paper_repro.accounting import memory
+
+    assert memory.head_positions(2, 16, 8, memory.Precision.of("bfloat16", "cpu")) == 46
+    assert memory.head_positions(2, 16, 8, memory.Precision.of("bfloat16", "cuda")) == 16
+
+
+def test_the_loss_pass_peaks_at_one_moment_of_its_backward_not_their_sum():
+    """The head's backward runs before the layers' (LoRA's gradients do not exist yet in a step's
+    first micro-batch): the phase holds the larger moment. At one layer on the CPU the head's is
+    larger (its fp32 tile copies); at full depth under Triton, the layers' (LoRA's gradients grow
+    with depth, Triton's head holds no fp32 tile)."""
+    from dataclasses import replace
+
+    from paper_repro.accounting import memory
+
+    shallow = dict(memory.phases(_cpu_round(1))[PHASE_LOSS].parts)
+    assert "fused head" in shallow and "LoRA grads" not in shallow and "one layer recomputed" not in shallow
+    gpu = memory.Precision.of("bfloat16", "cuda")
+    deep = dict(memory.phases(replace(_cpu_round(28), precision=gpu))[PHASE_LOSS].parts)
+    assert "fused head" not in deep and {"LoRA grads", "one layer recomputed"} <= set(deep)
+    # with gradient accumulation an earlier micro-batch's LoRA gradients are there during the head's
+    accumulating = dict(memory.phases(_cpu_round(1, micro_rows=1))[PHASE_LOSS].parts)
+    assert {"fused head", "LoRA grads"} <= set(accumulating)
+
+
+PHASE_LOSS = 3  # memory.PHASES.index("loss")
+
+
 def test_the_smoke_comparison_reads_what_gpu_smoke_writes(tmp_path, monkeypatch):
     """gpu_smoke.json as `make gpu-smoke` writes it (drivers/smoke.py's own check(), on a faked CUDA
     device and a faked run): a check whose peak is near the memory model's agrees, one far from it
