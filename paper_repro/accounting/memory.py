@@ -18,9 +18,12 @@ What it follows, read from the code the runs execute (TRL 1.16, PEFT, transforme
   them to None after each step); ZeRO-2 shards the gradients and moments over the processes, DDP
   keeps a copy of the gradients in its buckets.
 * Log-probs through TRL's fused LM head (``add_fused_lm_head``): the logits are never whole; its
-  forward fills a tile of at most 4096 scored tokens x 32768 vocabulary columns in the compute dtype
-  (on a GPU a Triton kernel folds it in place; elsewhere torch ops make fp32 copies of the tile), and
-  its backward accumulates the hidden states' gradient in fp32.
+  forward fills a tile of at most 4096 positions x 32768 vocabulary columns in the compute dtype. On
+  a GPU a Triton kernel folds it in place over the scored positions only; elsewhere torch's ops run
+  over every position and make fp32 copies of the tile (:data:`HEAD_FORWARD_COPIES`,
+  :data:`HEAD_BACKWARD_COPIES`), and the backward's fp32 accumulation upcasts each vocabulary chunk
+  of the head's weight. Its backward accumulates the hidden states' gradient in fp32, and runs
+  before the layers' backward: the loss pass holds the larger of the two moments, not their sum.
 * A decoder layer's saved tensors per token (:func:`layer_saved_bytes`), enumerated from Qwen2's
   layer under PEFT's LoRA: the RMSNorms' fp32 copies, the inputs of every linear (and of each LoRA
   adapter, cast to the adapter's dtype: under autocast cast back to bf16), the attention's q, k, v and

