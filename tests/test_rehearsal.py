@@ -151,3 +151,34 @@ def test_the_rehearsal_meets_its_targets(tmp_path):
         rehearsal.format_rehearsal(summary)
     )
     assert all(s["max_rss_bytes"] < 12e9 for s in summary["sizes"].values())
+
+
+def test_the_rounds_phase_meter_adds_what_a_phase_allocates_to_what_was_resident():
+    """A wrapped phase's peak is the resident bytes at its start plus its own live peak, the largest
+    over its calls; its FLOPs add up over calls; a call its condition excludes is not measured."""
+    from paper_repro.drivers.rehearsal_round import PhaseMeter, ledger_flops
+
+    meter = PhaseMeter(resident=lambda: 1000)
+    w = torch.randn(64, 64)
+
+    def phase(n: int):
+        return (torch.randn(n, 64) @ w).sum()
+
+    wrapped = meter.wrap("loss", phase, when=lambda: torch.is_grad_enabled())
+    wrapped(8)
+    wrapped(16)
+    with torch.no_grad():
+        wrapped(1024)  # excluded: neither its bytes nor its FLOPs count
+    assert meter.peaks["loss"] == 1000 + 2 * 16 * 64 * 4  # the input and the product, live together
+    assert meter.flops["loss"] == 2 * 64 * 64 * (8 + 16)
+    steps = [
+        {
+            "flops": {"executed": {"search": 5.0, "reward": 2.0}},
+            "learning_parts": {"executed": {"loss": 3.0, "old": 1.0}},
+        },
+        {
+            "flops": {"executed": {"search": 0.0, "reward": 0.0}},
+            "learning_parts": {"executed": {"loss": 3.0, "old": 0.0}},
+        },
+    ]
+    assert ledger_flops(steps) == {"generation": 5.0, "prm": 2.0, "old_pass": 1.0, "loss": 6.0}
