@@ -34,6 +34,7 @@ from paper_repro.analysis.tables.inventory import Folder, read_folder
 from paper_repro.analysis.tables.race import RegimeThresholds, disagreement_table, regime_ceiling
 from paper_repro.analysis.tables.race_plus import plus_table
 from paper_repro.analysis.tables.registry import TABLES, table_listing
+from paper_repro.analysis.tables.test_time import problems_if_run
 from paper_repro.common.console import Steps
 from paper_repro.common.paths import repo_root
 from paper_repro.common.results import METRICS, results_dir, write_table
@@ -218,6 +219,7 @@ def _build(
         fresh_default=rows["fresh_default"],
         curves=grid_curves(curves, full_rows),
         thresholds=thresholds,
+        test_time=problems_if_run(root),  # stage E's claims read them where it has run
     )
     m = SimpleNamespace(study=study, shared=shared, sizes=classes.sizes, folder=folder)
     distinct, tau, margins = study.distinct, study.tau, profile.margins
