@@ -40,7 +40,8 @@ def _per_size(
         ax.set_title(f"policy {size}")
         ax.set_xlabel(xlabel)
     axes[0][0].set_ylabel(ylabel)
-    axes[0][-1].legend(fontsize=7, loc="lower right")
+    # beside the last panel, not over it: inside, it hid L's majority-vote curves
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(title, y=1.02)
     return fig
 
