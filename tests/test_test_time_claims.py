@@ -111,3 +111,69 @@ def test_leaving_a_seed_out_drops_its_rl_policy_and_keeps_the_base(rows):
     assert (kept.kind == "base").sum() == (rows.kind == "base").sum()
     table = claims_table(study, ids=["test_time.rl_beats_sampling.S.gsm"], leave_one_out=False)
     assert table["note"].iloc[0].startswith("2 RL seeds")
+
+
+def _claims_csv(path, study: Study) -> str:
+    """A claims.csv as the analysis writes it: rows of other claims (a comma, a quote, an empty cell and
+    floats among them) around stage E's rows of ``study``; returns the file's text."""
+    from paper_repro.common.results import write_table
+
+    ours = claims_table(study, ids=_ids(study), leave_one_out=False).assign(
+        leave_one_seed_out="not recomputed"
+    )
+    first = ours.iloc[:1]  # the others as typed as the analysis's: its floats written by its writer
+    before = [
+        first.assign(id="a.first", note='say "held", or not', our_value=1 / 3),
+        first.assign(id="b.2", ci_low=float("nan")),
+    ]
+    after = first.assign(id="z.last", power_now=0.123456789012)
+    write_table(path, pd.concat([*before, ours, after], ignore_index=True))
+    return path.read_text()
+
+
+def _refresh(tmp_path, monkeypatch, before: Study, now: Study):
+    """:func:`refresh_claims` on a folder whose claims.csv was written for ``before`` and whose rows
+    are now ``now``'s; returns the file's lines before and after."""
+    from types import SimpleNamespace
+
+    from paper_repro.analysis import pipeline
+
+    profile = load_profile("cpu-tiny")
+    path = tmp_path / "claims.csv"
+    text = _claims_csv(path, before)
+    monkeypatch.setattr(pipeline, "_read", lambda *a: SimpleNamespace(not_computable=""))
+    monkeypatch.setattr(pipeline, "_study", lambda *a: (now, {}))
+    pipeline.refresh_claims(profile, IDS, tmp_path)
+    return text.splitlines(), path.read_text().splitlines()
+
+
+def test_stage_e_refreshes_its_claim_rows_and_leaves_every_other_row_as_it_was(rows, tmp_path, monkeypatch):
+    old, new = _refresh(tmp_path, monkeypatch, _study(None), _study(rows))
+    # the header, two rows before and one after stage E's, byte for byte; its 3 "not run" rows now 5
+    assert new[:3] == old[:3] and new[-1] == old[-1] and len(old) == 7 and len(new) == 9
+    table = pd.read_csv(tmp_path / "claims.csv")
+    ours = table[table["id"].str.startswith("test_time.")].set_index("id")
+    assert list(ours.index) == _ids(_study(rows))
+    assert not ours["note"].str.startswith("not run").any()
+    assert ours.loc["test_time.rl_beats_sampling.S.gsm", "verdict"] == "held"
+    assert (ours["leave_one_seed_out"] == "not recomputed").all()  # these grid-less studies have no seeds
+
+
+def test_a_refresh_of_the_same_rows_rewrites_the_same_bytes(rows, tmp_path, monkeypatch):
+    old, new = _refresh(tmp_path, monkeypatch, _study(rows), _study(rows))
+    assert new == old
+
+
+def test_a_refresh_refuses_a_claims_table_without_stage_es_rows(tmp_path, monkeypatch):
+    from paper_repro.analysis import pipeline
+
+    profile = load_profile("cpu-tiny")
+    path = tmp_path / "claims.csv"
+    _claims_csv(path, _study(None))
+    with pytest.raises(ValueError, match="design simulator does not decide"):
+        pipeline.refresh_claims(profile, ["frontier.no_such_claim"], tmp_path)
+    text = path.read_text().replace("test_time.", "renamed.")
+    path.write_text(text)
+    with pytest.raises(ValueError, match="rerun the analysis"):
+        pipeline.refresh_claims(profile, IDS, tmp_path)
+    assert path.read_text() == text
