@@ -9,7 +9,9 @@ and simulations are that module's, so ``claims.csv``'s rows equal ``test_time_cl
 
 They read stage E's per-problem rows (:attr:`Study.test_time`, ``test_time/*.csv``), which exist
 once ``paper-repro run --stage test_time`` has run; before, each claim is one row, inconclusive,
-whose note says stage E has not run. Leaving a grid seed out drops its retrained RL policy's rows
+whose note says stage E has not run. The study runs the analysis before stage E, so stage E's step
+decides these rows of ``claims.csv`` again once its own are written
+(:func:`paper_repro.analysis.pipeline.refresh_claims`). Leaving a grid seed out drops its retrained RL policy's rows
 too (:meth:`Study.without_seed`).
 """
 
