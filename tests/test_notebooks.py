@@ -22,6 +22,7 @@ import pytest
 from filelock import FileLock
 
 from paper_repro.common.paths import repo_root
+from paper_repro.drivers import test_time as stage_e
 from tests import fixtures
 
 NOTEBOOKS = repo_root() / "notebooks"
@@ -249,18 +250,26 @@ def check_ledger_example(tmp_path: Path) -> None:
 
 def check_test_time(study: dict, tmp_path: Path) -> None:
     """60 on the stage notebooks' rows, at its fewest samples: the base and the retrained RL policy
-    of each size the study ran (stage A's M) sampled, the retrained run the committed one (its greedy
-    metrics and FLOPs equal its row's), runs.csv left as it was, and every table and figure written."""
+    of each size the study ran (stage A's M) sampled, two at once in worker processes, the retrained
+    run the committed one (its greedy metrics and FLOPs equal its row's), runs.csv left as it was,
+    every table and figure written, and the samples byte for byte those of one policy at a time."""
     assert all(e["error"] is None for e in study["executions"]), "an earlier notebook failed"
     src = Path(study["results"])
-    results = tmp_path / "results"
-    results.mkdir()
-    for name in ("runs.csv", "base_metrics.csv"):
-        if (src / name).exists():
-            (results / name).write_bytes((src / name).read_bytes())
+    results, alone = tmp_path / "results", tmp_path / "alone"
+    for folder in (results, alone):
+        folder.mkdir()
+        for name in ("runs.csv", "base_metrics.csv"):
+            if (src / name).exists():
+                (folder / name).write_bytes((src / name).read_bytes())
     before = (results / "runs.csv").read_bytes()
     params = dict(profile=study["profile"], quick=True, results_root=str(results), threads=1, n=4, problems=3)
-    copy = execute("60_stage_E_test_time", tmp_path / "60_stage_E_test_time.ipynb", params)
+    copy = execute("60_stage_E_test_time", tmp_path / "60_stage_E_test_time.ipynb", {**params, "workers": 2})
+    design = stage_e.stage_e_design(True, n=4, problems=3)
+    stage_e.run_stage_e(study["profile"], True, alone, threads=1, design=design, workers=1)
+    sampled = sorted(p.name for p in (results / "test_time").glob("*.csv"))
+    assert sampled and sampled == sorted(p.name for p in (alone / "test_time").glob("*.csv"))
+    for name in sampled:
+        assert (results / "test_time" / name).read_bytes() == (alone / "test_time" / name).read_bytes(), name
     errors, _ = outputs(copy)
     assert not errors, errors
     assert (results / "runs.csv").read_bytes() == before

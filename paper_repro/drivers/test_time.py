@@ -108,8 +108,12 @@ def run_stage_e(
     results_root: str | Path | None = None,
     threads: int | None = None,
     design: StageE | None = None,
+    workers: int | None = None,
 ) -> pd.DataFrame:
-    """Sample and score every stage-E policy not done yet; return ``test_time_policies.csv``."""
+    """Sample and score every stage-E policy not done yet, ``workers`` policies at once (None:
+    :func:`stage_e_workers`); return ``test_time_policies.csv``. Rows are appended in the study's order
+    (size, then base before the RL seeds) whatever the workers' order of finishing, so the table's
+    bytes do not depend on ``workers``; each policy's sampling and retraining is seeded on its own."""
     import torch
 
     prof = prepare(profile, quick)
@@ -123,6 +127,7 @@ def run_stage_e(
     done = table.keys()
     _check_same_design(table, design)
     committed = pd.read_csv(root / "runs.csv").set_index("run_id")
+    tasks = []
     for size, cell in best_cells(root, prof).items():
         specs = setting_specs(prof, size, seed_list(prof, design.seeds), "full", [cell])
         for spec in specs:
@@ -132,11 +137,60 @@ def run_stage_e(
                     f"{spec.run_id} is not in {root / 'runs.csv'}: run its stage-A notebook first"
                 )
         if f"base-{size}" not in done:
-            table.append(_sample_base(specs[0], root, design, prof.prm))
-        for spec in specs:
-            if spec.run_id not in done:
-                table.append(_sample_rl(spec, root, design, prof.prm, committed.loc[spec.run_id]))
+            tasks.append(_Task(specs[0], root, design, prof.prm, None, threads))
+        tasks += [
+            _Task(spec, root, design, prof.prm, committed.loc[spec.run_id], threads)
+            for spec in specs
+            if spec.run_id not in done
+        ]
+    workers = min(workers or stage_e_workers(prof, threads), len(tasks) or 1)
+    if workers == 1:
+        for task in tasks:
+            table.append(task())
+    else:  # fresh interpreters: torch's threads and allocator are not safe to fork
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            for row in pool.map(_Task.__call__, tasks):  # in submission order: the table's order
+                table.append(row)
     return table.frame()
+
+
+def stage_e_workers(prof: Profile, threads: int | None) -> int:
+    """How many policies stage E samples at once: on the CPU, one per core that ``threads`` torch
+    threads a policy leave (the study gives each notebook one thread, so two on 2 cores: stage E
+    runs last and alone); one where a policy takes a GPU (gpu-paper) or ``threads`` is None (torch's
+    default already takes every core)."""
+    import os
+
+    if threads is None or any(prof.resources_for(s.policy).gpus for s in prof.settings("A")):
+        return 1
+    return max(1, len(os.sched_getaffinity(0)) // threads)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Task:
+    """One stage-E policy: the base policy of ``spec``'s size (``committed`` None), or the RL policy
+    of ``spec`` retrained and checked against its ``committed`` row; a picklable callable returning
+    the policy's ``test_time_policies.csv`` row."""
+
+    spec: RunSpec
+    root: Path
+    design: StageE
+    prm: str
+    committed: pd.Series | None
+    threads: int | None
+
+    def __call__(self) -> dict:
+        if self.threads:  # a worker process starts at torch's default
+            import torch
+
+            torch.set_num_threads(self.threads)
+        if self.committed is None:
+            return _sample_base(self.spec, self.root, self.design, self.prm)
+        return _sample_rl(self.spec, self.root, self.design, self.prm, self.committed)
 
 
 def _check_same_design(table: ResultTable, design: StageE) -> None:
