@@ -76,21 +76,36 @@ def window_targets(profile: Profile, targets: Sequence[float] | None = None) -> 
     return tuple(t for t in grid if any(lo - 1e-9 <= t <= hi + 1e-9 for lo, hi in spans))
 
 
-FAMILIES = ("all", "prm-arm")  # the candidate lists --family names
+FAMILIES = ("all", "prm-arm", "prm-settings")  # the candidate lists --family names
 
 
 def listed_candidates(
     profile: Profile, pricer: Pricer, minutes: float, family: str = "all"
 ) -> list[Candidate]:
-    """The candidates of ``family``: ``all`` (:func:`paper_repro.run.design_cost.candidates`) or
-    ``prm-arm`` (:func:`paper_repro.run.design_cost.prm_arm_candidates`)."""
+    """The candidates of ``family``: ``all`` (:func:`paper_repro.run.design_cost.candidates`),
+    ``prm-arm`` (:func:`paper_repro.run.design_cost.prm_arm_candidates`) or ``prm-settings``
+    (:func:`paper_repro.analysis.design.prm_settings.prm_settings_candidates`: not filled to ``minutes``)."""
+    from paper_repro.analysis.design.prm_settings import prm_settings_candidates
     from paper_repro.run.design_cost import WINDOW_TARGETS, prm_arm_candidates
 
     if family == "all":
         return candidates(profile, pricer, minutes, window_targets(profile))
     if family == "prm-arm":
         return prm_arm_candidates(profile, pricer, minutes, window_targets(profile, WINDOW_TARGETS))
+    if family == "prm-settings":
+        return prm_settings_candidates(profile, window_targets(profile, WINDOW_TARGETS))
     raise ValueError(f"unknown candidate family {family!r}: {', '.join(FAMILIES)}")
+
+
+def family_claims(family: str) -> list | None:
+    """The claims a family's candidates are simulated on: every simulated claim (None), or for
+    ``prm-settings`` the regime contrasts alone
+    (:data:`paper_repro.analysis.design.prm_settings.FAMILY_CLAIMS`), the question it answers."""
+    from paper_repro.analysis.design.prm_settings import FAMILY_CLAIMS
+
+    if family != "prm-settings":
+        return None
+    return [c for c in oc.simulated_claims() if c.id.startswith(FAMILY_CLAIMS)]
 
 
 def target_misses(choices: pd.DataFrame, name: str) -> list[str]:
@@ -346,8 +361,17 @@ def compare(
         choices = pd.concat(frames, ignore_index=True)
         return Comparison(pd.DataFrame(), choices, listed, model, None, notes, check)
 
+    chosen = family_claims(family)
     today_table = oc.design_table(
-        today, noise_model, classes, profile.margins, variants, replicates, coverage_replicates, progress
+        today,
+        noise_model,
+        classes,
+        profile.margins,
+        variants,
+        replicates,
+        coverage_replicates,
+        progress,
+        chosen,
     )
     design_frames = [today_table]
     frames = [
@@ -369,6 +393,7 @@ def compare(
         candidate_replicates,
         coverage_replicates,
         progress,
+        chosen,
     )
     choices = pd.concat(frames, ignore_index=True)
     pick = recommend(choices, minutes)
@@ -480,6 +505,7 @@ def _simulate(
     candidate_replicates: int,
     coverage_replicates: int,
     progress: Callable[[str], None] | None,
+    chosen: list | None = None,
 ) -> list[pd.DataFrame]:
     """Simulate each priced candidate (``chosen`` at ``replicates`` with coverage, the others at
     ``candidate_replicates`` without; a candidate whose layout, seeds and evaluation size an earlier one
@@ -503,7 +529,7 @@ def _simulate(
             mine, groups = noise_of(c, noise), classes_of(c, classes)
             sims[key] = (
                 oc.simulated(
-                    layout, mine, noise_model, groups, profile.margins, c.name, reps, cover, progress
+                    layout, mine, noise_model, groups, profile.margins, c.name, reps, cover, progress, chosen
                 ),
                 reps,
             )
