@@ -218,6 +218,7 @@ def _build(
         fresh_default=rows["fresh_default"],
         curves=grid_curves(curves, full_rows),
         thresholds=thresholds,
+        replicates=claim_replicates(power_replicates),
     )
     m = SimpleNamespace(study=study, shared=shared, sizes=classes.sizes, folder=folder)
     distinct, tau, margins = study.distinct, study.tau, profile.margins
@@ -380,6 +381,20 @@ def keep_post_hoc(root: Path, table: pd.DataFrame) -> pd.DataFrame:
 
 
 POSTHOC_REPLICATES = 100  # study pairs per truth of design.csv's post-hoc block (a 5% rate to +-1.5 points)
+# simulated studies per world of every claim's own simulation in a quick analysis (one given
+# power_replicates: a test's or a sweep's); the published analysis runs each claim's own count
+QUICK_CLAIM_REPLICATES = 60
+
+
+def claim_replicates(power_replicates: int | None) -> int | None:
+    """The claims' own simulations' studies per world (:attr:`Study.replicates`) for an analysis run
+    with ``power_replicates``: None (the published analysis, ``paper-repro analyse`` and notebook 40
+    as they ship) keeps each claim's own count (the issue-53 claims' 400 a world,
+    :data:`paper_repro.analysis.claims.worlds.REPLICATES`; RACE's gain and the recipe claim 2,000; the
+    curve claims 200); any number (a quick analysis: the tests', a sweep's) :data:`QUICK_CLAIM_REPLICATES`."""
+    return None if power_replicates is None else QUICK_CLAIM_REPLICATES
+
+
 PRE, POST = "pre-registered", "post-hoc"
 
 
