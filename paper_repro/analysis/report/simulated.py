@@ -241,7 +241,7 @@ def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str
         ).sort_values(["right", "power", "minutes"], ascending=[False, False, True])
         pick = closest.iloc[0]
         said[claim_id] = (
-            f"no design priced up to {rows['limit'].max():g} minutes decides it (both powers at least 80%, wrong at "
+            f"no design priced up to {_fmt(float(rows['limit'].max()))} minutes decides it (both powers at least 80%, wrong at "
             f"most 5%): the closest, {_design_words(pick)}, {_powers_words(pick)}"
         )
     return said
