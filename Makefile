@@ -57,8 +57,9 @@ bench: $(STAMP)
 # Does the study reproduce? The whole cpu-tiny study recomputed from nothing into $(REPRODUCED) (git
 # ignores it; killed and rerun, it finishes only what is missing): the stage notebooks executed with
 # papermill, then the analysis; then compared with the committed study (paper-repro reproduce:
-# run ids matched, the largest difference per metric and how many runs differ, every verdict that moved;
-# it fails when the study does not reproduce).
+# run ids matched, the largest difference per metric and how many runs differ, the differing runs
+# against the seed spread, every verdict that moved and every estimate outside its interval; its last
+# line says bit for bit, within noise, or does not reproduce, and it fails only for the last).
 # INTO=committed: the maintainer's path, into data/results/cpu-tiny/ and notebooks/executed/cpu-tiny/,
 # finishing what is missing there (with every run committed, only the analysis runs).
 # QUICK=1: a smoke run (1 seed, 3 cells, a quarter of the budget) into .../quick/ folders.

@@ -31,6 +31,12 @@ from filelock import FileLock
 
 from paper_repro import testbed
 from paper_repro.config import load_profile
+from paper_repro.testbed.qwen_interface import (
+    HUB_ROWS,
+    PRM_CONFIG_KEYS,
+    qwen25_style_tokenizer,
+    write_prm_code,
+)
 
 # ------------------------------------------------------------------------------- once per session
 
@@ -105,18 +111,6 @@ def tiny_m_profile(policy):
 
 # ------------------------------------------------------------------------------- the gpu-paper copy
 
-HUB_ROWS = {
-    # a few rows of each gpu-paper dataset, in the hub's own columns
-    "polaris": [{"problem": f"What is {a} + {b}?", "answer": str(a + b), "difficulty": "1/8"} for a, b in
-                [(1, 2), (3, 4), (5, 6), (7, 8), (2, 9), (4, 4), (6, 1), (8, 3), (9, 9), (5, 2)]],
-    "gsm8k": [{"question": "Tom has 3 apples and buys 39 more. How many?", "answer": "3+39=<<3+39=42>>42\n#### 42"},
-              {"question": "A shop sells 1,000 pens a day. How many in 2 days?", "answer": "2*1000=2000\n#### 2,000"}],
-    "math500": [{"problem": "Compute $\\frac{2}{4}$.", "solution": "...", "answer": "\\frac{1}{2}",
-                 "subject": "Algebra", "level": 1, "unique_id": "test/algebra/1.json"},
-                {"problem": "What is $3^2$?", "solution": "...", "answer": "9", "subject": "Algebra",
-                 "level": 1, "unique_id": "test/algebra/2.json"}],
-}  # fmt: skip
-
 
 def write_tiny_gpu_profile(root, name: str = "test-gpu-paper") -> Path:
     """The gpu-paper profile, shrunk: its policy and PRM are tiny random checkpoints with the
@@ -155,69 +149,7 @@ def write_tiny_gpu_profile(root, name: str = "test-gpu-paper") -> Path:
 
 # Tiny checkpoints with the gpu-paper models' interfaces: the same random tiny Qwen2 as the testbed's
 # (hidden 32, two layers), over a byte-level tokenizer in Qwen2.5's form.
-QWEN_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<extra_0>")
 QWEN_TINY = testbed.ModelSpec("qwen2.5-tiny", hidden=32, intermediate=80, layers=2)
-
-# Qwen2.5-Math-PRM's remote code, in the form its model card loads (AutoModel, trust_remote_code):
-# a Qwen2 backbone and a two-way MLP head at every position, logits first in the output.
-PRM_CONFIGURATION = """from transformers import Qwen2Config
-
-
-class Qwen2RMConfig(Qwen2Config):
-    model_type = "qwen2"
-"""
-PRM_MODELING = """import torch
-from transformers import Qwen2Model, Qwen2PreTrainedModel
-from transformers.modeling_outputs import TokenClassifierOutput
-
-from .configuration_qwen2_rm import Qwen2RMConfig
-
-
-class Qwen2ForProcessRewardModel(Qwen2PreTrainedModel):
-    config_class = Qwen2RMConfig
-
-    def __init__(self, config):
-        super().__init__(config)
-        self.num_labels = 2
-        self.model = Qwen2Model(config)
-        self.score = torch.nn.Sequential(
-            torch.nn.Linear(config.hidden_size, config.hidden_size),
-            torch.nn.ReLU(),
-            torch.nn.Linear(config.hidden_size, 2),
-        )
-        self.post_init()
-
-    def forward(self, input_ids=None, attention_mask=None, **kwargs):
-        hidden = self.model(input_ids=input_ids, attention_mask=attention_mask)[0]
-        return TokenClassifierOutput(logits=self.score(hidden))
-"""
-
-
-def qwen25_style_tokenizer():
-    """A byte-level tokenizer in Qwen2.5-Instruct's form: every byte one token (no merges), its
-    special tokens (``<|endoftext|>`` pad, ``<|im_end|>`` eos, ``<|im_start|>``, and the PRM's
-    ``<extra_0>``) and the ChatML chat template."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    from paper_repro.tasks.hub import CHATML_TEMPLATE
-
-    table = pre_tokenizers.ByteLevel.alphabet()
-    vocab = {tok: i for i, tok in enumerate(list(QWEN_SPECIALS) + sorted(table))}
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    backend.decoder = decoders.ByteLevel()
-    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in QWEN_SPECIALS])
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        pad_token="<|endoftext|>",
-        eos_token="<|im_end|>",
-        additional_special_tokens=["<|im_start|>", "<extra_0>"],
-        padding_side="left",
-        model_max_length=4096,
-    )
-    tokenizer.chat_template = CHATML_TEMPLATE
-    return tokenizer
 
 
 def write_tiny_qwen25(out_dir, seed: int = 0) -> Path:
@@ -241,19 +173,10 @@ def write_tiny_math_prm(out_dir, seed: int = 0) -> Path:
     from transformers import AutoConfig, AutoModel
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "configuration_qwen2_rm.py").write_text(PRM_CONFIGURATION)
-    (out / "modeling_qwen2_rm.py").write_text(PRM_MODELING)
+    write_prm_code(out)
     tokenizer = qwen25_style_tokenizer()
     config = testbed.qwen2_config(QWEN_TINY, tokenizer).to_dict()
-    config.update(
-        tie_word_embeddings=False,
-        architectures=["Qwen2ForProcessRewardModel"],
-        auto_map={
-            "AutoConfig": "configuration_qwen2_rm.Qwen2RMConfig",
-            "AutoModel": "modeling_qwen2_rm.Qwen2ForProcessRewardModel",
-        },
-    )
+    config.update(tie_word_embeddings=False, **PRM_CONFIG_KEYS)
     (out / "config.json").write_text(json.dumps(config, indent=2))
     torch.manual_seed(seed)
     model = AutoModel.from_config(

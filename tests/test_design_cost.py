@@ -108,3 +108,31 @@ def test_prm_arm_candidates_plan_prm_settings_to_each_policys_rho_cap():
     added = [j for j in dc.jobs(more, profile) if j not in dc.jobs(base, profile)]
     assert added and {j.role for j in added} == {"grid"}
     assert {(j.policy, j.reward_system) for j in added} == {("S", "proxy_prm"), ("L", "prm")}
+
+
+def test_a_candidates_errors_are_weighted_by_its_job_seconds_overall_and_per_run_kind():
+    """Two settings checked at known errors (grid +10% / -20%, pilot +30%): a candidate's error is each
+    part's, weighted by the seconds it spends there; a kind it does not run has none."""
+    from paper_repro.analysis.design.cost_check import candidate_errors
+
+    model = cm.CostModel.from_runs(_rows())
+    check = pd.DataFrame(
+        {
+            "setting": ["M", "M", "P"],
+            "role": ["grid", "pilot", "grid"],
+            "fitted_error": [0.0, 0.0, 0.0],
+            "left_out_error": [0.1, 0.3, -0.2],
+        }
+    )
+    names = {("M", "sparse"): "M", ("M", "proxy_prm"): "P"}
+    grid = cm.Job("grid", "M", "rule", 1e11, 1, 0, 1.0, "sparse")
+    prm = cm.Job("grid", "M", "prm", 1e11, 1, 0, 1.0, "proxy_prm")
+    pilot = cm.Job("pilot", "M", "rule", 1e11, 1, 0, 2.0, "sparse")
+    seconds = {j: j.count * model.seconds(j, 300, 300) for j in (grid, prm, pilot)}
+    got = candidate_errors([grid, prm, pilot], model, check, names, 300)
+    grid_error = (0.1 * seconds[grid] - 0.2 * seconds[prm]) / (seconds[grid] + seconds[prm])
+    assert got["minutes_grid_error_left_out"] == pytest.approx(grid_error)
+    assert got["minutes_pilot_error_left_out"] == pytest.approx(0.3)
+    assert np.isnan(got["minutes_fresh_error_left_out"])
+    total = (0.1 * seconds[grid] - 0.2 * seconds[prm] + 0.3 * seconds[pilot]) / sum(seconds.values())
+    assert got["minutes_error_left_out"] == pytest.approx(total) and got["minutes_error_fitted"] == 0.0

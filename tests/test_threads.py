@@ -55,3 +55,23 @@ def test_run_specs_and_the_sweep_call_the_one_rule(tmp_path, monkeypatch):
 def test_threads_do_not_enter_a_runs_id():
     (spec,) = setting_specs(load_profile("cpu-tiny"), "M", seeds=[0], cells=["r40"])
     assert "thread" not in json.dumps(spec.canonical(), default=str)
+
+
+def test_stage_e_gets_the_sweeps_threads_though_its_runs_are_in_no_spec(tmp_path, monkeypatch):
+    """Stage E retrains and samples in its notebook with no spec of its own: without the sweep's
+    threads it took torch's default (every core), and on the busy 2-core machine two threads spun
+    over work that one thread does (stage E at 150 problems, 2026-12-05)."""
+    import shutil
+
+    import papermill
+
+    given = {}
+
+    def execute(source, out, parameters, **kwargs):  # the notebook as it is, its parameters kept
+        given.update(parameters)
+        shutil.copy(source, out)
+
+    monkeypatch.setattr(papermill, "execute_notebook", execute)
+    (job,) = sweep.study_jobs(load_profile("cpu-tiny"), ["test_time"], executed_dir=tmp_path)
+    sweep.execute_job(job, threads=1)
+    assert given["threads"] == 1

@@ -18,9 +18,12 @@ What it follows, read from the code the runs execute (TRL 1.16, PEFT, transforme
   them to None after each step); ZeRO-2 shards the gradients and moments over the processes, DDP
   keeps a copy of the gradients in its buckets.
 * Log-probs through TRL's fused LM head (``add_fused_lm_head``): the logits are never whole; its
-  forward fills a tile of at most 4096 scored tokens x 32768 vocabulary columns in the compute dtype
-  (on a GPU a Triton kernel folds it in place; elsewhere torch ops make fp32 copies of the tile), and
-  its backward accumulates the hidden states' gradient in fp32.
+  forward fills a tile of at most 4096 positions x 32768 vocabulary columns in the compute dtype. On
+  a GPU a Triton kernel folds it in place over the scored positions only; elsewhere torch's ops run
+  over every position and make fp32 copies of the tile (:data:`HEAD_FORWARD_COPIES`,
+  :data:`HEAD_BACKWARD_COPIES`), and the backward's fp32 accumulation upcasts each vocabulary chunk
+  of the head's weight. Its backward accumulates the hidden states' gradient in fp32, and runs
+  before the layers' backward: the loss pass holds the larger of the two moments, not their sum.
 * A decoder layer's saved tensors per token (:func:`layer_saved_bytes`), enumerated from Qwen2's
   layer under PEFT's LoRA: the RMSNorms' fp32 copies, the inputs of every linear (and of each LoRA
   adapter, cast to the adapter's dtype: under autocast cast back to bf16), the attention's q, k, v and
@@ -50,6 +53,12 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 # _CHUNKED_LOGPROB_CHUNK_SIZE vocabulary columns per tile (trl/trainer/utils.py).
 HEAD_TOKEN_CHUNK = 4096
 HEAD_VOCAB_CHUNK = 32768
+# fp32 copies of one tile alive at once in TRL's torch fold (trl/kernels/chunked_logprob.py, off
+# Triton): forward (_forward_tile) the upcast tile, z minus the running max and its exp; backward
+# (_backward_tile) y, z, log p, p, the gradient, 1[j = target] - p and its product with the
+# log-prob gradient (temporaries freed as each op returns)
+HEAD_FORWARD_COPIES = 3
+HEAD_BACKWARD_COPIES = 7
 PRM_BATCH = 64  # rows per PRM forward (paper_repro.rewards.prm_scorer.PRMScorer.batch_size)
 ADAM_MOMENTS = 2
 CUDA_CONTEXT_GIB = 0.5  # the CUDA context and cuBLAS handles: an assumption, measured only on a GPU
@@ -82,13 +91,14 @@ class Precision:
     matmuls produce: bf16 under autocast), ``adapter`` (LoRA's weights, fp32 under PEFT), ``cast``
     (what a LoRA adapter saves of its input: PEFT casts it to the adapter's dtype, and autocast casts
     it back to the compute dtype on a GPU; 0 when the cast is a no-op and the input is shared) and
-    ``fused_head_copies`` (fp32 copies of the head's tile: 0 under Triton, 2 with torch's ops)."""
+    ``triton_head`` (TRL's fused head folds each tile in a Triton kernel and projects only the scored
+    positions; False: torch's ops over every position, with fp32 copies of each tile)."""
 
     weights: int
     compute: int
     adapter: int = 4
     cast: int = 0
-    fused_head_copies: int = 0
+    triton_head: bool = True
 
     @classmethod
     def of(cls, dtype: str, device: str = "cuda") -> Precision:
@@ -97,10 +107,10 @@ class Precision:
         if dtype not in DTYPE_BYTES:
             raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPE_BYTES)}")
         w = DTYPE_BYTES[dtype]
-        copies = 0 if device == "cuda" else 2
+        triton = device == "cuda"
         if w == 4:
-            return cls(weights=4, compute=4, cast=0, fused_head_copies=copies)
-        return cls(weights=w, compute=w, cast=w if device == "cuda" else 4, fused_head_copies=copies)
+            return cls(weights=4, compute=4, cast=0, triton_head=triton)
+        return cls(weights=w, compute=w, cast=w if triton else 4, triton_head=triton)
 
 
 def weight_bytes(shape: ModelShape, precision: Precision) -> float:
@@ -137,26 +147,46 @@ def layer_saved_bytes(shape: ModelShape, precision: Precision, rank: int, lora: 
     return norms + attention + mlp + adapters
 
 
-def _forward_transient(shape: ModelShape, precision: Precision) -> int:
+def _forward_transient(shape: ModelShape, precision: Precision, lora: bool = False) -> int:
     """Bytes per token one layer holds at once in a forward without gradients: the MLP's
-    intermediate tensors (gate, up, their product) and a few hidden-width ones."""
-    return precision.compute * (3 * shape.intermediate_size + 4 * shape.hidden_size)
+    intermediate tensors (gate, up, their product) and a few hidden-width ones; with ``lora`` (the
+    policy under PEFT, unmerged) an MLP adapter's input cast and its intermediate-width output, in
+    the adapter's dtype where PEFT's cast is kept (off autocast: fp32)."""
+    adapter = (precision.cast or precision.adapter) * (shape.intermediate_size + shape.hidden_size)
+    return precision.compute * (3 * shape.intermediate_size + 4 * shape.hidden_size) + (
+        adapter if lora else 0
+    )
 
 
-def head_workspace(scored_tokens: int, shape: ModelShape, precision: Precision, backward: bool) -> float:
-    """Bytes of TRL's fused LM head over ``scored_tokens``: the gathered hidden states, the tile
-    (and torch's fp32 copies of it off Triton), and in the backward the fp32 gradient of the hidden
-    states and the recomputed tile's gradient."""
-    if not scored_tokens:
+def head_positions(rows: int, prompt: int, completion: int, precision: Precision) -> int:
+    """Positions TRL's fused head projects over ``rows`` rows: the scored (completion) tokens under
+    Triton, which gathers them; with torch's ops every position but each row's last (TRL keeps the
+    tile shapes fixed there and masks the rest)."""
+    return rows * completion if precision.triton_head else rows * (prompt + completion - 1)
+
+
+def head_workspace(positions: int, shape: ModelShape, precision: Precision, backward: bool) -> float:
+    """Bytes of TRL's fused LM head at its peak over ``positions`` (:func:`head_positions`): the
+    gathered hidden states and the tile in the compute dtype, and
+
+    * forward, with torch's ops: :data:`HEAD_FORWARD_COPIES` fp32 copies of the tile;
+    * backward: the hidden states' fp32 gradient, and with torch's ops the larger of two moments:
+      folding a tile (:data:`HEAD_BACKWARD_COPIES` fp32 copies and the one-byte target mask) or
+      accumulating it (its fp32 copy and the fp32 upcast of the head's vocabulary chunk, which
+      ``_addmm_fp32`` makes off CUDA)."""
+    if not positions:
         return 0.0
-    vocab = shape.head[-1][1]
-    tile_cells = min(scored_tokens, HEAD_TOKEN_CHUNK) * min(vocab, HEAD_VOCAB_CHUNK)
-    gathered = scored_tokens * shape.hidden_size * precision.compute
-    tile = tile_cells * (precision.compute + 4 * precision.fused_head_copies)
-    grad = scored_tokens * shape.hidden_size * 4 if backward else 0
-    if backward and precision.fused_head_copies:  # off CUDA, TRL's fp32 accumulation upcasts each
-        grad += shape.hidden_size * min(vocab, HEAD_VOCAB_CHUNK) * 4  # vocabulary chunk of the weight
-    return gathered + tile + grad
+    h, vocab = shape.hidden_size, min(shape.head[-1][1], HEAD_VOCAB_CHUNK)
+    cells = min(positions, HEAD_TOKEN_CHUNK) * vocab
+    base = positions * h * precision.compute + cells * precision.compute
+    if not backward:
+        return base + (0 if precision.triton_head else cells * 4 * HEAD_FORWARD_COPIES)
+    base += positions * h * 4
+    if precision.triton_head:
+        return base
+    fold = cells * (4 * HEAD_BACKWARD_COPIES + 1)
+    accumulate = cells * 4 + h * vocab * 4
+    return base + max(fold, accumulate)
 
 
 @dataclass(frozen=True)
@@ -198,6 +228,7 @@ class RunMemory:
     zero_stage: int = 0
     prm: ModelShape | None = None
     reward_tokens: int | None = None  # tokens the PRM reads per row; None: prompt + completion
+    judge_tokens: int | None = None  # tokens the PRM judge reads per answer; None: prompt + eval_new_tokens
     eval_rows: int = 64
     eval_new_tokens: int = 2048
     vllm_share: float = 0.0
@@ -238,7 +269,8 @@ def _generation(run: RunMemory) -> dict[str, float]:
         * run.sequence
         * kv_bytes_per_token(run.policy, p)
         * (1 + 1 / run.policy.num_layers),
-        "prefill activations": run.rows * run.prompt_tokens * _forward_transient(run.policy, p),
+        # rollouts come from the policy under PEFT, its adapters unmerged
+        "prefill activations": run.rows * run.prompt_tokens * _forward_transient(run.policy, p, lora=True),
         "last-token logits (fp32, x3)": run.rows * vocab * 4 * 3,
     }
 
@@ -256,13 +288,12 @@ def _prm(run: RunMemory) -> dict[str, float]:
 def _old_pass(run: RunMemory) -> dict[str, float]:
     if not run.old_pass:
         return {}
+    # one layer's transients, freed before the head runs over the last hidden states: the larger one
     tokens = run.micro_rows * run.sequence
-    return {
-        "activations (no grad)": tokens * _forward_transient(run.policy, run.precision),
-        "fused head": head_workspace(
-            run.micro_rows * run.completion_tokens, run.policy, run.precision, False
-        ),
-    }
+    layer = tokens * _forward_transient(run.policy, run.precision)
+    positions = head_positions(run.micro_rows, run.prompt_tokens, run.completion_tokens, run.precision)
+    head = head_workspace(positions, run.policy, run.precision, False)
+    return {"activations (no grad)": layer} if layer > head else {"fused head": head}
 
 
 def _loss(run: RunMemory) -> dict[str, float]:
@@ -277,17 +308,24 @@ def _loss(run: RunMemory) -> dict[str, float]:
         }
     else:
         saved = {"saved activations": tokens * shape.num_layers * (residual + layer)}
-    scored = run.micro_rows * run.completion_tokens
     shard = run.processes if run.zero_stage >= 2 else 1
-    return {
-        # fp32, freed after each optimizer step (the Trainer zeroes them to None); ZeRO-2 keeps a shard
-        "LoRA grads": lora_parameters(shape, run.lora_rank) * 4 / shard,
-        **saved,
+    # fp32, freed after each optimizer step (the Trainer zeroes them to None); ZeRO-2 keeps a shard
+    grads = {"LoRA grads": lora_parameters(shape, run.lora_rank) * 4 / shard}
+    recomputed = saved.pop("one layer recomputed", 0.0)
+    # the backward's two moments, one after the other: the head first (LoRA's gradients exist by then
+    # only from an earlier micro-batch of the step), then the layers, one recomputed at a time
+    positions = head_positions(run.micro_rows, run.prompt_tokens, run.completion_tokens, p)
+    head = {"fused head": head_workspace(positions, shape, p, True)}
+    if run.micro_rows < run.rows:
+        head = {**grads, **head}
+    layers = {
+        **grads,
+        **({"one layer recomputed": recomputed} if recomputed else {}),
         "backward grads (hidden, MLP)": tokens
         * (3 * shape.hidden_size + 2 * shape.intermediate_size)
         * p.compute,
-        "fused head": head_workspace(scored, shape, p, True),
     }
+    return {**saved, **max(head, layers, key=lambda parts: sum(parts.values()))}
 
 
 def _evaluation(run: RunMemory) -> dict[str, float]:
@@ -302,7 +340,7 @@ def _evaluation(run: RunMemory) -> dict[str, float]:
         "last-token logits (fp32, x3)": run.eval_rows * run.policy.vocab_size * 4 * 3,
     }
     if run.prm is not None:  # the judge reads each answer after generation: the KV cache is gone by then
-        judge = min(run.eval_rows, PRM_BATCH) * tokens * _forward_transient(run.prm, p)
+        judge = min(run.eval_rows, PRM_BATCH) * (run.judge_tokens or tokens) * _forward_transient(run.prm, p)
         parts = parts if judge < parts["KV cache"] else {"judge activations": judge}
     return parts
 

@@ -37,9 +37,27 @@ def _grouped_mm_flop(a_shape, b_shape, *args: Any, out_shape=None, **kwargs: Any
 _EXTRA_MAPPING = {torch.ops.aten.addmm_: _addmm_inplace_flop, torch.ops.aten._grouped_mm: _grouped_mm_flop}
 
 
-def flop_counter() -> FlopCounterMode:
-    """A quiet FlopCounterMode that also counts in-place ``addmm_`` and ``_grouped_mm``."""
-    return FlopCounterMode(display=False, custom_mapping=dict(_EXTRA_MAPPING))
+class _GlobalOnly:
+    """A stand-in for FlopCounterMode's module tracker that files every FLOP under "Global": the
+    tracker's hooks fail on a module whose inputs require grad under ``no_grad`` (a PRM scoring in a
+    training loop), and the total is all that is read."""
+
+    parents = frozenset({"Global"})
+
+    def __enter__(self) -> _GlobalOnly:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def flop_counter(by_module: bool = True) -> FlopCounterMode:
+    """A quiet FlopCounterMode that also counts in-place ``addmm_`` and ``_grouped_mm``; with
+    ``by_module`` False it keeps only the total (no module hooks: safe around a whole training loop)."""
+    counter = FlopCounterMode(display=False, custom_mapping=dict(_EXTRA_MAPPING))
+    if not by_module:
+        counter.mod_tracker = _GlobalOnly()
+    return counter
 
 
 def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, int]:

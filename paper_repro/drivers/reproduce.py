@@ -7,10 +7,16 @@ It compares a study recomputed from nothing (the results folder ``make reproduce
 - per compared column (:data:`paper_repro.common.rowdiff.COMPARED`: the metrics, the FLOP counts, rounds and
   steps), the largest absolute difference over the matched runs and how many runs differ beyond
   :data:`paper_repro.common.rowdiff.TOLERANCE`;
-- every claim whose verdict moved (``claims.csv``), with both verdicts and estimates.
+- per metric, the differing runs against the study's own seed-to-seed spread (a paired test:
+  :func:`paper_repro.drivers.reproduce_noise.noise_checks`);
+- per claim (``claims.csv``, stage E's ``test_time_claims.csv``), whether its verdict moved and whether
+  the recomputed estimate lies inside the committed interval; stage E's other tables, bit for bit;
+- the outcome in one line (:func:`paper_repro.drivers.reproduce_noise.outcome`): *reproduces bit for
+  bit*, *reproduces within noise* (runs differ, no verdict moved, every estimate inside its interval,
+  no metric beyond the seed spread) or *does not reproduce* (and what moved).
 
-It exits 0 when the study reproduces (no committed run missing, every matched run within tolerance,
-no verdict moved) and 1 otherwise, so ``make reproduce`` fails where the study does not reproduce.
+It exits 0 for the first two outcomes and 1 for the third, so ``make reproduce`` fails only where the
+study does not reproduce as science.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_repro.common.paths import repo_relative, repo_root
+from paper_repro.common.paths import repo_root
 from paper_repro.common.results import RUN_COLUMNS, ResultTable, results_dir
 from paper_repro.common.rowdiff import COMPARED, TOLERANCE, beyond, differences
+from paper_repro.drivers import reproduce_noise as noise
 from paper_repro.run.history import full_budget_of
 
 REPRODUCED = Path("out") / "reproduce"  # where `make reproduce` recomputes the study (git ignores out/)
@@ -42,16 +49,35 @@ class Comparison:
     extra: tuple[str, ...]  # recomputed run ids the committed table lacks
     status_changed: tuple[str, ...]  # matched run ids whose status differs
     columns: pd.DataFrame  # per compared column: largest difference, runs beyond tolerance, runs compared
-    verdicts: pd.DataFrame  # claims whose verdict moved (or that one side lacks)
+    claims: pd.DataFrame  # per claim: both verdicts and estimates, the committed interval, moved, outside
+    noise: pd.DataFrame  # per metric: the differing runs against the seed spread (reproduce_noise)
+    tables: pd.DataFrame  # per stage E table both sides hold: its rows and the rows that differ
 
     @property
-    def reproduces(self) -> bool:
+    def runs_equal(self) -> bool:
+        """No committed run missing or changed in status, every matched run within tolerance."""
         return (
             not self.missing
             and not self.status_changed
             and int(self.columns["runs_beyond_tolerance"].sum()) == 0
-            and self.verdicts.empty
         )
+
+    @property
+    def verdicts(self) -> pd.DataFrame:
+        """The claims whose verdict moved (or that one side lacks)."""
+        return self.claims[self.claims["moved"]].reset_index(drop=True)
+
+    @property
+    def outcome(self) -> tuple[str, list[str]]:
+        """The outcome's words and, where the study does not reproduce, what moved
+        (:func:`paper_repro.drivers.reproduce_noise.outcome`)."""
+        lost = bool(self.missing or self.status_changed)
+        return noise.outcome(self.runs_equal, lost, self.noise, self.claims, self.tables)
+
+    @property
+    def reproduces(self) -> bool:
+        """Bit for bit or within noise: what ``make reproduce`` exits 0 for."""
+        return self.outcome[0] != noise.NOT_REPRODUCED
 
 
 def compare_runs(
@@ -82,22 +108,16 @@ def compare_runs(
     return missing, extra, changed, columns
 
 
-def moved_verdicts(committed: pd.DataFrame, recomputed: pd.DataFrame) -> pd.DataFrame:
-    """The claims whose verdict differs between the two ``claims.csv`` tables, or that one lacks."""
-    both = committed[["id", "verdict", "our_value"]].merge(
-        recomputed[["id", "verdict", "our_value"]],
-        on="id",
-        how="outer",
-        suffixes=("_committed", "_recomputed"),
-    )
-    moved = both["verdict_committed"].fillna("absent") != both["verdict_recomputed"].fillna("absent")
-    return both[moved].reset_index(drop=True)
-
-
 def compare(
-    profile: str, recomputed_dir: str | Path | None = None, committed_dir: str | Path | None = None
+    profile: str,
+    recomputed_dir: str | Path | None = None,
+    committed_dir: str | Path | None = None,
+    part: bool = False,
 ) -> Comparison:
-    """Compare the recomputed study in ``recomputed_dir`` with the committed one."""
+    """Compare the recomputed study in ``recomputed_dir`` with the committed one. ``part``: the
+    recomputed folder holds a part of the study (runs rerun by ``paper-repro cells``): only the
+    committed runs it holds are compared, and the claims where it has a claims table (the seed spread
+    is the whole committed study's)."""
     new_dir = Path(recomputed_dir) if recomputed_dir is not None else reproduced_dir(profile)
     old_dir = results_dir(profile, committed_dir)
     tables = {}
@@ -114,13 +134,12 @@ def compare(
             )
         # a table of the previous schema (an older checkout's) is read with its budget_multiple derived
         tables[name] = ResultTable(path, RUN_COLUMNS, full_budget=full_budget_of).frame()
+    spread = noise.seed_spread(tables["committed"])
+    if part:
+        tables["committed"] = tables["committed"][
+            tables["committed"]["run_id"].isin(tables["recomputed"]["run_id"])
+        ]
     missing, extra, changed, columns = compare_runs(tables["committed"], tables["recomputed"])
-    claims = [where / "claims.csv" for where in (old_dir, new_dir)]
-    if all(p.exists() for p in claims):
-        verdicts = moved_verdicts(*(pd.read_csv(p) for p in claims))
-    else:
-        lacking = ", ".join(repo_relative(p) for p in claims if not p.exists())
-        verdicts = pd.DataFrame({"id": ["(all)"], "verdict_committed": [f"no claims table: {lacking}"]})
     return Comparison(
         committed=len(tables["committed"]),
         recomputed=len(tables["recomputed"]),
@@ -128,7 +147,9 @@ def compare(
         extra=extra,
         status_changed=changed,
         columns=columns,
-        verdicts=verdicts,
+        claims=noise.read_claims(old_dir, new_dir, required=not part),
+        noise=noise.noise_checks(tables["committed"], tables["recomputed"], spread),
+        tables=noise.table_checks(old_dir, new_dir),
     )
 
 
@@ -147,18 +168,44 @@ def words(c: Comparison, recomputed: str, committed: str) -> str:
             f"  {r.column:<14} {r.largest_difference:<10.3g} {r.runs_beyond_tolerance} of {r.runs_compared} "
             f"beyond {r.tolerance:g}"
         )
-    if c.verdicts.empty:
-        lines.append("verdicts: none moved")
-    else:
-        lines.append(f"verdicts: {len(c.verdicts)} moved")
-        for r in c.verdicts.itertuples():
-            lines.append(f"  {r.id}: {r.verdict_committed} -> {getattr(r, 'verdict_recomputed', 'absent')}")
-    lines.append(
-        "the study reproduces: yes (no committed run missing, every matched run within tolerance, no verdict moved)"
-        if c.reproduces
-        else "the study reproduces: NO (see above)"
-    )
+    lines += _noise_lines(c.noise)
+    lines += _claim_lines(c.claims)
+    for r in c.tables.itertuples():
+        lines.append(
+            f"  stage E {r.table}: {r.differing} of {r.committed} rows differ ({r.recomputed} recomputed)"
+        )
+    said, what = c.outcome
+    lines.append(f"the study {said}" + (f": {'; '.join(what)}" if what else ""))
     return "\n".join(lines)
+
+
+def _noise_lines(table: pd.DataFrame) -> list[str]:
+    lines = [
+        "per metric, the differing runs against the seed-to-seed spread (in sqrt(2) x the setting's "
+        f"seed SD; beyond it at a shared {noise.ALPHA:g}):"
+    ]
+    for r in table.itertuples():
+        lines.append(
+            f"  {r.metric:<14} {r.differing} of {r.compared} differ, largest {r.largest:.3g} "
+            f"({r.largest_in_sd:.2f} SD), shift p {r.shift_p:.2g}, scale p {r.scale_p:.2g}"
+            + (" BEYOND NOISE" if r.beyond else "")
+        )
+    return lines
+
+
+def _claim_lines(claims: pd.DataFrame) -> list[str]:
+    moved, outside = claims[claims["moved"]], claims[claims["outside"] & ~claims["moved"]]
+    lines = [
+        f"claims: {len(claims)} compared, {len(moved)} verdicts moved, {len(outside)} estimates outside "
+        "the committed interval"
+    ]
+    for r in moved.itertuples():
+        lines.append(f"  {r.claim}: {r.verdict_committed} -> {r.verdict_recomputed}")
+    for r in outside.itertuples():
+        lines.append(
+            f"  {r.claim}: estimate {r.estimate_recomputed:.4g} outside [{r.ci_low:.4g}, {r.ci_high:.4g}]"
+        )
+    return lines
 
 
 def _few(ids: tuple[str, ...], most: int = 3) -> str:
@@ -166,9 +213,3 @@ def _few(ids: tuple[str, ...], most: int = 3) -> str:
         return ""
     shown = ", ".join(ids[:most])
     return f" ({shown}{', ...' if len(ids) > most else ''})"
-
-
-if __name__ == "__main__":  # an alias of `paper-repro reproduce` (paper_repro/commands/reproduce.py)
-    from paper_repro.aliases import run_command
-
-    run_command("reproduce")

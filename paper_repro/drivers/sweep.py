@@ -203,7 +203,7 @@ def execute_job(job: NotebookJob, threads: int | None = None, log_output: bool =
 
     job.output.parent.mkdir(parents=True, exist_ok=True)
     params = dict(job.parameters)
-    if job.specs:
+    if job.specs or job.stage == "test_time":  # stage E trains and samples too, its runs in no spec
         params["threads"] = threads
         params["executed_notebook"] = repo_relative(job.output)
     tmp = running_copy(job.output)

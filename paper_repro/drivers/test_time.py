@@ -57,9 +57,10 @@ class StageE:
     batches of ``batch_size`` sequences (the fused decoder's), on the grid's seeds (None: all)."""
 
     n: int = 64
-    # 100 of each set (200 a policy): 12 policies x 200 x 64 samples fit stage E's 10 minutes on 2
-    # cores; the evaluation noise of 100 problems is what the claims' bootstrap and power read
-    problems: int = 100
+    # 150 of each set (300 a policy): the most that fits stage E's 10 minutes on 2 cores with a
+    # margin (300 a set, the issue's, measured 13.8: docs/MEASUREMENTS.md, "Stage E at the issue's
+    # scale"); the evaluation noise of 150 problems is what the claims' bootstrap and power read
+    problems: int = 150
     batch_size: int = 4096
     seeds: int | None = None
 
@@ -274,11 +275,14 @@ def write_stage_e(
 ) -> dict[str, pd.DataFrame]:
     """Stage E's tables (:func:`paper_repro.analysis.tables.test_time_claims.stage_e_tables`) written beside its
     rows, and its figures (:mod:`paper_repro.analysis.figures.test_time`) into the profile's figures
-    folder (:func:`paper_repro.analysis.pipeline.figures_folder`); returns the tables by file name."""
+    folder (:func:`paper_repro.analysis.pipeline.figures_folder`); returns the tables by file name.
+    Where the analysis has written ``claims.csv`` (the study runs it before stage E, which reads its
+    best cells), stage E's rows of it are decided again on these rows, the others left as they are
+    (:func:`paper_repro.analysis.pipeline.refresh_claims`)."""
     from paper_repro.analysis.figures import test_time as figures
     from paper_repro.analysis.figures.style import save_figure
-    from paper_repro.analysis.pipeline import figures_folder
-    from paper_repro.analysis.tables.test_time_claims import stage_e_tables
+    from paper_repro.analysis.pipeline import figures_folder, refresh_claims
+    from paper_repro.analysis.tables.test_time_claims import CLAIMS, stage_e_tables
 
     prof = prepare(profile, quick)
     redirected = results_root_for(profile, quick, results_root)
@@ -303,6 +307,8 @@ def write_stage_e(
     save_figure(
         figures.breakeven_figure(tables["test_time_breakeven.csv"], order), out, "test_time_breakeven"
     )
+    if (root / "claims.csv").exists():  # else the analysis, when it runs, decides them
+        refresh_claims(prof, tuple(CLAIMS), redirected)
     return tables
 
 

@@ -57,8 +57,8 @@ Kind = Literal["paper claim", "our addition", "consistency check", "description"
 KINDS: tuple[str, ...] = ("paper claim", "our addition", "consistency check", "description")
 # the study's tables a claim may read: the full-budget grid runs, their per-cell frontier table, the
 # RACE table (pilots), the fresh seeds' RACE picks and defaults, the grid's compute curves, the
-# reward-hacking table, the run's step logs (the 6N convention's rho)
-READS: tuple[str, ...] = ("grid", "frontier", "race", "fresh", "curves", "hacking", "steps")
+# reward-hacking table, the run's step logs (the 6N convention's rho), stage E's per-problem rows
+READS: tuple[str, ...] = ("grid", "frontier", "race", "fresh", "curves", "hacking", "steps", "test_time")
 # when the rules of the claims declared here (their cells, contrasts, margins and noise model) were
 # fixed (UTC): a study whose runs began after it tests them as registered, one whose runs began
 # before it (the study of 2026-12-02) only as exploratory re-analysis (:func:`registration`)
@@ -315,6 +315,7 @@ FAMILIES = (
     "targets",
     "knobs",
     "race_null",
+    "test_time",
 )
 _PACKAGE = "paper_repro.analysis.claims"
 

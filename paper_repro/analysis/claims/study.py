@@ -70,7 +70,8 @@ class Study:
     ``pilots``: pilot fraction -> its pilot grid's rows; ``fresh``/``fresh_default``: RACE's picks and
     TRL's default on the fresh seeds; ``curves``: the grid runs' points on their budget ladders;
     ``thresholds``: RACE's regime rule (:class:`paper_repro.analysis.tables.race.RegimeThresholds`);
-    ``replicates``: simulated studies per truth where a claim simulates its own table."""
+    ``replicates``: simulated studies per truth where a claim simulates its own table; ``test_time``:
+    stage E's per-problem rows (None: it has not run)."""
 
     grid_rows: pd.DataFrame
     classes: Classes
@@ -84,6 +85,8 @@ class Study:
     replicates: int | None = (
         None  # studies per truth of the claims' own simulations (None: each one's default)
     )
+    # stage E's per-problem rows (paper_repro.analysis.tables.test_time.problems); None: not run
+    test_time: pd.DataFrame | None = None
 
     @classmethod
     def simulated(cls, runs: pd.DataFrame, classes: Classes, margins: Margins) -> Study:
@@ -202,7 +205,12 @@ class Study:
         curves = self.curves
         if curves is not None and "seed" in curves:
             curves = curves[pd.to_numeric(curves["seed"], errors="coerce") != seed]
-        return replace(self, grid_rows=self.grid_rows[self.grid_rows["seed"] != seed], curves=curves)
+        test_time = self.test_time
+        if test_time is not None:  # the seed's retrained RL policy goes with it; the base has no seed
+            test_time = test_time[pd.to_numeric(test_time["seed"], errors="coerce") != seed]
+        return replace(
+            self, grid_rows=self.grid_rows[self.grid_rows["seed"] != seed], curves=curves, test_time=test_time
+        )
 
     def with_margins(self, margins: Margins) -> Study:
         return replace(self, margins=margins)

@@ -70,6 +70,9 @@ def _without(curves: pd.DataFrame | None, rows: pd.DataFrame) -> pd.DataFrame | 
     return curves[~curves["run_id"].isin(rows["run_id"])]
 
 
+ROLES = ("grid", "pilot", "fresh")  # the run kinds a candidate's minutes are split by (its minutes_<role>)
+
+
 def candidate_errors(
     jobs: Sequence[Job],
     model: CostModel,
@@ -79,11 +82,14 @@ def candidate_errors(
 ) -> dict[str, float]:
     """A candidate's expected relative error of its minutes: each (setting, role)'s fitted and
     leave-one-setting-out errors of :func:`cost_check`, weighted by the candidate's job-seconds there
-    (``jobs`` priced at ``problems`` held-out and gsm problems). A setting the study never ran
-    (``names``: (policy, reward system) -> setting name lacks it) takes its reward system's
-    leave-one-setting-out error for both: it is priced as that one would be without its runs."""
+    (``jobs`` priced at ``problems`` held-out and gsm problems), over all its runs
+    (``minutes_error_fitted``, ``minutes_error_left_out``) and per run kind of :data:`ROLES`
+    (``minutes_<role>_error_left_out``, beside its ``minutes_<role>``; NaN where it runs none). A
+    setting the study never ran (``names``: (policy, reward system) -> setting name lacks it) takes its
+    reward system's leave-one-setting-out error for both: it is priced as that one would be without
+    its runs. Each a fraction (prediction / measured - 1)."""
     errors = check.set_index(["setting", "role"])
-    weights, fitted, left = 0.0, 0.0, 0.0
+    sums = {key: np.zeros(3) for key in ("all", *ROLES)}  # job-seconds, x fitted error, x left-out error
     for job in jobs:
         seconds = job.count * model.seconds(job, problems, problems)
         name = names.get((job.policy, job.reward_system))
@@ -95,9 +101,16 @@ def candidate_errors(
             rows = [errors.loc[(s, job.role)] for s in same if (s, job.role) in errors.index]
             lo = float(np.mean([r["left_out_error"] for r in rows])) if rows else np.nan
             f = lo
-        weights += seconds
-        fitted += seconds * f
-        left += seconds * lo
-    if weights <= 0:
-        return {"minutes_error_fitted": np.nan, "minutes_error_left_out": np.nan}
-    return {"minutes_error_fitted": fitted / weights, "minutes_error_left_out": left / weights}
+        for key in ("all", job.role):
+            if key in sums:
+                sums[key] += seconds * np.array([1.0, f, lo])
+    out = {
+        "minutes_error_fitted": _share(sums["all"], 1),
+        "minutes_error_left_out": _share(sums["all"], 2),
+    }
+    return out | {f"minutes_{role}_error_left_out": _share(sums[role], 2) for role in ROLES}
+
+
+def _share(sums: np.ndarray, at: int) -> float:
+    """The job-seconds-weighted mean error of ``sums`` (seconds, seconds x fitted, seconds x left out)."""
+    return float(sums[at] / sums[0]) if sums[0] > 0 else np.nan

@@ -26,32 +26,53 @@ def _mean_over_seeds(arms: pd.DataFrame) -> pd.DataFrame:
     return arms.groupby(keys, as_index=False)[["accuracy", "flops_per_query", "train_flops"]].mean()
 
 
-def passk_curves(arms: pd.DataFrame, set_name: str, order: list[str]):
-    """A panel per size: each arm's accuracy against k (log2), base grey and RL in the size's colour
-    (mean over seeds)."""
+def _per_size(
+    arms: pd.DataFrame, set_name: str, order: list[str], draw, xlabel: str, ylabel: str, title: str
+):
+    """A figure of one panel per size on ``set_name``: ``draw(ax, rows, colour)`` fills a panel (its
+    curves and its x scale) from the size's rows of ``arms`` (mean over seeds) in the size's colour."""
     plt, _ = setup()
     mean = _mean_over_seeds(arms[arms.set == set_name])
     fig, axes = plt.subplots(1, len(order), figsize=(4.2 * len(order), 3.6), sharey=True, squeeze=False)
     palette = colors(order)
     for ax, size in zip(axes[0], order, strict=True):
-        for kind, color in (("base", "0.45"), ("rl", palette[size])):
-            g = mean[(mean["size"] == size) & (mean.kind == kind)]
+        draw(ax, mean[mean["size"] == size], palette[size])
+        ax.set_title(f"policy {size}")
+        ax.set_xlabel(xlabel)
+    axes[0][0].set_ylabel(ylabel)
+    # beside the last panel, not over it: inside, it hid L's majority-vote curves
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(title, y=1.02)
+    return fig
+
+
+def passk_curves(arms: pd.DataFrame, set_name: str, order: list[str]):
+    """A panel per size: each arm's accuracy against k (log2), base grey and RL in the size's colour
+    (mean over seeds)."""
+
+    def draw(ax, g: pd.DataFrame, rl_color) -> None:
+        for kind, color in (("base", "0.45"), ("rl", rl_color)):
+            rows = g[g.kind == kind]
             for arm, ls in ARM_STYLES.items():
-                a = g[g.arm == arm].sort_values("k")
+                a = rows[rows.arm == arm].sort_values("k")
                 ax.plot(
                     a.k, a.accuracy, ls=ls, color=color, marker="o", ms=3, label=f"{kind}: {ARM_WORDS[arm]}"
                 )
-            greedy = g[g.arm == "greedy"]
+            greedy = rows[rows.arm == "greedy"]
             ax.scatter(
                 greedy.k, greedy.accuracy, marker="*", s=90, color=color, zorder=5, label=f"{kind}: greedy"
             )
         ax.set_xscale("log", base=2)
-        ax.set_title(f"policy {size}")
-        ax.set_xlabel("k (samples per query)")
-    axes[0][0].set_ylabel(f"{set_name}: share of problems right")
-    axes[0][-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"Stage E: what sampling reaches, base and after RL ({set_name})", y=1.02)
-    return fig
+
+    return _per_size(
+        arms,
+        set_name,
+        order,
+        draw,
+        "k (samples per query)",
+        f"{set_name}: share of problems right",
+        f"Stage E: what sampling reaches, base and after RL ({set_name})",
+    )
 
 
 def equal_flop_frontier(arms: pd.DataFrame, set_name: str, order: list[str], arm: str = "majority"):
@@ -61,17 +82,12 @@ def equal_flop_frontier(arms: pd.DataFrame, set_name: str, order: list[str], arm
     seeds). The break-even Q reads the envelope of these points (mixing two of them)."""
     from matplotlib.ticker import NullFormatter
 
-    plt, _ = setup()
-    mean = _mean_over_seeds(arms[arms.set == set_name])
-    fig, axes = plt.subplots(1, len(order), figsize=(4.2 * len(order), 3.6), sharey=True, squeeze=False)
-    palette = colors(order)
-    for ax, size in zip(axes[0], order, strict=True):
-        g = mean[mean["size"] == size]
+    def draw(ax, g: pd.DataFrame, rl_color) -> None:
         curves = [("base", "0.45", 0.0, 1.0, "base, test time only")]
         train = float(g[g.kind == "rl"].train_flops.iloc[0])
-        curves.append(("rl", palette[size], 0.0, 1.0, "RL, Q -> inf"))
+        curves.append(("rl", rl_color, 0.0, 1.0, "RL, Q -> inf"))
         curves += [
-            ("rl", palette[size], train / q, a, f"RL + training / Q, Q = {q:.0e}")
+            ("rl", rl_color, train / q, a, f"RL + training / Q, Q = {q:.0e}")
             for q, a in zip(QUERIES, (0.35, 0.6), strict=True)
         ]
         for kind, color, shift, alpha, label in curves:
@@ -85,12 +101,16 @@ def equal_flop_frontier(arms: pd.DataFrame, set_name: str, order: list[str], arm
             )
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_title(f"policy {size}")
-        ax.set_xlabel("FLOPs per query")
-    axes[0][0].set_ylabel(f"{set_name}: share right ({ARM_WORDS[arm]}; star: greedy)")
-    axes[0][-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"Stage E: accuracy against FLOPs per query, {ARM_WORDS[arm]} ({set_name})", y=1.02)
-    return fig
+
+    return _per_size(
+        arms,
+        set_name,
+        order,
+        draw,
+        "FLOPs per query",
+        f"{set_name}: share right ({ARM_WORDS[arm]}; star: greedy)",
+        f"Stage E: accuracy against FLOPs per query, {ARM_WORDS[arm]} ({set_name})",
+    )
 
 
 def breakeven_figure(breakeven: pd.DataFrame, order: list[str]):

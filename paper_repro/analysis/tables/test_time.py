@@ -46,6 +46,11 @@ def problems(root: Path) -> pd.DataFrame:
     return rows.merge(policies[["policy_id", "size", "kind", "seed", "train_flops"]], on="policy_id")
 
 
+def problems_if_run(root: Path) -> pd.DataFrame | None:
+    """:func:`problems`, or None where stage E has not run in ``root`` (no ``test_time_policies.csv``)."""
+    return problems(root) if (root / "test_time_policies.csv").exists() else None
+
+
 def ks(rows: pd.DataFrame) -> list[int]:
     return sorted(int(c.split("@")[1]) for c in rows.columns if c.startswith("pass@"))
 

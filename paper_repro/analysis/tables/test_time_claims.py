@@ -19,7 +19,9 @@ Each interval is the percentile bootstrap over seeds and problems resampled toge
 paired across the two policies). Verdicts: held, not held (the interval on the other side of 0),
 inconclusive. Operating characteristics (:func:`operating`): studies of the same shape simulated with
 the seed and problem spreads these data show, under a true difference of 0 (how often the rule says
-held or not held where neither is true) and of +-:data:`EFFECT` (power).
+held or not held where neither is true), of :data:`EFFECT` on the claimed side (held when true: its
+power) and on the other side (not held when false). The claims registry declares the three claims
+(:mod:`paper_repro.analysis.claims.test_time`), which call this module's rules.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def interval(
     seeds, problems = diff.shape
     p = rng.integers(0, problems, size=(draws, problems))
     s = rng.integers(0, seeds, size=(draws, seeds))
-    per_seed = np.stack([diff[:, row].mean(axis=1) for row in p])  # (draws, seeds)
+    per_seed = diff[:, p].mean(axis=2).T  # (draws, seeds): each draw's problems, every seed
     boot = np.take_along_axis(per_seed, s, axis=1).mean(axis=1)
     low, high = np.quantile(boot, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     return float(diff.mean()), float(low), float(high)
@@ -77,25 +79,31 @@ def verdict(low: float, high: float, direction: int) -> str:
 
 def operating(diff: np.ndarray, direction: int, seed: int = 0) -> dict[str, float]:
     """How often the rule says held / not held on simulated studies of ``diff``'s shape whose
-    differences are a seed effect and a problem effect with ``diff``'s spreads around a true mean
-    of 0 (``false_held``, ``false_not_held``) and of ``direction`` x :data:`EFFECT` (``power``)."""
+    differences are a seed effect and a problem effect with ``diff``'s spreads around a true mean of
+    0 (``false_held``, ``false_not_held``: the claim is false there, and its reverse too), of
+    ``direction`` x :data:`EFFECT` (``power``: held when true; ``true_not_held``: the wrong verdict
+    there) and of ``-direction`` x :data:`EFFECT` (``power_not_held``: not held when false;
+    ``false_held_reverse``: held there). Shares of :data:`REPLICATES` studies, 0 to 1."""
     rng = np.random.default_rng(seed)
     seeds, problems = diff.shape
     seed_sd = float(diff.mean(axis=1).std(ddof=1)) if seeds > 1 else 0.0
     problem_sd = float((diff - diff.mean(axis=1, keepdims=True)).std())
-    out = {}
-    for name, truth in (("null", 0.0), ("effect", direction * EFFECT)):
+    shares = {}
+    for name, truth in (("null", 0.0), ("true", direction * EFFECT), ("false", -direction * EFFECT)):
         said = []
         for _ in range(REPLICATES):
             sim = truth + rng.normal(0, seed_sd, (seeds, 1)) + rng.normal(0, problem_sd, (seeds, problems))
             said.append(verdict(*interval(sim, rng, draws=200)[1:], direction))
         said = np.array(said)
-        if name == "null":
-            out["false_held"] = float(np.mean(said == "held"))
-            out["false_not_held"] = float(np.mean(said == "not held"))
-        else:
-            out["power"] = float(np.mean(said == "held"))
-    return out
+        shares[name] = {v: float(np.mean(said == v)) for v in ("held", "not held")}
+    return {
+        "false_held": shares["null"]["held"],
+        "false_not_held": shares["null"]["not held"],
+        "power": shares["true"]["held"],
+        "true_not_held": shares["true"]["not held"],
+        "power_not_held": shares["false"]["not held"],
+        "false_held_reverse": shares["false"]["held"],
+    }
 
 
 def _mixed(
