@@ -322,7 +322,6 @@ def compare(
     ``family``: which candidates (:func:`listed_candidates`)."""
     from paper_repro.analysis.claims.study import Classes
     from paper_repro.analysis.design.cost_check import cost_check
-    from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, setting_rows
 
     rows = committed_rows(runs_path, profile)
     curves = _curves(curves_path)
@@ -331,15 +330,7 @@ def compare(
     shared = shared_settings(profile)
     classes = Classes.of(profile, shared)
     names = [*classes.rule_based, *classes.prm_style]
-    others = {*profile.pilot_seeds, *profile.fresh_seeds}
-    if curves is not None:  # a run past C (stage A's) counts by its point at C, as the analysis reads it
-        rows_at_c = at_full_budget(rows, load_curves(curves_path, rows), profile.budget_flops)
-    else:
-        rows_at_c = rows
-    full = setting_rows(rows_at_c, profile.all_settings(), "full", profile.budget_flops)
-    grid = full[~full["seed"].isin(others)]
-    if grid.empty:
-        raise ValueError(f"{runs_path}: no committed full-budget grid runs to take the noise model from")
+    grid = _committed_grid(profile, rows, curves, runs_path, curves_path)
     problems = int(grid["heldout"].median())  # what the committed runs were evaluated on
     noise_model = oc.noise_model(grid, names, *(overrides or (None, None, None)), problems=problems)
     today = Layout.from_runs(grid, names, int(grid["seed"].nunique()))
@@ -402,6 +393,20 @@ def compare(
     return Comparison(
         pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes, check
     )
+
+
+def _committed_grid(profile: Profile, rows: pd.DataFrame, curves, runs_path, curves_path) -> pd.DataFrame:
+    """The committed full-budget grid runs (neither pilot nor fresh seeds), a run past C (stage A's)
+    counted by its point at C, as the analysis reads it: the noise model's and today's layout's."""
+    from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, setting_rows
+
+    if curves is not None:
+        rows = at_full_budget(rows, load_curves(curves_path, rows), profile.budget_flops)
+    full = setting_rows(rows, profile.all_settings(), "full", profile.budget_flops)
+    grid = full[~full["seed"].isin({*profile.pilot_seeds, *profile.fresh_seeds})]
+    if grid.empty:
+        raise ValueError(f"{runs_path}: no committed full-budget grid runs to take the noise model from")
+    return grid
 
 
 def _notes(
