@@ -193,3 +193,24 @@ def test_the_left_out_residuals_equal_refitting_without_each_cell():
             slope = np.polyfit(x[keep], y[keep], 1)[0] if np.ptp(x[keep]) > 0 else 0.0
             errors.append(y[i] - (y[keep].mean() + slope * (x[i] - x[keep].mean())))
         assert knobs.loco_rmse(y, x) == pytest.approx(np.sqrt(np.mean(np.square(errors))), rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------------- the knob
+
+
+def test_the_claims_own_simulations_take_the_studys_replicates():
+    """One knob (Study.replicates) sets how many studies each world of the issue-53 claims' own
+    simulations draws; the published analysis (power_replicates None) keeps each claim's own count,
+    a quick one (a test's, a sweep's) the quick count."""
+    from dataclasses import replace
+
+    from paper_repro.analysis.pipeline import QUICK_CLAIM_REPLICATES, claim_replicates
+
+    s = replace(study(peak(0.72), seeds=3, sd=0.01), replicates=7)
+    for claim_id, oc in (
+        ("convention.rule_based.any.executed", conv.operating(s, "convention.rule_based.any.executed")),
+        ("targets.gsm_judge.pooled.any", targets.operating(s, "targets.gsm_judge.pooled.any")),
+    ):
+        assert "7 studies each" in oc["oc_note"], (claim_id, oc["oc_note"])
+    assert claim_replicates(None) is None and claim_replicates(0) == QUICK_CLAIM_REPLICATES
+    assert worlds.REPLICATES >= 400  # a wrong share of 5% known to about +-1 point where it is published

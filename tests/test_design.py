@@ -495,3 +495,18 @@ def test_an_open_question_names_the_cheapest_design_that_decides_it_or_the_close
     assert "no design priced up to 120 minutes decides it" in text and "*too weak* (400 runs" in text
     assert "no in 60% of those where it is no" in text
     assert said(folder("decided"), deciding, verdict="not held") == []  # a decided question needs none
+
+
+def test_an_open_question_reads_the_prm_settings_table_beside_the_next_designs(tmp_path):
+    """design_prm_settings.csv (paper-repro design --candidates --family prm-settings) is read with
+    the design_next_*.csv tables: its deciding candidate is named when it is the cheapest that decides."""
+    from paper_repro.analysis.report.simulated import open_question_designs
+
+    pd.DataFrame([_next("seeds", 85.0, 900, 0.9, 0.5)]).to_csv(tmp_path / "design_next_90.csv", index=False)
+    pd.DataFrame([_next("12 settings", 110.0, 1297, 0.97, 0.85)]).to_csv(
+        tmp_path / "design_prm_settings.csv", index=False
+    )
+    claims = pd.DataFrame({"id": ["regime.prm_style.any"], "verdict": ["inconclusive"]})
+    (text,) = open_question_designs(tmp_path, claims, ["regime.prm_style.any"]).values()
+    assert "*12 settings* (1297 runs, 110 min" in text and "`design_prm_settings.csv`" in text
+    assert "would decide it" in text

@@ -209,7 +209,7 @@ def _build(
     """Everything the analysis computes from ``folder``'s rows, by name: what :data:`TABLES` write
     (each table's ``of`` reads it), the figures draw and :class:`Analysis` holds."""
     curves, rows = folder.curves, folder.rows
-    study, shared = _study(root, profile, folder, thresholds)
+    study, shared = _study(root, profile, folder, thresholds, claim_replicates(power_replicates))
     full_rows, pilots, classes = study.grid_rows, study.pilots, study.classes
     m = SimpleNamespace(study=study, shared=shared, sizes=classes.sizes, folder=folder)
     distinct, tau, margins = study.distinct, study.tau, profile.margins
@@ -253,9 +253,12 @@ def _build(
     return m
 
 
-def _study(root: Path, profile: Profile, folder: Folder, thresholds: RegimeThresholds) -> tuple[Study, dict]:
-    """The study the claims read from ``folder``'s rows (in ``root``), and the settings that are
-    another's runs (:func:`shared_runs`: setting -> the setting whose runs it shares)."""
+def _study(
+    root: Path, profile: Profile, folder: Folder, thresholds: RegimeThresholds, replicates: int | None = None
+) -> tuple[Study, dict]:
+    """The study the claims read from ``folder``'s rows (in ``root``), its claims' own simulations at
+    ``replicates`` studies per world (:func:`claim_replicates`; None: each claim's own count), and the
+    settings that are another's runs (:func:`shared_runs`: setting -> the setting whose runs it shares)."""
     rows = folder.rows
     full_rows = conventions.with_rho_6n(rows["grid"], root / "steps")
     shared = shared_runs(full_rows, [s.name for s in profile.all_settings()])
@@ -269,6 +272,7 @@ def _study(root: Path, profile: Profile, folder: Folder, thresholds: RegimeThres
         curves=grid_curves(folder.curves, full_rows),
         thresholds=thresholds,
         test_time=problems_if_run(root),  # stage E's claims read them where it has run
+        replicates=replicates,
     )
     return study, shared
 
@@ -430,6 +434,20 @@ def keep_post_hoc(root: Path, table: pd.DataFrame) -> pd.DataFrame:
 
 
 POSTHOC_REPLICATES = 100  # study pairs per truth of design.csv's post-hoc block (a 5% rate to +-1.5 points)
+# simulated studies per world of every claim's own simulation in a quick analysis (one given
+# power_replicates: a test's or a sweep's); the published analysis runs each claim's own count
+QUICK_CLAIM_REPLICATES = 60
+
+
+def claim_replicates(power_replicates: int | None) -> int | None:
+    """The claims' own simulations' studies per world (:attr:`Study.replicates`) for an analysis run
+    with ``power_replicates``: None (the published analysis, ``paper-repro analyse`` and notebook 40
+    as they ship) keeps each claim's own count (the issue-53 claims' 400 a world,
+    :data:`paper_repro.analysis.claims.worlds.REPLICATES`; RACE's gain and the recipe claim 2,000; the
+    curve claims 200); any number (a quick analysis: the tests', a sweep's) :data:`QUICK_CLAIM_REPLICATES`."""
+    return None if power_replicates is None else QUICK_CLAIM_REPLICATES
+
+
 PRE, POST = "pre-registered", "post-hoc"
 
 

@@ -12,6 +12,7 @@ from paper_repro.commands._options import positive_int
 def add_options(d: argparse.ArgumentParser) -> None:
     """The ``design`` command's options for ``--candidates``; their defaults are the pre-run cost
     model's (:mod:`paper_repro.run.design_cost`)."""
+    from paper_repro.analysis.design.candidates import FAMILIES
     from paper_repro.run.cost_model import OVERHEAD_MINUTES
     from paper_repro.run.design_cost import CANDIDATE_REPLICATES, MINUTES
 
@@ -24,11 +25,12 @@ def add_options(d: argparse.ArgumentParser) -> None:
     )
     d.add_argument(
         "--family",
-        choices=("all", "prm-arm"),
+        choices=FAMILIES,
         default="all",
         help="with --candidates: which candidates (all: the trades of cells, seeds, evaluation size, stage A and "
         "pilots; prm-arm: the designs that could decide the PRM-style arm, PRM-style rewards on every policy "
-        "and more window recipes) (default: %(default)s)",
+        "and more window recipes, seeds to the limit; prm-settings: more PRM-style settings, up to every one "
+        "the project can run, each at 2 and 3 seeds, the regime claims alone simulated) (default: %(default)s)",
     )
     d.add_argument(
         "--choices",

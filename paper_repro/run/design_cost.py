@@ -77,7 +77,10 @@ class Candidate:
     recipes: bool = True
     second_at: tuple[float, ...] = ()  # grid targets every distinct setting also runs by a second recipe
     note: str = ""
-    more_settings: tuple[tuple[str, str], ...] = ()  # (policy, reward system) run beside the profile's
+    # (policy, reward system) run beside the profile's; a third entry, a PRM aggregation the reward
+    # supports other than its default (``mean``), makes it a setting of its own (priced and planned as
+    # the reward: the aggregation charges nothing)
+    more_settings: tuple[tuple[str, ...], ...] = ()
 
     @property
     def runs_key(self) -> tuple:
@@ -121,16 +124,19 @@ class Candidate:
         # a setting of more_settings runs the second recipes its reward system runs on the profile's policy
         kept += [
             (policy, reward, next(t for p, r, t in kept if r == reward))
-            for policy, reward in self.more_settings
+            for policy, reward, *_ in self.more_settings
             if any(r == reward for _, r, _ in kept)
         ]
         if self.second_at:  # every distinct setting: a second recipe at each of these targets it can reach
             pairs = dict.fromkeys(
-                [*((s.policy, s.reward_system) for s in base.all_settings()), *self.more_settings]
+                [
+                    *((s.policy, s.reward_system) for s in base.all_settings()),
+                    *(m[:2] for m in self.more_settings),
+                ]
             )
             at = tuple(t for t in self.targets if any(abs(t - x) < 1e-9 for x in self.second_at))
             kept = [(policy, reward, at) for policy, reward in pairs]
-        changes["recipes"] = tuple(kept)
+        changes["recipes"] = tuple(dict.fromkeys(kept))  # a variant of a setting runs its recipes once
         stages = dict(base.curves.stage_budgets)
         points = tuple(base.curves.points)
         if self.stage_a_multiple > 1:
@@ -168,8 +174,12 @@ class Candidate:
 def more_settings(candidate: Candidate) -> list[Setting]:
     """The settings ``candidate`` runs beside its profile's (``reward@policy``; stage B's, so at C like
     the reward systems' settings), each planned like any other (:func:`paper_repro.run.allocation.plan_setting`:
-    a PRM-charged one's cells stop at its policy's rho cap)."""
-    return [Setting("B", f"{reward}@{policy}", policy, reward) for policy, reward in candidate.more_settings]
+    a PRM-charged one's cells stop at its policy's rho cap); one with an aggregation is
+    ``reward-aggregation@policy``."""
+    return [
+        Setting("B", f"{'-'.join((reward, *how))}@{policy}", policy, reward)
+        for policy, reward, *how in candidate.more_settings
+    ]
 
 
 def distinct_cells(cells: Sequence) -> list:

@@ -169,6 +169,7 @@ def describes_operating(study: Study) -> dict:
     resid = _residual(study)
     sd = np.sqrt([resid.get(s, (0.0, 1.0))[0] for s in cells["setting"]] / cells["n"].to_numpy(float))
     margin, rng = study.margins.regime, np.random.default_rng(RNG_SEED)
+    replicates = study.replicates or DESCRIBE_REPLICATES
     worlds = {
         "rho suffices": _fitted(cells, "rho", 1),
         "rounds matter": _fitted(cells, "log rounds", 1),
@@ -181,10 +182,10 @@ def describes_operating(study: Study) -> dict:
             describes_verdict(
                 knob_gaps(cells.assign(y=mean + rng.normal(size=len(mean)) * sd)), margin
             ).verdict
-            for _ in range(DESCRIBE_REPLICATES)
+            for _ in range(replicates)
         ]
         shares[name] = _score(verdicts, truth)
-    return _columns(shares, "observed", "rho suffices, rounds matter, observed", DESCRIBE_REPLICATES)
+    return _columns(shares, "observed", "rho suffices, rounds matter, observed", replicates)
 
 
 # ---------------------------------------------------------------------------------------- equal rho
@@ -279,7 +280,8 @@ def equal_rho_operating(study: Study, setting: str) -> dict:
     if "equal rho" not in cache:
         cache["equal rho"] = _equal_rho_shares(study)
     shares = {w: s[setting] for w, s in cache["equal rho"].items() if setting in s}
-    return _columns(shares, "observed", "identical recipes, observed, twice the margin", REPLICATES)
+    replicates = study.replicates or REPLICATES
+    return _columns(shares, "observed", "identical recipes, observed, twice the margin", replicates)
 
 
 def _equal_rho_shares(study: Study) -> dict[str, dict[str, dict]]:
@@ -288,7 +290,7 @@ def _equal_rho_shares(study: Study) -> dict[str, dict[str, dict]]:
     tests, margin = pair_tests(study), study.margins.recipe
     if not tests:
         return {}
-    rng = np.random.default_rng(RNG_SEED)
+    rng, replicates = np.random.default_rng(RNG_SEED), study.replicates or REPLICATES
     observed = np.array([t.d for t in tests])
     se, df = np.array([t.se for t in tests]), np.array([t.df for t in tests])
     where = np.array([t.setting for t in tests])
@@ -297,8 +299,8 @@ def _equal_rho_shares(study: Study) -> dict[str, dict[str, dict]]:
     worlds = {"identical recipes": 0 * observed, "observed": observed, "twice the margin": 2 * margin * signs}
     out = {}
     for name, delta in worlds.items():
-        d = delta + rng.normal(size=(REPLICATES, len(tests))) * se
-        scale = {s: rng.chisquare(df[where == s][0], REPLICATES) / df[where == s][0] for s in settings}
+        d = delta + rng.normal(size=(replicates, len(tests))) * se
+        scale = {s: rng.chisquare(df[where == s][0], replicates) / df[where == s][0] for s in settings}
         drawn_se = se * np.sqrt(np.column_stack([scale[s] for s in where]))
         out[name] = {}
         for s in settings:

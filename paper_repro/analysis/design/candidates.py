@@ -76,21 +76,36 @@ def window_targets(profile: Profile, targets: Sequence[float] | None = None) -> 
     return tuple(t for t in grid if any(lo - 1e-9 <= t <= hi + 1e-9 for lo, hi in spans))
 
 
-FAMILIES = ("all", "prm-arm")  # the candidate lists --family names
+FAMILIES = ("all", "prm-arm", "prm-settings")  # the candidate lists --family names
 
 
 def listed_candidates(
     profile: Profile, pricer: Pricer, minutes: float, family: str = "all"
 ) -> list[Candidate]:
-    """The candidates of ``family``: ``all`` (:func:`paper_repro.run.design_cost.candidates`) or
-    ``prm-arm`` (:func:`paper_repro.run.design_cost.prm_arm_candidates`)."""
+    """The candidates of ``family``: ``all`` (:func:`paper_repro.run.design_cost.candidates`),
+    ``prm-arm`` (:func:`paper_repro.run.design_cost.prm_arm_candidates`) or ``prm-settings``
+    (:func:`paper_repro.analysis.design.prm_settings.prm_settings_candidates`: not filled to ``minutes``)."""
+    from paper_repro.analysis.design.prm_settings import prm_settings_candidates
     from paper_repro.run.design_cost import WINDOW_TARGETS, prm_arm_candidates
 
     if family == "all":
         return candidates(profile, pricer, minutes, window_targets(profile))
     if family == "prm-arm":
         return prm_arm_candidates(profile, pricer, minutes, window_targets(profile, WINDOW_TARGETS))
+    if family == "prm-settings":
+        return prm_settings_candidates(profile, window_targets(profile, WINDOW_TARGETS))
     raise ValueError(f"unknown candidate family {family!r}: {', '.join(FAMILIES)}")
+
+
+def family_claims(family: str) -> list | None:
+    """The claims a family's candidates are simulated on: every simulated claim (None), or for
+    ``prm-settings`` the regime contrasts alone
+    (:data:`paper_repro.analysis.design.prm_settings.FAMILY_CLAIMS`), the question it answers."""
+    from paper_repro.analysis.design.prm_settings import FAMILY_CLAIMS
+
+    if family != "prm-settings":
+        return None
+    return [c for c in oc.simulated_claims() if c.id.startswith(FAMILY_CLAIMS)]
 
 
 def target_misses(choices: pd.DataFrame, name: str) -> list[str]:
@@ -307,7 +322,6 @@ def compare(
     ``family``: which candidates (:func:`listed_candidates`)."""
     from paper_repro.analysis.claims.study import Classes
     from paper_repro.analysis.design.cost_check import cost_check
-    from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, setting_rows
 
     rows = committed_rows(runs_path, profile)
     curves = _curves(curves_path)
@@ -316,15 +330,7 @@ def compare(
     shared = shared_settings(profile)
     classes = Classes.of(profile, shared)
     names = [*classes.rule_based, *classes.prm_style]
-    others = {*profile.pilot_seeds, *profile.fresh_seeds}
-    if curves is not None:  # a run past C (stage A's) counts by its point at C, as the analysis reads it
-        rows_at_c = at_full_budget(rows, load_curves(curves_path, rows), profile.budget_flops)
-    else:
-        rows_at_c = rows
-    full = setting_rows(rows_at_c, profile.all_settings(), "full", profile.budget_flops)
-    grid = full[~full["seed"].isin(others)]
-    if grid.empty:
-        raise ValueError(f"{runs_path}: no committed full-budget grid runs to take the noise model from")
+    grid = _committed_grid(profile, rows, curves, runs_path, curves_path)
     problems = int(grid["heldout"].median())  # what the committed runs were evaluated on
     noise_model = oc.noise_model(grid, names, *(overrides or (None, None, None)), problems=problems)
     today = Layout.from_runs(grid, names, int(grid["seed"].nunique()))
@@ -346,8 +352,17 @@ def compare(
         choices = pd.concat(frames, ignore_index=True)
         return Comparison(pd.DataFrame(), choices, listed, model, None, notes, check)
 
+    chosen = family_claims(family)
     today_table = oc.design_table(
-        today, noise_model, classes, profile.margins, variants, replicates, coverage_replicates, progress
+        today,
+        noise_model,
+        classes,
+        profile.margins,
+        variants,
+        replicates,
+        coverage_replicates,
+        progress,
+        chosen,
     )
     design_frames = [today_table]
     frames = [
@@ -369,6 +384,7 @@ def compare(
         candidate_replicates,
         coverage_replicates,
         progress,
+        chosen,
     )
     choices = pd.concat(frames, ignore_index=True)
     pick = recommend(choices, minutes)
@@ -377,6 +393,20 @@ def compare(
     return Comparison(
         pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes, check
     )
+
+
+def _committed_grid(profile: Profile, rows: pd.DataFrame, curves, runs_path, curves_path) -> pd.DataFrame:
+    """The committed full-budget grid runs (neither pilot nor fresh seeds), a run past C (stage A's)
+    counted by its point at C, as the analysis reads it: the noise model's and today's layout's."""
+    from paper_repro.analysis.tables.frontiers import at_full_budget, load_curves, setting_rows
+
+    if curves is not None:
+        rows = at_full_budget(rows, load_curves(curves_path, rows), profile.budget_flops)
+    full = setting_rows(rows, profile.all_settings(), "full", profile.budget_flops)
+    grid = full[~full["seed"].isin({*profile.pilot_seeds, *profile.fresh_seeds})]
+    if grid.empty:
+        raise ValueError(f"{runs_path}: no committed full-budget grid runs to take the noise model from")
+    return grid
 
 
 def _notes(
@@ -480,6 +510,7 @@ def _simulate(
     candidate_replicates: int,
     coverage_replicates: int,
     progress: Callable[[str], None] | None,
+    chosen: list | None = None,
 ) -> list[pd.DataFrame]:
     """Simulate each priced candidate (``chosen`` at ``replicates`` with coverage, the others at
     ``candidate_replicates`` without; a candidate whose layout, seeds and evaluation size an earlier one
@@ -503,7 +534,7 @@ def _simulate(
             mine, groups = noise_of(c, noise), classes_of(c, classes)
             sims[key] = (
                 oc.simulated(
-                    layout, mine, noise_model, groups, profile.margins, c.name, reps, cover, progress
+                    layout, mine, noise_model, groups, profile.margins, c.name, reps, cover, progress, chosen
                 ),
                 reps,
             )

@@ -290,10 +290,11 @@ def design_table(
     replicates: int = REPLICATES,
     coverage_replicates: int = COVERAGE_REPLICATES,
     progress: Callable[[str], None] | None = None,
+    chosen: list[Claim] | None = None,
 ) -> pd.DataFrame:
-    """The operating characteristics of every frontier claim under every truth, for the committed
-    design and each of ``variants`` (name -> (seeds per cell, recipe-SD divisor): a divisor sqrt(r)
-    stands for r recipes averaged per cell, the rule's allowance divided with it)."""
+    """The operating characteristics of every frontier claim (or of ``chosen``) under every truth, for
+    the committed design and each of ``variants`` (name -> (seeds per cell, recipe-SD divisor): a
+    divisor sqrt(r) stands for r recipes averaged per cell, the rule's allowance divided with it)."""
     variants = {"committed": (layout.seeds, 1.0), **(variants or {})}
     frames = []
     for name, (seeds, divisor) in variants.items():
@@ -311,6 +312,7 @@ def design_table(
                 replicates,
                 coverage_replicates,
                 progress,
+                chosen,
             )
         )
     return pd.concat(frames, ignore_index=True)
@@ -326,9 +328,11 @@ def simulated(
     replicates: int = REPLICATES,
     coverage_replicates: int = COVERAGE_REPLICATES,
     progress: Callable[[str], None] | None = None,
+    chosen: list[Claim] | None = None,
 ) -> pd.DataFrame:
     """:func:`operating_characteristics` of one design (``layout`` with ``noise``, the truths as tall
-    as ``model``'s), every frontier claim tested by the rule ``margins``, its rows named ``name``."""
+    as ``model``'s), every frontier claim (or ``chosen``) tested by the rule ``margins``, its rows
+    named ``name``."""
     world = truths(classes.prm_style, model.amplitude)
     table = operating_characteristics(
         layout,
@@ -339,6 +343,7 @@ def simulated(
         replicates,
         coverage_replicates,
         progress=(lambda t: progress(f"{name}: {t}")) if progress else None,
+        chosen=chosen,
     )
     allowance = "estimated per study" if margins.recipe_sd is None else margins.recipe_sd
     return table.assign(

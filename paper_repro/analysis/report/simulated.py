@@ -190,14 +190,15 @@ def _claim_powers(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     return pd.Series([h for h, _ in both]).dropna(), pd.Series([r for _, r in both]).dropna()
 
 
-NEXT_DESIGNS = (
-    "design_next_*.csv"  # paper-repro design --candidates --family prm-arm --choices design_next_<N>.csv
-)
+# the committed candidate tables an open question's design is read from: paper-repro design --candidates
+# --family prm-arm --choices design_next_<N>.csv, and --family prm-settings --choices design_prm_settings.csv
+NEXT_DESIGNS = ("design_next_*.csv", "design_prm_settings.csv")
 
 
 def _limit(path: Path, table: pd.DataFrame) -> float:
     """The minutes a candidates table was filled to: the N of its name ``design_next_<N>.csv`` (the
-    ``--minutes`` it was written with, docs/usage.md), else its costliest candidate's minutes."""
+    ``--minutes`` it was written with, docs/usage.md), else (a table not filled to a limit, such as
+    ``design_prm_settings.csv``) its costliest candidate's minutes."""
     number = path.stem.rpartition("_")[2]
     return float(number) if number.isdigit() else float(table["minutes"].max())
 
@@ -211,7 +212,7 @@ def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str
     powers. A sentence per open question (by claim id); none where no table is committed."""
     from paper_repro.analysis.design.candidates import TARGETS
 
-    paths = sorted(results.glob(NEXT_DESIGNS))
+    paths = sorted(path for pattern in NEXT_DESIGNS for path in results.glob(pattern))
     if not paths or "id" not in claims:
         return {}
     frames = []
@@ -240,7 +241,7 @@ def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str
         ).sort_values(["right", "power", "minutes"], ascending=[False, False, True])
         pick = closest.iloc[0]
         said[claim_id] = (
-            f"no design priced up to {rows['limit'].max():g} minutes decides it (both powers at least 80%, wrong at "
+            f"no design priced up to {_fmt(float(rows['limit'].max()))} minutes decides it (both powers at least 80%, wrong at "
             f"most 5%): the closest, {_design_words(pick)}, {_powers_words(pick)}"
         )
     return said
