@@ -149,16 +149,16 @@ def layer_saved_bytes(shape: ModelShape, precision: Precision, rank: int, lora: 
 
 def _forward_transient(shape: ModelShape, precision: Precision, lora: bool = False) -> int:
     """Bytes per token one layer holds at once in a forward without gradients, at its MLP (the
-    layer's widest moment): without ``lora``, gate's activation, up's output and their product, and a
-    few hidden-width tensors; with ``lora`` (the policy under PEFT, unmerged) up's moment instead:
-    gate's activation and up's base output in the compute dtype beside its adapter's output and that
-    output scaled, in the adapter's dtype where PEFT's cast is kept (off autocast: fp32), and the
-    adapter's cast of the layer's input (measured: ``docs/gpu-paper.md``, the rehearsal's round)."""
+    layer's widest moment), beside three hidden-width tensors in the compute dtype (the embeddings'
+    output, the residual and the normalised input): without ``lora``, gate's activation, up's output
+    and their product; with ``lora`` (the policy under PEFT, unmerged) up's moment instead: gate's
+    activation and up's base output in the compute dtype beside its adapter's output and that output
+    scaled, in the adapter's dtype where PEFT's cast is kept (off autocast: fp32), and the adapter's
+    cast of the layer's input (measured: ``docs/gpu-paper.md``, the rehearsal's round)."""
     h, i, c = shape.hidden_size, shape.intermediate_size, precision.compute
     if not lora:
-        return c * (3 * i + 4 * h)
+        return c * (3 * i + 3 * h)
     adapter = precision.cast or precision.adapter
-    # the embeddings' output, the residual and the normalised input stay in the compute dtype
     return c * (2 * i + 3 * h) + adapter * (2 * i + h)
 
 
@@ -312,19 +312,21 @@ def _prm(run: RunMemory) -> dict[str, float]:
         return {}
     rows, length = min(run.rows, PRM_BATCH), run.reward_tokens or run.sequence
     tokens = rows * length
-    return {
-        "PRM activations": tokens * _forward_transient(run.prm, run.precision)
-        + attention_weights(run.prm, rows, length, run.precision, run.attention),
-        "PRM head": tokens * (run.prm.hidden_size + 2) * run.precision.compute,
-    }
+    layer = tokens * _forward_transient(run.prm, run.precision) + attention_weights(
+        run.prm, rows, length, run.precision, run.attention
+    )
+    # its head after the layers: the last hidden states, Linear(h, h)'s output and ReLU's, two logits
+    head = tokens * (3 * run.prm.hidden_size + 2) * run.precision.compute
+    return {"PRM activations": layer} if layer > head else {"PRM head": head}
 
 
 def _old_pass(run: RunMemory) -> dict[str, float]:
     if not run.old_pass:
         return {}
-    # one layer's transients, freed before the head runs over the last hidden states: the larger one
+    # one layer's transients (the policy under PEFT), freed before the head runs over the last hidden
+    # states: the larger one
     tokens = run.micro_rows * run.sequence
-    layer = tokens * _forward_transient(run.policy, run.precision) + attention_weights(
+    layer = tokens * _forward_transient(run.policy, run.precision, lora=True) + attention_weights(
         run.policy, run.micro_rows, run.sequence, run.precision, run.attention
     )
     positions = head_positions(run.micro_rows, run.prompt_tokens, run.completion_tokens, run.precision)

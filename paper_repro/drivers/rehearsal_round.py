@@ -176,7 +176,7 @@ def measure_round(size: str, layers: int, shapes: RoundShapes, root: Path) -> di
     from its step log, and the spec it ran."""
     import torch
 
-    from paper_repro.drivers.rehearsal import _static_bytes
+    from paper_repro.drivers.rehearsal import _static_bytes, contiguous_linear_inputs
     from paper_repro.ledger.trainer import LedgerGRPOTrainer
     from paper_repro.rewards.prm_scorer import PRMScorer
     from paper_repro.run import train
@@ -226,7 +226,8 @@ def measure_round(size: str, layers: int, shapes: RoundShapes, root: Path) -> di
         )
         cls.training_step = _loss_step(meter.wrap("loss", originals["training_step"]))
         train.evaluate_run = meter.wrap("evaluation", evaluate_run)
-        row = train.run_cell(spec, root / "results", raise_errors=True)
+        with contiguous_linear_inputs():
+            row = train.run_cell(spec, root / "results", raise_errors=True)
     finally:
         for name, fn in originals.items():
             setattr(cls, name, fn)
