@@ -86,9 +86,9 @@ def _fill(model, seed: int):
                 p.fill_(1.0 if "norm" in name else 0.0)
                 continue
             flat, tile = p.view(-1), block.to(p.dtype)
-            for start in range(0, flat.numel(), tile.numel()):
-                part = flat[start : start + tile.numel()]
-                part.copy_(tile[: part.numel()])
+            whole = flat.numel() // tile.numel() * tile.numel()
+            flat[:whole].view(-1, tile.numel()).copy_(tile)  # one broadcast copy, not a loop of them
+            flat[whole:].copy_(tile[: flat.numel() - whole])
     return model
 
 
