@@ -29,6 +29,12 @@ What it follows, read from the code the runs execute (TRL 1.16, PEFT, transforme
   adapter, cast to the adapter's dtype: under autocast cast back to bf16), the attention's q, k, v and
   output, the gated MLP's four intermediate-width tensors. With gradient checkpointing only each
   layer's input is kept, and one layer is recomputed at a time during the backward.
+* The attention implementation (``RunMemory.attention``): the runs' ``sdpa`` (or flash) holds no
+  attention weights; ``eager`` (the rehearsal's round, which ``FlopCounterMode`` must see) holds each
+  layer's [rows, heads, T, T] weights through the layer's MLP (:func:`attention_weights`).
+* HF ``generate`` holds its KV cache and the larger of two moments: the prefill's widest layer (the
+  rollouts' policy under PEFT: its adapters' outputs at intermediate width, fp32 off autocast) and the
+  sampling step's fp32 copies of the last token's logits.
 * Depth enters linearly: weights, the KV cache and the saved activations are per layer, the
   embeddings, the head and the head's tile are not; :func:`phases` at any ``num_layers`` is the same
   formula, which the rehearsal (:mod:`paper_repro.drivers.rehearsal`) checks at two depths.
