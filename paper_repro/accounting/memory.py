@@ -65,6 +65,12 @@ HEAD_VOCAB_CHUNK = 32768
 # log-prob gradient (temporaries freed as each op returns)
 HEAD_FORWARD_COPIES = 3
 HEAD_BACKWARD_COPIES = 7
+# fp32 copies of the last token's logits alive at once in one sampling step of HF generate (measured
+# with a minimum length and sampling, as the rehearsal decodes: the upcast, the minimum-length
+# processor's clone and two where's, its masked_fill, softmax), beside the compute-dtype logits and
+# that processor's vocabulary-long int64 index and bool mask; the study's rollouts (no minimum
+# length) make fewer: the model is high there by rows x vocabulary x 12 bytes, far below the prefill
+SAMPLING_COPIES = 6
 PRM_BATCH = 64  # rows per PRM forward (paper_repro.rewards.prm_scorer.PRMScorer.batch_size)
 ADAM_MOMENTS = 2
 CUDA_CONTEXT_GIB = 0.5  # the CUDA context and cuBLAS handles: an assumption, measured only on a GPU
@@ -290,8 +296,8 @@ class RunMemory:
 def _decoding(run: RunMemory, rows: int, new_tokens: int, lora: bool) -> dict[str, float]:
     """HF ``generate`` of ``new_tokens`` tokens after ``rows`` prompts: the KV cache at its full
     length, and the larger of its two moments, the prefill's widest layer (with ``lora`` the policy
-    under PEFT, its adapters unmerged) or the sampling step's fp32 copies of the last token's logits
-    (made after the prefill's layers have freed theirs)."""
+    under PEFT, its adapters unmerged) or the sampling step's copies of the last token's logits
+    (:data:`SAMPLING_COPIES`; made after the prefill's layers have freed theirs)."""
     p, shape = run.precision, run.policy
     cache = (
         rows * (run.prompt_tokens + new_tokens) * kv_bytes_per_token(shape, p) * (1 + 1 / shape.num_layers)
@@ -299,10 +305,9 @@ def _decoding(run: RunMemory, rows: int, new_tokens: int, lora: bool) -> dict[st
     prefill = rows * run.prompt_tokens * _forward_transient(shape, p, lora=lora) + attention_weights(
         shape, rows, run.prompt_tokens, p, run.attention
     )
-    logits = rows * shape.vocab_size * 4 * 3
-    moment = (
-        {"prefill activations": prefill} if prefill > logits else {"last-token logits (fp32, x3)": logits}
-    )
+    vocab = shape.vocab_size
+    logits = rows * vocab * (p.compute + 4 * SAMPLING_COPIES) + vocab * (8 + 1)
+    moment = {"prefill activations": prefill} if prefill > logits else {"last-token logits": logits}
     return {"KV cache": cache, **moment}
 
 
