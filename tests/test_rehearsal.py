@@ -145,11 +145,15 @@ def test_a_smoke_check_without_gpu_memory_has_nothing_to_compare(tmp_path):
 @pytest.mark.slow
 def test_the_rehearsal_meets_its_targets(tmp_path):
     """`make gpu-rehearsal`: every size at every depth; the memory model within 10% of every measured
-    phase, the depth line within 5%, the ledger's FLOPs equal to the profiler's to 1e-6, RSS under 12 GB."""
+    phase, in total and above the weights, the depth line within 5%, the ledger's FLOPs equal to the
+    profiler's to 1e-6, RSS under 12 GB."""
     summary = rehearsal.rehearse()
-    assert summary["checks"] == {"memory": True, "extrapolation": True, "flops": True}, (
-        rehearsal.format_rehearsal(summary)
-    )
+    assert summary["checks"] == {
+        "memory": True,
+        "above_weights": True,
+        "extrapolation": True,
+        "flops": True,
+    }, rehearsal.format_rehearsal(summary)
     assert all(s["max_rss_bytes"] < 12e9 for s in summary["sizes"].values())
 
 
@@ -182,3 +186,37 @@ def test_the_rounds_phase_meter_adds_what_a_phase_allocates_to_what_was_resident
         },
     ]
     assert ledger_flops(steps) == {"generation": 5.0, "prm": 2.0, "old_pass": 1.0, "loss": 6.0}
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_the_rollouts_prefill_under_peft_is_what_the_memory_model_says(attention):
+    """A small Qwen2 under PEFT's LoRA (bf16 weights, fp32 adapters), its rollouts' prefill measured
+    by LiveBytes against the generation phase above the resident state: the MLP's moment at up's
+    adapter (two fp32 intermediate-width tensors beside two bf16), and under eager attention each
+    layer's [rows, heads, T, T] weights held through it (sdpa holds none)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from paper_repro.accounting import memory
+    from paper_repro.accounting.flops import LINEAR_MODULES, ModelShape
+
+    config = Qwen2Config(
+        hidden_size=256, intermediate_size=1024, num_attention_heads=8, num_key_value_heads=2,
+        num_hidden_layers=1, vocab_size=512, tie_word_embeddings=True,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    policy = Qwen2ForCausalLM(config).to(torch.bfloat16)
+    policy.set_attn_implementation(attention)
+    policy = get_peft_model(policy, LoraConfig(r=8, target_modules=list(LINEAR_MODULES))).eval()
+    prompt = torch.randint(0, 512, (2, 96))
+    with torch.no_grad(), LiveBytes() as live:
+        rehearsal._sample(policy, prompt, 2, greedy=True)
+    run = memory.RunMemory(
+        ModelShape.from_config(config.to_dict()), memory.Precision.of("bfloat16", "cpu"), prompt_tokens=96,
+        completion_tokens=2, rows=2, micro_rows=2, lora_rank=8, attention=attention,
+    )  # fmt: skip
+    generation, resident = memory.phases(run)[0], run.resident()
+    modelled = sum(v for k, v in generation.parts.items() if k not in resident)
+    assert modelled == pytest.approx(live.peak, rel=0.03)
+    held = memory.attention_weights(run.policy, 2, 96, run.precision, attention)
+    assert held == (2 * 8 * 96 * 96 * 2 if attention == "eager" else 0)

@@ -29,6 +29,12 @@ What it follows, read from the code the runs execute (TRL 1.16, PEFT, transforme
   adapter, cast to the adapter's dtype: under autocast cast back to bf16), the attention's q, k, v and
   output, the gated MLP's four intermediate-width tensors. With gradient checkpointing only each
   layer's input is kept, and one layer is recomputed at a time during the backward.
+* The attention implementation (``RunMemory.attention``): the runs' ``sdpa`` (or flash) holds no
+  attention weights; ``eager`` (the rehearsal's round, which ``FlopCounterMode`` must see) holds each
+  layer's [rows, heads, T, T] weights through the layer's MLP (:func:`attention_weights`).
+* HF ``generate`` holds its KV cache and the larger of two moments: the prefill's widest layer (the
+  rollouts' policy under PEFT: its adapters' outputs at intermediate width, fp32 off autocast) and the
+  sampling step's fp32 copies of the last token's logits.
 * Depth enters linearly: weights, the KV cache and the saved activations are per layer, the
   embeddings, the head and the head's tile are not; :func:`phases` at any ``num_layers`` is the same
   formula, which the rehearsal (:mod:`paper_repro.drivers.rehearsal`) checks at two depths.
@@ -59,6 +65,12 @@ HEAD_VOCAB_CHUNK = 32768
 # log-prob gradient (temporaries freed as each op returns)
 HEAD_FORWARD_COPIES = 3
 HEAD_BACKWARD_COPIES = 7
+# fp32 copies of the last token's logits alive at once in one sampling step of HF generate (measured
+# with a minimum length and sampling, as the rehearsal decodes: the upcast, the minimum-length
+# processor's clone and two where's, its masked_fill, softmax), beside the compute-dtype logits and
+# that processor's vocabulary-long int64 index and bool mask; the study's rollouts (no minimum
+# length) make fewer: the model is high there by rows x vocabulary x 12 bytes, far below the prefill
+SAMPLING_COPIES = 6
 PRM_BATCH = 64  # rows per PRM forward (paper_repro.rewards.prm_scorer.PRMScorer.batch_size)
 ADAM_MOMENTS = 2
 CUDA_CONTEXT_GIB = 0.5  # the CUDA context and cuBLAS handles: an assumption, measured only on a GPU
@@ -148,14 +160,32 @@ def layer_saved_bytes(shape: ModelShape, precision: Precision, rank: int, lora: 
 
 
 def _forward_transient(shape: ModelShape, precision: Precision, lora: bool = False) -> int:
-    """Bytes per token one layer holds at once in a forward without gradients: the MLP's
-    intermediate tensors (gate, up, their product) and a few hidden-width ones; with ``lora`` (the
-    policy under PEFT, unmerged) an MLP adapter's input cast and its intermediate-width output, in
-    the adapter's dtype where PEFT's cast is kept (off autocast: fp32)."""
-    adapter = (precision.cast or precision.adapter) * (shape.intermediate_size + shape.hidden_size)
-    return precision.compute * (3 * shape.intermediate_size + 4 * shape.hidden_size) + (
-        adapter if lora else 0
-    )
+    """Bytes per token one layer holds at once in a forward without gradients, at its MLP (the
+    layer's widest moment), beside three hidden-width tensors in the compute dtype (the embeddings'
+    output, the residual and the normalised input): without ``lora``, gate's activation, up's output
+    and their product; with ``lora`` (the policy under PEFT, unmerged) up's moment instead: gate's
+    activation and up's base output in the compute dtype beside its adapter's output and that output
+    scaled, in the adapter's dtype where PEFT's cast is kept (off autocast: fp32), and the adapter's
+    cast of the layer's input (measured: ``docs/gpu-paper.md``, the rehearsal's round)."""
+    h, i, c = shape.hidden_size, shape.intermediate_size, precision.compute
+    if not lora:
+        return c * (3 * i + 3 * h)
+    adapter = precision.cast or precision.adapter
+    return c * (2 * i + 3 * h) + adapter * (2 * i + h)
+
+
+def attention_weights(
+    shape: ModelShape, rows: int, tokens: int, precision: Precision, attention: str, grad: bool = False
+) -> int:
+    """Bytes of one layer's attention weights over ``rows`` rows of ``tokens`` tokens that a forward
+    holds beyond its per-token tensors: none under ``sdpa`` or flash attention (fused kernels: the
+    weights never exist as a tensor); under ``eager`` the [rows, heads, tokens, tokens] weights in the
+    compute dtype, which Qwen2's decoder layer keeps (its discarded ``_``) through the layer's MLP,
+    and with ``grad`` also softmax's fp32 output, which autograd saves."""
+    if attention != "eager":
+        return 0
+    cells = rows * shape.num_heads * tokens * tokens
+    return cells * (precision.compute + (4 if grad else 0))
 
 
 def head_positions(rows: int, prompt: int, completion: int, precision: Precision) -> int:
@@ -213,7 +243,9 @@ class RunMemory:
     ``processes`` and ``zero_stage``: the data-parallel group (ZeRO-2 shards LoRA's gradients and
     moments); ``prm``: a PRM on this device (None: none or on another device); ``vllm_share``: the
     fraction of the device vLLM's colocated engine reserves (0: HF generate); ``device_gib``: the
-    device's usable memory."""
+    device's usable memory; ``attention``: the models' attention implementation (transformers'
+    ``attn_implementation``: the runs' default ``sdpa``; the rehearsal's round runs ``eager``, which
+    FlopCounterMode sees)."""
 
     policy: ModelShape
     precision: Precision
@@ -232,6 +264,7 @@ class RunMemory:
     eval_rows: int = 64
     eval_new_tokens: int = 2048
     vllm_share: float = 0.0
+    attention: str = "sdpa"  # the attention implementation: "eager" holds its weights (attention_weights)
     device_gib: float = 79.2
     cuda_context_gib: float = CUDA_CONTEXT_GIB
     notes: tuple[str, ...] = field(default=())
@@ -260,37 +293,53 @@ class RunMemory:
         return parts
 
 
+def _decoding(run: RunMemory, rows: int, new_tokens: int, lora: bool) -> dict[str, float]:
+    """HF ``generate`` of ``new_tokens`` tokens after ``rows`` prompts: the KV cache at its full
+    length, and the larger of its two moments, the prefill's widest layer (with ``lora`` the policy
+    under PEFT, its adapters unmerged) or the sampling step's copies of the last token's logits
+    (:data:`SAMPLING_COPIES`; made after the prefill's layers have freed theirs)."""
+    p, shape = run.precision, run.policy
+    cache = (
+        rows * (run.prompt_tokens + new_tokens) * kv_bytes_per_token(shape, p) * (1 + 1 / shape.num_layers)
+    )
+    prefill = rows * run.prompt_tokens * _forward_transient(shape, p, lora=lora) + attention_weights(
+        shape, rows, run.prompt_tokens, p, run.attention
+    )
+    vocab = shape.vocab_size
+    logits = rows * vocab * (p.compute + 4 * SAMPLING_COPIES) + vocab * (8 + 1)
+    moment = {"prefill activations": prefill} if prefill > logits else {"last-token logits": logits}
+    return {"KV cache": cache, **moment}
+
+
 def _generation(run: RunMemory) -> dict[str, float]:
     if run.vllm_share:  # vLLM's engine holds its weights copy and paged KV inside its reservation
         return {}
-    p, vocab = run.precision, run.policy.vocab_size
-    return {
-        "KV cache": run.rows
-        * run.sequence
-        * kv_bytes_per_token(run.policy, p)
-        * (1 + 1 / run.policy.num_layers),
-        # rollouts come from the policy under PEFT, its adapters unmerged
-        "prefill activations": run.rows * run.prompt_tokens * _forward_transient(run.policy, p, lora=True),
-        "last-token logits (fp32, x3)": run.rows * vocab * 4 * 3,
-    }
+    # rollouts come from the policy under PEFT, its adapters unmerged
+    return _decoding(run, run.rows, run.completion_tokens, lora=True)
 
 
 def _prm(run: RunMemory) -> dict[str, float]:
     if run.prm is None:
         return {}
-    tokens = min(run.rows, PRM_BATCH) * (run.reward_tokens or run.sequence)
-    return {
-        "PRM activations": tokens * _forward_transient(run.prm, run.precision),
-        "PRM head": tokens * (run.prm.hidden_size + 2) * run.precision.compute,
-    }
+    rows, length = min(run.rows, PRM_BATCH), run.reward_tokens or run.sequence
+    tokens = rows * length
+    layer = tokens * _forward_transient(run.prm, run.precision) + attention_weights(
+        run.prm, rows, length, run.precision, run.attention
+    )
+    # its head after the layers: the last hidden states, Linear(h, h)'s output and ReLU's, two logits
+    head = tokens * (3 * run.prm.hidden_size + 2) * run.precision.compute
+    return {"PRM activations": layer} if layer > head else {"PRM head": head}
 
 
 def _old_pass(run: RunMemory) -> dict[str, float]:
     if not run.old_pass:
         return {}
-    # one layer's transients, freed before the head runs over the last hidden states: the larger one
+    # one layer's transients (the policy under PEFT), freed before the head runs over the last hidden
+    # states: the larger one
     tokens = run.micro_rows * run.sequence
-    layer = tokens * _forward_transient(run.policy, run.precision)
+    layer = tokens * _forward_transient(run.policy, run.precision, lora=True) + attention_weights(
+        run.policy, run.micro_rows, run.sequence, run.precision, run.attention
+    )
     positions = head_positions(run.micro_rows, run.prompt_tokens, run.completion_tokens, run.precision)
     head = head_workspace(positions, run.policy, run.precision, False)
     return {"activations (no grad)": layer} if layer > head else {"fused head": head}
@@ -300,14 +349,15 @@ def _loss(run: RunMemory) -> dict[str, float]:
     p, shape = run.precision, run.policy
     tokens = run.micro_rows * run.sequence
     layer = layer_saved_bytes(shape, p, run.lora_rank)
+    scores = attention_weights(shape, run.micro_rows, run.sequence, p, run.attention, grad=True)
     residual = shape.hidden_size * p.compute  # each layer's input, kept for its backward
     if run.checkpointing:
         saved = {
             "layer inputs (checkpointed)": tokens * shape.num_layers * residual,
-            "one layer recomputed": tokens * layer,
+            "one layer recomputed": tokens * layer + scores,
         }
     else:
-        saved = {"saved activations": tokens * shape.num_layers * (residual + layer)}
+        saved = {"saved activations": shape.num_layers * (tokens * (residual + layer) + scores)}
     shard = run.processes if run.zero_stage >= 2 else 1
     # fp32, freed after each optimizer step (the Trainer zeroes them to None); ZeRO-2 keeps a shard
     grads = {"LoRA grads": lora_parameters(shape, run.lora_rank) * 4 / shard}
@@ -329,19 +379,18 @@ def _loss(run: RunMemory) -> dict[str, float]:
 
 
 def _evaluation(run: RunMemory) -> dict[str, float]:
-    p = run.precision
-    tokens = run.prompt_tokens + run.eval_new_tokens
-    parts = {
-        "KV cache": run.eval_rows
-        * tokens
-        * kv_bytes_per_token(run.policy, p)
-        * (1 + 1 / run.policy.num_layers),
-        "prefill activations": run.eval_rows * run.prompt_tokens * _forward_transient(run.policy, p),
-        "last-token logits (fp32, x3)": run.eval_rows * run.policy.vocab_size * 4 * 3,
-    }
-    if run.prm is not None:  # the judge reads each answer after generation: the KV cache is gone by then
-        judge = min(run.eval_rows, PRM_BATCH) * (run.judge_tokens or tokens) * _forward_transient(run.prm, p)
-        parts = parts if judge < parts["KV cache"] else {"judge activations": judge}
+    # the policy merged (paper_repro.run.train), then the PRM judging the answers once decoded: the KV
+    # cache is gone by then, so the phase holds the larger of the two
+    parts = _decoding(run, run.eval_rows, run.eval_new_tokens, lora=False)
+    if run.prm is not None:
+        rows, length = (
+            min(run.eval_rows, PRM_BATCH),
+            run.judge_tokens or run.prompt_tokens + run.eval_new_tokens,
+        )
+        judge = rows * length * _forward_transient(run.prm, run.precision) + attention_weights(
+            run.prm, rows, length, run.precision, run.attention
+        )
+        parts = parts if judge < sum(parts.values()) else {"judge activations": judge}
     return parts
 
 

@@ -86,9 +86,9 @@ def _fill(model, seed: int):
                 p.fill_(1.0 if "norm" in name else 0.0)
                 continue
             flat, tile = p.view(-1), block.to(p.dtype)
-            for start in range(0, flat.numel(), tile.numel()):
-                part = flat[start : start + tile.numel()]
-                part.copy_(tile[: part.numel()])
+            whole = flat.numel() // tile.numel() * tile.numel()
+            flat[:whole].view(-1, tile.numel()).copy_(tile)  # one broadcast copy, not a loop of them
+            flat[whole:].copy_(tile[: flat.numel() - whole])
     return model
 
 
@@ -197,6 +197,27 @@ def model_at(profile, spec, shapes: Shapes, layers: int | None) -> memory.RunMem
     )
 
 
+@contextlib.contextmanager
+def contiguous_linear_inputs():
+    """Every ``nn.Linear`` in this process given a contiguous input while entered. A CPU-only
+    workaround, not a change of what runs: HF ``generate``'s prefill projects the last position's
+    slice of the hidden states (``logits_to_keep``), a strided view, and torch's bf16 linear takes a
+    slow path on it on the CPU (measured: 13 CPU s for the 1.5B head's 2 x 1536 slice, 0.07 s
+    contiguous), most of the rehearsal's time; the copy is rows x hidden bytes, the FLOPs the same."""
+    import torch
+
+    def contiguous(module, args):
+        if isinstance(module, torch.nn.Linear) and args and not args[0].is_contiguous():
+            return (args[0].contiguous(), *args[1:])
+        return None
+
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(contiguous)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
 def _sample(policy, prompt, new_tokens: int, greedy: bool):
     """``new_tokens`` tokens after each row of ``prompt`` by HF ``generate`` (sampled at temperature
     1, as the rollouts; or greedy, as the evaluation), never stopping early."""
@@ -258,7 +279,7 @@ def measure(size: str, layers: int, shapes: Shapes = Shapes()) -> dict[str, Any]
         "evaluation": evaluation,
     }
     peaks: dict[str, float] = {}
-    with LiveBytes() as live:
+    with contiguous_linear_inputs(), LiveBytes() as live:
         # Adam's moments exist from the first step on: made by one step on zero gradients, the loss
         # pass is measured as every round after the first runs, with them resident
         for p in optimizer.param_groups[0]["params"]:

@@ -25,6 +25,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+# the round's attention: eager, which FlopCounterMode sees (it cannot see the CPU's sdpa kernel); the
+# memory model is read with it too, since eager holds each layer's attention weights (the runs: sdpa)
+ROUND_ATTENTION = "eager"
+
 
 @dataclass(frozen=True)
 class RoundShapes:
@@ -172,7 +176,7 @@ def measure_round(size: str, layers: int, shapes: RoundShapes, root: Path) -> di
     from its step log, and the spec it ran."""
     import torch
 
-    from paper_repro.drivers.rehearsal import _static_bytes
+    from paper_repro.drivers.rehearsal import _static_bytes, contiguous_linear_inputs
     from paper_repro.ledger.trainer import LedgerGRPOTrainer
     from paper_repro.rewards.prm_scorer import PRMScorer
     from paper_repro.run import train
@@ -197,10 +201,8 @@ def measure_round(size: str, layers: int, shapes: RoundShapes, root: Path) -> di
     def init(self, *args, **kwargs):
         originals["__init__"](self, *args, **kwargs)
         held["trainer"] = self
-        # eager attention, which FlopCounterMode sees (it cannot see the CPU's sdpa kernel); its
-        # attention weights are a few MiB at the round's lengths
-        self.model.base_model.model.set_attn_implementation("eager")
-        held["scorer"].model.set_attn_implementation("eager")
+        self.model.base_model.model.set_attn_implementation(ROUND_ATTENTION)
+        held["scorer"].model.set_attn_implementation(ROUND_ATTENTION)
 
     def load_scorer(*args, **kwargs):
         held["scorer"] = load.__func__(PRMScorer, *args, **kwargs)
@@ -224,7 +226,8 @@ def measure_round(size: str, layers: int, shapes: RoundShapes, root: Path) -> di
         )
         cls.training_step = _loss_step(meter.wrap("loss", originals["training_step"]))
         train.evaluate_run = meter.wrap("evaluation", evaluate_run)
-        row = train.run_cell(spec, root / "results", raise_errors=True)
+        with contiguous_linear_inputs():
+            row = train.run_cell(spec, root / "results", raise_errors=True)
     finally:
         for name, fn in originals.items():
             setattr(cls, name, fn)
@@ -261,8 +264,9 @@ def modelled(
     profile, spec, shapes: RoundShapes, tokens: dict, judge_tokens: int | None
 ) -> dict[str, dict[str, float]]:
     """The memory model of the round as it ran (its prompts' mean length from the ledger's token
-    counts, one problem per evaluation batch, the judge's widest read ``judge_tokens``): per phase, the total and what is above the resident
-    state (weights, LoRA, Adam's moments), bytes."""
+    counts, one problem per evaluation batch, the judge's widest read ``judge_tokens``, the round's
+    attention :data:`ROUND_ATTENTION`): per phase, the total and what is above the resident state
+    (weights, LoRA, Adam's moments), bytes."""
     from paper_repro.accounting import memory
     from paper_repro.drivers.rehearsal import Shapes, model_at
 
@@ -271,6 +275,6 @@ def modelled(
     cut = Shapes(
         prompt=prompt, completion=shapes.completion, rows=rows, eval_rows=1, eval_new=shapes.eval_new
     )
-    run = replace(model_at(profile, spec, cut, None), judge_tokens=judge_tokens)
+    run = replace(model_at(profile, spec, cut, None), judge_tokens=judge_tokens, attention=ROUND_ATTENTION)
     resident = sum(run.resident().values())
     return {p.phase: {"total": p.total, "above": p.total - resident} for p in memory.phases(run)}
