@@ -32,9 +32,9 @@ from filelock import FileLock
 from paper_repro import testbed
 from paper_repro.config import load_profile
 from paper_repro.testbed.qwen_interface import (
-    HUB_ROWS,
     PRM_CONFIG_KEYS,
     qwen25_style_tokenizer,
+    write_hub_rows,
     write_prm_code,
 )
 
@@ -120,11 +120,7 @@ def write_tiny_gpu_profile(root, name: str = "test-gpu-paper") -> Path:
     root = Path(root)
     policy = write_tiny_qwen25(root / "qwen2.5-tiny-instruct")
     prm = write_tiny_math_prm(root / "qwen2.5-math-prm-tiny")
-    files = {}
-    for key, rows in HUB_ROWS.items():
-        files[key] = root / "hub" / f"{key}.jsonl"
-        files[key].parent.mkdir(parents=True, exist_ok=True)
-        files[key].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    files = write_hub_rows(root)
     raw = yaml.safe_load(Path(load_profile("gpu-paper").source).read_text())
     raw["name"] = name
     raw["policies"] = {"1.5B": str(policy)}

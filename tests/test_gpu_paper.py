@@ -20,6 +20,7 @@ from paper_repro.run.launch import batch_layout
 from paper_repro.run.spec import spec_for, spec_from_json
 from paper_repro.tasks import load_examples
 from paper_repro.tasks.hub import QWEN_SYSTEM
+from paper_repro.testbed.qwen_interface import HUB_ROWS
 
 
 @pytest.fixture(scope="module")
@@ -300,9 +301,7 @@ def hub_cache(tmp_path_factory):
     src = root / "src"
     _cache(root / "hub", "model", "tiny-org/qwen-tiny", fixtures.write_tiny_qwen25(src / "policy"))
     _cache(root / "hub", "model", "tiny-org/math-prm-tiny", fixtures.write_tiny_math_prm(src / "prm"))
-    rows = {
-        key: "".join(json.dumps(r) + "\n" for r in fixtures.HUB_ROWS[key]) for key in ("gsm8k", "math500")
-    }
+    rows = {key: "".join(json.dumps(r) + "\n" for r in HUB_ROWS[key]) for key in ("gsm8k", "math500")}
     socratic = '{"question": "Not this config?", "answer": "#### 7"}\n'
     files = {"README.md": GSM_CARD, "main/test-0.jsonl": rows["gsm8k"], "socratic/test-0.jsonl": socratic}
     _cache(root / "hub", "dataset", "openai/gsm8k", files)

@@ -78,14 +78,10 @@ def round_profile(size: str, layers: int, shapes: RoundShapes, root: Path) -> Pa
     import yaml
 
     from paper_repro.config import load_profile
-    from paper_repro.testbed.qwen_interface import HUB_ROWS
+    from paper_repro.testbed.qwen_interface import write_hub_rows
 
     policy, prm = write_checkpoints(size, layers, root)
-    files = {}
-    for key, rows in HUB_ROWS.items():
-        files[key] = root / "hub" / f"{key}.jsonl"
-        files[key].parent.mkdir(parents=True, exist_ok=True)
-        files[key].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    files = write_hub_rows(root)
     raw = yaml.safe_load(Path(load_profile("gpu-paper").source).read_text())
     raw["name"] = f"rehearsal-{size}-{layers}"
     raw["policies"] = {size: str(policy)}

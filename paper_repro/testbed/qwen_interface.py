@@ -6,6 +6,8 @@ as its model card loads it. The tests' tiny checkpoints and the rehearsal's real
 
 from __future__ import annotations
 
+from pathlib import Path
+
 # a few rows of each gpu-paper dataset, in the hub's own columns (written to local files that a
 # profile's ``<hub id>=<file>`` data entries read)
 HUB_ROWS = {
@@ -67,12 +69,23 @@ PRM_CONFIG_KEYS = {
 
 def write_prm_code(out) -> None:
     """Write Qwen2.5-Math-PRM's two code files into the checkpoint folder ``out``."""
-    from pathlib import Path
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "configuration_qwen2_rm.py").write_text(PRM_CONFIGURATION)
     (out / "modeling_qwen2_rm.py").write_text(PRM_MODELING)
+
+
+def write_hub_rows(root) -> dict[str, Path]:
+    """Write :data:`HUB_ROWS` as JSON-lines files under ``root / "hub"``; return each dataset's file, by
+    the key a profile's ``<hub id>=<file>`` data entry names."""
+    import json
+
+    files = {}
+    for key, rows in HUB_ROWS.items():
+        files[key] = Path(root) / "hub" / f"{key}.jsonl"
+        files[key].parent.mkdir(parents=True, exist_ok=True)
+        files[key].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return files
 
 
 def qwen25_style_tokenizer():
