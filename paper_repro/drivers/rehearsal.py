@@ -66,6 +66,19 @@ class Shapes:
     eval_new: int = 8
 
 
+@dataclass(frozen=True)
+class RoundShapes:
+    """The round, cut to two cores: ``P`` prompts x ``G`` completions of ``completion`` tokens, ``mu``
+    passes over them (2: TRL runs the old policy's pass, and the second loss pass finds Adam's
+    moments made); one problem per evaluation set, answered in ``eval_new`` tokens."""
+
+    P: int = 1
+    G: int = 2
+    mu: int = 2
+    completion: int = 8
+    eval_new: int = 8
+
+
 def cut_config(name: str, layers: int) -> dict:
     """The shipped config of ``name`` (a hub id) with ``layers`` decoder layers, everything else kept."""
     config = json.loads(models.shipped_config(name).read_text())
@@ -311,8 +324,8 @@ def _in_child(call: str, what: str) -> dict[str, Any]:
     value) in a fresh process (its own peaks and RSS), on two threads; ``what`` names it in an error."""
     code = (
         "import json, sys, torch; torch.set_num_threads(2); from pathlib import Path; "
-        "from paper_repro.drivers.rehearsal import Shapes, measure; "
-        "from paper_repro.drivers.rehearsal_round import RoundShapes, measure_round; "
+        "from paper_repro.drivers.rehearsal import RoundShapes, Shapes, measure; "
+        "from paper_repro.drivers.rehearsal_round import measure_round; "
         f"print('RESULT ' + json.dumps({call}))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
@@ -358,8 +371,6 @@ def rehearse(
     written as it finishes and read back by a rerun at the same shapes, so a killed rehearsal
     finishes only what is missing."""
     import tempfile
-
-    from paper_repro.drivers.rehearsal_round import RoundShapes
 
     round_shapes = round_shapes or RoundShapes()
     runs, rounds = [], {}

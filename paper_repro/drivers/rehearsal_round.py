@@ -21,26 +21,15 @@ round's occurrences. The ledger's FLOPs are the run's row (``C_total_executed``)
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from paper_repro.drivers.rehearsal import RoundShapes  # the round's shapes, beside the passes'
 
 # the round's attention: eager, which FlopCounterMode sees (it cannot see the CPU's sdpa kernel); the
 # memory model is read with it too, since eager holds each layer's attention weights (the runs: sdpa)
 ROUND_ATTENTION = "eager"
-
-
-@dataclass(frozen=True)
-class RoundShapes:
-    """The round, cut to two cores: ``P`` prompts x ``G`` completions of ``completion`` tokens, ``mu``
-    passes over them (2: TRL runs the old policy's pass, and the second loss pass finds Adam's
-    moments made); one problem per evaluation set, answered in ``eval_new`` tokens."""
-
-    P: int = 1
-    G: int = 2
-    mu: int = 2
-    completion: int = 8
-    eval_new: int = 8
 
 
 def write_checkpoints(size: str, layers: int, root: Path) -> tuple[Path, Path]:
@@ -64,8 +53,8 @@ def write_checkpoints(size: str, layers: int, root: Path) -> tuple[Path, Path]:
     write_prm_code(prm_dir)
     config = {**prm.model.config.to_dict(), **PRM_CONFIG_KEYS, "dtype": "bfloat16"}
     (prm_dir / "config.json").write_text(json.dumps(config, indent=1))
-    save_file({k: v.contiguous() for k, v in prm.state_dict().items()}, prm_dir / "model.safetensors",
-              metadata={"format": "pt"})  # fmt: skip
+    tensors = {k: v.contiguous() for k, v in prm.state_dict().items()}
+    save_file(tensors, prm_dir / "model.safetensors", metadata={"format": "pt"})
     tokenizer.save_pretrained(prm_dir)
     return policy_dir, prm_dir
 
@@ -189,8 +178,13 @@ def measure_round(size: str, layers: int, shapes: RoundShapes, root: Path) -> di
 
     meter = PhaseMeter(resident)
     cls = LedgerGRPOTrainer
-    names = ("__init__", "_generate_single_turn", "_calculate_rewards", "_get_per_token_logps_and_entropies",
-             "training_step")  # fmt: skip
+    names = (
+        "__init__",
+        "_generate_single_turn",
+        "_calculate_rewards",
+        "_get_per_token_logps_and_entropies",
+        "training_step",
+    )
     originals = {n: getattr(cls, n) for n in names}
     load, evaluate_run = PRMScorer.__dict__["load"], train.evaluate_run
 

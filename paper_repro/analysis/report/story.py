@@ -135,21 +135,23 @@ def verdict_counts(claims: pd.DataFrame) -> str:
 def story(analysis) -> str:
     """The claims in Markdown, from an :class:`paper_repro.analysis.Analysis`: a count of the
     paper's verdicts, how each claim is tested (each test once), then one paragraph per claim."""
+    return "\n\n".join(story_sections(analysis))
+
+
+def story_sections(analysis) -> list[str]:
+    """:func:`story` in its two sections, each one Markdown string: the count of the paper's verdicts
+    with how each claim is tested, then the claims' paragraphs (notebook 40 displays them one by one,
+    so that no output of the executed notebook grows past what a committed notebook may hold)."""
     claims = analysis.claims
     seeds = int(claims["seeds_per_cell"].max()) if len(claims) else 0
     head = (
         f"Of the paper's claims, {verdict_counts(claims)}, with {seeds} seed{'s' * (seeds != 1)} per "
         "full-budget cell. Each verdict comes from a test fixed in code before the runs."
     )
-    return "\n\n".join(
-        [
-            head,
-            "### How each claim is tested",
-            "\n".join(how_tested(claims)),
-            "### The claims",
-            *claim_paragraphs(claims),
-        ]
-    )
+    return [
+        "\n\n".join([head, "### How each claim is tested", "\n".join(how_tested(claims))]),
+        "\n\n".join(["### The claims", *claim_paragraphs(claims)]),
+    ]
 
 
 def readings(analysis) -> dict[str, str]:
