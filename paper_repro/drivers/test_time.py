@@ -163,11 +163,11 @@ def stage_e_workers(prof: Profile, threads: int | None) -> int:
     threads a policy leave (the study gives each notebook one thread, so two on 2 cores: stage E
     runs last and alone); one where a policy takes a GPU (gpu-paper) or ``threads`` is None (torch's
     default already takes every core)."""
-    import os
+    from paper_repro.run.runner import usable_cores
 
     if threads is None or any(prof.resources_for(s.policy).gpus for s in prof.settings("A")):
         return 1
-    return max(1, len(os.sched_getaffinity(0)) // threads)
+    return max(1, usable_cores() // threads)
 
 
 @dataclasses.dataclass(frozen=True)
