@@ -214,3 +214,21 @@ def test_the_claims_own_simulations_take_the_studys_replicates():
         assert "7 studies each" in oc["oc_note"], (claim_id, oc["oc_note"])
     assert claim_replicates(None) is None and claim_replicates(0) == QUICK_CLAIM_REPLICATES
     assert worlds.REPLICATES >= 400  # a wrong share of 5% known to about +-1 point where it is published
+
+
+def test_the_agreement_reads_each_decision_at_the_pairs_bonferroni_interval():
+    assert abs(conv.AGREE_CONFIDENCE - 0.95) < 1e-12
+    assert "each decision at 95%" in conv.agree(study(flat)).note
+
+
+def test_a_reversal_only_the_registered_interval_sees_is_not_called_a_reversal():
+    # the agreement's intervals are wider than the registered rows', never narrower, so a reversal it
+    # calls is one the registered rows call too
+    s = study(lambda st, rho: 0.5 + 0.03 * (rho > 0.6), sd=0.03, seeds=3)
+    for claim in conv.CLAIMS:
+        for c in conv.CONVENTIONS:
+            plain = conv.regime_under(s, c, claim, ANY)
+            wide = conv.regime_under(s, c, claim, ANY, conv.AGREE_CONFIDENCE)
+            if np.isfinite(plain.value):
+                assert wide.value == pytest.approx(plain.value)
+                assert wide.low < plain.low and wide.high > plain.high

@@ -117,6 +117,20 @@ def regime(
     return Result(est.value, low, high, verdict, note, also=grey)
 
 
+def regime_claim(study: Study, claim: str, level: str = ANY, confidence: float = CONFIDENCE) -> Result:
+    """The paper's regime claim ``claim`` (a key of :data:`QUESTIONS`: ``rule_based``, ``prm_style`` or
+    ``interaction``) on ``study`` at ``level``, decided with a ``confidence`` interval (the registered
+    rows use :data:`CONFIDENCE`; a rule over several of them may ask for a wider one)."""
+    c = study.classes
+    if claim == "rule_based":
+        return regime(study, c.rule_based, level=level, confidence=confidence)
+    if claim == "prm_style":
+        return regime(study, c.prm_style, level=level, sign=-1.0, confidence=confidence)
+    if claim == "interaction":
+        return regime(study, c.middle_rule, c.middle_prm, level=level, confidence=confidence)
+    raise ValueError(f"unknown regime claim {claim!r}: one of {', '.join(QUESTIONS)}")
+
+
 def allocation(study: Study, names: Sequence[str] | None = None) -> Result:
     """ "Allocation matters" (the module's rule) over the distinct settings ``names``."""
     from scipy.stats import t as student
@@ -231,7 +245,7 @@ for _level, _suffix, _SIM in _LEVELS:
         words=lambda s, lv=_level: regime_words(s.margins, lv, "rule-based settings"),
     )
     def _rule(study: Study, level: str = _level) -> Result:
-        return regime(study, study.classes.rule_based, level=level)
+        return regime_claim(study, "rule_based", level)
 
     @register_claim(
         f"regime.prm_style.{_suffix}",
@@ -249,7 +263,7 @@ for _level, _suffix, _SIM in _LEVELS:
         words=lambda s, lv=_level: regime_words(s.margins, lv, "PRM-style settings, sign reversed"),
     )
     def _prm(study: Study, level: str = _level) -> Result:
-        return regime(study, study.classes.prm_style, level=level, sign=-1.0)
+        return regime_claim(study, "prm_style", level)
 
     @register_claim(
         f"regime.interaction.{_suffix}",
@@ -271,8 +285,7 @@ for _level, _suffix, _SIM in _LEVELS:
         ),
     )
     def _interaction(study: Study, level: str = _level) -> Result:
-        c = study.classes
-        return regime(study, c.middle_rule, c.middle_prm, level=level)
+        return regime_claim(study, "interaction", level)
 
 
 @register_claim(
