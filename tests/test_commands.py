@@ -90,7 +90,7 @@ def test_the_design_rule_is_worded_from_its_bounds(monkeypatch):
     monkeypatch.setitem(dc.TARGETS, "agreement_min", (0.9, "min"))
     monkeypatch.setattr(dc, "WRONG_LIMIT", 0.1)
     words = dc.rule_words(45)
-    assert "agreement >= 0.90" in words and "wrong share <= 0.1;" in words and "within 45 min" in words
+    assert "agreement >= 0.90" in words and "wrong share <= 0.1 (" in words and "within 45 min" in words
 
 
 def test_a_new_command_is_one_new_module(tmp_path, monkeypatch, capsys):

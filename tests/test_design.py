@@ -510,3 +510,21 @@ def test_an_open_question_reads_the_prm_settings_table_beside_the_next_designs(t
     (text,) = open_question_designs(tmp_path, claims, ["regime.prm_style.any"]).values()
     assert "*12 settings* (1297 runs, 110 min" in text and "`design_prm_settings.csv`" in text
     assert "would decide it" in text
+
+
+def test_the_wrong_share_bound_allows_for_the_simulations_own_sampling_error():
+    """A wrong share a hair over 5% on many simulated studies is not evidence of a rule wrong too
+    often; the same share on few studies is not either, and a share far over 5% is, on any count. A
+    candidate is not preferred for having been simulated less."""
+    from paper_repro.analysis.design import candidates as dc
+
+    rows = pd.DataFrame({"wrong_max": [0.052, 0.112, 0.075, 0.09, 0.052, np.nan],
+                         "replicates": [200, 40, 40, 200, np.nan, 40]})  # fmt: skip
+    assert dc.too_wrong(rows).tolist()[:5] == [0.0, 1.0, 0.0, 1.0, 1.0]
+    assert np.isnan(dc.too_wrong(rows).iloc[5])
+    table = pd.concat([
+        _choices("well simulated", 58.0, [0.052, 0.01], [0.9, 0.9]).assign(replicates=200),
+        _choices("lucky, weaker", 54.0, [0.025, 0.01], [0.5, 0.5]).assign(replicates=40),
+    ])  # fmt: skip
+    assert dc.recommend(table, minutes=60).name == "well simulated"
+    assert dc.misfits(table, "well simulated", 60) == []

@@ -44,7 +44,7 @@ from paper_repro.analysis.stats.contrasts import ANY, THESE
 from paper_repro.analysis.stats.verdict import NAN, Result
 from paper_repro.analysis.tables.conventions import CONVENTIONS
 
-REGISTERED = "2026-12-05T08:00:00+00:00"  # when these rules were fixed (after the study's runs)
+REGISTERED = "2026-12-05T08:00:00+00:00"  # when these rules were fixed (after the first registered study's runs, before the second's)
 AGREE_REGISTERED = "2026-12-05T13:41:00+00:00"  # the agreement at 95% a decision (before the second study)
 CLAIMS = ("rule_based", "prm_style", "interaction")  # the regime claims, as their ids name them
 LEVELS = {ANY: "any", THESE: "these"}

@@ -44,7 +44,7 @@ from paper_repro.analysis.claims.study import Study
 from paper_repro.analysis.stats.verdict import NAN, Result
 from paper_repro.run.allocation import SECOND_SUFFIX
 
-REGISTERED = "2026-12-05T08:00:00+00:00"  # when these rules were fixed (after the study's runs)
+REGISTERED = "2026-12-05T08:00:00+00:00"  # when these rules were fixed (after the first registered study's runs, before the second's)
 TARGET = "native_reward"
 ALPHA = 0.05
 KNOBS = ("log rounds", "log optimizer steps", "G", "K/G", "mu", "intercept only")

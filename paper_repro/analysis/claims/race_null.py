@@ -41,7 +41,7 @@ from paper_repro.analysis.stats.verdict import NAN, Result
 from paper_repro.analysis.tables.race import RegimeThresholds, distinct_rows
 from paper_repro.analysis.wording import fraction_words
 
-REGISTERED = "2026-12-05T08:00:00+00:00"  # when this rule was fixed (after the study's runs)
+REGISTERED = "2026-12-05T08:00:00+00:00"  # when this rule was fixed (after the first registered study's runs, before the second's)
 TARGET = "native_reward"
 ALPHA = 0.05
 DRAWS = 4000  # simulated studies per world: a 5% tail to about +-0.7 points

@@ -45,7 +45,7 @@ from paper_repro.analysis.stats.contrasts import ANY, THESE
 from paper_repro.analysis.stats.mixed import DIGITS
 from paper_repro.analysis.stats.verdict import Result
 
-REGISTERED = "2026-12-05T08:00:00+00:00"  # when these rules were fixed (after the study's runs)
+REGISTERED = "2026-12-05T08:00:00+00:00"  # when these rules were fixed (after the first registered study's runs, before the second's)
 PAIRS = {  # id -> (first target, second target, words)
     "native_judge": ("native_reward", "judge_score", "native reward minus the judge"),
     "gsm_judge": ("gsm_pass1", "judge_score", "gsm pass@1 minus the judge"),
