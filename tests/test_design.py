@@ -497,6 +497,24 @@ def test_an_open_question_names_the_cheapest_design_that_decides_it_or_the_close
     assert said(folder("decided"), deciding, verdict="not held") == []  # a decided question needs none
 
 
+def test_a_decided_question_whose_design_is_unreliable_names_the_design_that_would_decide_it(tmp_path):
+    """Decided this time, but by a design that says no in only 40% of studies where the answer is no:
+    the reader is told which design would decide it reliably; a question decided reliably is not."""
+    from paper_repro.analysis.report.simulated import open_question_designs
+
+    pd.DataFrame([_next("window recipes", 81.4, 987, 1.0, 0.95, claim="regime.rule_based.any")]).to_csv(
+        tmp_path / "design_next_90.csv", index=False
+    )
+    claims = pd.DataFrame({
+        "id": ["regime.rule_based.any"], "verdict": ["not held"], "oc_wrong_max": [0.04],
+        "oc_held_when_true": [0.985], "oc_not_held_when_false": [0.40],
+    })  # fmt: skip
+    (text,) = open_question_designs(tmp_path, claims, ["regime.rule_based.any"]).values()
+    assert "*window recipes* (987 runs, 81.4 min" in text and "would decide it" in text
+    reliable = claims.assign(oc_not_held_when_false=0.85)
+    assert open_question_designs(tmp_path, reliable, ["regime.rule_based.any"]) == {}
+
+
 def test_an_open_question_reads_the_prm_settings_table_beside_the_next_designs(tmp_path):
     """design_prm_settings.csv (paper-repro design --candidates --family prm-settings) is read with
     the design_next_*.csv tables: its deciding candidate is named when it is the cheapest that decides."""

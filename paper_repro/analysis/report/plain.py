@@ -125,7 +125,8 @@ def _reasons(rows: pd.DataFrame) -> str:
 
 def regime_sentences(claims: pd.DataFrame, designs: dict[str, str] | None = None) -> list[str]:
     """Per regime question: decided (the answer, the estimate and how sure) or not (why, and what
-    would decide it: more seeds, and ``designs``' sentence for its claim id where given)."""
+    would decide it: more seeds), each with ``designs``' sentence for its claim id where given (an
+    open question, or one this study's design does not decide reliably)."""
     by_id = claims.set_index("id") if "id" in claims else pd.DataFrame()
     decided, undecided = [], []
     for claim_id, asked in _asked("question").items():
@@ -134,8 +135,10 @@ def regime_sentences(claims: pd.DataFrame, designs: dict[str, str] | None = None
         r = by_id.loc[claim_id]
         answer = VERDICT_WORDS.get(str(r["verdict"]), str(r["verdict"]))
         if r["verdict"] in ("held", "not held"):
+            # decided this time by a design that does not decide it reliably: which design would
+            design = f"; {designs[claim_id]}" if designs and claim_id in designs else ""
             decided.append(
-                f"*{asked}* **{answer.capitalize()}**: {_estimate(r)}; {_sureness(r)}{_fragility(r)}."
+                f"*{asked}* **{answer.capitalize()}**: {_estimate(r)}; {_sureness(r)}{design}{_fragility(r)}."
             )
         else:
             design = f"; {designs[claim_id]}" if designs and claim_id in designs else ""

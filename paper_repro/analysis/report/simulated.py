@@ -204,8 +204,10 @@ def _limit(path: Path, table: pd.DataFrame) -> float:
 
 
 def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str]) -> dict[str, str]:
-    """What design would decide each regime question of ``ids`` the study leaves open (neither held nor
-    not held in ``claims``), from the committed candidate tables (:data:`NEXT_DESIGNS`): the cheapest
+    """What design would decide each regime question of ``ids`` that the study leaves open (neither held
+    nor not held in ``claims``) or that its design does not decide reliably (its row's simulated
+    ``oc_*`` columns miss the registered targets: wrong above 5% or a power under 80%), from the
+    committed candidate tables (:data:`NEXT_DESIGNS`): the cheapest
     candidate whose row for the claim meets the registered targets
     (:data:`paper_repro.analysis.design.candidates.TARGETS`), else that no candidate priced does and the
     closest (wrong at most 5% first, then the largest smaller power, then fewer minutes) with its two
@@ -226,7 +228,9 @@ def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str
     said = {}
     for claim_id in ids:
         mine = rows[rows["claim_id"] == claim_id]
-        if claim_id not in decided.index or decided[claim_id] or mine.empty:
+        if claim_id not in decided.index or mine.empty:
+            continue
+        if decided[claim_id] and _reliable(claims[claims["id"] == claim_id].iloc[0]):
             continue
         meets = np.ones(len(mine), bool)
         for column, (bound, kind) in TARGETS.items():
@@ -242,9 +246,24 @@ def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str
         pick = closest.iloc[0]
         said[claim_id] = (
             f"no design priced up to {_fmt(float(rows['limit'].max()))} minutes decides it (both powers at least 80%, wrong at "
-            f"most 5%): the closest, {_design_words(pick)}, {_powers_words(pick)}"
+            f"most 5%, the same verdict from two draws of the study at least 85%): the closest, {_design_words(pick)}, "
+            f"{_powers_words(pick)}"
         )
     return said
+
+
+def _reliable(claim: pd.Series) -> bool:
+    """Whether a claim's own simulated operating characteristics (``claims.csv``'s ``oc_*``) meet the
+    registered targets: wrong at most 5%, both powers at least 80%. A row without them is taken as
+    reliable (nothing says otherwise)."""
+    from paper_repro.analysis.design.candidates import TARGETS
+
+    columns = ("oc_wrong_max", "oc_held_when_true", "oc_not_held_when_false")
+    if not all(c in claim.index for c in columns):
+        return True
+    wrong, held, refuted = (pd.to_numeric(claim[c], errors="coerce") for c in columns)
+    power = TARGETS["held_when_true"][0]
+    return bool(wrong <= TARGETS["wrong_max"][0] and held >= power and refuted >= power)
 
 
 def _design_words(row: pd.Series) -> str:
@@ -259,4 +278,9 @@ def _powers_words(row: pd.Series) -> str:
     return (
         f"says yes in {percent(row['held_when_true'])} of simulated studies where the answer is yes and no in "
         f"{percent(row['not_held_when_false'])} of those where it is no, wrong in at most {percent(row['wrong_max'])}"
+        + (
+            f", the same verdict from two draws in {percent(row['agreement_min'])}"
+            if np.isfinite(pd.to_numeric(row.get("agreement_min"), errors="coerce"))
+            else ""
+        )
     )
