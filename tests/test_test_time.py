@@ -225,3 +225,16 @@ def test_the_notebooks_design_is_validated_and_never_mixed(tmp_path):
     _check_same_design(table, StageE(n=64, problems=100))  # the same design: more policies may join
     with pytest.raises(ValueError, match=r"\(n, problems\)"):
         _check_same_design(table, StageE(n=16, problems=100))
+
+
+def test_a_stage_e_worker_silences_the_known_library_warnings_before_it_samples(monkeypatch):
+    """A spawned worker starts without the study's warning filters: each task sets them first, so the
+    executed notebook 60 holds no library FutureWarning from a retraining worker."""
+    from paper_repro.common import quiet
+    from paper_repro.drivers import test_time as stage
+
+    calls = []
+    monkeypatch.setattr(quiet, "quiet_libraries", lambda: calls.append("quiet"))
+    monkeypatch.setattr(stage, "_sample_base", lambda *a: calls.append("sample") or {})
+    stage._Task(None, None, None, "prm", None, None)()
+    assert calls == ["quiet", "sample"]

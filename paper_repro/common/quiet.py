@@ -2,8 +2,8 @@
 bars, and the trainer callbacks that print every log dict.
 
 :func:`quiet_libraries` runs in every process a run or a testbed build starts in (through
-:func:`paper_repro.drivers.study.prepare`, the testbed's ``build_all``, the runner's worker processes and
-:mod:`paper_repro.run.worker`); :func:`quiet_trainer` wraps every trainer the package builds. Only the
+:func:`paper_repro.drivers.study.prepare`, the testbed's ``build_all``, the runner's worker processes,
+stage E's worker processes and :mod:`paper_repro.run.worker`); :func:`quiet_trainer` wraps every trainer the package builds. Only the
 warnings listed in :func:`quiet_warnings` are silenced: the package's own, and any other library's,
 still show.
 """

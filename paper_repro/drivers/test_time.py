@@ -184,6 +184,9 @@ class _Task:
     threads: int | None
 
     def __call__(self) -> dict:
+        from paper_repro.common.quiet import quiet_libraries
+
+        quiet_libraries()  # a spawned worker starts without the study's warning filters
         if self.threads:  # a worker process starts at torch's default
             import torch
 
