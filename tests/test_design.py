@@ -507,7 +507,7 @@ def test_a_decided_question_whose_design_is_unreliable_names_the_design_that_wou
     )
     claims = pd.DataFrame({
         "id": ["regime.rule_based.any"], "verdict": ["not held"], "oc_wrong_max": [0.04],
-        "oc_held_when_true": [0.985], "oc_not_held_when_false": [0.40],
+        "oc_held_when_true": [0.985], "oc_not_held_when_false": [0.40], "oc_agreement_min": [0.9],
     })  # fmt: skip
     (text,) = open_question_designs(tmp_path, claims, ["regime.rule_based.any"]).values()
     assert "*window recipes* (987 runs, 81.4 min" in text and "would decide it" in text

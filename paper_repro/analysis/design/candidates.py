@@ -115,6 +115,19 @@ def family_claims(family: str) -> list | None:
     return [c for c in oc.simulated_claims() if c.id.startswith(FAMILY_CLAIMS)]
 
 
+def missed_targets(row: pd.Series, prefix: str = "") -> list[str]:
+    """The registered targets (:data:`TARGETS`) one row of operating characteristics misses, as
+    "column value (bound)" (a column missing or NaN counts as missed); ``prefix``: how the row names
+    the columns (``oc_`` in ``claims.csv``)."""
+    out = []
+    for column, (bound, kind) in TARGETS.items():
+        value = pd.to_numeric(row.get(prefix + column), errors="coerce")
+        value = float(value) if value is not None else np.nan
+        if not np.isfinite(value) or (value > bound if kind == "max" else value < bound):
+            out.append(f"{column} {value:.2f} ({'<=' if kind == 'max' else '>='} {bound:g})")
+    return out
+
+
 def target_misses(choices: pd.DataFrame, name: str) -> list[str]:
     """Which registered targets (:data:`TARGETS`) candidate ``name`` misses for the regime claims
     (none: it meets them all; a claim it has no rows of counts as missed)."""
@@ -127,10 +140,7 @@ def target_misses(choices: pd.DataFrame, name: str) -> list[str]:
         if row.empty:
             out.append(f"{claim}: not simulated")
             continue
-        for column, (bound, kind) in TARGETS.items():
-            value = float(row[column].iloc[0]) if column in row else np.nan
-            if not np.isfinite(value) or (value > bound if kind == "max" else value < bound):
-                out.append(f"{claim} {column} {value:.2f} ({'<=' if kind == 'max' else '>='} {bound:g})")
+        out += [f"{claim} {miss}" for miss in missed_targets(row.iloc[0])]
     return out
 
 

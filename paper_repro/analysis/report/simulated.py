@@ -212,7 +212,7 @@ def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str
     (:data:`paper_repro.analysis.design.candidates.TARGETS`), else that no candidate priced does and the
     closest (wrong at most 5% first, then the largest smaller power, then fewer minutes) with its two
     powers. A sentence per open question (by claim id); none where no table is committed."""
-    from paper_repro.analysis.design.candidates import TARGETS
+    from paper_repro.analysis.design.candidates import TARGETS, missed_targets
 
     paths = sorted(path for pattern in NEXT_DESIGNS for path in results.glob(pattern))
     if not paths or "id" not in claims:
@@ -232,9 +232,7 @@ def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str
             continue
         if decided[claim_id] and _reliable(claims[claims["id"] == claim_id].iloc[0]):
             continue
-        meets = np.ones(len(mine), bool)
-        for column, (bound, kind) in TARGETS.items():
-            meets &= (mine[column] <= bound if kind == "max" else mine[column] >= bound).to_numpy()
+        meets = np.array([not missed_targets(row) for _, row in mine.iterrows()], bool)
         if meets.any():
             pick = mine[meets].sort_values("minutes").iloc[0]
             said[claim_id] = f"{_design_words(pick)} would decide it: it {_powers_words(pick)}"
@@ -254,16 +252,13 @@ def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str
 
 def _reliable(claim: pd.Series) -> bool:
     """Whether a claim's own simulated operating characteristics (``claims.csv``'s ``oc_*``) meet the
-    registered targets: wrong at most 5%, both powers at least 80%. A row without them is taken as
-    reliable (nothing says otherwise)."""
-    from paper_repro.analysis.design.candidates import TARGETS
+    registered targets (:func:`~paper_repro.analysis.design.candidates.missed_targets`). A row without
+    them is taken as reliable (nothing says otherwise)."""
+    from paper_repro.analysis.design.candidates import missed_targets
 
-    columns = ("oc_wrong_max", "oc_held_when_true", "oc_not_held_when_false")
-    if not all(c in claim.index for c in columns):
+    if not any(str(c).startswith("oc_") for c in claim.index):
         return True
-    wrong, held, refuted = (pd.to_numeric(claim[c], errors="coerce") for c in columns)
-    power = TARGETS["held_when_true"][0]
-    return bool(wrong <= TARGETS["wrong_max"][0] and held >= power and refuted >= power)
+    return not missed_targets(claim, prefix="oc_")
 
 
 def _design_words(row: pd.Series) -> str:
