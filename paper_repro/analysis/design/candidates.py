@@ -30,6 +30,13 @@ import pandas as pd
 
 from paper_repro.analysis.claims.registry import design_targets
 from paper_repro.analysis.design import characteristics as oc
+from paper_repro.analysis.design.bounds import (
+    TARGETS,
+    WRONG_ALPHA,
+    WRONG_LIMIT,
+    missed_targets,
+    too_wrong,
+)
 from paper_repro.analysis.design.noise import EvalVariance, Layout
 from paper_repro.config import Profile
 from paper_repro.run.cost_model import (
@@ -51,26 +58,13 @@ from paper_repro.run.design_cost import (
     shared_settings,
 )
 
-WRONG_LIMIT = 0.05  # a candidate's every claim: largest wrong share over the truths at most this
-# the wrong share is simulated, so the bound is a test, not a comparison: a claim breaks it when a
-# one-sided binomial test at this level, over the candidate's own studies per truth (2 x its study
-# pairs), rejects "wrong at most WRONG_LIMIT". Compared as a bare number, the registered design
-# (wrong 0.052 over 400 studies, 0.011 from 5% by chance) lost to a candidate simulated on 80 studies
-# (0.025) whose every power was lower: the rule ranked candidates by their simulations' luck
-WRONG_ALPHA = 0.05
 # how far past C stage A must run (a multiple of C): the registered size*(C) and budget claims are read
 # along the ladder, and on the committed runs the sizes separate only at 2C (S and M have saturated, L
 # is still rising). The simulator scores the frontier at C alone, so it cannot see what a shorter ladder
 # loses: a candidate whose stage A stops earlier is priced and simulated, never picked
 LADDER_TOP = 2.0
-# the registered targets of the paper's three regime claims (any recipe at this rho): column -> (bound, "max"/"min")
+# the regime claims the registered targets apply to
 TARGET_CLAIMS = design_targets()  # the claims declared with design_target=True
-TARGETS = {
-    "wrong_max": (0.05, "max"),
-    "agreement_min": (0.85, "min"),
-    "held_when_true": (0.80, "min"),
-    "not_held_when_false": (0.80, "min"),
-}
 
 
 def window_targets(profile: Profile, targets: Sequence[float] | None = None) -> tuple[float, ...]:
@@ -113,19 +107,6 @@ def family_claims(family: str) -> list | None:
     if family != "prm-settings":
         return None
     return [c for c in oc.simulated_claims() if c.id.startswith(FAMILY_CLAIMS)]
-
-
-def missed_targets(row: pd.Series, prefix: str = "") -> list[str]:
-    """The registered targets (:data:`TARGETS`) one row of operating characteristics misses, as
-    "column value (bound)" (a column missing or NaN counts as missed); ``prefix``: how the row names
-    the columns (``oc_`` in ``claims.csv``)."""
-    out = []
-    for column, (bound, kind) in TARGETS.items():
-        value = pd.to_numeric(row.get(prefix + column), errors="coerce")
-        value = float(value) if value is not None else np.nan
-        if not np.isfinite(value) or (value > bound if kind == "max" else value < bound):
-            out.append(f"{column} {value:.2f} ({'<=' if kind == 'max' else '>='} {bound:g})")
-    return out
 
 
 def target_misses(choices: pd.DataFrame, name: str) -> list[str]:
@@ -211,27 +192,6 @@ def _ladder(rows: pd.DataFrame) -> float:
         return np.inf
     value = pd.to_numeric(rows["stage_a_multiple"], errors="coerce").iloc[0]
     return float(value) if np.isfinite(value) else np.inf
-
-
-def too_wrong(rows: pd.DataFrame, wrong: float = WRONG_LIMIT) -> pd.Series:
-    """Per row (a candidate's claim), whether its ``wrong_max`` breaks the bound ``wrong`` beyond its
-    simulation's sampling error (:data:`WRONG_ALPHA`; a row with no ``replicates`` is compared as a
-    bare number); NaN where the claim was not simulated."""
-    from scipy.stats import binom
-
-    value = pd.to_numeric(rows["wrong_max"], errors="coerce")
-    pairs = pd.to_numeric(rows["replicates"], errors="coerce") if "replicates" in rows else value * np.nan
-    out = []
-    for w, r in zip(value, pairs, strict=True):
-        if not np.isfinite(w):
-            out.append(np.nan)
-        elif not np.isfinite(r) or r <= 0:
-            out.append(float(w > wrong + 1e-12))
-        else:
-            n = int(2 * r)
-            k = round(w * n)
-            out.append(float(binom.sf(k - 1, n, wrong) < WRONG_ALPHA))
-    return pd.Series(out, index=rows.index, dtype=float)
 
 
 def recommend(

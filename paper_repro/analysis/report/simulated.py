@@ -212,7 +212,7 @@ def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str
     (:data:`paper_repro.analysis.design.candidates.TARGETS`), else that no candidate priced does and the
     closest (wrong at most 5% first, then the largest smaller power, then fewer minutes) with its two
     powers. A sentence per open question (by claim id); none where no table is committed."""
-    from paper_repro.analysis.design.candidates import TARGETS, missed_targets
+    from paper_repro.analysis.design.bounds import TARGETS, missed_targets
 
     paths = sorted(path for pattern in NEXT_DESIGNS for path in results.glob(pattern))
     if not paths or "id" not in claims:
@@ -252,9 +252,9 @@ def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str
 
 def _reliable(claim: pd.Series) -> bool:
     """Whether a claim's own simulated operating characteristics (``claims.csv``'s ``oc_*``) meet the
-    registered targets (:func:`~paper_repro.analysis.design.candidates.missed_targets`). A row without
+    registered targets (:func:`~paper_repro.analysis.design.bounds.missed_targets`). A row without
     them is taken as reliable (nothing says otherwise)."""
-    from paper_repro.analysis.design.candidates import missed_targets
+    from paper_repro.analysis.design.bounds import missed_targets
 
     if not any(str(c).startswith("oc_") for c in claim.index):
         return True
