@@ -546,3 +546,61 @@ def test_the_wrong_share_bound_allows_for_the_simulations_own_sampling_error():
     ])  # fmt: skip
     assert dc.recommend(table, minutes=60).name == "well simulated"
     assert dc.misfits(table, "well simulated", 60) == []
+
+
+def test_the_target_claims_decide_the_design_simulators_known_truths():
+    """The target claims' own decisions on the design simulator's studies (as a candidate design is
+    compared on them): the targets move together in the flat world (no disagreement: not held) and
+    apart in the paper's (pass@1 rises, the judge peaks mid-update: held), and with the noise small
+    against the truths' height each verdict is reached nearly every time and is seldom wrong."""
+    world = design.truths(CLASSES.prm_style, amplitude=0.1)
+    chosen = design.design_claims(("targets.gsm_judge.pooled", "targets.pass1_high_judge_mid"))
+    noise = design.Noise(recipe_sd=0.002, default=0.01, seed_sd={})
+    table = design.operating_characteristics(
+        LAYOUT,
+        noise,
+        {k: world[k] for k in ("flat", "the paper's world")},
+        CLASSES,
+        _margins(),
+        replicates=20,
+        coverage_replicates=0,
+        chosen=chosen,
+    ).set_index(["truth", "claim_id"])
+    for claim in ("targets.gsm_judge.pooled.any", "targets.pass1_high_judge_mid.any"):
+        flat, paper = table.loc[("flat", claim)], table.loc[("the paper's world", claim)]
+        assert (flat["true_verdict"], paper["true_verdict"]) == ("not held", "held")
+        assert flat["not_held_if_false"] >= 0.9 and paper["held_if_true"] >= 0.9
+        assert flat["wrong"] <= 0.05 and paper["wrong"] <= 0.05
+
+
+def test_the_target_finding_names_the_design_that_would_decide_it(tmp_path):
+    """The README's target finding: a target claim its design does not decide reliably is followed by
+    the candidate design that would (a ``targets.*`` row of a candidates table)."""
+    from paper_repro.analysis.report import findings
+    from paper_repro.analysis.report.simulated import open_question_designs
+
+    pooled, paper = findings.TARGET_IDS
+    pd.DataFrame(
+        [
+            _next("more settings", 95.0, 1100, 0.9, 0.85, claim=pooled),
+            _next("seeds", 70.0, 800, 0.5, 0.2, claim=paper),
+        ]
+    ).to_csv(tmp_path / "design_next_120.csv", index=False)
+    common = {
+        "claim": ["-", "-"], "ci_low": [-0.05, -0.07], "ci_high": [-0.01, -0.01], "registration": ["", ""],
+        "oc_wrong_max": [0.05, 0.05], "oc_held_when_true": [0.35, 1.0], "oc_not_held_when_false": [0.1, 0.29],
+        "oc_agreement_min": [0.6, 0.6],
+    }  # fmt: skip
+    claims = pd.DataFrame(
+        {
+            "id": list(findings.TARGET_IDS),
+            "verdict": ["held", "not held"],
+            "our_value": [-0.03, -0.04],
+            **common,
+        }
+    )
+    designs = open_question_designs(tmp_path, claims, findings.TARGET_IDS)
+    text = findings.target_finding(claims, designs)
+    assert "*more settings* (1100 runs, 95 min by the cost model" in text and "would decide it" in text
+    assert "no design priced up to 120 minutes decides it" in text and "*seeds* (800 runs" in text
+    assert "would decide" not in findings.target_finding(claims)  # no candidates table: nothing said

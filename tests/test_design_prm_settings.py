@@ -4,6 +4,8 @@ and the ladder of candidates up to every one of them."""
 
 from __future__ import annotations
 
+import pytest
+
 from paper_repro.analysis.claims.study import Classes
 from paper_repro.analysis.design import prm_settings as ps
 from paper_repro.analysis.design.candidates import classes_of, family_claims, layout_of, window_targets
@@ -55,3 +57,24 @@ def test_the_family_climbs_to_every_prm_style_setting_and_says_which_need_new_co
         "regime.interaction",
     }
     assert family_claims("prm-arm") is None
+
+
+def test_the_target_claims_join_a_familys_claims_when_asked_and_a_bad_prefix_fails_first():
+    """``--with-claims targets.``: the target claims simulate their own table on the committed
+    layout, and the design simulator can run them too, so the candidates can be compared on them."""
+    from paper_repro.analysis.design import characteristics as oc
+
+    ids = [c.id for c in family_claims("prm-settings", ("targets.",))]
+    regimes = [c.id for c in family_claims("prm-settings")]
+    assert ids[: len(regimes)] == regimes
+    added = ids[len(regimes) :]
+    assert added and all(i.startswith("targets.") for i in added)
+    assert "targets.gsm_judge.pooled.any" in added and "targets.pass1_high_judge_mid.these" in added
+    # a "these recipes" target claim is scored against the cells as drawn, an "any recipe" one the frontier
+    by_id = {c.id: c for c in oc.design_claims(("targets.",))}
+    assert oc.about_cells(by_id["targets.gsm_judge.pooled.these"])
+    assert not oc.about_cells(by_id["targets.gsm_judge.pooled.any"])
+    everything = [c.id for c in family_claims("prm-arm", ("targets.",))]
+    assert everything == [*(c.id for c in oc.simulated_claims()), *added]
+    with pytest.raises(ValueError, match="'conventions.'.*these can"):
+        family_claims("prm-arm", ("conventions.",))  # simulated on the committed layout only

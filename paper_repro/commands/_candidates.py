@@ -33,6 +33,15 @@ def add_options(d: argparse.ArgumentParser) -> None:
         "the project can run, each at 2 and 3 seeds, the regime claims alone simulated) (default: %(default)s)",
     )
     d.add_argument(
+        "--with-claims",
+        nargs="+",
+        default=(),
+        metavar="PREFIX",
+        help="with --candidates: also simulate the claims whose id starts with PREFIX that simulate their own "
+        "table on the committed layout but whose decision the design simulator can run too (targets.: the "
+        "target claims), so the candidates can be compared on them",
+    )
+    d.add_argument(
         "--choices",
         default="design_choices.csv",
         help="with --candidates: the file the choices table is written to, beside runs.csv (default: "
@@ -128,6 +137,7 @@ def run(args: argparse.Namespace, profile, variants: dict[str, tuple[int, float]
         overrides=(args.recipe_sd, args.seed_sd, args.amplitude),
         candidate_list=[dc.Candidate.from_profile(profile)] if args.registered else None,
         family=args.family,
+        more_claims=tuple(args.with_claims),
         **({} if args.coverage_replicates is None else {"coverage_replicates": args.coverage_replicates}),
     )
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60):

@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     from paper_repro.analysis.stats.verdict import Result
 
 Kind = Literal["paper claim", "our addition", "consistency check", "description"]
-# a description: a row the table keeps to say where something lies (the rho* windows), whose test
+# a description: a row the table keeps to say where something lies (the rho* windows, the targets'
+# best cells), whose test
 # cannot hold at the study's design, so it is not counted among the decided claims (docs/CHOICES.md)
 KINDS: tuple[str, ...] = ("paper claim", "our addition", "consistency check", "description")
 # the study's tables a claim may read: the full-budget grid runs, their per-cell frontier table, the
@@ -87,10 +88,15 @@ class Simulated:
 @dataclass(frozen=True)
 class OwnSimulation:
     """The claim simulates its own table under its own truths, with the same decision:
-    ``operating(study, **params)`` returns the claims table's ``oc_*`` and ``power_*`` columns."""
+    ``operating(study, **params)`` returns the claims table's ``oc_*`` and ``power_*`` columns.
+    ``design``: where its decision also reads the design simulator's grid studies (a claim on the
+    grid runs' targets), how the simulator scores it there (:class:`Simulated`), so that candidate
+    designs can be compared on it (``paper-repro design --candidates --with-claims``); its own
+    simulation, on the committed layout, stays the claims table's."""
 
     operating: Callable[..., dict]
     truths: str  # the truths, in words (docs and the registry's listing)
+    design: Simulated | None = None
 
 
 @dataclass(frozen=True)
@@ -346,6 +352,15 @@ def design_targets() -> tuple[str, ...]:
 
 def spec(id: str) -> ClaimSpec:
     return _REGISTRY.get(id)
+
+
+def design_simulation(claim: Claim) -> Simulated | None:
+    """How the design simulator scores ``claim`` on its grid studies: its :class:`Simulated`
+    declaration, or an :class:`OwnSimulation`'s ``design``; None where the simulator cannot run it."""
+    sim = claim.simulation
+    if isinstance(sim, Simulated):
+        return sim
+    return sim.design if isinstance(sim, OwnSimulation) else None
 
 
 def claims(

@@ -39,7 +39,7 @@ import numpy as np
 from paper_repro.analysis.claims import worlds
 from paper_repro.analysis.claims.paper import paper_world
 from paper_repro.analysis.claims.regimes import CONFIDENCE, regime
-from paper_repro.analysis.claims.registry import OwnSimulation, register_claim
+from paper_repro.analysis.claims.registry import OwnSimulation, Simulated, register_claim
 from paper_repro.analysis.claims.study import Study
 from paper_repro.analysis.stats.contrasts import ANY, THESE
 from paper_repro.analysis.stats.mixed import DIGITS
@@ -204,7 +204,12 @@ def _register(claim_id: str, sentence: str, paper: str, unit: str, words, decide
         reads=("grid",),
         margins=("rho", "regime", "recipe_sd"),
         unit=unit,
-        simulation=OwnSimulation(lambda s: operating(s, claim_id), TRUTHS),
+        simulation=OwnSimulation(
+            lambda s: operating(s, claim_id),
+            TRUTHS,
+            # the design simulator draws every target, so candidate designs can be compared on it
+            design=Simulated(truth="cells" if claim_id.endswith(".these") else "frontier"),
+        ),
         registered=REGISTERED,
         words=words,
     )(decide)

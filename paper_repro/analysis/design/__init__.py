@@ -109,6 +109,7 @@ _OWNERS = {
             "COVERAGE_REPLICATES",
             "DECIDED",
             "about_cells",
+            "design_claims",
             "Model",
             "POWER_REPLICATES",
             "REPLICATES",

@@ -98,15 +98,21 @@ def listed_candidates(
     raise ValueError(f"unknown candidate family {family!r}: {', '.join(FAMILIES)}")
 
 
-def family_claims(family: str) -> list | None:
+def family_claims(family: str, more: Sequence[str] = ()) -> list | None:
     """The claims a family's candidates are simulated on: every simulated claim (None), or for
     ``prm-settings`` the regime contrasts alone
-    (:data:`paper_repro.analysis.design.prm_settings.FAMILY_CLAIMS`), the question it answers."""
+    (:data:`paper_repro.analysis.design.prm_settings.FAMILY_CLAIMS`), the question it answers; with
+    ``more`` (id prefixes), besides them the claims the simulator can also run
+    (:func:`~paper_repro.analysis.design.characteristics.design_claims`: the target claims)."""
     from paper_repro.analysis.design.prm_settings import FAMILY_CLAIMS
 
-    if family != "prm-settings":
+    if family != "prm-settings" and not more:
         return None
-    return [c for c in oc.simulated_claims() if c.id.startswith(FAMILY_CLAIMS)]
+    base = oc.simulated_claims()
+    if family == "prm-settings":
+        base = [c for c in base if c.id.startswith(FAMILY_CLAIMS)]
+    have = {c.id for c in base}
+    return [*base, *(c for c in oc.design_claims(more) if c.id not in have)]
 
 
 def target_misses(choices: pd.DataFrame, name: str) -> list[str]:
@@ -310,6 +316,7 @@ def compare(
     simulate: bool = True,
     overrides: tuple[float | None, float | None, float | None] | None = None,
     family: str = "all",
+    more_claims: Sequence[str] = (),
 ) -> Comparison:
     """Today's design (the committed runs' layout and seeds, at ``replicates``) and the candidates
     (:func:`candidates`, or ``candidate_list``; the profile's design ``chosen`` at ``replicates``, the
@@ -319,10 +326,12 @@ def compare(
     ``simulate`` False: priced only (the choices table without operating characteristics).
     ``overrides``: (recipe SD, seed SD, amplitude), each replacing the committed runs' where given (a
     sensitivity: what the candidates would show were the effects taller or the recipes quieter).
-    ``family``: which candidates (:func:`listed_candidates`)."""
+    ``family``: which candidates (:func:`listed_candidates`); ``more_claims``: id prefixes of claims
+    simulated besides the family's (:func:`family_claims`)."""
     from paper_repro.analysis.claims.study import Classes
     from paper_repro.analysis.design.cost_check import cost_check
 
+    chosen = family_claims(family, more_claims)  # an unknown prefix fails before any simulation
     rows = committed_rows(runs_path, profile)
     curves = _curves(curves_path)
     model = CostModel.from_runs(rows, curves)
@@ -352,7 +361,6 @@ def compare(
         choices = pd.concat(frames, ignore_index=True)
         return Comparison(pd.DataFrame(), choices, listed, model, None, notes, check)
 
-    chosen = family_claims(family)
     today_table = oc.design_table(
         today,
         noise_model,

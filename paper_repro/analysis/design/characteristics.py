@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from paper_repro.analysis.claims.columns import powers
-from paper_repro.analysis.claims.registry import Claim, claims
+from paper_repro.analysis.claims.registry import Claim, claims, design_simulation
 from paper_repro.analysis.claims.study import Classes, Study
 from paper_repro.analysis.design.noise import EVAL_PROBLEMS, Layout, Noise
 from paper_repro.analysis.design.studies import Truth, fitted_truth, noiseless, recipe_draw, simulate, truths
@@ -33,6 +33,22 @@ def simulated_claims() -> list[Claim]:
     return claims(simulated=True)
 
 
+def design_claims(prefixes: Sequence[str]) -> list[Claim]:
+    """The claims whose id starts with one of ``prefixes`` that the simulator can run: declared
+    :class:`Simulated`, or simulating their own table and declaring how the simulator scores them too
+    (:func:`~paper_repro.analysis.claims.registry.design_simulation`: the target claims). An unknown
+    prefix is an error, as is one whose claims the simulator cannot run."""
+    chosen = [c for c in claims() if design_simulation(c) is not None]
+    out = [c for c in chosen if c.id.startswith(tuple(prefixes))]
+    for prefix in prefixes:
+        if not any(c.id.startswith(prefix) for c in chosen):
+            known = sorted({c.id.split(".")[0] + "." for c in chosen})
+            raise ValueError(
+                f"no claim the design simulator can run starts with {prefix!r} (these can: {', '.join(known)})"
+            )
+    return out
+
+
 def truth_verdicts(
     layout: Layout, truth: Truth, classes: Classes, margins, chosen: list[Claim], recipe: dict | None = None
 ) -> dict:
@@ -45,7 +61,8 @@ def truth_verdicts(
 
 def about_cells(claim: Claim) -> bool:
     """Whether the claim is about the cells as run (its truth includes each cell's recipe draw)."""
-    return getattr(claim.simulation, "truth", "frontier") == "cells"
+    sim = design_simulation(claim)
+    return sim is not None and sim.truth == "cells"
 
 
 def is_wrong(verdict: str, truth) -> bool:
@@ -89,7 +106,7 @@ def operating_characteristics(
     simulated claim of the registry) decides it with its own ``decide`` under the rule ``margins``;
     the coverage reads the target each claim declares (at most ``replicates`` studies)."""
     chosen = simulated_claims() if chosen is None else chosen
-    targets = {c.id: c.simulation.target for c in chosen if c.simulation.target}
+    targets = {c.id: sim.target for c in chosen if (sim := design_simulation(c)) and sim.target}
     rng = np.random.default_rng(seed)
     rows = []
     for truth_name, truth in world.items():

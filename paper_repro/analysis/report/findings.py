@@ -89,20 +89,28 @@ def convention_finding(claims: pd.DataFrame) -> str:
     )
 
 
-def target_finding(claims: pd.DataFrame) -> str:
+# the target claims the plain answer names: the pooled disagreement and the paper's own form
+TARGET_IDS = ("targets.gsm_judge.pooled.any", "targets.pass1_high_judge_mid.any")
+
+
+def target_finding(claims: pd.DataFrame, designs: dict[str, str] | None = None) -> str:
     """Whether the targets prefer different windows (pooled gsm pass@1 minus the judge) and the
-    paper's own form of it."""
-    pooled, paper = (
-        _row(claims, "targets.gsm_judge.pooled.any"),
-        _row(claims, "targets.pass1_high_judge_mid.any"),
-    )
+    paper's own form of it; ``designs``: per claim id, the design that would decide it, in words
+    (:func:`paper_repro.analysis.report.simulated.open_question_designs`), said after its power."""
+    pooled, paper = (_row(claims, i) for i in TARGET_IDS)
     if pooled is None or paper is None:
         return ""
+    designs = designs or {}
+
+    def deciding(claim_id: str) -> str:
+        return f"; {designs[claim_id]}" if claim_id in designs else ""
+
     which = "less" if pooled["our_value"] < 0 else "more"
     first = (
         f"**Do the scores disagree on where to spend?** Over every setting, pass@1 (gsm) favours the *update-heavy* "
         f"allocations {which} than the common *judge* does, by {_interval(pooled)} (each run scored both ways, "
-        f"so the comparison is paired): *{SAID[pooled['verdict']]}*, they disagree ({power_words(pooled)})."
+        f"so the comparison is paired): *{SAID[pooled['verdict']]}*, they disagree ({power_words(pooled)}"
+        f"{deciding(TARGET_IDS[0])})."
     )
     second = (
         " The paper's own form, that for dense and PRM rewards pass@1 prefers a high-update allocation and the "
@@ -112,7 +120,7 @@ def target_finding(claims: pd.DataFrame) -> str:
             if paper["verdict"] == "not held" and paper["our_value"] < 0
             else ""
         )
-        + f" ({power_words(paper)})."
+        + f" ({power_words(paper)}{deciding(TARGET_IDS[1])})."
     )
     return first + second
 

@@ -240,7 +240,7 @@ def plain_answer(
         optimum_sentence(claims),
         checks_sentence(claims),
         findings.convention_finding(claims),
-        findings.target_finding(claims),
+        findings.target_finding(claims, designs),
         findings.race_finding(claims),
         *_meaning(claims, profile, conventions),
     ]

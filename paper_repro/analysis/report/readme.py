@@ -230,13 +230,13 @@ def summary_block(profile: str = "cpu-tiny", root: Path | None = None) -> str:
     from ``claims.csv`` and ``conventions.csv``, with what its words mean and the profile's models' size),
     then where the detail and the words are. Its length does not depend on the
     tables' size: it ends within the README's first 80 lines (``tests/test_readme.py``)."""
-    from paper_repro.analysis.report import plain
+    from paper_repro.analysis.report import findings, plain
 
     root = root or repo_root()
     results = root / "data" / "results" / profile
     conventions = results / "conventions.csv"
     claims = pd.read_csv(results / "claims.csv")
-    designs = open_question_designs(results, claims, plain.question_ids())
+    designs = open_question_designs(results, claims, [*plain.question_ids(), *findings.TARGET_IDS])
     lines = [
         SUMMARY_START,
         *plain.plain_answer(

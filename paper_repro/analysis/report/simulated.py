@@ -204,7 +204,7 @@ def _limit(path: Path, table: pd.DataFrame) -> float:
 
 
 def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str]) -> dict[str, str]:
-    """What design would decide each regime question of ``ids`` that the study leaves open (neither held
+    """What design would decide each question of ``ids`` (a regime question, a target claim) that the study leaves open (neither held
     nor not held in ``claims``) or that its design does not decide reliably (its row's simulated
     ``oc_*`` columns miss the registered targets: wrong above 5% or a power under 80%), from the
     committed candidate tables (:data:`NEXT_DESIGNS`): the cheapest
