@@ -76,5 +76,5 @@ def test_the_target_claims_join_a_familys_claims_when_asked_and_a_bad_prefix_fai
     assert not oc.about_cells(by_id["targets.gsm_judge.pooled.any"])
     everything = [c.id for c in family_claims("prm-arm", ("targets.",))]
     assert everything == [*(c.id for c in oc.simulated_claims()), *added]
-    with pytest.raises(ValueError, match="'conventions.'.*these can"):
+    with pytest.raises(ValueError, match=r"'conventions\.'.*these can"):
         family_claims("prm-arm", ("conventions.",))  # simulated on the committed layout only
