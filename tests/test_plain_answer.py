@@ -176,3 +176,34 @@ def test_the_models_size_is_counted_from_their_configs_beside_the_paper_scale_pr
     assert line in "\n".join(
         plain_answer(pd.DataFrame([_row("regime.rule_based.any", "held", 0.9, 0.8)]), profile)
     )
+
+
+def _gain_row(verdict, held, refuted, settings):
+    note = (
+        "P(held) at true gain 0 by fresh seeds per setting, the settings fixed: 5 seeds: 0.01, 160 seeds: 0.02; "
+        f"not reached with up to 160 seeds: the between-setting SD bounds it; by settings at 5 seeds each: {settings}"
+    )
+    return pd.DataFrame({
+        "id": ["race.no_gain"], "verdict": [verdict], "our_value": [0.014], "ci_low": [-0.037],
+        "ci_high": [0.064], "oc_wrong_max": [0.027], "oc_held_when_true": [held],
+        "oc_not_held_when_false": [refuted], "oc_agreement_min": [0.9], "power_note": [note],
+    })  # fmt: skip
+
+
+def test_races_gain_names_what_would_decide_it_or_that_no_design_tried_does():
+    """``race.no_gain`` undecided: seeds never decide it (the settings' spread bounds it), and the
+    most settings simulated is named with its power, or the fewest that reach 80%; decided
+    reliably, only the verdict is said. The interval is the row's own, the 95% one."""
+    from paper_repro.analysis.claims.race import read_gain_powers
+    from paper_repro.analysis.report.findings import gain_sentence
+
+    short = gain_sentence(_gain_row("inconclusive", 0.004, 0.13, "7: 0.01, 14: 0.02, 28: 0.20, 56: 0.72"))
+    assert "*cannot tell*, +0.014 (95% interval -0.037 to +0.064" in short
+    assert "no number of fresh seeds per setting up to 160 decides it" in short and "at most 2%" in short
+    assert "the most settings simulated, 56 at 5 seeds each, says so in 72%, still under 80%" in short
+    enough = gain_sentence(_gain_row("inconclusive", 0.004, 0.13, "7: 0.01, 14: 0.30, 28: 0.85, 56: 0.99"))
+    assert "28 settings at 5 seeds each would (85%)" in enough
+    decided = gain_sentence(_gain_row("held", 0.9, 0.9, "7: 0.9"))
+    assert "*yes*" in decided and "fresh seeds per setting up to" not in decided
+    assert read_gain_powers("another note") == ({}, None, {})
+    assert gain_sentence(pd.DataFrame({"id": ["regime.rule_based.any"]})) == ""

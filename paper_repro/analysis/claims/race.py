@@ -27,6 +27,7 @@ setting-clustered gains with the between- and within-setting SDs the data show, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from itertools import pairwise
 
@@ -468,6 +469,23 @@ def gain_operating(
         ),
     }
     return table, oc
+
+
+_SEEDS_POWER = re.compile(r"(\d+) seeds: ([0-9.]+)")
+_SETTINGS_POWER = re.compile(r"by settings at (\d+) seeds each: (.*)$")
+
+
+def read_gain_powers(power_note: str) -> tuple[dict[int, float], int | None, dict[int, float]]:
+    """What :func:`gain_operating`'s ``power_note`` states: P(held) at true gain 0 by fresh seeds per
+    setting (the settings fixed), the seeds per setting of the by-settings reading, and P(held) by
+    number of settings at those seeds; ``({}, None, {})`` for another note."""
+    head, _, tail = str(power_note).partition("; by settings")
+    seeds = {int(n): float(x) for n, x in _SEEDS_POWER.findall(head)}
+    m = _SETTINGS_POWER.search("by settings" + tail) if tail else None
+    if not m:
+        return seeds, None, {}
+    settings = {int(k): float(x) for k, x in re.findall(r"(\d+): ([0-9.]+)", m.group(2))}
+    return seeds, int(m.group(1)), settings
 
 
 def with_kappa(result: Result, race: pd.DataFrame) -> Result:

@@ -145,5 +145,41 @@ def race_finding(claims: pd.DataFrame) -> str:
         f"**The pilots of *RACE*.** In {n['same']} of {n['settings']} settings the cheap pilots name the regime the full "
         f"grid names: {verdict}. Pilots that know nothing, with this study's noise and its own full grids, give "
         f"{n['null']} on average ({percent(float(n['null_tail']))} of simulated studies reach {n['same']} or more); RACE as the paper "
-        f"reports it would give {n['paper']} (`race.same_regime`; {power_words(r)})."
+        f"reports it would give {n['paper']} (`race.same_regime`; {power_words(r)})." + gain_sentence(claims)
     )
+
+
+def gain_sentence(claims: pd.DataFrame) -> str:
+    """RACE's gain over TRL's default allocation on fresh seeds (``race.no_gain``) and, where its
+    study does not decide it reliably, what would: its power by fresh seeds and by settings
+    (:func:`paper_repro.analysis.claims.race.read_gain_powers`); "" without the row."""
+    from paper_repro.analysis.claims.race import read_gain_powers
+    from paper_repro.analysis.design.bounds import TARGETS, missed_targets
+
+    r = _row(claims, "race.no_gain")
+    if r is None or not finite(r["our_value"]):
+        return ""
+    said = (
+        f" Does RACE's pick gain nothing stable over TRL's default allocation (fresh seeds, paired)? "
+        f"*{SAID.get(r['verdict'], r['verdict'])}*, {r['our_value']:+.3f} (95% interval "
+        f"{r['ci_low']:+.3f} to {r['ci_high']:+.3f}: the rule's not-held side; `race.no_gain`; {power_words(r)})"
+    )
+    seeds, at, settings = read_gain_powers(r.get("power_note", ""))
+    enough = TARGETS["held_when_true"][0]
+    if not seeds or (r["verdict"] in ("held", "not held") and not missed_targets(r, prefix="oc_")):
+        return said + "."
+    top = max(seeds)
+    said += (
+        f": no number of fresh seeds per setting up to {top} decides it (where there is no gain it says so in at "
+        f"most {percent(max(seeds.values()))}: the settings differ more than their seeds do)"
+    )
+    if settings:
+        most = max(settings)
+        reached = [k for k, x in sorted(settings.items()) if x >= enough]
+        said += (
+            f"; {reached[0]} settings at {at} seeds each would ({percent(settings[reached[0]])})"
+            if reached
+            else f", and the most settings simulated, {most} at {at} seeds each, says so in "
+            f"{percent(settings[most])}, still under {percent(enough)}"
+        )
+    return said + "."
