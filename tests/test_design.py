@@ -16,6 +16,7 @@ from paper_repro.analysis.claims.paper import RULE_BASED_RHO
 from paper_repro.analysis.stats.best_sets import DEFAULT, Frontiers
 from paper_repro.analysis.stats.verdict import Result
 from paper_repro.cli import main
+from paper_repro.common.results import METRICS
 from paper_repro.config import load_profile
 
 CELLS = tuple((f"r{c}", c / 100) for c in (16, 31, 50, 69, 84))
@@ -604,3 +605,35 @@ def test_the_target_finding_names_the_design_that_would_decide_it(tmp_path):
     assert "*more settings* (1100 runs, 95 min by the cost model" in text and "would decide it" in text
     assert "no design priced up to 120 minutes decides it" in text and "*seeds* (800 runs" in text
     assert "would decide" not in findings.target_finding(claims)  # no candidates table: nothing said
+
+
+def test_the_noise_model_reads_the_recipe_effects_own_correlation_across_targets():
+    """Recipe effects that correlate less across two targets than their runs' residuals do (a recipe
+    suits one target more than the other) are read back as such: the residuals' correlation stays the
+    residuals', and the recipe effects' is what the REML recipe SD of the per-run difference implies,
+    so the simulator draws a difference of targets with the recipe SD the runs show. The native
+    reward's draws do not depend on it."""
+    k = len(METRICS)
+    residual = np.full((k, k), 0.9) + 0.1 * np.eye(k)
+    recipe = np.full((k, k), 0.3) + 0.7 * np.eye(k)
+    cells = tuple((f"r{i}", 0.1 + 0.08 * i) for i in range(10))
+    layout = design.Layout({f"s{i}": cells for i in range(24)}, seeds=3)
+    noise = design.Noise(
+        recipe_sd=0.04, default=0.02, seed_sd={},
+        recipe_by_target=dict.fromkeys(METRICS, 0.04),
+        correlation=tuple(map(tuple, residual)), recipe_correlation=tuple(map(tuple, recipe)),
+    )  # fmt: skip
+    truth = design.truths((), amplitude=0.05)["flat"]
+    rng = np.random.default_rng(3)
+    runs = design.simulate(layout, truth, noise, rng, design.recipe_draw(layout, noise, rng))
+    read = design.Noise.from_runs(runs, list(layout.cells))
+    assert read.correlation[0][3] == pytest.approx(0.9, abs=0.05)
+    assert read.recipe_correlation[0][3] == pytest.approx(0.3, abs=0.2)
+    assert read.recipe_correlation[1][2] == pytest.approx(0.3, abs=0.2)
+    # the native reward's recipe draws are the same under either correlation
+    plain = dataclasses.replace(noise, recipe_correlation=None)
+    a = design.recipe_draw(layout, noise, np.random.default_rng(0))
+    b = design.recipe_draw(layout, plain, np.random.default_rng(0))
+    native = [key for key in a if key[2] == "native_reward"]
+    assert [a[key] for key in native] == [b[key] for key in native]
+    assert a[("s0", "r0", "judge_score")] != b[("s0", "r0", "judge_score")]

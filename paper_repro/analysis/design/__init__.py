@@ -11,8 +11,10 @@ there are any, else the grid's targets) and ``n`` seeds per cell. A run's score 
   target) shared by every cell of the setting (a seed fixes the data order and sampling all its
   cells see), and the run's own **residual**; per (setting, target) each SD is the two-way ANOVA's
   of the committed runs (cells x seeds, :func:`~paper_repro.analysis.design.noise.seed_blocks`), or
-  one SD given on the command line (no blocks). The targets' draws (blocks, residuals and recipe
-  effects) are correlated as the committed residuals are (:func:`~paper_repro.analysis.design.noise.residual_correlation`);
+  one SD given on the command line (no blocks). The targets' blocks and residuals are correlated as the
+  committed residuals are (:func:`~paper_repro.analysis.design.noise.residual_correlation`), their recipe
+  effects as the REML recipe SDs of the targets' per-run differences say
+  (:func:`~paper_repro.analysis.design.noise.recipe_correlation`);
 - the **recipe effect**: one Gaussian draw per (setting, cell, target) with SD ``tau``, shared by
   every seed of the cell. Cells differ in P, G, K and mu, not only in rho, and that shows in the
   committed data as cells scattered about a smooth frontier beyond their seeds' noise: per target,
@@ -84,6 +86,7 @@ _OWNERS = {
             "eval_variance_arg",
             "read_eval_variance",
             "recipe_sds",
+            "recipe_correlation",
             "residual_correlation",
             "SeedBlocks",
             "seed_blocks",

@@ -69,6 +69,9 @@ class Noise:
     problems: int = EVAL_PROBLEMS  # held-out and gsm problems per evaluation of the runs it was measured on
     block_sd: dict[tuple[str, str], float] = field(default_factory=dict)
     correlation: tuple[tuple[float, ...], ...] | None = None
+    # the recipe effects' own correlation across the targets (None: ``correlation``'s): a pair's is what
+    # the REML recipe SD of its per-run difference implies (:func:`recipe_correlation`)
+    recipe_correlation: tuple[tuple[float, ...], ...] | None = None
 
     @classmethod
     def from_runs(
@@ -94,6 +97,7 @@ class Noise:
         default = float(np.median(list(residual.values()))) if residual else 0.05
         by_target = {} if recipe_sd is not None else recipe_sds(runs, names)
         tau = by_target.get("native_reward", 0.0) if recipe_sd is None else recipe_sd
+        correlation = residual_correlation(rows, names)
         return cls(
             tau,
             default,
@@ -102,7 +106,8 @@ class Noise:
             recipe_by_target=by_target,
             problems=problems,
             block_sd=block,
-            correlation=residual_correlation(rows, names),
+            correlation=correlation,
+            recipe_correlation=recipe_correlation(rows, by_target, correlation) if by_target else None,
         )
 
     @property
@@ -304,6 +309,35 @@ def seed_blocks(rows: pd.DataFrame, target: str) -> SeedBlocks | None:
     if ms_seed <= ms_resid:  # REML's boundary: no seed effect, the seeds' df join the residual's
         return SeedBlocks(0.0, (ss_resid + ss_seed) / ((k - 1) * (n - 1) + n - 1), raw, k, n)
     return SeedBlocks((ms_seed - ms_resid) / k, ms_resid, raw, k, n)
+
+
+def recipe_correlation(
+    rows: pd.DataFrame, tau: dict[str, float], fallback: tuple[tuple[float, ...], ...] | None
+) -> tuple[tuple[float, ...], ...] | None:
+    """The recipe effects' correlation across the targets (:data:`METRICS`' order) that the runs
+    ``rows`` show: for a pair of targets with recipe SDs ``tau`` (REML, each its own), the REML recipe
+    SD ``d`` of their per-run difference gives ``(tau_a^2 + tau_b^2 - d^2) / (2 tau_a tau_b)``, clipped
+    to [-1, 1]; a pair it cannot be read for keeps ``fallback``'s (the residuals' correlation) or 0.
+    The matrix is then made a correlation matrix (eigenvalues clipped at 1e-6, unit diagonal). The
+    residuals' correlation alone got the differences' recipe SD wrong: on the first registered study
+    native - judge 0.026 where the runs show 0.037, native - gsm 0.014 where they show 0.003, so a target
+    claim's power and error at a candidate design were off (issue 53)."""
+    k = len(METRICS)
+    base = np.array(fallback, float) if fallback is not None else np.eye(k)
+    for i, a in enumerate(METRICS):
+        for j in range(i + 1, k):
+            b = METRICS[j]
+            ta, tb = tau.get(a, 0.0), tau.get(b, 0.0)
+            if a not in rows or b not in rows or ta <= 0 or tb <= 0:
+                continue
+            d = recipe_reml(rows.assign(_pair=rows[a] - rows[b]), "_pair", interval=False).tau
+            if np.isfinite(d):
+                base[i, j] = base[j, i] = float(np.clip((ta**2 + tb**2 - d**2) / (2 * ta * tb), -1.0, 1.0))
+    values, vectors = np.linalg.eigh(base)
+    fixed = vectors @ np.diag(np.clip(values, 1e-6, None)) @ vectors.T
+    scale = np.sqrt(np.diag(fixed))
+    fixed = fixed / np.outer(scale, scale)
+    return tuple(tuple(round(float(v), 6) for v in row) for row in fixed)
 
 
 def residual_correlation(rows: pd.DataFrame, names: Sequence[str]) -> tuple[tuple[float, ...], ...] | None:

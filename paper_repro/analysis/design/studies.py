@@ -87,13 +87,16 @@ def fitted_truth(runs: pd.DataFrame, names: Sequence[str]) -> Truth:
 # ---------------------------------------------------------------------------------------- studies
 
 
-def _normals(noise: Noise, rng: np.random.Generator, rows: int) -> np.ndarray:
+def _normals(noise: Noise, rng: np.random.Generator, rows: int, recipe: bool = False) -> np.ndarray:
     """``rows`` standard normal draws per target (columns in :data:`METRICS`' order), correlated across
-    the targets as ``noise.correlation`` says (independent where it says nothing)."""
+    the targets as ``noise.correlation`` says (independent where it says nothing); ``recipe``: as the
+    recipe effects' own correlation says where the noise has one. The first target's draws (the native
+    reward's) are the same whatever the correlation."""
     z = rng.standard_normal((rows, len(METRICS)))
-    if noise.correlation is None:
+    correlation = noise.recipe_correlation if recipe and noise.recipe_correlation else noise.correlation
+    if correlation is None:
         return z
-    return z @ np.linalg.cholesky(np.asarray(noise.correlation, float)).T
+    return z @ np.linalg.cholesky(np.asarray(correlation, float)).T
 
 
 def recipe_draw(layout: Layout, noise: Noise, rng: np.random.Generator) -> dict[tuple[str, str, str], float]:
@@ -102,7 +105,7 @@ def recipe_draw(layout: Layout, noise: Noise, rng: np.random.Generator) -> dict[
     tau = np.array([noise.tau(t) for t in METRICS])
     out = {}
     for s, cells in layout.cells.items():
-        z = _normals(noise, rng, len(cells)) * tau
+        z = _normals(noise, rng, len(cells), recipe=True) * tau
         for i, (c, _) in enumerate(cells):
             out.update({(s, c, t): float(z[i, j]) for j, t in enumerate(METRICS)})
     return out
