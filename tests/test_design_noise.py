@@ -28,6 +28,7 @@ CLASSES = Classes(
     sizes=("S", "M"), middle=("M", "proxy_prm", "prm"),
 )  # fmt: skip
 CORRELATION = ((1.0, 0.9, 0.75, 0.85), (0.9, 1.0, 0.75, 0.9), (0.75, 0.75, 1.0, 0.8), (0.85, 0.9, 0.8, 1.0))
+RECIPE_CORRELATION = ((1.0, 0.6, 0.3, 0.2), (0.6, 1.0, 0.3, 0.4), (0.3, 0.3, 1.0, 0.5), (0.2, 0.4, 0.5, 1.0))
 # a PRM setting whose seed blocks carry most of its raw seed variance, as the committed proxy_prm's do
 BLOCKS = {"S": 0.0, "M": 0.027, "proxy_prm": 0.06, "prm": 0.0}
 RESIDUAL = {"S": 0.038, "M": 0.04, "proxy_prm": 0.03, "prm": 0.058}
@@ -78,8 +79,10 @@ def test_a_simulated_study_shares_its_seed_blocks_across_its_cells_and_targets()
 def _covariance(cells: int, seeds: int, setting: str, noise: Noise) -> np.ndarray:
     """The covariance of every run x target of one setting, written out from the model: the cell's
     recipe draw (same cell), the seed's block (same seed), the run's own residual (same run), each
-    correlated across targets as the noise says. Runs are ordered cell-major, seed-minor, target last."""
+    correlated across targets as the noise says (the recipe draw as its own correlation says, where the
+    noise has one). Runs are ordered cell-major, seed-minor, target last."""
     r = np.asarray(noise.correlation)
+    rr = np.asarray(noise.recipe_correlation or noise.correlation)
     tau = np.array([noise.tau(t) for t in METRICS])
     block = np.array([noise.block(setting, t) for t in METRICS])
     own = np.array([noise.sd(setting, "", t) for t in METRICS])
@@ -87,7 +90,7 @@ def _covariance(cells: int, seeds: int, setting: str, noise: Noise) -> np.ndarra
     same_seed = np.kron(np.ones((cells, cells)), np.eye(seeds))
     same_run = np.eye(cells * seeds)
     return (
-        np.kron(same_cell, r * np.outer(tau, tau))
+        np.kron(same_cell, rr * np.outer(tau, tau))
         + np.kron(same_seed, r * np.outer(block, block))
         + np.kron(same_run, r * np.outer(own, own))
     )
@@ -120,6 +123,13 @@ def test_a_simulated_setting_has_the_covariance_the_model_writes_out():
     assert _covariance_z(NOISE, NOISE, "proxy_prm", 800) < 5
     without_blocks = dataclasses.replace(NOISE, block_sd={})  # the model before the seed blocks
     assert _covariance_z(NOISE, without_blocks, "proxy_prm", 800) > 5
+    # recipe effects that correlate less across targets than the residuals (a recipe suits one target
+    # more than another): drawn so, and told apart from the residuals' correlation
+    own = dataclasses.replace(
+        NOISE, recipe_correlation=RECIPE_CORRELATION, recipe_by_target=dict.fromkeys(METRICS, 0.06)
+    )
+    assert _covariance_z(own, own, "S", 800) < 5
+    assert _covariance_z(own, dataclasses.replace(own, recipe_correlation=None), "S", 800) > 5
 
 
 def _plain_study(layout: Layout, truth, noise: Noise, rng: np.random.Generator) -> pd.DataFrame:
