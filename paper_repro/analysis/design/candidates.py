@@ -344,16 +344,14 @@ def compare(
     noise_model = oc.noise_model(grid, names, *(overrides or (None, None, None)), problems=problems)
     today = Layout.from_runs(grid, names, int(grid["seed"].nunique()))
     pricer = Pricer(profile, model, overhead)
-    listed = (
-        list(candidate_list)
-        if candidate_list is not None
-        else listed_candidates(profile, pricer, minutes, family)
-    )
-    say = progress or (lambda _: None)
+    given = candidate_list is not None
+    listed = list(candidate_list) if given else listed_candidates(profile, pricer, minutes, family)
     measured = measured_minutes(rows, overhead, model.parallel)
     notes = _notes(noise_model, overrides, rows, model, measured, overhead, curves)
     setting_names = {(s.policy, s.reward_system): s.name for s in profile.all_settings() if s.name in names}
-    priced = _priced(listed, pricer, profile, names, overhead, say, check, setting_names)
+    priced = _priced(
+        listed, pricer, profile, names, overhead, progress or (lambda _: None), check, setting_names
+    )
 
     today_params = _today_params(today, problems, len(rows), measured, overhead)
     if not simulate:
@@ -395,12 +393,18 @@ def compare(
         chosen,
     )
     choices = pd.concat(frames, ignore_index=True)
-    pick = recommend(choices, minutes)
-    recommended = next((c for c in listed if pick is not None and c.name == pick.name), None)
-    choices["recommended"] = choices["name"] == (recommended.name if recommended else None)
+    recommended = _marked_pick(choices, listed, minutes)
     return Comparison(
         pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes, check
     )
+
+
+def _marked_pick(choices: pd.DataFrame, listed: Sequence[Candidate], minutes: float) -> Candidate | None:
+    """The rule's pick among ``listed`` (:func:`recommend`), marked in ``choices``' ``recommended``."""
+    pick = recommend(choices, minutes)
+    recommended = next((c for c in listed if pick is not None and c.name == pick.name), None)
+    choices["recommended"] = choices["name"] == (recommended.name if recommended else None)
+    return recommended
 
 
 def _committed_grid(profile: Profile, rows: pd.DataFrame, curves, runs_path, curves_path) -> pd.DataFrame:
