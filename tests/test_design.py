@@ -485,7 +485,7 @@ def test_an_open_question_names_the_cheapest_design_that_decides_it_or_the_close
     deciding = [
         _next("costly", 110.0, 900, 0.95, 0.9),
         _next("cheap", 80.0, 700, 0.85, 0.82),
-        _next("wrong too often", 60.0, 500, 0.99, 0.99, wrong=0.08),
+        _next("wrong too often", 60.0, 500, 0.99, 0.99, wrong=0.2),
         _next("too weak", 50.0, 400, 0.95, 0.6),
     ]
     (text,) = said(folder("decides"), deciding)
@@ -496,6 +496,11 @@ def test_an_open_question_names_the_cheapest_design_that_decides_it_or_the_close
     assert "no design priced up to 120 minutes decides it" in text and "*too weak* (400 runs" in text
     assert "no in 60% of those where it is no" in text
     assert said(folder("decided"), deciding, verdict="not held") == []  # a decided question needs none
+    # wrong a hair over 5% on many studies is 5% within its sampling error (the design rule's test):
+    # the stronger design is the closest, not one whose bare share happened to land under 5%
+    near = {**_next("strong", 104.0, 1237, 1.0, 0.79, wrong=0.058), "replicates": 120}
+    (text,) = said(folder("near"), [near, _next("weak", 81.0, 987, 1.0, 0.42, wrong=0.05)])
+    assert "the closest, *strong* (1237 runs" in text
 
 
 def test_a_decided_question_whose_design_is_unreliable_names_the_design_that_would_decide_it(tmp_path):
