@@ -322,6 +322,26 @@ def test_the_rule_prefers_a_candidate_that_meets_the_regime_claims_targets():
     assert dc.recommend(table, minutes=60).name == "powerful but short of one target"
 
 
+def test_claims_compared_besides_the_familys_are_reported_not_ruled_on():
+    """``--with-claims``: the target claims' rows sit beside the family's in the choices table, and a
+    wrong share of theirs does not knock a candidate out of the rule's pick (nor make the profile's
+    design misfit): the pick is the family's."""
+    from paper_repro.analysis.design import candidates as dc
+
+    extra = ("targets.gsm_judge.pooled.any",)
+    table = pd.concat([
+        _regime_choices("meets them", 70.0, [0.9, 0.85, 0.8], [0.8, 0.9, 0.95]),
+        _regime_choices("weaker", 50.0, [0.9, 0.85, 0.8], [0.5, 0.5, 0.5]),
+    ])  # fmt: skip
+    asked = table[table["claim_id"] == "regime.rule_based.any"].assign(claim_id=extra[0], wrong_max=0.3)
+    both = pd.concat([table, asked.assign(claim=extra[0])], ignore_index=True).assign(wrong_truth="flat")
+    assert dc.recommend(both, minutes=75) is None  # ruled on, the extra claim's 30% wrong sinks both
+    assert dc.recommend(dc.ruled(both, extra), minutes=75).name == "meets them"
+    assert dc.misfits(dc.ruled(both, extra), "meets them", 75) == []
+    assert dc.misfits(both, "meets them", 75) != []
+    assert dc.ruled(both, ()) is both
+
+
 def test_second_recipes_in_both_windows_are_realised_in_every_setting():
     """The candidates' second recipes at the window targets (0.40, 0.50, 0.66, 0.78): every setting
     gets one in each window it can reach, the PRM-charged settings included (rho up to 0.73)."""

@@ -185,12 +185,16 @@ def _print_pick(result, minutes: float) -> None:
     pick = result.recommended
     chosen = next(c for c in result.candidates if c.name == "chosen")
     print("\n" + dc.rule_words(minutes))
+    if result.extra:
+        print(
+            f"  ({len(result.extra)} claims simulated besides the family's, --with-claims: reported, not ruled on)"
+        )
     for name in dict.fromkeys(result.choices.loc[result.choices["candidate"].astype(bool), "name"]):
         misses = dc.target_misses(result.choices, name)
         print(
             f"  {name}: " + ("meets the registered targets" if not misses else "misses " + "; ".join(misses))
         )
-    misfit = dc.misfits(result.choices, "chosen", minutes)
+    misfit = dc.misfits(dc.ruled(result.choices, result.extra), "chosen", minutes)
     if misfit:
         print("the profile's design does not fit: " + "; ".join(misfit))
     held = result.choices.loc[result.choices["candidate"].astype(bool), "held_when_true"]

@@ -53,8 +53,8 @@ if TYPE_CHECKING:
 
 Kind = Literal["paper claim", "our addition", "consistency check", "description"]
 # a description: a row the table keeps to say where something lies (the rho* windows, the targets'
-# best cells), whose test
-# cannot hold at the study's design, so it is not counted among the decided claims (docs/CHOICES.md)
+# best cells), whose test cannot hold at the study's design, so it is not counted among the decided
+# claims (docs/CHOICES.md)
 KINDS: tuple[str, ...] = ("paper claim", "our addition", "consistency check", "description")
 # the study's tables a claim may read: the full-budget grid runs, their per-cell frontier table, the
 # RACE table (pilots), the fresh seeds' RACE picks and defaults, the grid's compute curves, the

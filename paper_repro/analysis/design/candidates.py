@@ -115,6 +115,15 @@ def family_claims(family: str, more: Sequence[str] = ()) -> list | None:
     return [*base, *(c for c in oc.design_claims(more) if c.id not in have)]
 
 
+def ruled(choices: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame:
+    """The rows of ``choices`` the rule (:func:`recommend`, :func:`misfits`) reads: all but the claims
+    ``extra`` simulated besides the family's (``--with-claims``), which are reported, not ruled on: a
+    family's pick does not move with the claims a reader asks to compare it on."""
+    if not extra or "claim_id" not in choices:
+        return choices
+    return choices[~choices["claim_id"].isin(list(extra))]
+
+
 def target_misses(choices: pd.DataFrame, name: str) -> list[str]:
     """Which registered targets (:data:`TARGETS`) candidate ``name`` misses for the regime claims
     (none: it meets them all; a claim it has no rows of counts as missed)."""
@@ -297,6 +306,7 @@ class Comparison:
     recommended: Candidate | None
     notes: list[str]
     cost_check: pd.DataFrame | None = None
+    extra: tuple[str, ...] = ()  # the claims simulated besides the family's: reported, not ruled on
 
 
 def compare(
@@ -332,6 +342,7 @@ def compare(
     from paper_repro.analysis.design.cost_check import cost_check
 
     chosen = family_claims(family, more_claims)  # an unknown prefix fails before any simulation
+    extra = _extra(family, chosen)
     rows = committed_rows(runs_path, profile)
     curves = _curves(curves_path)
     model = CostModel.from_runs(rows, curves)
@@ -393,15 +404,25 @@ def compare(
         chosen,
     )
     choices = pd.concat(frames, ignore_index=True)
-    recommended = _marked_pick(choices, listed, minutes)
+    recommended = _marked_pick(choices, listed, minutes, extra)
     return Comparison(
-        pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes, check
+        pd.concat(design_frames, ignore_index=True), choices, listed, model, recommended, notes, check, extra
     )
 
 
-def _marked_pick(choices: pd.DataFrame, listed: Sequence[Candidate], minutes: float) -> Candidate | None:
-    """The rule's pick among ``listed`` (:func:`recommend`), marked in ``choices``' ``recommended``."""
-    pick = recommend(choices, minutes)
+def _extra(family: str, chosen: list | None) -> tuple[str, ...]:
+    """The ids of ``chosen`` beyond ``family``'s own claims (:func:`family_claims`)."""
+    own = family_claims(family)
+    base = {c.id for c in (oc.simulated_claims() if own is None else own)}
+    return tuple(c.id for c in chosen or [] if c.id not in base)
+
+
+def _marked_pick(
+    choices: pd.DataFrame, listed: Sequence[Candidate], minutes: float, extra: Sequence[str] = ()
+) -> Candidate | None:
+    """The rule's pick among ``listed`` (:func:`recommend` on the rows it reads, :func:`ruled`), marked
+    in ``choices``' ``recommended``."""
+    pick = recommend(ruled(choices, extra), minutes)
     recommended = next((c for c in listed if pick is not None and c.name == pick.name), None)
     choices["recommended"] = choices["name"] == (recommended.name if recommended else None)
     return recommended

@@ -313,7 +313,7 @@ def seed_blocks(rows: pd.DataFrame, target: str) -> SeedBlocks | None:
 
 def recipe_correlation(
     rows: pd.DataFrame, tau: dict[str, float], fallback: tuple[tuple[float, ...], ...] | None
-) -> tuple[tuple[float, ...], ...] | None:
+) -> tuple[tuple[float, ...], ...]:
     """The recipe effects' correlation across the targets (:data:`METRICS`' order) that the runs
     ``rows`` show: for a pair of targets with recipe SDs ``tau`` (REML, each its own), the REML recipe
     SD ``d`` of their per-run difference gives ``(tau_a^2 + tau_b^2 - d^2) / (2 tau_a tau_b)``, clipped
