@@ -204,15 +204,16 @@ def _limit(path: Path, table: pd.DataFrame) -> float:
 
 
 def open_question_designs(results: Path, claims: pd.DataFrame, ids: Sequence[str]) -> dict[str, str]:
-    """What design would decide each question of ``ids`` (a regime question, a target claim) that the study leaves open (neither held
-    nor not held in ``claims``) or that its design does not decide reliably (its row's simulated
+    """What design would decide each question of ``ids`` (a regime question, a target claim) that the
+    study leaves open (neither held nor not held in ``claims``) or that its design does not decide reliably (its row's simulated
     ``oc_*`` columns miss the registered targets: wrong above 5% or a power under 80%), from the
     committed candidate tables (:data:`NEXT_DESIGNS`): the cheapest
     candidate whose row for the claim meets the registered targets
     (:data:`paper_repro.analysis.design.candidates.TARGETS`), else that no candidate priced does and the
     closest (wrong at most 5% within its sampling error first,
     :func:`~paper_repro.analysis.design.bounds.too_wrong`; then the largest smaller power, then fewer
-    minutes) with its two powers. A sentence per open question (by claim id); none where no table is committed."""
+    minutes) with its two powers. A sentence per open question (by claim id); none where no table is
+    committed."""
     from paper_repro.analysis.design.bounds import TARGETS, missed_targets, too_wrong
 
     paths = sorted(path for pattern in NEXT_DESIGNS for path in results.glob(pattern))
