@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paper_repro.analysis.claims import Classes, Study, knobs, race_null, targets, worlds
+from paper_repro.analysis.claims import Classes, Study, knobs, race_null, tables, targets, worlds
 from paper_repro.analysis.claims import conventions as conv
 from paper_repro.analysis.stats.contrasts import ANY, THESE
 from paper_repro.analysis.stats.verdict import Result
@@ -232,3 +232,43 @@ def test_a_reversal_only_the_registered_interval_sees_is_not_called_a_reversal()
             if np.isfinite(plain.value):
                 assert wide.value == pytest.approx(plain.value)
                 assert wide.low < plain.low and wide.high > plain.high
+
+
+# ---------------------------------------------------------------------------------------- the fits claim
+
+
+def test_the_cells_f_test_is_scipys_one_way_anova():
+    from scipy import stats
+
+    from paper_repro.analysis.claims.tables import _p_flat
+
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        k, n = int(rng.integers(2, 9)), int(rng.integers(2, 5))
+        y = rng.normal(size=k * n) + np.repeat(rng.normal(size=k) * rng.uniform(0, 2), n)
+        rows = pd.DataFrame({"cell": np.repeat([f"c{j}" for j in range(k)], n), "y": y})
+        expected = stats.f_oneway(*[g["y"].to_numpy() for _, g in rows.groupby("cell")]).pvalue
+        assert _p_flat(rows, "y") == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    one_run = pd.DataFrame({"cell": ["a", "b", "b"], "y": [0.1, 0.2, 0.3]})
+    assert np.isnan(_p_flat(one_run, "y"))  # a cell with one run: no test
+
+
+def test_the_fits_claims_own_simulation_scores_it_against_each_worlds_declared_truth():
+    """Frontiers log-linear in rho (its truth held) and quadratic (not held), drawn with the study's
+    noise: with little noise the claim says so in each world, and it is never wrong there; a world's
+    declared truth replaces the noiseless decision, which AICc cannot make (no residuals)."""
+    from paper_repro.analysis.claims.tables import FITS_WORLDS, fits_operating
+
+    log = study(lambda s, rho: 0.5 + 0.1 * np.log(rho), seeds=3, sd=0.002)
+    shares = worlds.simulate(
+        log,
+        {"fits": (tables._fits_loglinear, False)},
+        {"log": tables._fitted(log, "log-linear"), "quad": tables._fitted(log, "quadratic")},
+        replicates=10,
+        truths={"log": Result(verdict="held"), "quad": Result(verdict="not held")},
+    )["fits"]
+    assert shares["log"]["held if true"] == 1.0 and shares["quad"]["not held if false"] == 1.0
+    assert shares["log"]["wrong"] == 0.0 and shares["quad"]["wrong"] == 0.0
+    row = fits_operating(log)
+    assert set(FITS_WORLDS) == {"log-linear", "quadratic"} and row["oc_held_when_true"] == 1.0
+    assert "log-linear" in row["oc_note"] and row["power_now"] == 1.0

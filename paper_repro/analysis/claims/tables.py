@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paper_repro.analysis.claims.registry import NotSimulated, register_claim
+from paper_repro.analysis.claims import worlds
+from paper_repro.analysis.claims.registry import NotSimulated, OwnSimulation, register_claim
 from paper_repro.analysis.claims.study import Study
 from paper_repro.analysis.stats.best_sets import DEFAULT, rows_of
 from paper_repro.analysis.stats.fit_forms import aicc_by_form
-from paper_repro.analysis.stats.optima import fit_optimum
 from paper_repro.analysis.stats.verdict import NAN, Result
 from paper_repro.common.results import METRICS
 from paper_repro.config import Margins
@@ -64,10 +64,13 @@ def loglinear(runs: pd.DataFrame, names, m: Margins = DEFAULT) -> Result:
     constant, log-linear and quadratic in rho by AICc over all runs; a form wins when it beats the
     runner-up by ``m.aicc``."""
     wins: dict[str, int] = {"constant": 0, "loglinear": 0, "quadratic": 0, "tie": 0}
+    by_setting = dict(tuple(rows_of(runs, names).groupby("setting", sort=False)))
     for name in names:
         for target in METRICS:
-            rows = rows_of(runs, [name]).dropna(subset=[target, "rho"])
-            if rows["cell"].nunique() < 3 or not fit_optimum(rows, target, bootstrap=0).p_flat < 0.05:
+            if name not in by_setting or target not in by_setting[name]:
+                continue
+            rows = by_setting[name].dropna(subset=[target, "rho"])
+            if rows["cell"].nunique() < 3 or not _p_flat(rows, target) < 0.05:
                 continue
             scores = aicc_by_form(rows, target)
             ranked = sorted(scores, key=scores.get)
@@ -84,6 +87,25 @@ def loglinear(runs: pd.DataFrame, names, m: Margins = DEFAULT) -> Result:
         else "inconclusive"
     )
     return Result(wins["loglinear"] / n, verdict=verdict, note=", ".join(f"{k} {v}" for k, v in wins.items()))
+
+
+def _p_flat(rows: pd.DataFrame, target: str) -> float:
+    """The one-way F test of ``rows``' cells on ``target`` (what :func:`scipy.stats.f_oneway` gives,
+    :func:`~paper_repro.analysis.stats.optima.fit_optimum`'s ``p_flat``, written out over the cells'
+    codes: the claim's own simulation calls it thousands of times): NaN unless every cell has two runs
+    and the runs differ; 0 where the cells differ and their runs do not within them."""
+    from scipy import stats
+
+    data = rows[["cell", target]].dropna()
+    codes, cells = pd.factorize(data["cell"])
+    y = data[target].to_numpy(float)
+    counts = np.bincount(codes, minlength=len(cells))
+    if len(cells) < 2 or counts.min() < 2 or np.ptp(y) <= 0:
+        return NAN
+    means = np.bincount(codes, y) / counts
+    between = float(np.sum(counts * (means - y.mean()) ** 2)) / (len(cells) - 1)
+    within = float(np.sum((y - means[codes]) ** 2)) / (len(y) - len(cells))
+    return float(stats.f.sf(between / within, len(cells) - 1, len(y) - len(cells))) if within > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------------------- words
@@ -109,9 +131,55 @@ FEWER_TEST = (
 
 # ---------------------------------------------------------------------------------------- declarations
 
-FITS = NotSimulated(
-    "its AICc wins are not tabulated over the frontier model's truths (it reads the grid runs only, "
-    "so it could be)"
+# simulated studies per world for the fits claim's own simulation: its decision fits three forms to
+# every frontier (0.15 s a study), so 60, a share to about +-0.06 near 0.5 (a quick analysis sets fewer)
+FITS_REPLICATES = 60
+FITS_WORLDS = {"log-linear": "held", "quadratic": "not held"}  # each world's true verdict
+
+
+def _fitted(study: Study, form: str) -> dict:
+    """Per target, a world whose every frontier is ``form`` ("log-linear" or "quadratic") in rho:
+    the least-squares fit of the setting's committed cell means, read at its cells."""
+    out = {}
+    for column in [c for c in METRICS if c in study.grid_rows]:
+        world = {}
+        for setting, cells in worlds.cell_means(study, column).items():
+            names = list(cells)
+            rho = np.array([study.cell_rho[setting][c] for c in names], float)
+            x = [np.ones_like(rho), np.log(rho)] if form == "log-linear" else [np.ones_like(rho), rho, rho**2]
+            design = np.column_stack(x)
+            coef, *_ = np.linalg.lstsq(design, np.array([cells[c] for c in names], float), rcond=None)
+            world[setting] = dict(zip(names, design @ coef, strict=True))
+        out[column] = world
+    return out
+
+
+def fits_operating(study: Study) -> dict:
+    """The fits claim's operating characteristics: grid studies with the committed layout, seed
+    blocks, residual noise and recipe SD of each target (:mod:`paper_repro.analysis.claims.worlds`), in
+    a world whose frontiers are the log-linear fits of the committed cell means (the claim true) and
+    one whose frontiers are their quadratic fits (false); its decision (AICc over the runs) cannot read
+    a noiseless study, so each world's truth is declared (:data:`FITS_WORLDS`)."""
+    cache = study.__dict__.setdefault("_own", {})
+    replicates = min(study.replicates or FITS_REPLICATES, FITS_REPLICATES)
+    if "fits" not in cache:
+        decide = {"fits.loglinear": (lambda s: _fits_loglinear(s), False)}
+        world = {name: _fitted(study, name) for name in FITS_WORLDS}
+        truths = {name: Result(verdict=verdict) for name, verdict in FITS_WORLDS.items()}
+        cache["fits"] = worlds.simulate(study, decide, world, replicates, truths)["fits.loglinear"]
+    return worlds.columns(
+        "fits.loglinear",
+        cache["fits"],
+        "quadratic",
+        "the committed frontiers' log-linear fits (true) and quadratic fits (false)",
+        replicates,
+    )
+
+
+FITS = OwnSimulation(
+    fits_operating,
+    "every frontier the log-linear (true) or quadratic (false) least-squares fit of its committed cell "
+    "means; the committed layout, seed blocks, residual noise and recipe SD",
 )
 PLANNER = NotSimulated("a consistency check of the planner's arithmetic: nothing random to simulate")
 

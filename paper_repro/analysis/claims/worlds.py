@@ -153,10 +153,13 @@ def simulate(
     decides: Mapping[str, tuple[Decide, bool]],
     worlds: Mapping[str, Mapping[str, Frontier]],
     replicates: int | None = None,
+    truths: Mapping[str, Result] | None = None,
 ) -> dict[str, dict[str, dict]]:
     """Per claim id of ``decides`` (id -> (decision, whether its truth is about these recipes)), per
     world of ``worlds`` (name -> column -> frontier), the shares of its verdicts, its wrong share and
-    the truth's verdict(s). Returns id -> world -> {"held", "not held", "wrong", "truth held",
+    the truth's verdict(s). ``truths``: per world, the verdict its truth is (for a claim whose decision
+    cannot read a noiseless study, as a fit's AICc cannot: it needs residuals); else the decision on
+    the noiseless study. Returns id -> world -> {"held", "not held", "wrong", "truth held",
     "held if true", "truth not held", "not held if false"} (shares; NaN where no study's truth was so)."""
     rng = np.random.default_rng(RNG_SEED)
     replicates = replicates or study.replicates or REPLICATES
@@ -170,7 +173,10 @@ def simulate(
     for name, world in worlds.items():
         spec = {c: (f, *noise[c]) for c, f in world.items()}
         frontier = _noiseless(study, _draw(rows, spec, rng, noisy=False)[0])
-        fixed = {i: d(frontier) for i, (d, cells) in decides.items() if not cells}
+        given = (truths or {}).get(name)
+        fixed = {
+            i: given if given is not None else d(frontier) for i, (d, cells) in decides.items() if not cells
+        }
         tally = {i: dict.fromkeys(_COUNTS, 0) for i in decides}
         for _ in range(replicates):
             drawn, means = _draw(rows, spec, rng, noisy=True)

@@ -6,6 +6,8 @@ each with how often a study like this one decides it.
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from paper_repro.analysis.wording import finite, percent
@@ -181,5 +183,33 @@ def gain_sentence(claims: pd.DataFrame) -> str:
             if reached
             else f", and the most settings simulated, {most} at {at} seeds each, says so in "
             f"{percent(settings[most])}, still under {percent(enough)}"
+        )
+    return said + "."
+
+
+def fits_sentence(claims: pd.DataFrame) -> str:
+    """The paper's "log-linear in rho is the best fit" (``fits.loglinear``): its verdict with the forms'
+    wins, and how often it can say yes (its own simulation); "" without the row."""
+    r = _row(claims, "fits.loglinear")
+    if r is None:
+        return ""
+    wins = dict(re.findall(r"(constant|loglinear|quadratic|tie) (\d+)", str(r.get("note", ""))))
+    counts = ", ".join(f"{k.replace('loglinear', 'log-linear')} {v}" for k, v in wins.items() if k != "tie")
+    said = (
+        f" The frontier's form ('log-linear in rho is the best fit'): *{SAID.get(r['verdict'], r['verdict'])}*"
+        + (
+            f" (lowest AICc over the frontiers that are not flat: {counts}, {wins.get('tie', 0)} ties)"
+            if wins
+            else ""
+        )
+        + f" (`fits.loglinear`; {power_words(r)})"
+    )
+    held = r.get("oc_held_when_true")
+    if finite(held) and held < 0.8:
+        said += (
+            ". At this design it cannot say yes, and more seeds would not help: it fits the runs, whose recipes "
+            "scatter about the frontier, and with more seeds the quadratic wins more often even where the frontier "
+            "is log-linear (docs/MEASUREMENTS.md); a test of the frontier's own form would have to fit the cell "
+            "means with the recipe effect allowed for"
         )
     return said + "."

@@ -237,7 +237,7 @@ def plain_answer(
     asked = claims[claims["id"].isin(list(_asked("question")))]
     paragraphs = [
         _reasons(asked),
-        optimum_sentence(claims),
+        optimum_sentence(claims) + findings.fits_sentence(claims),
         checks_sentence(claims),
         findings.convention_finding(claims),
         findings.target_finding(claims, designs),
