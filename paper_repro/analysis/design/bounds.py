@@ -1,9 +1,11 @@
 """The bounds the design rule (:mod:`paper_repro.analysis.design.candidates`) holds a candidate to:
 a claim's simulated wrong share, tested against its sampling error (:func:`too_wrong`), and the
 registered targets of the regime claims (:data:`TARGETS`, :func:`missed_targets`), which the
-README's design sentences read too."""
+README's design sentences read too; and which of a choices table's rows the rule reads (:func:`ruled`)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -56,3 +58,13 @@ def missed_targets(row: pd.Series, prefix: str = "") -> list[str]:
         if not np.isfinite(value) or (value > bound if kind == "max" else value < bound):
             out.append(f"{column} {value:.2f} ({'<=' if kind == 'max' else '>='} {bound:g})")
     return out
+
+
+def ruled(choices: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame:
+    """The rows of ``choices`` the rule (:func:`~paper_repro.analysis.design.candidates.recommend`,
+    :func:`~paper_repro.analysis.design.candidates.misfits`) reads: all but the claims ``extra``
+    simulated besides the family's (``--with-claims``), which are reported, not ruled on: a family's
+    pick does not move with the claims a reader asks to compare it on."""
+    if not extra or "claim_id" not in choices:
+        return choices
+    return choices[~choices["claim_id"].isin(list(extra))]

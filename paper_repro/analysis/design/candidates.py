@@ -35,6 +35,7 @@ from paper_repro.analysis.design.bounds import (
     WRONG_ALPHA,
     WRONG_LIMIT,
     missed_targets,
+    ruled,
     too_wrong,
 )
 from paper_repro.analysis.design.noise import EvalVariance, Layout
@@ -113,15 +114,6 @@ def family_claims(family: str, more: Sequence[str] = ()) -> list | None:
         base = [c for c in base if c.id.startswith(FAMILY_CLAIMS)]
     have = {c.id for c in base}
     return [*base, *(c for c in oc.design_claims(more) if c.id not in have)]
-
-
-def ruled(choices: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame:
-    """The rows of ``choices`` the rule (:func:`recommend`, :func:`misfits`) reads: all but the claims
-    ``extra`` simulated besides the family's (``--with-claims``), which are reported, not ruled on: a
-    family's pick does not move with the claims a reader asks to compare it on."""
-    if not extra or "claim_id" not in choices:
-        return choices
-    return choices[~choices["claim_id"].isin(list(extra))]
 
 
 def target_misses(choices: pd.DataFrame, name: str) -> list[str]:

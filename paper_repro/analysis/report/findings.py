@@ -196,9 +196,10 @@ def fits_sentence(claims: pd.DataFrame) -> str:
     wins = dict(re.findall(r"(constant|loglinear|quadratic|tie) (\d+)", str(r.get("note", ""))))
     counts = ", ".join(f"{k.replace('loglinear', 'log-linear')} {v}" for k, v in wins.items() if k != "tie")
     said = (
-        f" The frontier's form ('log-linear in rho is the best fit'): *{SAID.get(r['verdict'], r['verdict'])}*"
+        f" The shape of the score against rho ('log-linear in rho is the best fit'): *{SAID.get(r['verdict'], r['verdict'])}*"
         + (
-            f" (lowest AICc over the frontiers that are not flat: {counts}, {wins.get('tie', 0)} ties)"
+            f" (the lowest AICc over each setting's curves of each score that are not flat: {counts}, "
+            f"{wins.get('tie', 0)} ties)"
             if wins
             else ""
         )
@@ -207,9 +208,9 @@ def fits_sentence(claims: pd.DataFrame) -> str:
     held = r.get("oc_held_when_true")
     if finite(held) and held < 0.8:
         said += (
-            ". At this design it cannot say yes, and more seeds would not help: it fits the runs, whose recipes "
-            "scatter about the frontier, and with more seeds the quadratic wins more often even where the frontier "
-            "is log-linear (docs/MEASUREMENTS.md); a test of the frontier's own form would have to fit the cell "
-            "means with the recipe effect allowed for"
+            ". At this design it cannot say yes, and more seeds would not help: it fits the runs, which each "
+            "allocation's recipe moves off the curve, and with more seeds the quadratic wins more often even where "
+            "the curve is log-linear (docs/MEASUREMENTS.md); a test of the curve's own form would have to fit the "
+            "allocations' means with that spread allowed for"
         )
     return said + "."
