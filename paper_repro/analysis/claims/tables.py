@@ -1,6 +1,7 @@
 """Two claims read from the frontiers other than by their best sets, declared in the registry: the
-fits claim (:func:`loglinear`, AICc by :func:`paper_repro.analysis.stats.fit_forms.aicc_by_form`) and
-the planner's consistency check on the frontier table (:func:`fewer_updates`).
+fits claim (:func:`loglinear`, AICc by :func:`paper_repro.analysis.stats.fit_forms.aicc_by_form`; its
+own simulation :func:`fits_operating`) and the planner's consistency check on the frontier table
+(:func:`fewer_updates`).
 """
 
 from __future__ import annotations
