@@ -240,7 +240,7 @@ def test_a_reversal_only_the_registered_interval_sees_is_not_called_a_reversal()
 def test_the_cells_f_test_is_scipys_one_way_anova():
     from scipy import stats
 
-    from paper_repro.analysis.claims.tables import _p_flat
+    from paper_repro.analysis.stats.optima import cells_f_test
 
     rng = np.random.default_rng(2)
     for _ in range(50):
@@ -248,9 +248,9 @@ def test_the_cells_f_test_is_scipys_one_way_anova():
         y = rng.normal(size=k * n) + np.repeat(rng.normal(size=k) * rng.uniform(0, 2), n)
         rows = pd.DataFrame({"cell": np.repeat([f"c{j}" for j in range(k)], n), "y": y})
         expected = stats.f_oneway(*[g["y"].to_numpy() for _, g in rows.groupby("cell")]).pvalue
-        assert _p_flat(rows, "y") == pytest.approx(expected, rel=1e-9, abs=1e-15)
+        assert cells_f_test(rows["cell"], rows["y"]) == pytest.approx(expected, rel=1e-9, abs=1e-15)
     one_run = pd.DataFrame({"cell": ["a", "b", "b"], "y": [0.1, 0.2, 0.3]})
-    assert np.isnan(_p_flat(one_run, "y"))  # a cell with one run: no test
+    assert np.isnan(cells_f_test(one_run["cell"], one_run["y"]))  # a cell with one run: no test
 
 
 def test_the_fits_claims_own_simulation_scores_it_against_each_worlds_declared_truth():
@@ -263,7 +263,7 @@ def test_the_fits_claims_own_simulation_scores_it_against_each_worlds_declared_t
     shares = worlds.simulate(
         log,
         {"fits": (tables._fits_loglinear, False)},
-        {"log": tables._fitted(log, "log-linear"), "quad": tables._fitted(log, "quadratic")},
+        {"log": tables._fitted(log, "loglinear"), "quad": tables._fitted(log, "quadratic")},
         replicates=10,
         truths={"log": Result(verdict="held"), "quad": Result(verdict="not held")},
     )["fits"]

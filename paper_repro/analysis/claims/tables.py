@@ -6,6 +6,8 @@ own simulation :func:`fits_operating`) and the planner's consistency check on th
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -13,7 +15,8 @@ from paper_repro.analysis.claims import worlds
 from paper_repro.analysis.claims.registry import NotSimulated, OwnSimulation, register_claim
 from paper_repro.analysis.claims.study import Study
 from paper_repro.analysis.stats.best_sets import DEFAULT, rows_of
-from paper_repro.analysis.stats.fit_forms import aicc_by_form
+from paper_repro.analysis.stats.fit_forms import aicc_by_form, form_matrix
+from paper_repro.analysis.stats.optima import cells_f_test
 from paper_repro.analysis.stats.verdict import NAN, Result
 from paper_repro.common.results import METRICS
 from paper_repro.config import Margins
@@ -71,7 +74,7 @@ def loglinear(runs: pd.DataFrame, names, m: Margins = DEFAULT) -> Result:
             if name not in by_setting or target not in by_setting[name]:
                 continue
             rows = by_setting[name].dropna(subset=[target, "rho"])
-            if rows["cell"].nunique() < 3 or not _p_flat(rows, target) < 0.05:
+            if rows["cell"].nunique() < 3 or not cells_f_test(rows["cell"], rows[target]) < 0.05:
                 continue
             scores = aicc_by_form(rows, target)
             ranked = sorted(scores, key=scores.get)
@@ -90,23 +93,9 @@ def loglinear(runs: pd.DataFrame, names, m: Margins = DEFAULT) -> Result:
     return Result(wins["loglinear"] / n, verdict=verdict, note=", ".join(f"{k} {v}" for k, v in wins.items()))
 
 
-def _p_flat(rows: pd.DataFrame, target: str) -> float:
-    """The one-way F test of ``rows``' cells on ``target`` (what :func:`scipy.stats.f_oneway` gives,
-    :func:`~paper_repro.analysis.stats.optima.fit_optimum`'s ``p_flat``, written out over the cells'
-    codes: the claim's own simulation calls it thousands of times): NaN unless every cell has two runs
-    and the runs differ; 0 where the cells differ and their runs do not within them."""
-    from scipy import stats
-
-    data = rows[["cell", target]].dropna()
-    codes, cells = pd.factorize(data["cell"])
-    y = data[target].to_numpy(float)
-    counts = np.bincount(codes, minlength=len(cells))
-    if len(cells) < 2 or counts.min() < 2 or np.ptp(y) <= 0:
-        return NAN
-    means = np.bincount(codes, y) / counts
-    between = float(np.sum(counts * (means - y.mean()) ** 2)) / (len(cells) - 1)
-    within = float(np.sum((y - means[codes]) ** 2)) / (len(y) - len(cells))
-    return float(stats.f.sf(between / within, len(cells) - 1, len(y) - len(cells))) if within > 0 else 0.0
+def read_wins(note: str) -> dict[str, int]:
+    """The forms' wins :func:`loglinear`'s note states (form or "tie" -> frontiers), or {} for another note."""
+    return {k: int(v) for k, v in re.findall(r"\b(constant|loglinear|quadratic|tie) (\d+)", str(note))}
 
 
 # ---------------------------------------------------------------------------------------- words
@@ -135,20 +124,20 @@ FEWER_TEST = (
 # simulated studies per world for the fits claim's own simulation: its decision fits three forms to
 # every frontier (0.15 s a study), so 60, a share to about +-0.06 near 0.5 (a quick analysis sets fewer)
 FITS_REPLICATES = 60
-FITS_WORLDS = {"log-linear": "held", "quadratic": "not held"}  # each world's true verdict
+# each world: the form of its every frontier (fit_forms' name) and the claim's true verdict there
+FITS_WORLDS = {"log-linear": ("loglinear", "held"), "quadratic": ("quadratic", "not held")}
 
 
 def _fitted(study: Study, form: str) -> dict:
-    """Per target, a world whose every frontier is ``form`` ("log-linear" or "quadratic") in rho:
-    the least-squares fit of the setting's committed cell means, read at its cells."""
+    """Per target, a world whose every frontier is ``form`` (a :func:`~paper_repro.analysis.stats.fit_forms.form_matrix`
+    kind) in rho: the least-squares fit of the setting's committed cell means, read at its cells."""
     out = {}
     for column in [c for c in METRICS if c in study.grid_rows]:
         world = {}
         for setting, cells in worlds.cell_means(study, column).items():
             names = list(cells)
             rho = np.array([study.cell_rho[setting][c] for c in names], float)
-            x = [np.ones_like(rho), np.log(rho)] if form == "log-linear" else [np.ones_like(rho), rho, rho**2]
-            design = np.column_stack(x)
+            design = form_matrix(rho, form)
             coef, *_ = np.linalg.lstsq(design, np.array([cells[c] for c in names], float), rcond=None)
             world[setting] = dict(zip(names, design @ coef, strict=True))
         out[column] = world
@@ -165,8 +154,8 @@ def fits_operating(study: Study) -> dict:
     replicates = min(study.replicates or FITS_REPLICATES, FITS_REPLICATES)
     if "fits" not in cache:
         decide = {"fits.loglinear": (lambda s: _fits_loglinear(s), False)}
-        world = {name: _fitted(study, name) for name in FITS_WORLDS}
-        truths = {name: Result(verdict=verdict) for name, verdict in FITS_WORLDS.items()}
+        world = {name: _fitted(study, form) for name, (form, _) in FITS_WORLDS.items()}
+        truths = {name: Result(verdict=verdict) for name, (_, verdict) in FITS_WORLDS.items()}
         cache["fits"] = worlds.simulate(study, decide, world, replicates, truths)["fits.loglinear"]
     return worlds.columns(
         "fits.loglinear",

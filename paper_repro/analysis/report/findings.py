@@ -6,8 +6,6 @@ each with how often a study like this one decides it.
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
 from paper_repro.analysis.wording import finite, percent
@@ -190,10 +188,12 @@ def gain_sentence(claims: pd.DataFrame) -> str:
 def fits_sentence(claims: pd.DataFrame) -> str:
     """The paper's "log-linear in rho is the best fit" (``fits.loglinear``): its verdict with the forms'
     wins, and how often it can say yes (its own simulation); "" without the row."""
+    from paper_repro.analysis.claims.tables import read_wins
+
     r = _row(claims, "fits.loglinear")
     if r is None:
         return ""
-    wins = dict(re.findall(r"(constant|loglinear|quadratic|tie) (\d+)", str(r.get("note", ""))))
+    wins = read_wins(r.get("note", ""))
     counts = ", ".join(f"{k.replace('loglinear', 'log-linear')} {v}" for k, v in wins.items() if k != "tie")
     said = (
         f" The shape of the score against rho ('log-linear in rho is the best fit'): *{SAID.get(r['verdict'], r['verdict'])}*"

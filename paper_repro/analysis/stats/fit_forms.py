@@ -24,14 +24,19 @@ def aicc_by_form(rows: pd.DataFrame, target: str) -> dict[str, float]:
     return {kind: aicc(*_rss(rows, target, kind)) for kind in ("constant", "loglinear", "quadratic")}
 
 
-def _rss(rows: pd.DataFrame, target: str, kind: str) -> tuple[float, int, int]:
-    x = rows["rho"].to_numpy(float)
-    y = rows[target].to_numpy(float)
+def form_matrix(rho: np.ndarray, kind: str) -> np.ndarray:
+    """The design matrix of the form ``kind`` ("constant", "loglinear", "quadratic") at ``rho``."""
+    x = np.asarray(rho, float)
     cols = {
         "constant": [np.ones_like(x)],
         "loglinear": [np.ones_like(x), np.log(x)],
         "quadratic": [np.ones_like(x), x, x**2],
     }[kind]
-    X = np.column_stack(cols)
+    return np.column_stack(cols)
+
+
+def _rss(rows: pd.DataFrame, target: str, kind: str) -> tuple[float, int, int]:
+    X = form_matrix(rows["rho"].to_numpy(float), kind)
+    y = rows[target].to_numpy(float)
     coef, *_ = np.linalg.lstsq(X, y, rcond=None)
     return float(np.sum((X @ coef - y) ** 2)), len(y), X.shape[1]

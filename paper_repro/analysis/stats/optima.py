@@ -296,15 +296,30 @@ def _bootstrap_peaks(rows, target, cells: Cells, recipe_sd: float, b: int, seed:
     return peak_rho(unimodal(means, cells.n), cells.rho, cells.n)[0]
 
 
+def cells_f_test(cells: pd.Series, values: pd.Series) -> float:
+    """The one-way F test (:func:`scipy.stats.f_oneway`) of ``values`` grouped by ``cells`` (the cells
+    in sorted order, each its runs in order, as a groupby gives them), split by the cells' codes: the
+    fits claim's simulation calls it thousands of times. NaN unless there are two cells, each with two
+    runs, and the runs differ."""
+    from scipy import stats
+
+    codes, names = pd.factorize(cells, sort=True)
+    y = np.asarray(values, float)
+    counts = np.bincount(codes, minlength=len(names))
+    if len(names) < 2 or counts.min() < 2 or np.ptp(y) <= 0:
+        return NAN
+    groups = np.split(y[np.argsort(codes, kind="stable")], np.cumsum(counts)[:-1])
+    return float(stats.f_oneway(*groups).pvalue)
+
+
 def _descriptions(rows: pd.DataFrame, target: str, cells: Cells) -> dict:
     """The one-way F test of the cells and the quadratic's vertex with Fieller's 95% interval."""
     from scipy import stats
 
     data = rows[["cell", "rho", target]].dropna()
     out = {}
-    groups = [g[target].to_numpy(float) for _, g in data.groupby("cell")]
-    if len(groups) >= 2 and all(len(g) >= 2 for g in groups) and np.ptp(data[target]) > 0:
-        out["p_flat"] = float(stats.f_oneway(*groups).pvalue)
+    if np.isfinite(p := cells_f_test(data["cell"], data[target])):
+        out["p_flat"] = p
     if cells.k >= 3 and len(data) > 3:
         x, y = data["rho"].to_numpy(float), data[target].to_numpy(float)
         fit = OLS.fit(np.column_stack([np.ones_like(x), x, x**2]), y)
